@@ -1,0 +1,52 @@
+/* fuser: passes and the pass registry.
+ *
+ * Every pass has the same signature (as in QBE): it takes a module and a
+ * context, rewrites the module in place, and returns a status.  What a pass
+ * decides is written into the IR, never kept on the side. */
+#ifndef FUSER_PASS_H
+#define FUSER_PASS_H
+
+#include <stdio.h>
+
+#include "fuser/diag.h"
+#include "fuser/ir.h"
+
+typedef struct fu_pass_option {
+  const char *name;
+  const char *value;
+} fu_pass_option;
+
+typedef struct fu_pass_context {
+  fu_diag_engine *diag;
+  const fu_pass_option *options; /* from `pass{name=value,...}` */
+  uint32_t n_options;
+  FILE *debug_out;         /* where --debug=<pass> output goes (NULL: off) */
+  const char *debug_flags; /* comma-separated pass names given to --debug, or "all" */
+} fu_pass_context;
+
+typedef fu_status (*fu_pass_fn)(fu_module *m, fu_pass_context *ctx);
+
+typedef struct fu_pass_option_def {
+  const char *name;
+  const char *summary;
+  const char *default_value;
+} fu_pass_option_def;
+
+typedef struct fu_pass_def {
+  const char *name;
+  const char *summary;
+  const fu_pass_option_def *options; /* NULL-name terminated, or NULL */
+  fu_pass_fn run;
+} fu_pass_def;
+
+/* The registry: a constant table, in passes/registry.c. */
+const fu_pass_def *fu_pass_lookup(const char *name, size_t len);
+/* Every registered pass, in registry order; *n receives the count. */
+const fu_pass_def *fu_pass_all(size_t *n);
+
+/* The value of option `name`, or the pass's declared default, or NULL. */
+const char *fu_pass_option_value(const fu_pass_context *ctx, const fu_pass_def *pass, const char *name);
+/* True when --debug names this pass (or "all"); then ctx->debug_out is set. */
+bool fu_pass_debug_enabled(const fu_pass_context *ctx, const char *pass_name);
+
+#endif
