@@ -5,7 +5,7 @@ import lit.formats
 
 config.name = "fuser"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".fir", ".py", ".test"]
+config.suffixes = [".fir", ".py", ".test", ".kir"]
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "CMakeLists.txt"]
 config.test_source_root = os.path.dirname(__file__)
 

@@ -198,6 +198,8 @@ typedef struct fu_segment_info {
   fu_value **outputs;    /* values defined inside, used outside */
   uint32_t n_outputs;
   fu_block *body;
+  struct fu_schedule *schedule; /* written by `schedule`, NULL before */
+  struct fu_kernel *kernel;     /* written by `lower`, NULL before */
 } fu_segment_info;
 
 typedef struct fu_int_list {
@@ -215,6 +217,11 @@ struct fu_op {
   uint32_t n_results;
   fu_op *prev, *next;
   fu_block *parent;
+  /* A host-side alias: a metadata-only op (FU_OF_VIEW) that the runtime
+   * executes as a shape/stride reinterpretation, with no kernel and no copy.
+   * Set by strip-bookend-views; printed as the attribute `host=true`; such
+   * ops always stay outside segments. */
+  bool host;
   /* Per-class payload; which member is live follows fu_op_info_of(kind)->cls
    * (and kind for the META ops). */
   union {

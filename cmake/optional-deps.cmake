@@ -1,0 +1,187 @@
+# fuser: the optional parts of the build, included by the top-level
+# CMakeLists.txt after fuser_core is defined.
+#
+#   LLVM 19 (C API, NVPTX)  -> fuser_backend, FUSER_HAS_LLVM
+#   CUDA Toolkit            -> FUSER_HAS_CUDA, FUSER_CUDA_ROOT, libdevice, ptxas
+#   CUDA driver (cuda.h)    -> fuser_runtime from lib/runtime/*.c, FUSER_HAS_CUDA_DRIVER
+#
+# Each part that is missing is left out with a clear message; fuser_core never
+# depends on any of them.  What the tools and tests must link is appended to
+# FUSER_TOOL_EXTRA_LIBS.
+
+set(FUSER_TOOL_EXTRA_LIBS "")
+
+# ---- LLVM 19 ------------------------------------------------------------------
+option(FUSER_ENABLE_LLVM "Build the LLVM NVPTX backend when LLVM 19 is found" ON)
+option(FUSER_LLVM_STATIC "Link LLVM's static component libraries instead of libLLVM-19.so" OFF)
+set(FUSER_LLVM_CONFIG "" CACHE FILEPATH "llvm-config of LLVM 19 (empty: llvm-config-19 or /usr/lib/llvm-19/bin/llvm-config)")
+
+set(FUSER_HAS_LLVM OFF)
+set(_fuser_llvm_why "")
+if(NOT FUSER_ENABLE_LLVM)
+  set(_fuser_llvm_why "disabled with -DFUSER_ENABLE_LLVM=OFF")
+else()
+  if(FUSER_LLVM_CONFIG)
+    set(_fuser_llvm_config "${FUSER_LLVM_CONFIG}")
+  else()
+    find_program(_fuser_llvm_config NAMES llvm-config-19 llvm-config
+                 HINTS /usr/lib/llvm-19/bin NO_CACHE)
+  endif()
+  if(NOT _fuser_llvm_config OR NOT EXISTS "${_fuser_llvm_config}")
+    set(_fuser_llvm_why "llvm-config-19 not found (install llvm-19-dev, or pass -DFUSER_LLVM_CONFIG=/path/to/llvm-config)")
+  else()
+    execute_process(COMMAND "${_fuser_llvm_config}" --version OUTPUT_VARIABLE _fuser_llvm_version
+                    OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc)
+    if(NOT _rc EQUAL 0 OR NOT _fuser_llvm_version MATCHES "^19\\.")
+      set(_fuser_llvm_why "${_fuser_llvm_config} reports version '${_fuser_llvm_version}', need 19.x")
+    else()
+      execute_process(COMMAND "${_fuser_llvm_config}" --includedir OUTPUT_VARIABLE _fuser_llvm_includedir
+                      OUTPUT_STRIP_TRAILING_WHITESPACE)
+      execute_process(COMMAND "${_fuser_llvm_config}" --libdir OUTPUT_VARIABLE _fuser_llvm_libdir
+                      OUTPUT_STRIP_TRAILING_WHITESPACE)
+      execute_process(COMMAND "${_fuser_llvm_config}" --targets-built OUTPUT_VARIABLE _fuser_llvm_targets
+                      OUTPUT_STRIP_TRAILING_WHITESPACE)
+      if(NOT _fuser_llvm_targets MATCHES "NVPTX")
+        set(_fuser_llvm_why "LLVM ${_fuser_llvm_version} at ${_fuser_llvm_config} was built without the NVPTX target")
+      elseif(NOT EXISTS "${_fuser_llvm_includedir}/llvm-c/Core.h")
+        set(_fuser_llvm_why "LLVM's C headers (llvm-c/Core.h) are missing under ${_fuser_llvm_includedir} (install llvm-19-dev)")
+      else()
+        set(_fuser_llvm_libs "")
+        if(NOT FUSER_LLVM_STATIC)
+          find_library(_fuser_llvm_shared NAMES LLVM-19 LLVM PATHS "${_fuser_llvm_libdir}" NO_DEFAULT_PATH NO_CACHE)
+          if(_fuser_llvm_shared)
+            set(_fuser_llvm_libs "${_fuser_llvm_shared}")
+          endif()
+        endif()
+        if(NOT _fuser_llvm_libs)
+          # Static components: the NVPTX target plus what the backend calls.
+          execute_process(COMMAND "${_fuser_llvm_config}" --link-static --libs
+                                  nvptx passes bitreader bitwriter linker analysis core target transformutils
+                          OUTPUT_VARIABLE _fuser_llvm_static_libs OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc1)
+          execute_process(COMMAND "${_fuser_llvm_config}" --link-static --system-libs
+                          OUTPUT_VARIABLE _fuser_llvm_system_libs OUTPUT_STRIP_TRAILING_WHITESPACE)
+          if(_rc1 EQUAL 0 AND _fuser_llvm_static_libs)
+            separate_arguments(_fuser_llvm_libs UNIX_COMMAND
+                               "-L${_fuser_llvm_libdir} ${_fuser_llvm_static_libs} ${_fuser_llvm_system_libs} -lstdc++")
+          else()
+            set(_fuser_llvm_why "neither libLLVM-19.so nor LLVM's static libraries were found in ${_fuser_llvm_libdir}")
+          endif()
+        endif()
+        if(_fuser_llvm_libs)
+          set(FUSER_HAS_LLVM ON)
+        endif()
+      endif()
+    endif()
+  endif()
+endif()
+
+if(FUSER_HAS_LLVM)
+  file(GLOB FUSER_BACKEND_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/lib/backend/*.c)
+  if(NOT FUSER_BACKEND_SOURCES)
+    set(FUSER_HAS_LLVM OFF)
+    set(_fuser_llvm_why "lib/backend has no sources")
+  endif()
+endif()
+if(FUSER_HAS_LLVM)
+  add_library(fuser_backend STATIC ${FUSER_BACKEND_SOURCES})
+  # SYSTEM: LLVM's headers are not ours to keep -Wpedantic clean.
+  target_include_directories(fuser_backend SYSTEM PRIVATE "${_fuser_llvm_includedir}")
+  target_link_libraries(fuser_backend PUBLIC fuser_core ${_fuser_llvm_libs})
+  add_compile_definitions(FUSER_HAS_LLVM=1)
+  list(APPEND FUSER_TOOL_EXTRA_LIBS fuser_backend)
+  message(STATUS "fuser: LLVM ${_fuser_llvm_version} backend enabled (${_fuser_llvm_config}; ${_fuser_llvm_libs})")
+else()
+  message(STATUS "fuser: building WITHOUT the LLVM backend: ${_fuser_llvm_why}. "
+                 "--emit=llvm/--emit=ptx will report that this build has no LLVM backend, "
+                 "and the lit tests that need it are marked unsupported.")
+endif()
+
+# ---- CUDA Toolkit: libdevice and ptxas ------------------------------------------
+set(FUSER_HAS_CUDA OFF)
+set(FUSER_CUDA_ROOT "")
+set(_fuser_cuda_candidates "")
+if(CUDAToolkit_ROOT)
+  list(APPEND _fuser_cuda_candidates "${CUDAToolkit_ROOT}")
+endif()
+if(DEFINED ENV{CUDAToolkit_ROOT})
+  list(APPEND _fuser_cuda_candidates "$ENV{CUDAToolkit_ROOT}")
+endif()
+list(APPEND _fuser_cuda_candidates /usr/local/cuda)
+foreach(_root ${_fuser_cuda_candidates})
+  if(EXISTS "${_root}/nvvm/libdevice/libdevice.10.bc" OR EXISTS "${_root}/include/cuda.h")
+    set(FUSER_CUDA_ROOT "${_root}")
+    break()
+  endif()
+endforeach()
+
+if(FUSER_CUDA_ROOT)
+  set(FUSER_HAS_CUDA ON)
+  set(FUSER_LIBDEVICE "${FUSER_CUDA_ROOT}/nvvm/libdevice/libdevice.10.bc")
+  find_program(FUSER_PTXAS_PATH ptxas HINTS "${FUSER_CUDA_ROOT}/bin" NO_DEFAULT_PATH NO_CACHE)
+  add_compile_definitions(FUSER_HAS_CUDA=1 "FUSER_CUDA_ROOT=\"${FUSER_CUDA_ROOT}\"")
+  if(EXISTS "${FUSER_LIBDEVICE}")
+    # The backend's default; the environment variable FUSER_LIBDEVICE overrides it at run time.
+    add_compile_definitions("FUSER_LIBDEVICE_PATH=\"${FUSER_LIBDEVICE}\"")
+  else()
+    message(STATUS "fuser: ${FUSER_LIBDEVICE} not found: math functions need FUSER_LIBDEVICE=/path/to/libdevice.10.bc at run time")
+  endif()
+  if(FUSER_PTXAS_PATH)
+    add_compile_definitions("FUSER_PTXAS_PATH=\"${FUSER_PTXAS_PATH}\"")
+  endif()
+  message(STATUS "fuser: CUDA Toolkit at ${FUSER_CUDA_ROOT} (libdevice: ${FUSER_LIBDEVICE}; ptxas: ${FUSER_PTXAS_PATH})")
+else()
+  message(STATUS "fuser: no CUDA Toolkit found (looked in CUDAToolkit_ROOT and /usr/local/cuda): "
+                 "no libdevice (math functions need FUSER_LIBDEVICE=/path/to/libdevice.10.bc), no ptxas "
+                 "(the lit tests that assemble PTX are marked unsupported), no CUDA driver runtime")
+endif()
+
+# ---- FUSER_HAS_CUDA_DRIVER: the CUDA driver runtime (lib/runtime) ------------------
+# Owned by the runtime engineer: lib/runtime/*.c becomes fuser_runtime when
+# cuda.h and a libcuda are found.  With no files there this does nothing.
+# FUSER_CUDA_DRIVER_LIBRARY is the real driver library when one is installed,
+# else the toolkit's link stub (binaries linked to the stub need the driver at
+# run time; load it with dlopen if GPU-less machines must run them).
+set(FUSER_HAS_CUDA_DRIVER OFF)
+file(GLOB FUSER_RUNTIME_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/lib/runtime/*.c)
+find_path(FUSER_CUDA_INCLUDE_DIR cuda.h HINTS "${FUSER_CUDA_ROOT}/include" NO_CACHE)
+find_library(FUSER_CUDA_DRIVER_LIBRARY NAMES cuda NO_CACHE)
+set(FUSER_CUDA_DRIVER_IS_STUB OFF)
+if(NOT FUSER_CUDA_DRIVER_LIBRARY AND FUSER_CUDA_ROOT)
+  find_library(FUSER_CUDA_DRIVER_LIBRARY NAMES cuda HINTS "${FUSER_CUDA_ROOT}/lib64/stubs"
+               "${FUSER_CUDA_ROOT}/targets/x86_64-linux/lib/stubs" NO_DEFAULT_PATH NO_CACHE)
+  if(FUSER_CUDA_DRIVER_LIBRARY)
+    set(FUSER_CUDA_DRIVER_IS_STUB ON)
+  endif()
+endif()
+if(FUSER_CUDA_INCLUDE_DIR AND FUSER_CUDA_DRIVER_LIBRARY)
+  set(FUSER_HAS_CUDA_DRIVER ON)
+  if(FUSER_RUNTIME_SOURCES)
+    add_library(fuser_runtime STATIC ${FUSER_RUNTIME_SOURCES})
+    target_include_directories(fuser_runtime SYSTEM PUBLIC "${FUSER_CUDA_INCLUDE_DIR}")
+    target_link_libraries(fuser_runtime PUBLIC fuser_core ${CMAKE_DL_LIBS})
+    if(NOT FUSER_CUDA_DRIVER_IS_STUB)
+      target_link_libraries(fuser_runtime PUBLIC "${FUSER_CUDA_DRIVER_LIBRARY}")
+    else()
+      # Linking the stub would make every tool fail to start where no driver
+      # is installed; the runtime loads libcuda.so.1 itself in that case.
+      target_compile_definitions(fuser_runtime PRIVATE FUSER_CUDA_DRIVER_STUB_ONLY=1)
+    endif()
+    add_compile_definitions(FUSER_HAS_CUDA_DRIVER=1)
+    list(APPEND FUSER_TOOL_EXTRA_LIBS fuser_runtime)
+    message(STATUS "fuser: CUDA driver runtime enabled (cuda.h in ${FUSER_CUDA_INCLUDE_DIR}; ${FUSER_CUDA_DRIVER_LIBRARY})")
+  endif()
+else()
+  message(STATUS "fuser: no cuda.h/libcuda found: the CUDA driver runtime (lib/runtime) is left out")
+endif()
+
+# ---- test registration -------------------------------------------------------------
+# test/CMakeLists.txt creates one test per test/test_*.c; unit.test_backend
+# exits 77 (skip) in a build without LLVM.  CMake 3.25 cannot set properties
+# of a test in another directory, so add_test is wrapped to add that one
+# property right where the test is made.
+function(add_test)
+  _add_test(${ARGV})
+  if(ARGC GREATER 1 AND "${ARGV0}" STREQUAL "NAME" AND "${ARGV1}" STREQUAL "unit.test_backend")
+    set_tests_properties(unit.test_backend PROPERTIES SKIP_RETURN_CODE 77)
+  endif()
+endfunction()

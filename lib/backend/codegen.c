@@ -1,0 +1,386 @@
+/* fuser backend: one kernel of kernel IR -> one LLVM function.
+ *
+ * Instructions map one to one: SSA locals to LLVM values, FOR to a real
+ * loop (or straight-line copies when it is an `unroll` loop with a constant
+ * trip count), IF to branches, MUTABLE to an entry-block alloca that mem2reg
+ * promotes, shared arrays to addrspace(3) globals, local arrays to allocas.
+ * Tensor parameters are `ptr addrspace(1)` with noalias/readonly/align as
+ * the kernel IR states, which is what lets NVPTX use ld.global.nc and the
+ * 16-byte vector forms. */
+#include <stdio.h>
+#include <string.h>
+
+#include <llvm-c/DebugInfo.h>
+
+#include "internal.h"
+
+static bool valid_ptx_name(const char *s) {
+  if (!s || !*s) return false;
+  if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_' || s[0] == '$')) return false;
+  for (const char *p = s + 1; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '$'))
+      return false;
+  return true;
+}
+
+/* Scalar parameters travel in their memory form: bool as i8, f16/bf16 as
+ * 16-bit integers (the runtime copies the raw bytes). */
+static LLVMTypeRef param_type(bk_module *m, const fu_kval *p) {
+  if (p->kind == FU_KV_TENSOR_PARAM) return m->t_ptr1;
+  if (p->dtype == FU_DT_BOOL) return m->t_i8;
+  if (p->dtype == FU_DT_F16 || p->dtype == FU_DT_BF16) return m->t_i16;
+  return bk_reg_type(m, p->dtype);
+}
+
+static void add_enum_attr(bk_module *m, LLVMValueRef fn, unsigned idx, const char *name, uint64_t val) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  if (kind) LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(m->C, kind, val));
+}
+
+static LLVMValueRef sreg(bk_kernel *kc, fu_special sp) {
+  static const char *const names[] = {
+      "llvm.nvvm.read.ptx.sreg.tid.x",    "llvm.nvvm.read.ptx.sreg.tid.y",    "llvm.nvvm.read.ptx.sreg.tid.z",
+      "llvm.nvvm.read.ptx.sreg.ctaid.x",  "llvm.nvvm.read.ptx.sreg.ctaid.y",  "llvm.nvvm.read.ptx.sreg.ctaid.z",
+      "llvm.nvvm.read.ptx.sreg.ntid.x",   "llvm.nvvm.read.ptx.sreg.ntid.y",   "llvm.nvvm.read.ptx.sreg.ntid.z",
+      "llvm.nvvm.read.ptx.sreg.nctaid.x", "llvm.nvvm.read.ptx.sreg.nctaid.y", "llvm.nvvm.read.ptx.sreg.nctaid.z",
+  };
+  return bk_call_intrinsic(kc->mod, names[sp], NULL, 0, NULL, 0);
+}
+
+/* ---- memory ----------------------------------------------------------------- */
+
+static LLVMValueRef element_ptr(bk_kernel *kc, const fu_kval *mem, const fu_kval *index) {
+  bk_module *m = kc->mod;
+  LLVMValueRef idx = kc->vals[index->id];
+  return LLVMBuildInBoundsGEP2(m->B, bk_mem_type(m, mem->dtype), kc->vals[mem->id], &idx, 1, "");
+}
+
+static unsigned access_align(const fu_kval *mem, uint32_t width) {
+  return (unsigned)(width * fu_dtype_size(mem->dtype));
+}
+
+static void emit_load(bk_kernel *kc, const fu_kinst *in) {
+  bk_module *m = kc->mod;
+  const fu_kval *mem = in->args[0];
+  uint32_t w = in->u.mem.width;
+  LLVMTypeRef et = bk_mem_type(m, mem->dtype);
+  LLVMTypeRef ty = w == 1 ? et : LLVMVectorType(et, w);
+  LLVMValueRef ld = LLVMBuildLoad2(m->B, ty, element_ptr(kc, mem, in->args[1]), "");
+  LLVMSetAlignment(ld, access_align(mem, w));
+  if (mem->kind == FU_KV_TENSOR_PARAM && mem->readonly)
+    LLVMSetMetadata(ld, kc->invariant_kind, LLVMMetadataAsValue(m->C, kc->invariant_md));
+  for (uint32_t i = 0; i < w; i++) {
+    LLVMValueRef e = w == 1 ? ld : LLVMBuildExtractElement(m->B, ld, LLVMConstInt(m->t_i32, i, 0), "");
+    if (mem->dtype == FU_DT_BOOL) e = LLVMBuildICmp(m->B, LLVMIntNE, e, LLVMConstNull(m->t_i8), "");
+    kc->vals[in->results[i]->id] = bk_convert(m, e, mem->dtype, in->results[i]->dtype);
+  }
+}
+
+static void emit_store(bk_kernel *kc, const fu_kinst *in) {
+  bk_module *m = kc->mod;
+  const fu_kval *mem = in->args[0];
+  uint32_t w = in->u.mem.width;
+  LLVMTypeRef et = bk_mem_type(m, mem->dtype);
+  LLVMValueRef v = w == 1 ? NULL : LLVMGetPoison(LLVMVectorType(et, w));
+  for (uint32_t i = 0; i < w; i++) {
+    const fu_kval *x = in->args[2 + i];
+    LLVMValueRef e = bk_convert(m, kc->vals[x->id], x->dtype, mem->dtype);
+    if (mem->dtype == FU_DT_BOOL) e = LLVMBuildZExt(m->B, e, m->t_i8, "");
+    v = w == 1 ? e : LLVMBuildInsertElement(m->B, v, e, LLVMConstInt(m->t_i32, i, 0), "");
+  }
+  LLVMValueRef st = LLVMBuildStore(m->B, v, element_ptr(kc, mem, in->args[1]));
+  LLVMSetAlignment(st, access_align(mem, w));
+}
+
+/* shfl.sync.bfly over all 32 lanes; 64-bit values go as two halves and
+ * narrow ones widened to 32 bits. */
+static LLVMValueRef shfl32(bk_kernel *kc, LLVMValueRef v, uint32_t lane_mask, bool is_float) {
+  bk_module *m = kc->mod;
+  LLVMValueRef args[4] = {LLVMConstInt(m->t_i32, 0xffffffffu, 0), v, LLVMConstInt(m->t_i32, lane_mask, 0),
+                          LLVMConstInt(m->t_i32, 0x1f, 0)};
+  return bk_call_intrinsic(m, is_float ? "llvm.nvvm.shfl.sync.bfly.f32" : "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0,
+                           args, 4);
+}
+
+static LLVMValueRef emit_shfl(bk_kernel *kc, const fu_kval *x, uint32_t mask) {
+  bk_module *m = kc->mod;
+  LLVMBuilderRef B = m->B;
+  LLVMValueRef v = kc->vals[x->id];
+  switch (x->dtype) {
+  case FU_DT_F32: return shfl32(kc, v, mask, true);
+  case FU_DT_I32: return shfl32(kc, v, mask, false);
+  case FU_DT_F64:
+  case FU_DT_I64: {
+    LLVMValueRef bits = x->dtype == FU_DT_F64 ? LLVMBuildBitCast(B, v, m->t_i64, "") : v;
+    LLVMValueRef lo = LLVMBuildTrunc(B, bits, m->t_i32, "");
+    LLVMValueRef hi = LLVMBuildTrunc(B, LLVMBuildLShr(B, bits, LLVMConstInt(m->t_i64, 32, 0), ""), m->t_i32, "");
+    LLVMValueRef slo = shfl32(kc, lo, mask, false);
+    LLVMValueRef shi = shfl32(kc, hi, mask, false);
+    if (!slo || !shi) return NULL;
+    LLVMValueRef wlo = LLVMBuildZExt(B, slo, m->t_i64, "");
+    LLVMValueRef whi = LLVMBuildShl(B, LLVMBuildZExt(B, shi, m->t_i64, ""), LLVMConstInt(m->t_i64, 32, 0), "");
+    LLVMValueRef r = LLVMBuildOr(B, wlo, whi, "");
+    return x->dtype == FU_DT_F64 ? LLVMBuildBitCast(B, r, m->t_f64, "") : r;
+  }
+  case FU_DT_F16:
+  case FU_DT_BF16: {
+    LLVMValueRef w = LLVMBuildZExt(B, LLVMBuildBitCast(B, v, m->t_i16, ""), m->t_i32, "");
+    LLVMValueRef s = shfl32(kc, w, mask, false);
+    if (!s) return NULL;
+    return LLVMBuildBitCast(B, LLVMBuildTrunc(B, s, m->t_i16, ""), bk_reg_type(m, x->dtype), "");
+  }
+  case FU_DT_BOOL: {
+    LLVMValueRef s = shfl32(kc, LLVMBuildZExt(B, v, m->t_i32, ""), mask, false);
+    return s ? LLVMBuildTrunc(B, s, m->t_i1, "") : NULL;
+  }
+  default: return NULL;
+  }
+}
+
+/* ---- structured control flow ----------------------------------------------------- */
+
+static void emit_block(bk_kernel *kc, const fu_kblock *b);
+
+static LLVMMetadataRef loop_metadata(bk_kernel *kc, const char *hint) {
+  LLVMContextRef C = kc->mod->C;
+  LLVMMetadataRef temp = LLVMTemporaryMDNode(C, NULL, 0);
+  LLVMMetadataRef str = LLVMMDStringInContext2(C, hint, strlen(hint));
+  LLVMMetadataRef opt = LLVMMDNodeInContext2(C, &str, 1);
+  LLVMMetadataRef ops[2] = {temp, opt};
+  LLVMMetadataRef loop = LLVMMDNodeInContext2(C, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(temp, loop); /* the loop id refers to itself */
+  return loop;
+}
+
+/* `unroll` loops with constant bounds are copied out here, so the result
+ * does not depend on LLVM's unroll heuristics; other loops are real loops
+ * (header with the induction phi, body, latch). */
+static void emit_for(bk_kernel *kc, const fu_kinst *in) {
+  bk_module *m = kc->mod;
+  LLVMBuilderRef B = m->B;
+  const fu_kval *ivk = in->results[0];
+  LLVMValueRef start = kc->vals[in->args[0]->id], end = kc->vals[in->args[1]->id], step = kc->vals[in->args[2]->id];
+  LLVMTypeRef T = bk_reg_type(m, ivk->dtype);
+  if (in->u.loop.kind == FU_LOOP_UNROLL && LLVMIsAConstantInt(start) && LLVMIsAConstantInt(end) &&
+      LLVMIsAConstantInt(step)) {
+    long long s = LLVMConstIntGetSExtValue(start), e = LLVMConstIntGetSExtValue(end),
+              st = LLVMConstIntGetSExtValue(step);
+    if (st > 0) {
+      long long trips = e > s ? (e - s + st - 1) / st : 0;
+      if (trips <= (long long)m->be->max_self_unroll) {
+        for (long long t = 0; t < trips && !m->failed; t++) {
+          kc->vals[ivk->id] = LLVMConstInt(T, (unsigned long long)(s + t * st), 1);
+          emit_block(kc, &in->u.loop.body);
+        }
+        return;
+      }
+    }
+  }
+  /* Blocks are attached as they are filled, so the function reads top-down. */
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(B);
+  LLVMBasicBlockRef header = LLVMAppendBasicBlockInContext(m->C, kc->fn, "loop");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(m->C, kc->fn, "body");
+  LLVMBasicBlockRef latch = LLVMCreateBasicBlockInContext(m->C, "latch");
+  LLVMBasicBlockRef exit = LLVMCreateBasicBlockInContext(m->C, "exit");
+  LLVMBuildBr(B, header);
+  LLVMPositionBuilderAtEnd(B, header);
+  LLVMValueRef iv = LLVMBuildPhi(B, T, ivk->name ? ivk->name : "");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, iv, end, ""), body, exit);
+  LLVMPositionBuilderAtEnd(B, body);
+  kc->vals[ivk->id] = iv;
+  emit_block(kc, &in->u.loop.body);
+  LLVMBuildBr(B, latch);
+  LLVMAppendExistingBasicBlock(kc->fn, latch);
+  LLVMPositionBuilderAtEnd(B, latch);
+  /* nsw: `iv + step` never passes the int range (end + step fits) */
+  LLVMValueRef next = LLVMBuildNSWAdd(B, iv, step, "");
+  LLVMValueRef back = LLVMBuildBr(B, header);
+  if (in->u.loop.kind == FU_LOOP_UNROLL)
+    LLVMSetMetadata(back, kc->loop_kind,
+                    LLVMMetadataAsValue(m->C, loop_metadata(kc, LLVMIsAConstantInt(end) && LLVMIsAConstantInt(start)
+                                                                    ? "llvm.loop.unroll.full"
+                                                                    : "llvm.loop.unroll.enable")));
+  LLVMValueRef inv[2] = {start, next};
+  LLVMBasicBlockRef inb[2] = {pre, latch};
+  LLVMAddIncoming(iv, inv, inb, 2);
+  LLVMAppendExistingBasicBlock(kc->fn, exit);
+  LLVMPositionBuilderAtEnd(B, exit);
+}
+
+static void emit_if(bk_kernel *kc, const fu_kinst *in) {
+  bk_module *m = kc->mod;
+  LLVMBuilderRef B = m->B;
+  bool has_else = in->u.branch.else_body.first != NULL;
+  LLVMBasicBlockRef then_bb = LLVMAppendBasicBlockInContext(m->C, kc->fn, "then");
+  LLVMBasicBlockRef else_bb = has_else ? LLVMCreateBasicBlockInContext(m->C, "else") : NULL;
+  LLVMBasicBlockRef merge = LLVMCreateBasicBlockInContext(m->C, "endif");
+  LLVMBuildCondBr(B, kc->vals[in->args[0]->id], then_bb, has_else ? else_bb : merge);
+  LLVMPositionBuilderAtEnd(B, then_bb);
+  emit_block(kc, &in->u.branch.then_body);
+  LLVMBuildBr(B, merge);
+  if (has_else) {
+    LLVMAppendExistingBasicBlock(kc->fn, else_bb);
+    LLVMPositionBuilderAtEnd(B, else_bb);
+    emit_block(kc, &in->u.branch.else_body);
+    LLVMBuildBr(B, merge);
+  }
+  LLVMAppendExistingBasicBlock(kc->fn, merge);
+  LLVMPositionBuilderAtEnd(B, merge);
+}
+
+static void emit_inst(bk_kernel *kc, const fu_kinst *in) {
+  bk_module *m = kc->mod;
+  LLVMBuilderRef B = m->B;
+  switch (in->kind) {
+  case FU_KI_CONST: {
+    const fu_kval *r = in->results[0];
+    LLVMTypeRef t = bk_reg_type(m, r->dtype);
+    if (fu_dtype_is_float(r->dtype))
+      kc->vals[r->id] = LLVMConstReal(t, in->u.constant.f);
+    else if (r->dtype == FU_DT_BOOL)
+      kc->vals[r->id] = LLVMConstInt(t, in->u.constant.b ? 1 : 0, 0);
+    else
+      kc->vals[r->id] = LLVMConstInt(t, (unsigned long long)in->u.constant.i, 1);
+    return;
+  }
+  case FU_KI_MATH: {
+    fu_dtype at[8];
+    LLVMValueRef av[8];
+    uint32_t n = in->n_args < 8 ? in->n_args : 8;
+    for (uint32_t i = 0; i < n; i++) {
+      at[i] = in->args[i]->dtype;
+      av[i] = kc->vals[in->args[i]->id];
+    }
+    kc->vals[in->results[0]->id] = bk_math(m, in->u.math, in->results[0]->dtype, at, av, n);
+    return;
+  }
+  case FU_KI_SPECIAL: {
+    LLVMValueRef v = sreg(kc, in->u.special);
+    if (v && in->results[0]->dtype == FU_DT_I64) v = LLVMBuildZExt(B, v, m->t_i64, "");
+    kc->vals[in->results[0]->id] = v;
+    return;
+  }
+  case FU_KI_LOAD: emit_load(kc, in); return;
+  case FU_KI_STORE: emit_store(kc, in); return;
+  case FU_KI_READ:
+    kc->vals[in->results[0]->id] =
+        LLVMBuildLoad2(B, bk_reg_type(m, in->args[0]->dtype), kc->vals[in->args[0]->id], "");
+    return;
+  case FU_KI_ASSIGN: LLVMBuildStore(B, kc->vals[in->args[1]->id], kc->vals[in->args[0]->id]); return;
+  case FU_KI_SHFL_XOR: kc->vals[in->results[0]->id] = emit_shfl(kc, in->args[0], in->u.shfl_mask); return;
+  case FU_KI_SYNC: bk_call_intrinsic(m, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); return;
+  case FU_KI_FOR: emit_for(kc, in); return;
+  case FU_KI_IF: emit_if(kc, in); return;
+  }
+}
+
+static void emit_block(bk_kernel *kc, const fu_kblock *b) {
+  for (const fu_kinst *in = b->first; in && !kc->mod->failed; in = in->next) emit_inst(kc, in);
+}
+
+/* ---- storage of mutables and arrays ---------------------------------------------- */
+
+static void alloc_storage(bk_kernel *kc, const fu_kblock *b) {
+  bk_module *m = kc->mod;
+  for (const fu_kinst *in = b->first; in; in = in->next) {
+    for (uint32_t i = 0; i < in->n_args; i++) {
+      const fu_kval *v = in->args[i];
+      if (kc->vals[v->id] || (v->kind != FU_KV_MUTABLE && v->kind != FU_KV_ARRAY)) continue;
+      if (v->kind == FU_KV_MUTABLE) {
+        kc->vals[v->id] = LLVMBuildAlloca(m->B, bk_reg_type(m, v->dtype), v->name ? v->name : "");
+        continue;
+      }
+      LLVMTypeRef at = LLVMArrayType2(bk_mem_type(m, v->dtype), (uint64_t)v->length);
+      if (v->space == FU_MEM_SHARED) {
+        char name[160];
+        snprintf(name, sizeof name, "%.70s.%.70s", kc->k->name, v->name ? v->name : "smem");
+        LLVMValueRef g = LLVMAddGlobalInAddressSpace(m->M, at, name, 3);
+        LLVMSetInitializer(g, LLVMGetUndef(at));
+        LLVMSetLinkage(g, LLVMInternalLinkage);
+        LLVMSetAlignment(g, 16);
+        kc->vals[v->id] = g;
+      } else {
+        LLVMValueRef a = LLVMBuildAlloca(m->B, at, v->name ? v->name : "");
+        LLVMSetAlignment(a, 16);
+        kc->vals[v->id] = a;
+      }
+    }
+    if (in->kind == FU_KI_FOR) alloc_storage(kc, &in->u.loop.body);
+    if (in->kind == FU_KI_IF) {
+      alloc_storage(kc, &in->u.branch.then_body);
+      alloc_storage(kc, &in->u.branch.else_body);
+    }
+  }
+}
+
+static void annotate(bk_module *m, LLVMValueRef fn, const char *key, unsigned value) {
+  LLVMValueRef ops[3] = {fn, LLVMMDStringInContext(m->C, key, (unsigned)strlen(key)),
+                         LLVMConstInt(m->t_i32, value, 0)};
+  LLVMAddNamedMetadataOperand(m->M, "nvvm.annotations", LLVMMDNodeInContext(m->C, ops, 3));
+}
+
+fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k) {
+  if (!valid_ptx_name(k->name)) {
+    bk_error(m->be, "kernel name '@%s' is not a valid PTX identifier", k->name ? k->name : "");
+    return FU_ERR_UNSUPPORTED;
+  }
+  if (LLVMGetNamedFunction(m->M, k->name)) {
+    bk_error(m->be, "two kernels are named '@%s'", k->name);
+    return FU_ERR_INVALID_ARG;
+  }
+  bk_kernel kc;
+  memset(&kc, 0, sizeof kc);
+  kc.mod = m;
+  kc.k = k;
+  kc.n_vals = k->next_kval_id ? k->next_kval_id : 1;
+  kc.vals = fu_mem_calloc(&m->be->alloc, kc.n_vals, sizeof *kc.vals);
+  LLVMTypeRef *pts = fu_mem_calloc(&m->be->alloc, k->n_params ? k->n_params : 1, sizeof *pts);
+  if (!kc.vals || !pts) {
+    fu_mem_free(&m->be->alloc, kc.vals, kc.n_vals * sizeof *kc.vals);
+    fu_mem_free(&m->be->alloc, pts, (k->n_params ? k->n_params : 1) * sizeof *pts);
+    return FU_ERR_NOMEM;
+  }
+  kc.invariant_kind = LLVMGetMDKindIDInContext(m->C, "invariant.load", 14);
+  kc.loop_kind = LLVMGetMDKindIDInContext(m->C, "llvm.loop", 9);
+  kc.invariant_md = LLVMMDNodeInContext2(m->C, NULL, 0);
+
+  for (uint32_t i = 0; i < k->n_params; i++) pts[i] = param_type(m, k->params[i]);
+  LLVMValueRef fn = LLVMAddFunction(m->M, k->name, LLVMFunctionType(m->t_void, pts, k->n_params, 0));
+  kc.fn = fn;
+  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  add_enum_attr(m, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+  annotate(m, fn, "kernel", 1);
+  annotate(m, fn, "maxntidx", k->block[0]);
+  annotate(m, fn, "maxntidy", k->block[1]);
+  annotate(m, fn, "maxntidz", k->block[2]);
+
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->C, fn, "entry");
+  LLVMPositionBuilderAtEnd(m->B, entry);
+  for (uint32_t i = 0; i < k->n_params; i++) {
+    const fu_kval *p = k->params[i];
+    LLVMValueRef a = LLVMGetParam(fn, i);
+    if (p->name) LLVMSetValueName2(a, p->name, strlen(p->name));
+    unsigned idx = i + 1;
+    if (p->kind == FU_KV_TENSOR_PARAM) {
+      if (p->noalias) add_enum_attr(m, fn, idx, "noalias", 0);
+      if (p->readonly) {
+        add_enum_attr(m, fn, idx, "readonly", 0);
+        add_enum_attr(m, fn, idx, "nocapture", 0);
+      }
+      add_enum_attr(m, fn, idx, "align", p->align ? p->align : fu_dtype_size(p->dtype));
+      kc.vals[p->id] = a;
+    } else if (p->dtype == FU_DT_BOOL) {
+      kc.vals[p->id] = LLVMBuildICmp(m->B, LLVMIntNE, a, LLVMConstNull(m->t_i8), "");
+    } else if (p->dtype == FU_DT_F16 || p->dtype == FU_DT_BF16) {
+      kc.vals[p->id] = LLVMBuildBitCast(m->B, a, bk_reg_type(m, p->dtype), "");
+    } else {
+      kc.vals[p->id] = a;
+    }
+  }
+  alloc_storage(&kc, &k->body);
+  emit_block(&kc, &k->body);
+  if (!m->failed) LLVMBuildRetVoid(m->B);
+  fu_mem_free(&m->be->alloc, kc.vals, kc.n_vals * sizeof *kc.vals);
+  fu_mem_free(&m->be->alloc, pts, (k->n_params ? k->n_params : 1) * sizeof *pts);
+  return m->failed ? FU_ERR_UNSUPPORTED : FU_OK;
+}

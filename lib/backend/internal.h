@@ -1,0 +1,91 @@
+/* fuser backend: state shared by the backend's files (not a public header). */
+#ifndef FUSER_BACKEND_INTERNAL_H
+#define FUSER_BACKEND_INTERNAL_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "fuser/backend.h"
+
+enum { BK_MAX_TMS = 16 };
+
+struct fu_backend {
+  fu_allocator alloc;
+  fu_diag_engine *diag;
+  LLVMContextRef ctx;
+  LLVMModuleRef libdevice; /* parsed once, read only; NULL until needed */
+  char *libdevice_path;
+  char *pipeline;
+  char *default_sm;
+  char *features;
+  bool llvm_before_opt;
+  uint32_t max_self_unroll;
+  struct {
+    char sm[16];
+    LLVMTargetMachineRef tm;
+  } tms[BK_MAX_TMS];
+  unsigned n_tms;
+  bool llvm_error; /* set by the LLVM diagnostic handler */
+  fu_backend_timing timing;
+  double libdevice_cpu_ms; /* CPU time of the last libdevice load */
+};
+
+/* The codegen state of one module. */
+typedef struct bk_module {
+  fu_backend *be;
+  LLVMContextRef C;
+  LLVMModuleRef M;
+  LLVMBuilderRef B;
+  int sm; /* e.g. 90 for sm_90 and sm_90a: the __CUDA_ARCH reflect value / 10 */
+  bool failed;
+  LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_void, t_ptr0, t_ptr1, t_ptr3;
+} bk_module;
+
+/* The codegen state of one kernel. */
+typedef struct bk_kernel {
+  bk_module *mod;
+  const fu_kernel *k;
+  LLVMValueRef fn;
+  LLVMValueRef *vals; /* by kval id: scalar value, or the pointer of a tensor/array/mutable */
+  uint32_t n_vals;
+  LLVMMetadataRef invariant_md; /* empty node for !invariant.load */
+  unsigned invariant_kind;
+  unsigned loop_kind;
+} bk_kernel;
+
+/* ---- context.c ---- */
+double bk_now_ms(void);
+double bk_cpu_ms(void); /* thread CPU time */
+void bk_error(fu_backend *be, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+LLVMTargetMachineRef bk_target_machine(fu_backend *be, const char *sm);
+/* "sm_90a" -> 90; 0 when not an sm name. */
+int bk_sm_number(const char *sm);
+
+/* ---- libdevice.c ---- */
+fu_status bk_libdevice_load(fu_backend *be);
+/* The function `name` of libdevice in m->M, copied with everything it
+ * calls on first use; NULL (error reported) when unavailable. */
+LLVMValueRef bk_libdevice_function(bk_module *m, const char *name);
+
+/* ---- types.c: dtypes in registers and in memory, conversions ---- */
+LLVMTypeRef bk_reg_type(bk_module *m, fu_dtype t); /* bool: i1 */
+LLVMTypeRef bk_mem_type(bk_module *m, fu_dtype t); /* bool: i8 */
+/* f16/bf16 compute in f32; others in themselves. */
+fu_dtype bk_compute_dtype(fu_dtype t);
+LLVMValueRef bk_convert(bk_module *m, LLVMValueRef v, fu_dtype from, fu_dtype to);
+LLVMValueRef bk_to_bool(bk_module *m, LLVMValueRef v, fu_dtype from);
+/* Declares (once) and calls an intrinsic; overloaded ones take their types. */
+LLVMValueRef bk_call_intrinsic(bk_module *m, const char *name, LLVMTypeRef *overload, unsigned n_overload,
+                               LLVMValueRef *args, unsigned n_args);
+
+/* ---- math.c ---- */
+/* results = op(args) for a MATH instruction; NULL (error reported) when
+ * the op/dtype combination is not supported. */
+LLVMValueRef bk_math(bk_module *m, fu_op_kind op, fu_dtype result, const fu_dtype *arg_types,
+                     LLVMValueRef *args, uint32_t n_args);
+
+/* ---- codegen.c ---- */
+/* Adds kernel `k` (verified) to m->M as a ptx_kernel function. */
+fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k);
+
+#endif

@@ -1,0 +1,345 @@
+/* fuser backend: libdevice, parsed once, and copies of just the functions a
+ * module calls.
+ *
+ * Linking all of libdevice into every module (LLVMLinkModules2 of a clone)
+ * costs 50-110 ms; a kernel calls a handful of its 350 functions.  So the
+ * parsed module stays in the backend context, and the functions a kernel
+ * needs are cloned into the kernel's module instruction by instruction
+ * (same LLVMContext, so types, constants and metadata are shared), together
+ * with the functions and globals they use.  `__nvvm_reflect` queries are
+ * answered while copying (no FTZ, precise sqrt, __CUDA_ARCH of the target),
+ * so the copies carry no reflect calls. */
+#include <stdio.h>
+#include <string.h>
+
+#include <llvm-c/BitReader.h>
+
+#include "internal.h"
+
+fu_status bk_libdevice_load(fu_backend *be) {
+  if (be->libdevice) return FU_OK;
+  double t0 = bk_now_ms(), c0 = bk_cpu_ms();
+  FILE *f = fopen(be->libdevice_path, "rb");
+  if (!f) {
+    bk_error(be, "libdevice not found at '%s' (set FUSER_LIBDEVICE to libdevice.10.bc of the CUDA Toolkit)",
+             be->libdevice_path);
+    return FU_ERR_IO;
+  }
+  fclose(f);
+  LLVMMemoryBufferRef buf = NULL;
+  char *msg = NULL;
+  if (LLVMCreateMemoryBufferWithContentsOfFile(be->libdevice_path, &buf, &msg)) {
+    bk_error(be, "cannot read libdevice '%s': %s", be->libdevice_path, msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    return FU_ERR_IO;
+  }
+  LLVMModuleRef mod = NULL;
+  bool bad = LLVMParseBitcodeInContext2(be->ctx, buf, &mod) != 0;
+  LLVMDisposeMemoryBuffer(buf);
+  if (bad || !mod) {
+    bk_error(be, "cannot parse libdevice '%s' as LLVM bitcode", be->libdevice_path);
+    if (mod) LLVMDisposeModule(mod);
+    return FU_ERR_IO;
+  }
+  be->libdevice = mod;
+  be->timing.libdevice_load_ms += bk_now_ms() - t0;
+  be->libdevice_cpu_ms += bk_cpu_ms() - c0;
+  return FU_OK;
+}
+
+fu_status fu_backend_load_libdevice(fu_backend *be) { return bk_libdevice_load(be); }
+
+/* ---- a pointer map for the clone ------------------------------------------- */
+
+typedef struct vmap {
+  LLVMValueRef *keys, *vals;
+  size_t cap, n;
+  fu_allocator alloc;
+  bool failed;
+} vmap;
+
+static size_t vhash(LLVMValueRef p, size_t cap) {
+  uint64_t h = (uint64_t)(uintptr_t)p;
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 32;
+  return (size_t)h & (cap - 1);
+}
+
+static LLVMValueRef vmap_get(const vmap *m, LLVMValueRef k) {
+  if (!m->cap) return NULL;
+  for (size_t j = vhash(k, m->cap); m->keys[j]; j = (j + 1) & (m->cap - 1))
+    if (m->keys[j] == k) return m->vals[j];
+  return NULL;
+}
+
+static void vmap_put(vmap *m, LLVMValueRef k, LLVMValueRef v) {
+  if ((m->n + 1) * 2 > m->cap) {
+    size_t cap = m->cap ? m->cap * 2 : 256;
+    LLVMValueRef *nk = fu_mem_calloc(&m->alloc, cap, sizeof *nk);
+    LLVMValueRef *nv = fu_mem_calloc(&m->alloc, cap, sizeof *nv);
+    if (!nk || !nv) {
+      fu_mem_free(&m->alloc, nk, cap * sizeof *nk);
+      fu_mem_free(&m->alloc, nv, cap * sizeof *nv);
+      m->failed = true;
+      return;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+      if (!m->keys[i]) continue;
+      size_t j = vhash(m->keys[i], cap);
+      while (nk[j]) j = (j + 1) & (cap - 1);
+      nk[j] = m->keys[i];
+      nv[j] = m->vals[i];
+    }
+    fu_mem_free(&m->alloc, m->keys, m->cap * sizeof *m->keys);
+    fu_mem_free(&m->alloc, m->vals, m->cap * sizeof *m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = cap;
+  }
+  size_t j = vhash(k, m->cap);
+  while (m->keys[j] && m->keys[j] != k) j = (j + 1) & (m->cap - 1);
+  if (!m->keys[j]) m->n++;
+  m->keys[j] = k;
+  m->vals[j] = v;
+}
+
+static void vmap_free(vmap *m) {
+  fu_mem_free(&m->alloc, m->keys, m->cap * sizeof *m->keys);
+  fu_mem_free(&m->alloc, m->vals, m->cap * sizeof *m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---- the copier ------------------------------------------------------------- */
+
+typedef struct copier {
+  bk_module *m;
+  LLVMBuilderRef B;
+  LLVMValueRef work[256]; /* source functions whose bodies are still to copy */
+  unsigned n_work;
+  bool failed;
+} copier;
+
+static void copy_attributes(LLVMValueRef src, LLVMValueRef dst) {
+  unsigned n_params = LLVMCountParams(src);
+  for (unsigned i = 0; i <= n_params + 1; i++) {
+    LLVMAttributeIndex idx = i == n_params + 1 ? (LLVMAttributeIndex)LLVMAttributeFunctionIndex : i;
+    LLVMAttributeRef attrs[64];
+    unsigned n = LLVMGetAttributeCountAtIndex(src, idx);
+    if (n == 0 || n > 64) continue;
+    LLVMGetAttributesAtIndex(src, idx, attrs);
+    for (unsigned j = 0; j < n; j++) LLVMAddAttributeAtIndex(dst, idx, attrs[j]);
+  }
+  LLVMSetFunctionCallConv(dst, LLVMGetFunctionCallConv(src));
+}
+
+/* The destination module's function of the same name, declared on first
+ * sight; a libdevice definition is queued so its body follows. */
+static LLVMValueRef map_function(copier *c, LLVMValueRef src) {
+  size_t len = 0;
+  const char *name = LLVMGetValueName2(src, &len);
+  LLVMValueRef dst = LLVMGetNamedFunction(c->m->M, name);
+  if (dst) return dst;
+  dst = LLVMAddFunction(c->m->M, name, LLVMGlobalGetValueType(src));
+  copy_attributes(src, dst);
+  if (!LLVMIsDeclaration(src)) {
+    if (c->n_work == sizeof c->work / sizeof c->work[0]) {
+      bk_error(c->m->be, "libdevice: too many functions to copy");
+      c->failed = true;
+      return dst;
+    }
+    c->work[c->n_work++] = src;
+  }
+  return dst;
+}
+
+static LLVMValueRef map_global(copier *c, LLVMValueRef src) {
+  size_t len = 0;
+  const char *name = LLVMGetValueName2(src, &len);
+  LLVMValueRef dst = LLVMGetNamedGlobal(c->m->M, name);
+  if (dst) return dst;
+  dst = LLVMAddGlobalInAddressSpace(c->m->M, LLVMGlobalGetValueType(src), name,
+                                    LLVMGetPointerAddressSpace(LLVMTypeOf(src)));
+  LLVMValueRef init = LLVMGetInitializer(src);
+  if (init) LLVMSetInitializer(dst, init);
+  LLVMSetGlobalConstant(dst, LLVMIsGlobalConstant(src));
+  LLVMSetAlignment(dst, LLVMGetAlignment(src));
+  LLVMSetUnnamedAddress(dst, LLVMGetUnnamedAddress(src));
+  LLVMSetLinkage(dst, LLVMInternalLinkage);
+  return dst;
+}
+
+/* Constants are shared by the context, except those that name a global of
+ * the source module.  libdevice uses globals only as direct operands; a
+ * constant expression over one is refused rather than miscopied. */
+static bool constant_refers_to_global(LLVMValueRef v, unsigned depth) {
+  if (LLVMIsAGlobalValue(v)) return true;
+  if (depth > 16 || !LLVMIsAConstant(v) || LLVMIsAConstantDataSequential(v) || LLVMIsAConstantInt(v) ||
+      LLVMIsAConstantFP(v))
+    return false;
+  int n = LLVMGetNumOperands(v);
+  for (int i = 0; i < n; i++)
+    if (constant_refers_to_global(LLVMGetOperand(v, (unsigned)i), depth + 1)) return true;
+  return false;
+}
+
+static LLVMValueRef remap(copier *c, vmap *map, LLVMValueRef v) {
+  LLVMValueRef mapped = vmap_get(map, v);
+  if (mapped) return mapped;
+  if (LLVMIsAFunction(v)) return map_function(c, v);
+  if (LLVMIsAGlobalVariable(v)) return map_global(c, v);
+  if (LLVMIsAConstant(v) && constant_refers_to_global(v, 0)) {
+    bk_error(c->m->be, "libdevice: unsupported constant expression over a global");
+    c->failed = true;
+  }
+  return v;
+}
+
+/* The answer to __nvvm_reflect("<name>") for this target. */
+static LLVMValueRef reflect_value(copier *c, LLVMValueRef call) {
+  LLVMValueRef arg = LLVMGetOperand(call, 0);
+  for (int i = 0; i < 8 && arg && LLVMIsAConstantExpr(arg); i++) arg = LLVMGetOperand(arg, 0);
+  const char *s = NULL;
+  size_t len = 0;
+  if (arg && LLVMIsAGlobalVariable(arg)) {
+    LLVMValueRef init = LLVMGetInitializer(arg);
+    if (init && LLVMIsAConstantDataSequential(init)) s = LLVMGetAsString(init, &len);
+  }
+  long long value = 0;
+  if (s) {
+    while (len && s[len - 1] == '\0') len--;
+    if (len == 11 && memcmp(s, "__CUDA_ARCH", 11) == 0)
+      value = c->m->sm * 10;
+    else if (len == 16 && memcmp(s, "__CUDA_PREC_SQRT", 16) == 0)
+      value = 1;
+    /* __CUDA_FTZ and anything else: 0 */
+  }
+  return LLVMConstInt(c->m->t_i32, (unsigned long long)value, 0);
+}
+
+static bool is_reflect_call(LLVMValueRef inst) {
+  if (!LLVMIsACallInst(inst)) return false;
+  LLVMValueRef callee = LLVMGetCalledValue(inst);
+  if (!callee || !LLVMIsAFunction(callee)) return false;
+  size_t len = 0;
+  const char *name = LLVMGetValueName2(callee, &len);
+  return len == 14 && memcmp(name, "__nvvm_reflect", 14) == 0;
+}
+
+typedef struct inst_pair {
+  LLVMValueRef src, dst;
+} inst_pair;
+
+/* Two passes: first every block and instruction is created (phis empty,
+ * other instructions cloned with their old operands), then operands and
+ * phi inputs are rewritten, which handles forward references. */
+static void clone_body(copier *c, LLVMValueRef src) {
+  bk_module *m = c->m;
+  size_t nlen = 0;
+  const char *name = LLVMGetValueName2(src, &nlen);
+  LLVMValueRef dst = LLVMGetNamedFunction(m->M, name);
+  if (!dst || !LLVMIsDeclaration(dst)) return;
+  vmap map;
+  memset(&map, 0, sizeof map);
+  map.alloc = m->be->alloc;
+  inst_pair *pairs = NULL;
+  size_t n_pairs = 0, cap_pairs = 0;
+
+  unsigned np = LLVMCountParams(src);
+  for (unsigned i = 0; i < np; i++) vmap_put(&map, LLVMGetParam(src, i), LLVMGetParam(dst, i));
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(src); bb; bb = LLVMGetNextBasicBlock(bb)) {
+    LLVMBasicBlockRef nb = LLVMAppendBasicBlockInContext(m->C, dst, "");
+    vmap_put(&map, LLVMBasicBlockAsValue(bb), LLVMBasicBlockAsValue(nb));
+  }
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(src); bb && !c->failed; bb = LLVMGetNextBasicBlock(bb)) {
+    LLVMBasicBlockRef nb = LLVMValueAsBasicBlock(vmap_get(&map, LLVMBasicBlockAsValue(bb)));
+    LLVMPositionBuilderAtEnd(c->B, nb);
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+      LLVMValueRef out;
+      if (is_reflect_call(in)) {
+        vmap_put(&map, in, reflect_value(c, in));
+        continue;
+      }
+      if (LLVMIsAPHINode(in)) {
+        out = LLVMBuildPhi(c->B, LLVMTypeOf(in), "");
+      } else {
+        out = LLVMInstructionClone(in);
+        LLVMInsertIntoBuilderWithName(c->B, out, "");
+      }
+      vmap_put(&map, in, out);
+      if (n_pairs == cap_pairs) {
+        size_t nc = cap_pairs ? cap_pairs * 2 : 256;
+        inst_pair *np2 = fu_mem_realloc(&map.alloc, pairs, cap_pairs * sizeof *pairs, nc * sizeof *pairs);
+        if (!np2) {
+          map.failed = true;
+          break;
+        }
+        pairs = np2;
+        cap_pairs = nc;
+      }
+      pairs[n_pairs].src = in;
+      pairs[n_pairs].dst = out;
+      n_pairs++;
+    }
+    if (map.failed) break;
+  }
+  for (size_t i = 0; i < n_pairs && !map.failed && !c->failed; i++) {
+    LLVMValueRef s = pairs[i].src, d = pairs[i].dst;
+    if (LLVMIsAPHINode(s)) {
+      unsigned n = LLVMCountIncoming(s);
+      for (unsigned j = 0; j < n; j++) {
+        LLVMValueRef v = remap(c, &map, LLVMGetIncomingValue(s, j));
+        LLVMValueRef bbv = vmap_get(&map, LLVMBasicBlockAsValue(LLVMGetIncomingBlock(s, j)));
+        LLVMBasicBlockRef b = bbv ? LLVMValueAsBasicBlock(bbv) : NULL;
+        if (!b) {
+          c->failed = true;
+          break;
+        }
+        LLVMAddIncoming(d, &v, &b, 1);
+      }
+      continue;
+    }
+    int n = LLVMGetNumOperands(d);
+    for (int j = 0; j < n; j++) {
+      LLVMValueRef op = LLVMGetOperand(d, (unsigned)j);
+      if (!op) continue;
+      LLVMValueRef r = remap(c, &map, op);
+      if (r != op) LLVMSetOperand(d, (unsigned)j, r);
+    }
+  }
+  if (map.failed) {
+    bk_error(m->be, "out of memory copying libdevice function '%s'", name);
+    c->failed = true;
+  }
+  LLVMSetLinkage(dst, LLVMInternalLinkage);
+  fu_mem_free(&map.alloc, pairs, cap_pairs * sizeof *pairs);
+  vmap_free(&map);
+}
+
+LLVMValueRef bk_libdevice_function(bk_module *m, const char *name) {
+  fu_backend *be = m->be;
+  LLVMValueRef have = LLVMGetNamedFunction(m->M, name);
+  if (have && !LLVMIsDeclaration(have)) return have;
+  if (!be->libdevice && bk_libdevice_load(be) != FU_OK) {
+    m->failed = true;
+    return NULL;
+  }
+  LLVMValueRef src = LLVMGetNamedFunction(be->libdevice, name);
+  if (!src || LLVMIsDeclaration(src)) {
+    bk_error(be, "libdevice '%s' has no function '%s'", be->libdevice_path, name);
+    m->failed = true;
+    return NULL;
+  }
+  copier c;
+  memset(&c, 0, sizeof c);
+  c.m = m;
+  c.B = LLVMCreateBuilderInContext(m->C);
+  LLVMValueRef dst = map_function(&c, src);
+  while (c.n_work && !c.failed) clone_body(&c, c.work[--c.n_work]);
+  LLVMDisposeBuilder(c.B);
+  if (c.failed) {
+    m->failed = true;
+    return NULL;
+  }
+  return dst;
+}

@@ -1,0 +1,374 @@
+/* fuser backend: the pointwise ops of ops.def on scalars.
+ *
+ * Semantics follow PyTorch's CUDA kernels (the reference the interpreter
+ * also follows): NaN propagates through maximum/minimum/clamp/relu, int div
+ * and fmod truncate, remainder takes the divisor's sign, bool + is `or`.
+ * Transcendentals call libdevice (__nv_expf ...), whose copies the O3
+ * pipeline inlines; cheap exact operations use instructions or NVVM
+ * intrinsics directly (llvm.exp2-style LLVM intrinsics do not lower on
+ * NVPTX). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct mctx {
+  bk_module *m;
+  LLVMBuilderRef B;
+  fu_dtype C; /* the compute dtype */
+  LLVMTypeRef T;
+} mctx;
+
+static LLVMValueRef fconst(const mctx *x, double v) { return LLVMConstReal(x->T, v); }
+static LLVMValueRef iconst(const mctx *x, long long v) { return LLVMConstInt(x->T, (unsigned long long)v, 1); }
+
+/* __nv_<base>f for f32, __nv_<base> for f64. */
+static LLVMValueRef libdevice_call(const mctx *x, const char *base, LLVMValueRef *args, unsigned n) {
+  char name[64];
+  snprintf(name, sizeof name, "__nv_%s%s", base, x->C == FU_DT_F32 ? "f" : "");
+  LLVMValueRef fn = bk_libdevice_function(x->m, name);
+  if (!fn) return NULL;
+  return LLVMBuildCall2(x->B, LLVMGlobalGetValueType(fn), fn, args, n, "");
+}
+
+static LLVMValueRef fabs_of(const mctx *x, LLVMValueRef v) {
+  LLVMTypeRef t = x->T;
+  return bk_call_intrinsic(x->m, "llvm.fabs", &t, 1, &v, 1);
+}
+
+static LLVMValueRef fsel(const mctx *x, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b, LLVMValueRef t,
+                         LLVMValueRef f) {
+  return LLVMBuildSelect(x->B, LLVMBuildFCmp(x->B, p, a, b, ""), t, f, "");
+}
+
+static LLVMValueRef isel(const mctx *x, LLVMIntPredicate p, LLVMValueRef a, LLVMValueRef b, LLVMValueRef t,
+                         LLVMValueRef f) {
+  return LLVMBuildSelect(x->B, LLVMBuildICmp(x->B, p, a, b, ""), t, f, "");
+}
+
+/* maxnum/minnum return the other operand for one NaN; PyTorch returns NaN. */
+static LLVMValueRef fminmax(const mctx *x, bool is_max, LLVMValueRef a, LLVMValueRef b) {
+  LLVMTypeRef t = x->T;
+  LLVMValueRef args[2] = {a, b};
+  LLVMValueRef r = bk_call_intrinsic(x->m, is_max ? "llvm.maxnum" : "llvm.minnum", &t, 1, args, 2);
+  if (!r) return NULL;
+  return fsel(x, LLVMRealUNO, a, b, LLVMBuildFAdd(x->B, a, b, ""), r);
+}
+
+/* Integer power by squaring, emitted once per module as an internal
+ * function; a negative exponent gives 1/b^-e truncated (1, -1 or 0). */
+static LLVMValueRef ipow_function(const mctx *x) {
+  bk_module *m = x->m;
+  const char *name = x->C == FU_DT_I64 ? "fuser.ipow.i64" : "fuser.ipow.i32";
+  LLVMValueRef fn = LLVMGetNamedFunction(m->M, name);
+  if (fn) return fn;
+  LLVMTypeRef T = x->T;
+  LLVMTypeRef params[2] = {T, T};
+  fn = LLVMAddFunction(m->M, name, LLVMFunctionType(T, params, 2, 0));
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+  LLVMBuilderRef B = LLVMCreateBuilderInContext(m->C);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->C, fn, "entry");
+  LLVMBasicBlockRef neg = LLVMAppendBasicBlockInContext(m->C, fn, "neg");
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(m->C, fn, "loop");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(m->C, fn, "done");
+  LLVMValueRef b = LLVMGetParam(fn, 0), e = LLVMGetParam(fn, 1);
+  LLVMValueRef zero = LLVMConstInt(T, 0, 0), one = LLVMConstInt(T, 1, 0), mone = LLVMConstAllOnes(T);
+
+  LLVMPositionBuilderAtEnd(B, entry);
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, e, zero, ""), neg, loop);
+
+  LLVMPositionBuilderAtEnd(B, neg);
+  LLVMValueRef odd = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, e, one, ""), zero, "");
+  LLVMValueRef m1 = LLVMBuildSelect(B, odd, mone, one, "");
+  LLVMValueRef is_m1 = LLVMBuildICmp(B, LLVMIntEQ, b, mone, "");
+  LLVMValueRef r_m1 = LLVMBuildSelect(B, is_m1, m1, zero, "");
+  LLVMValueRef is_1 = LLVMBuildICmp(B, LLVMIntEQ, b, one, "");
+  LLVMValueRef r_neg = LLVMBuildSelect(B, is_1, one, r_m1, "");
+  LLVMBuildRet(B, r_neg);
+
+  LLVMPositionBuilderAtEnd(B, loop);
+  LLVMValueRef r = LLVMBuildPhi(B, T, "r"), base = LLVMBuildPhi(B, T, "b"), ex = LLVMBuildPhi(B, T, "e");
+  LLVMValueRef bit = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, ex, one, ""), zero, "");
+  LLVMValueRef r2 = LLVMBuildSelect(B, bit, LLVMBuildMul(B, r, base, ""), r, "");
+  LLVMValueRef b2 = LLVMBuildMul(B, base, base, "");
+  LLVMValueRef e2 = LLVMBuildLShr(B, ex, one, "");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, e2, zero, ""), done, loop);
+  LLVMValueRef in_r[2] = {one, r2}, in_b[2] = {b, b2}, in_e[2] = {e, e2};
+  LLVMBasicBlockRef from[2] = {entry, loop};
+  LLVMAddIncoming(r, in_r, from, 2);
+  LLVMAddIncoming(base, in_b, from, 2);
+  LLVMAddIncoming(ex, in_e, from, 2);
+
+  LLVMPositionBuilderAtEnd(B, done);
+  LLVMValueRef res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, e, zero, ""), one, r2, "");
+  LLVMBuildRet(B, res);
+  LLVMDisposeBuilder(B);
+  return fn;
+}
+
+static LLVMValueRef compare(const mctx *x, fu_op_kind op, LLVMValueRef a, LLVMValueRef b) {
+  if (fu_dtype_is_float(x->C)) {
+    LLVMRealPredicate p = LLVMRealOEQ;
+    switch (op) {
+    case FU_OP_EQ: p = LLVMRealOEQ; break;
+    case FU_OP_NE: p = LLVMRealUNE; break;
+    case FU_OP_LT: p = LLVMRealOLT; break;
+    case FU_OP_LE: p = LLVMRealOLE; break;
+    case FU_OP_GT: p = LLVMRealOGT; break;
+    default: p = LLVMRealOGE; break;
+    }
+    return LLVMBuildFCmp(x->B, p, a, b, "");
+  }
+  bool u = x->C == FU_DT_BOOL;
+  LLVMIntPredicate p = LLVMIntEQ;
+  switch (op) {
+  case FU_OP_EQ: p = LLVMIntEQ; break;
+  case FU_OP_NE: p = LLVMIntNE; break;
+  case FU_OP_LT: p = u ? LLVMIntULT : LLVMIntSLT; break;
+  case FU_OP_LE: p = u ? LLVMIntULE : LLVMIntSLE; break;
+  case FU_OP_GT: p = u ? LLVMIntUGT : LLVMIntSGT; break;
+  default: p = u ? LLVMIntUGE : LLVMIntSGE; break;
+  }
+  return LLVMBuildICmp(x->B, p, a, b, "");
+}
+
+/* Ops whose result is bool whatever the operands: computed on the
+ * operands' promoted dtype. */
+static LLVMValueRef bool_result_op(bk_module *m, fu_op_kind op, const fu_dtype *at, LLVMValueRef *av, uint32_t n) {
+  mctx x = {m, m->B, FU_DT_NONE, NULL};
+  switch (op) {
+  case FU_OP_LOGICAL_NOT: return LLVMBuildNot(m->B, bk_to_bool(m, av[0], at[0]), "");
+  case FU_OP_LOGICAL_AND:
+  case FU_OP_LOGICAL_OR: {
+    LLVMValueRef a = bk_to_bool(m, av[0], at[0]);
+    LLVMValueRef b = bk_to_bool(m, av[1], at[1]);
+    return op == FU_OP_LOGICAL_AND ? LLVMBuildAnd(m->B, a, b, "") : LLVMBuildOr(m->B, a, b, "");
+  }
+  case FU_OP_ISNAN:
+  case FU_OP_ISINF:
+  case FU_OP_ISFINITE: {
+    if (!fu_dtype_is_float(at[0])) return LLVMConstInt(m->t_i1, op == FU_OP_ISFINITE, 0);
+    x.C = bk_compute_dtype(at[0]);
+    x.T = bk_reg_type(m, x.C);
+    LLVMValueRef v = bk_convert(m, av[0], at[0], x.C);
+    if (op == FU_OP_ISNAN) return LLVMBuildFCmp(m->B, LLVMRealUNO, v, v, "");
+    LLVMValueRef a = fabs_of(&x, v);
+    if (!a) return NULL;
+    return LLVMBuildFCmp(m->B, op == FU_OP_ISINF ? LLVMRealOEQ : LLVMRealOLT, a, LLVMConstReal(x.T, (double)INFINITY), "");
+  }
+  default: break;
+  }
+  if (n != 2) return NULL;
+  x.C = bk_compute_dtype(fu_dtype_promote(at[0], at[1]));
+  x.T = bk_reg_type(m, x.C);
+  LLVMValueRef a = bk_convert(m, av[0], at[0], x.C);
+  LLVMValueRef b = bk_convert(m, av[1], at[1], x.C);
+  return compare(&x, op, a, b);
+}
+
+static const char *libdevice_unary(fu_op_kind op) {
+  switch (op) {
+  case FU_OP_EXP: return "exp";
+  case FU_OP_EXP2: return "exp2";
+  case FU_OP_EXPM1: return "expm1";
+  case FU_OP_LOG: return "log";
+  case FU_OP_LOG2: return "log2";
+  case FU_OP_LOG10: return "log10";
+  case FU_OP_LOG1P: return "log1p";
+  case FU_OP_RSQRT: return "rsqrt";
+  case FU_OP_SIN: return "sin";
+  case FU_OP_COS: return "cos";
+  case FU_OP_TAN: return "tan";
+  case FU_OP_TANH: return "tanh";
+  case FU_OP_SINH: return "sinh";
+  case FU_OP_COSH: return "cosh";
+  case FU_OP_ASIN: return "asin";
+  case FU_OP_ACOS: return "acos";
+  case FU_OP_ATAN: return "atan";
+  case FU_OP_ERF: return "erf";
+  case FU_OP_ERFC: return "erfc";
+  case FU_OP_FLOOR: return "floor";
+  case FU_OP_CEIL: return "ceil";
+  case FU_OP_ROUND: return "rint"; /* half to even, as torch.round */
+  case FU_OP_TRUNC: return "trunc";
+  default: return NULL;
+  }
+}
+
+static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint32_t n) {
+  LLVMBuilderRef B = x->B;
+  const char *ld = libdevice_unary(op);
+  if (ld && n == 1) return libdevice_call(x, ld, a, 1);
+  switch (op) {
+  case FU_OP_SET: return a[0];
+  case FU_OP_ABS: return fabs_of(x, a[0]);
+  case FU_OP_NEG: return LLVMBuildFNeg(B, a[0], "");
+  case FU_OP_SQRT: return bk_call_intrinsic(x->m, x->C == FU_DT_F32 ? "llvm.nvvm.sqrt.rn.f" : "llvm.nvvm.sqrt.rn.d",
+                                            NULL, 0, a, 1);
+  case FU_OP_RECIPROCAL: return LLVMBuildFDiv(B, fconst(x, 1.0), a[0], "");
+  case FU_OP_SIGMOID:
+  case FU_OP_SILU: {
+    LLVMValueRef neg = LLVMBuildFNeg(B, a[0], "");
+    LLVMValueRef e = libdevice_call(x, "exp", &neg, 1);
+    if (!e) return NULL;
+    LLVMValueRef den = LLVMBuildFAdd(B, fconst(x, 1.0), e, "");
+    return LLVMBuildFDiv(B, op == FU_OP_SILU ? a[0] : fconst(x, 1.0), den, "");
+  }
+  case FU_OP_RELU: return fsel(x, LLVMRealOLT, a[0], fconst(x, 0.0), fconst(x, 0.0), a[0]);
+  case FU_OP_SIGN: {
+    LLVMValueRef inner = fsel(x, LLVMRealOLT, a[0], fconst(x, 0.0), fconst(x, -1.0), a[0]);
+    return fsel(x, LLVMRealOGT, a[0], fconst(x, 0.0), fconst(x, 1.0), inner);
+  }
+  case FU_OP_ADD: return LLVMBuildFAdd(B, a[0], a[1], "");
+  case FU_OP_SUB: return LLVMBuildFSub(B, a[0], a[1], "");
+  case FU_OP_MUL: return LLVMBuildFMul(B, a[0], a[1], "");
+  case FU_OP_DIV: return LLVMBuildFDiv(B, a[0], a[1], "");
+  case FU_OP_POW: return libdevice_call(x, "pow", a, 2);
+  case FU_OP_FMOD: return libdevice_call(x, "fmod", a, 2);
+  case FU_OP_ATAN2: return libdevice_call(x, "atan2", a, 2);
+  case FU_OP_REMAINDER: {
+    LLVMValueRef r = libdevice_call(x, "fmod", a, 2);
+    if (!r) return NULL;
+    LLVMValueRef zero = fconst(x, 0.0);
+    LLVMValueRef nz = LLVMBuildFCmp(B, LLVMRealONE, r, zero, "");
+    LLVMValueRef rneg = LLVMBuildFCmp(B, LLVMRealOLT, r, zero, "");
+    LLVMValueRef bneg = LLVMBuildFCmp(B, LLVMRealOLT, a[1], zero, "");
+    LLVMValueRef diff = LLVMBuildXor(B, rneg, bneg, "");
+    LLVMValueRef fix = LLVMBuildAnd(B, nz, diff, "");
+    return LLVMBuildSelect(B, fix, LLVMBuildFAdd(B, r, a[1], ""), r, "");
+  }
+  case FU_OP_MAXIMUM: return fminmax(x, true, a[0], a[1]);
+  case FU_OP_MINIMUM: return fminmax(x, false, a[0], a[1]);
+  case FU_OP_CLAMP: {
+    LLVMValueRef lo = fsel(x, LLVMRealOLT, a[0], a[1], a[1], a[0]);
+    return fsel(x, LLVMRealOGT, lo, a[2], a[2], lo);
+  }
+  case FU_OP_LERP: {
+    /* PyTorch's form: exact at both ends and monotonic */
+    LLVMValueRef d = LLVMBuildFSub(B, a[1], a[0], "");
+    LLVMValueRef lo = LLVMBuildFAdd(B, a[0], LLVMBuildFMul(B, a[2], d, ""), "");
+    LLVMValueRef hi =
+        LLVMBuildFSub(B, a[1], LLVMBuildFMul(B, d, LLVMBuildFSub(B, fconst(x, 1.0), a[2], ""), ""), "");
+    LLVMValueRef w = fabs_of(x, a[2]);
+    if (!w) return NULL;
+    return fsel(x, LLVMRealOLT, w, fconst(x, 0.5), lo, hi);
+  }
+  default: return NULL;
+  }
+}
+
+static LLVMValueRef int_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint32_t n) {
+  LLVMBuilderRef B = x->B;
+  LLVMValueRef zero = iconst(x, 0);
+  (void)n;
+  switch (op) {
+  case FU_OP_SET:
+  case FU_OP_FLOOR:
+  case FU_OP_CEIL:
+  case FU_OP_ROUND:
+  case FU_OP_TRUNC: return a[0];
+  case FU_OP_ABS: return isel(x, LLVMIntSLT, a[0], zero, LLVMBuildNeg(B, a[0], ""), a[0]);
+  case FU_OP_NEG: return LLVMBuildNeg(B, a[0], "");
+  case FU_OP_RELU: return isel(x, LLVMIntSLT, a[0], zero, zero, a[0]);
+  case FU_OP_SIGN: {
+    LLVMValueRef pos = LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntSGT, a[0], zero, ""), x->T, "");
+    LLVMValueRef neg = LLVMBuildZExt(B, LLVMBuildICmp(B, LLVMIntSLT, a[0], zero, ""), x->T, "");
+    return LLVMBuildSub(B, pos, neg, "");
+  }
+  case FU_OP_BITWISE_NOT: return LLVMBuildNot(B, a[0], "");
+  case FU_OP_ADD: return LLVMBuildAdd(B, a[0], a[1], "");
+  case FU_OP_SUB: return LLVMBuildSub(B, a[0], a[1], "");
+  case FU_OP_MUL: return LLVMBuildMul(B, a[0], a[1], "");
+  case FU_OP_DIV: return LLVMBuildSDiv(B, a[0], a[1], "");
+  case FU_OP_FMOD: return LLVMBuildSRem(B, a[0], a[1], "");
+  case FU_OP_REMAINDER: {
+    LLVMValueRef r = LLVMBuildSRem(B, a[0], a[1], "");
+    LLVMValueRef nz = LLVMBuildICmp(B, LLVMIntNE, r, zero, "");
+    LLVMValueRef diff = LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildXor(B, r, a[1], ""), zero, "");
+    LLVMValueRef fix = LLVMBuildAnd(B, nz, diff, "");
+    return LLVMBuildSelect(B, fix, LLVMBuildAdd(B, r, a[1], ""), r, "");
+  }
+  case FU_OP_POW: {
+    LLVMValueRef fn = ipow_function(x);
+    return LLVMBuildCall2(B, LLVMGlobalGetValueType(fn), fn, a, 2, "");
+  }
+  case FU_OP_MAXIMUM: return isel(x, LLVMIntSGT, a[0], a[1], a[0], a[1]);
+  case FU_OP_MINIMUM: return isel(x, LLVMIntSLT, a[0], a[1], a[0], a[1]);
+  case FU_OP_BITWISE_AND: return LLVMBuildAnd(B, a[0], a[1], "");
+  case FU_OP_BITWISE_OR: return LLVMBuildOr(B, a[0], a[1], "");
+  case FU_OP_BITWISE_XOR: return LLVMBuildXor(B, a[0], a[1], "");
+  case FU_OP_CLAMP: {
+    LLVMValueRef lo = isel(x, LLVMIntSLT, a[0], a[1], a[1], a[0]);
+    return isel(x, LLVMIntSGT, lo, a[2], a[2], lo);
+  }
+  default: return NULL;
+  }
+}
+
+/* bool arithmetic as PyTorch defines it on bool tensors */
+static LLVMValueRef bool_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint32_t n) {
+  LLVMBuilderRef B = x->B;
+  (void)n;
+  switch (op) {
+  case FU_OP_SET:
+  case FU_OP_ABS:
+  case FU_OP_NEG:
+  case FU_OP_RELU:
+  case FU_OP_SIGN:
+  case FU_OP_FLOOR:
+  case FU_OP_CEIL:
+  case FU_OP_ROUND:
+  case FU_OP_TRUNC: return a[0];
+  case FU_OP_BITWISE_NOT: return LLVMBuildNot(B, a[0], "");
+  case FU_OP_ADD:
+  case FU_OP_MAXIMUM:
+  case FU_OP_BITWISE_OR: return LLVMBuildOr(B, a[0], a[1], "");
+  case FU_OP_MUL:
+  case FU_OP_MINIMUM:
+  case FU_OP_BITWISE_AND: return LLVMBuildAnd(B, a[0], a[1], "");
+  case FU_OP_SUB:
+  case FU_OP_BITWISE_XOR: return LLVMBuildXor(B, a[0], a[1], "");
+  case FU_OP_CLAMP: {
+    LLVMValueRef lo = LLVMBuildOr(B, a[0], a[1], "");
+    return LLVMBuildAnd(B, lo, a[2], "");
+  }
+  default: return NULL;
+  }
+}
+
+LLVMValueRef bk_math(bk_module *m, fu_op_kind op, fu_dtype result, const fu_dtype *at, LLVMValueRef *av,
+                     uint32_t n_args) {
+  const char *opname = fu_op_info_of(op)->name;
+  LLVMValueRef r = NULL;
+  if (op == FU_OP_CAST || (op == FU_OP_SET && n_args == 1)) return bk_convert(m, av[0], at[0], result);
+  if (fu_op_has(op, FU_OF_BOOL_RESULT)) {
+    r = bool_result_op(m, op, at, av, n_args);
+    if (r) return bk_convert(m, r, FU_DT_BOOL, result);
+  } else {
+    mctx x = {m, m->B, bk_compute_dtype(result), NULL};
+    x.T = bk_reg_type(m, x.C);
+    LLVMValueRef args[3];
+    uint32_t first = 0;
+    if (op == FU_OP_WHERE) {
+      LLVMValueRef c = bk_to_bool(m, av[0], at[0]);
+      LLVMValueRef a = bk_convert(m, av[1], at[1], x.C);
+      LLVMValueRef b = bk_convert(m, av[2], at[2], x.C);
+      r = LLVMBuildSelect(m->B, c, a, b, "");
+      return bk_convert(m, r, x.C, result);
+    }
+    if (n_args > 3) n_args = 3;
+    for (uint32_t i = first; i < n_args; i++) args[i] = bk_convert(m, av[i], at[i], x.C);
+    if (fu_dtype_is_float(x.C))
+      r = float_op(&x, op, args, n_args);
+    else if (fu_dtype_is_int(x.C))
+      r = int_op(&x, op, args, n_args);
+    else
+      r = bool_op(&x, op, args, n_args);
+    if (r) return bk_convert(m, r, x.C, result);
+  }
+  if (!m->failed)
+    bk_error(m->be, "'%s' with a %s result is not supported by the backend", opname, fu_dtype_name(result));
+  m->failed = true;
+  return NULL;
+}

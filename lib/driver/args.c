@@ -1,0 +1,258 @@
+/* fuser driver: fuser-opt's command line, its help text and pass list.
+ *
+ * Long options take `--name=value` or `--name value` (LLVM's single-dash
+ * spelling `-name` works too, as MLIR users type it); options whose value is
+ * optional (--timing, --debug) take only the `=` form. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "fuser/driver.h"
+
+static const char *const emit_names[FU_EMIT_COUNT] = {"fir", "llvm", "ptx", "cuda"};
+
+const char *fu_emit_kind_name(fu_emit_kind k) { return (unsigned)k < FU_EMIT_COUNT ? emit_names[k] : "?"; }
+
+fu_emit_kind fu_emit_kind_from_name(const char *name) {
+  for (int k = 0; k < FU_EMIT_COUNT; k++)
+    if (name && strcmp(name, emit_names[k]) == 0) return (fu_emit_kind)k;
+  return FU_EMIT_COUNT;
+}
+
+typedef enum opt_id {
+  O_PASS, O_PIPELINE, O_OUTPUT, O_EMIT, O_SPLIT, O_VERIFY_DIAG, O_NO_VERIFY_EACH, O_VERIFY_EACH,
+  O_PRINT_BEFORE_ALL, O_PRINT_AFTER_ALL, O_PRINT_BEFORE, O_PRINT_AFTER, O_TIMING, O_DEBUG, O_PRINT_LOCS,
+  O_LIST_PASSES, O_HELP, O_VERSION,
+} opt_id;
+
+typedef enum arg_kind { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL } arg_kind;
+
+static const struct option_def {
+  const char *name;
+  opt_id id;
+  arg_kind arg;
+  const char *metavar;
+  const char *help;
+} options[] = {
+    {"pass", O_PASS, ARG_REQUIRED, "P[,Q...]", "append passes to the pipeline (repeatable); P{opt=v,...} sets options"},
+    {"pass-pipeline", O_PIPELINE, ARG_REQUIRED, "'P,Q{opt=v}'", "append a whole pipeline (same syntax as --pass)"},
+    {"output", O_OUTPUT, ARG_REQUIRED, "FILE", "write the output to FILE (also -o FILE); default stdout"},
+    {"emit", O_EMIT, ARG_REQUIRED, "fir|llvm|ptx|cuda", "what to write after the pipeline (default fir)"},
+    {"split-input-file", O_SPLIT, ARG_NONE, NULL,
+     "process each chunk between `// -----` lines as its own module; join outputs with `// -----`"},
+    {"verify-diagnostics", O_VERIFY_DIAG, ARG_NONE, NULL,
+     "check diagnostics against `expected-error@+N {{text}}` comments instead of printing them"},
+    {"no-verify-each", O_NO_VERIFY_EACH, ARG_NONE, NULL, "do not run the verifier after every pass"},
+    {"verify-each", O_VERIFY_EACH, ARG_NONE, NULL, "run the verifier after every pass (the default)"},
+    {"print-ir-before-all", O_PRINT_BEFORE_ALL, ARG_NONE, NULL, "print the IR to stderr before every pass"},
+    {"print-ir-after-all", O_PRINT_AFTER_ALL, ARG_NONE, NULL, "print the IR to stderr after every pass"},
+    {"print-ir-before", O_PRINT_BEFORE, ARG_REQUIRED, "P[,Q...]", "print the IR to stderr before these passes"},
+    {"print-ir-after", O_PRINT_AFTER, ARG_REQUIRED, "P[,Q...]", "print the IR to stderr after these passes"},
+    {"timing", O_TIMING, ARG_OPTIONAL, "[=text|json]", "print the wall time of each pass and phase to stderr"},
+    {"debug", O_DEBUG, ARG_OPTIONAL, "[=P[,Q...]]", "debug output of these passes (default: all) to stderr"},
+    {"print-locs", O_PRINT_LOCS, ARG_NONE, NULL, "append `// line:col` comments to printed ops"},
+    {"list-passes", O_LIST_PASSES, ARG_NONE, NULL, "list the passes with their options and defaults"},
+    {"help", O_HELP, ARG_NONE, NULL, "show this help (also -h)"},
+    {"version", O_VERSION, ARG_NONE, NULL, "show the version"},
+};
+
+static const char *tool(const fu_opt_config *cfg) {
+  return cfg && cfg->tool_name ? cfg->tool_name : "fuser-opt";
+}
+
+void fu_opt_print_help(fu_strbuf *out, const fu_opt_config *cfg) {
+  fu_strbuf_printf(out,
+                   "usage: %s [options] [FILE.fir | -]\n\n"
+                   "Parses a .fir file (stdin when FILE is '-' or missing), verifies it, runs the\n"
+                   "passes given with --pass/--pass-pipeline, verifying after each, and prints the\n"
+                   "result.\n\noptions:\n",
+                   tool(cfg));
+  for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
+    const struct option_def *o = &options[i];
+    char head[64];
+    if (o->arg == ARG_REQUIRED)
+      snprintf(head, sizeof head, "--%s=%s", o->name, o->metavar);
+    else if (o->arg == ARG_OPTIONAL)
+      snprintf(head, sizeof head, "--%s%s", o->name, o->metavar);
+    else
+      snprintf(head, sizeof head, "--%s", o->name);
+    fu_strbuf_printf(out, "  %-28s %s\n", head, o->help);
+  }
+  fu_strbuf_puts(out, "\npasses (see --list-passes): all");
+  size_t n;
+  const fu_pass_def *all = fu_pass_all(&n);
+  for (size_t i = 0; i < n; i++) fu_strbuf_printf(out, ", %s", all[i].name);
+  fu_strbuf_puts(out, "\n--emit kinds in this build: fir");
+  for (int k = 1; k < FU_EMIT_COUNT; k++)
+    if (cfg && cfg->emitters[k]) fu_strbuf_printf(out, ", %s", emit_names[k]);
+  fu_strbuf_puts(out, "\n\nexit status: 0 success, 1 bad input or a failing pass (or unmet expectations with\n"
+                      "--verify-diagnostics), 2 bad command line\n");
+}
+
+void fu_opt_print_pass_list(fu_strbuf *out) {
+  size_t n;
+  const fu_pass_def *all = fu_pass_all(&n);
+  fu_strbuf_puts(out, "Passes, in pipeline order (--pass=all runs them in this order):\n");
+  for (size_t i = 0; i < n; i++) {
+    fu_strbuf_printf(out, "  %s\n      %s\n", all[i].name, all[i].summary);
+    if (!all[i].options || !all[i].options->name) continue;
+    fu_strbuf_puts(out, "    options:\n");
+    for (const fu_pass_option_def *o = all[i].options; o->name; o++)
+      fu_strbuf_printf(out, "      %s (default: %s)\n          %s\n", o->name,
+                       o->default_value ? o->default_value : "none", o->summary ? o->summary : "");
+  }
+}
+
+static void usage_error(FILE *err, const fu_opt_config *cfg, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void usage_error(FILE *err, const fu_opt_config *cfg, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(err, "%s: error: ", tool(cfg));
+  vfprintf(err, fmt, ap);
+  fputc('\n', err);
+  va_end(ap);
+}
+
+/* Checks every name of a --print-ir-before/after or --debug list against the
+ * registry. */
+static bool check_pass_list(const char *list, const char *flag, bool allow_all, const fu_opt_config *cfg,
+                            FILE *err) {
+  const char *p = list;
+  for (;;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    bool is_all = len == 3 && memcmp(p, "all", 3) == 0;
+    if (!fu_pass_lookup(p, len) && !(allow_all && is_all)) {
+      size_t n;
+      const fu_pass_def *all = fu_pass_all(&n);
+      fprintf(err, "%s: error: unknown pass '%.*s' in --%s; valid passes: %s", tool(cfg), (int)len, p, flag,
+              allow_all ? "all" : "");
+      for (size_t i = 0; i < n; i++) fprintf(err, "%s%s", (allow_all || i) ? ", " : "", all[i].name);
+      fputc('\n', err);
+      return false;
+    }
+    if (!end) return true;
+    p = end + 1;
+  }
+}
+
+static const struct option_def *find(const char *name, size_t len) {
+  for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+    if (strlen(options[i].name) == len && memcmp(options[i].name, name, len) == 0) return &options[i];
+  return NULL;
+}
+
+fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cfg, fu_opt_args *a, FILE *err) {
+  memset(a, 0, sizeof *a);
+  fu_pipeline_init(&a->pipeline, fu_default_allocator());
+  a->run = fu_run_options_default();
+  a->emit = FU_EMIT_FIR;
+  fu_diag_engine diag;
+  fu_diag_init(&diag, fu_default_allocator());
+  diag.stream = err;
+  bool only_files = false;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (only_files || arg[0] != '-' || arg[1] == '\0') {
+      if (a->input) {
+        usage_error(err, cfg, "more than one input file ('%s' and '%s')", a->input, arg);
+        return FU_ERR_INVALID_ARG;
+      }
+      a->input = arg;
+      continue;
+    }
+    if (strcmp(arg, "--") == 0) {
+      only_files = true;
+      continue;
+    }
+    const char *value = NULL;
+    const struct option_def *o;
+    if (strcmp(arg, "-h") == 0) {
+      o = find("help", 4);
+    } else if (arg[1] == 'o' && (arg[2] == '\0' || arg[2] == '=')) {
+      o = find("output", 6);
+      if (arg[2] == '=') value = arg + 3;
+    } else {
+      const char *name = arg + (arg[1] == '-' ? 2 : 1);
+      const char *eq = strchr(name, '=');
+      size_t len = eq ? (size_t)(eq - name) : strlen(name);
+      o = find(name, len);
+      if (!o) {
+        usage_error(err, cfg, "unknown option '%s' (see --help)", arg);
+        return FU_ERR_INVALID_ARG;
+      }
+      if (eq) value = eq + 1;
+    }
+    if (o->arg == ARG_NONE && value) {
+      usage_error(err, cfg, "option '%s' takes no value", arg);
+      return FU_ERR_INVALID_ARG;
+    }
+    if (o->arg == ARG_REQUIRED && !value) {
+      if (i + 1 >= argc) {
+        usage_error(err, cfg, "option '%s' needs a value", arg);
+        return FU_ERR_INVALID_ARG;
+      }
+      value = argv[++i];
+    }
+    switch (o->id) {
+    case O_PASS:
+    case O_PIPELINE:
+      if (fu_pipeline_parse(&a->pipeline, value, o->id == O_PASS ? "--pass" : "--pass-pipeline", &diag) != FU_OK)
+        return FU_ERR_INVALID_ARG;
+      break;
+    case O_OUTPUT: a->output = value; break;
+    case O_EMIT: {
+      fu_emit_kind k = fu_emit_kind_from_name(value);
+      if (k == FU_EMIT_COUNT) {
+        usage_error(err, cfg, "unknown --emit kind '%s'; valid kinds: fir, llvm, ptx, cuda", value);
+        return FU_ERR_INVALID_ARG;
+      }
+      if (k != FU_EMIT_FIR && !(cfg && cfg->emitters[k])) {
+        usage_error(err, cfg,
+                    "--emit=%s is not available in this build (fuser was built without the %s backend; "
+                    "see README.md)",
+                    value, k == FU_EMIT_CUDA ? "CUDA C" : "LLVM");
+        return FU_ERR_INVALID_ARG;
+      }
+      a->emit = k;
+      break;
+    }
+    case O_SPLIT: a->split_input_file = true; break;
+    case O_VERIFY_DIAG: a->verify_diagnostics = true; break;
+    case O_NO_VERIFY_EACH: a->run.verify_each = false; break;
+    case O_VERIFY_EACH: a->run.verify_each = true; break;
+    case O_PRINT_BEFORE_ALL: a->run.print_ir_before_all = true; break;
+    case O_PRINT_AFTER_ALL: a->run.print_ir_after_all = true; break;
+    case O_PRINT_BEFORE:
+    case O_PRINT_AFTER:
+      if (!check_pass_list(value, o->name, false, cfg, err)) return FU_ERR_INVALID_ARG;
+      if (o->id == O_PRINT_BEFORE)
+        a->run.print_ir_before = value;
+      else
+        a->run.print_ir_after = value;
+      break;
+    case O_TIMING:
+      if (!value || strcmp(value, "text") == 0)
+        a->timing = FU_TIMING_TEXT;
+      else if (strcmp(value, "json") == 0)
+        a->timing = FU_TIMING_JSON;
+      else {
+        usage_error(err, cfg, "unknown --timing format '%s'; valid: text, json", value);
+        return FU_ERR_INVALID_ARG;
+      }
+      break;
+    case O_DEBUG:
+      if (!value) value = "all";
+      if (!check_pass_list(value, o->name, true, cfg, err)) return FU_ERR_INVALID_ARG;
+      a->run.debug = value;
+      break;
+    case O_PRINT_LOCS: a->run.print_locs = true; break;
+    case O_LIST_PASSES: a->list_passes = true; break;
+    case O_HELP: a->help = true; break;
+    case O_VERSION: a->version = true; break;
+    }
+  }
+  return FU_OK;
+}
+
+void fu_opt_args_free(fu_opt_args *a) { fu_pipeline_free(&a->pipeline); }

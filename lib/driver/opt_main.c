@@ -1,0 +1,187 @@
+/* fuser driver: the body of fuser-opt.
+ *
+ * Read the input, cut it into chunks (--split-input-file), and for each
+ * chunk: parse, verify, run the pipeline, print or emit.  Output is collected
+ * in memory and written at the end, so -o is not touched when nothing could
+ * be produced.  Diagnostics go to `err`, or to an expectation checker with
+ * --verify-diagnostics. */
+#include <errno.h>
+#include <string.h>
+
+#include "fuser/driver.h"
+#include "fuser/parse.h"
+#include "fuser/print.h"
+#include "fuser/verify.h"
+
+typedef struct opt_state {
+  const fu_opt_args *args;
+  const fu_opt_config *cfg;
+  fu_allocator alloc;
+  FILE *err;
+  fu_timing timing;
+} opt_state;
+
+/* Parse, verify, run and print one chunk into `out`.  Returns whether it
+ * succeeded; all problems went to `diag`. */
+static bool process_chunk(opt_state *s, const fu_source *src, fu_diag_engine *diag, fu_strbuf *out) {
+  const fu_opt_args *a = s->args;
+  fu_module *m = NULL;
+  double t0 = fu_timing_now();
+  fu_status st = fu_parse_module(src, s->alloc, diag, &m);
+  fu_timing_add(&s->timing, "parse", fu_timing_now() - t0);
+  if (st != FU_OK || !m) {
+    if (st == FU_ERR_NOMEM) fu_error(diag, fu_loc_none(), "out of memory while parsing");
+    return false;
+  }
+  t0 = fu_timing_now();
+  st = fu_verify_module(m, diag);
+  fu_timing_add(&s->timing, "verify", fu_timing_now() - t0);
+  if (st == FU_OK) st = fu_pipeline_run(&a->pipeline, m, &a->run, &s->timing, src, diag);
+  if (st == FU_OK) {
+    t0 = fu_timing_now();
+    if (a->emit == FU_EMIT_FIR) {
+      fu_print_options po = {a->run.print_locs};
+      fu_print_module(out, m, &po);
+      fu_timing_add(&s->timing, "print", fu_timing_now() - t0);
+    } else {
+      st = s->cfg->emitters[a->emit](s->cfg->emit_user, m, a->emit, out, diag);
+      fu_timing_add(&s->timing, "emit", fu_timing_now() - t0);
+    }
+    if (out->failed) {
+      fu_error(diag, fu_loc_none(), "out of memory while printing");
+      st = FU_ERR_NOMEM;
+    }
+  }
+  fu_module_free(m);
+  return st == FU_OK;
+}
+
+/* With --verify-diagnostics a chunk passes when its diagnostics match its
+ * expectations, whether or not processing succeeded. */
+static bool run_chunk(opt_state *s, const fu_source *src, fu_diag_engine *report, fu_strbuf *out) {
+  if (!s->args->verify_diagnostics) return process_chunk(s, src, report, out);
+  fu_expect_checker *chk = NULL;
+  if (fu_expect_new(src, s->alloc, report, &chk) != FU_OK) {
+    fu_error(report, fu_loc_none(), "out of memory while reading expectations");
+    return false;
+  }
+  fu_diag_engine capture;
+  fu_diag_init(&capture, s->alloc);
+  capture.handler = fu_expect_handler;
+  capture.user = chk;
+  fu_strbuf chunk_out;
+  fu_strbuf_init(&chunk_out, s->alloc);
+  if (process_chunk(s, src, &capture, &chunk_out)) fu_strbuf_append(out, chunk_out.data ? chunk_out.data : "", chunk_out.len);
+  fu_strbuf_free(&chunk_out);
+  bool ok = fu_expect_finish(chk, report);
+  fu_expect_free(chk);
+  return ok;
+}
+
+static int write_output(opt_state *s, const fu_strbuf *out, FILE *stdout_stream) {
+  const char *path = s->args->output;
+  bool to_stdout = !path || strcmp(path, "-") == 0;
+  FILE *f = to_stdout ? stdout_stream : fopen(path, "w");
+  if (!f) {
+    fprintf(s->err, "%s: error: cannot open '%s' for writing: %s\n", s->cfg->tool_name, path, strerror(errno));
+    return 1;
+  }
+  size_t n = out->len ? fwrite(out->data, 1, out->len, f) : 0;
+  bool ok = n == out->len;
+  ok = (to_stdout ? fflush(f) : fclose(f)) == 0 && ok;
+  if (!ok) {
+    fprintf(s->err, "%s: error: cannot write '%s': %s\n", s->cfg->tool_name, to_stdout ? "<stdout>" : path,
+            strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+int fu_opt_main(int argc, char *const *argv, const fu_opt_config *cfg_in, FILE *in, FILE *out, FILE *err) {
+  fu_opt_config defaults;
+  memset(&defaults, 0, sizeof defaults);
+  defaults.tool_name = "fuser-opt";
+  fu_opt_config cfg = cfg_in ? *cfg_in : defaults;
+  if (!cfg.tool_name) cfg.tool_name = "fuser-opt";
+
+  fu_opt_args args;
+  if (fu_opt_parse_args(argc, argv, &cfg, &args, err) != FU_OK) {
+    fu_opt_args_free(&args);
+    return 2;
+  }
+  opt_state s;
+  memset(&s, 0, sizeof s);
+  s.args = &args;
+  s.cfg = &cfg;
+  s.alloc = fu_default_allocator();
+  s.err = err;
+  fu_timing_init(&s.timing, s.alloc);
+  if (!args.run.dump) args.run.dump = err;
+  if (args.run.dump == stderr) args.run.dump = err;
+
+  fu_strbuf text;
+  fu_strbuf_init(&text, s.alloc);
+  int rc = 0;
+  if (args.help || args.version || args.list_passes) {
+    if (args.version) fu_strbuf_printf(&text, "%s (fuser) %s\n", cfg.tool_name, FU_VERSION_STRING);
+    if (args.help) fu_opt_print_help(&text, &cfg);
+    if (args.list_passes) fu_opt_print_pass_list(&text);
+    fputs(text.data ? text.data : "", out);
+    fflush(out);
+    fu_strbuf_free(&text);
+    fu_opt_args_free(&args);
+    return 0;
+  }
+
+  /* Read the whole input. */
+  char *data = NULL;
+  size_t len = 0;
+  bool from_stdin = !args.input || strcmp(args.input, "-") == 0;
+  fu_status st = from_stdin ? fu_read_stream(in, s.alloc, &data, &len) : fu_read_file(args.input, s.alloc, &data, &len);
+  if (st != FU_OK) {
+    fprintf(err, "%s: error: cannot read '%s': %s\n", cfg.tool_name, from_stdin ? "<stdin>" : args.input,
+            st == FU_ERR_NOMEM ? "out of memory" : strerror(errno));
+    fu_strbuf_free(&text);
+    fu_opt_args_free(&args);
+    return 1;
+  }
+  fu_source whole = {from_stdin ? "<stdin>" : args.input, data, len, 1};
+
+  fu_diag_engine report;
+  fu_diag_init(&report, s.alloc);
+  report.stream = err;
+
+  fu_source *chunks = NULL;
+  uint32_t n_chunks = 1;
+  if (args.split_input_file) {
+    if (fu_split_input(&whole, s.alloc, &chunks, &n_chunks) != FU_OK) {
+      fprintf(err, "%s: error: out of memory splitting the input\n", cfg.tool_name);
+      rc = 1;
+      n_chunks = 0;
+    }
+  }
+  bool all_ok = rc == 0, any_ok = false;
+  for (uint32_t i = 0; i < n_chunks; i++) {
+    if (i > 0) fu_strbuf_puts(&text, "// -----\n");
+    bool ok = run_chunk(&s, chunks ? &chunks[i] : &whole, &report, &text);
+    all_ok = all_ok && ok;
+    any_ok = any_ok || ok;
+  }
+  fflush(err);
+  /* Without splitting, a failed run writes nothing (and leaves -o alone). */
+  if (rc == 0 && (all_ok || (args.split_input_file && any_ok))) rc = write_output(&s, &text, out);
+  if (!all_ok) rc = 1;
+  if (args.timing != FU_TIMING_OFF) {
+    fu_strbuf rep;
+    fu_strbuf_init(&rep, s.alloc);
+    fu_timing_report(&s.timing, args.timing, &rep);
+    fputs(rep.data ? rep.data : "", err);
+    fu_strbuf_free(&rep);
+  }
+  if (chunks) fu_mem_free(&s.alloc, chunks, n_chunks * sizeof *chunks);
+  fu_mem_free(&s.alloc, data, len + 1);
+  fu_timing_free(&s.timing);
+  fu_strbuf_free(&text);
+  fu_opt_args_free(&args);
+  return rc;
+}

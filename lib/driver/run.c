@@ -1,0 +1,90 @@
+/* fuser driver: running a pipeline over a module, with IR dumps around each
+ * pass, the verifier after each pass, per-pass timing and --debug streams. */
+#include <string.h>
+
+#include "fuser/driver.h"
+#include "fuser/print.h"
+#include "fuser/verify.h"
+
+fu_run_options fu_run_options_default(void) {
+  fu_run_options o;
+  memset(&o, 0, sizeof o);
+  o.verify_each = true;
+  o.dump = stderr;
+  return o;
+}
+
+bool fu_name_in_list(const char *list, const char *name) {
+  if (!list || !name) return false;
+  size_t want = strlen(name);
+  const char *p = list;
+  for (;;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if ((len == want && memcmp(p, name, len) == 0) || (len == 3 && memcmp(p, "all", 3) == 0)) return true;
+    if (!end) return false;
+    p = end + 1;
+  }
+}
+
+/* Dumps go to a stream, banner first, as IR comments so that a dump is
+ * itself a valid .fir file. */
+static void dump(const fu_run_options *o, const char *when, const char *pass, const fu_module *m) {
+  FILE *out = o->dump ? o->dump : stderr;
+  fu_print_options po = {o->print_locs};
+  fprintf(out, "// ----- IR %s %s -----\n", when, pass);
+  fu_print_module_file(out, m, &po);
+  fflush(out);
+}
+
+/* A location that names the input but no line ("file.fir: error: ..."). */
+static fu_loc file_loc(const fu_source *src) {
+  fu_loc l = {src, 0, 0};
+  return l;
+}
+
+fu_status fu_pipeline_run(const fu_pipeline *p, fu_module *m, const fu_run_options *o, fu_timing *timing,
+                          const fu_source *loc_src, fu_diag_engine *diag) {
+  fu_run_options defaults = fu_run_options_default();
+  if (!o) o = &defaults;
+  for (uint32_t i = 0; i < p->n_steps; i++) {
+    const fu_pipeline_step *step = &p->steps[i];
+    const char *name = step->pass->name;
+    if (o->print_ir_before_all || fu_name_in_list(o->print_ir_before, name)) dump(o, "before", name, m);
+
+    fu_pass_context ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.diag = diag;
+    ctx.options = step->options;
+    ctx.n_options = step->n_options;
+    ctx.debug_flags = o->debug;
+    ctx.debug_out = fu_name_in_list(o->debug, name) ? (o->dump ? o->dump : stderr) : NULL;
+
+    unsigned errors_before = diag->n_errors;
+    double t0 = fu_timing_now();
+    fu_status st = step->pass->run(m, &ctx);
+    if (timing) fu_timing_add(timing, name, fu_timing_now() - t0);
+    if (ctx.debug_out) fflush(ctx.debug_out);
+    if (st != FU_OK) {
+      /* A pass that explains its failure needs nothing more (and an extra
+       * unlocated diagnostic would break --verify-diagnostics tests). */
+      if (diag->n_errors == errors_before)
+        fu_error(diag, file_loc(loc_src), "pass '%s' failed (%s)", name, fu_status_name(st));
+      return st;
+    }
+    if (o->print_ir_after_all || fu_name_in_list(o->print_ir_after, name)) dump(o, "after", name, m);
+    if (o->verify_each) {
+      t0 = fu_timing_now();
+      st = fu_verify_module(m, diag);
+      if (timing) fu_timing_add(timing, "verify", fu_timing_now() - t0);
+      if (st != FU_OK) {
+        fu_error(diag, file_loc(loc_src),
+                 "the IR is invalid after pass '%s' (a bug in that pass; rerun with --print-ir-after=%s "
+                 "--no-verify-each to see it)",
+                 name, name);
+        return FU_ERR_VERIFY;
+      }
+    }
+  }
+  return FU_OK;
+}

@@ -1,0 +1,1881 @@
+/* fuser: building one fusion from the body of an nvFuser definition.
+ *
+ * Statements are evaluated in order.  Names bind to IR values (tensors and
+ * runtime scalars), to Python constants (define_scalar(0.5) and friends,
+ * which become literal operands where they are used), to shape vectors, or
+ * to single extents (fd.ops.size).  Each fd.ops.* call becomes one op: its
+ * arguments are read by nvFuser's parameter names (positional or keyword),
+ * the extents it forces to be equal are unified, and fu_infer_types gives
+ * its result types. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuser/frontend.h"
+#include "fuser/verify.h"
+
+/* ---- bindings --------------------------------------------------------- */
+
+typedef enum py_kind { PY_INT, PY_FLOAT, PY_BOOL } py_kind;
+
+/* A Python scalar constant, with the dtype it has as an IR literal. */
+typedef struct pconst {
+  py_kind kind;
+  fu_scalar_value v; /* i, f or b after `kind` */
+  fu_dtype dtype;
+  bool typed;
+} pconst;
+
+typedef enum bind_kind { B_VALUE, B_CONST, B_VECTOR, B_EXTENT } bind_kind;
+
+typedef struct binding {
+  bind_kind kind;
+  fu_value *value;  /* B_VALUE */
+  pconst cst;       /* B_CONST */
+  fu_extent *dims;  /* B_VECTOR; a constant -1 means "infer" */
+  uint32_t n_dims;
+  fu_extent extent; /* B_EXTENT */
+} binding;
+
+enum { MAX_RESULTS = 2, MAX_PARAMS = 8 };
+
+typedef struct result {
+  uint32_t n;
+  binding b[MAX_RESULTS];
+} result;
+
+typedef struct builder {
+  fu_module *m;
+  fu_fusion *f;
+  fu_diag_engine *diag;
+  const fu_py_unit *unit;
+  fu_arena *scratch;
+  fu_py_map env;   /* script name -> binding */
+  fu_py_map names; /* IR value names in use */
+  fu_py_symtab syms;
+  uint32_t n_inputs;
+  uint32_t n_temps;
+  fu_value **pending; /* consecutive add_output operands, flushed as one OUTPUT op */
+  uint32_t n_pending, cap_pending;
+  fu_loc pending_loc;
+} builder;
+
+static fu_status nomem(builder *b) {
+  fu_error(b->diag, fu_loc_none(), "out of memory while importing");
+  return FU_ERR_NOMEM;
+}
+
+static void *scratch_alloc(builder *b, size_t size) { return fu_arena_alloc(b->scratch, size ? size : 1); }
+
+/* "fd.ops.sum" for messages. */
+static const char *op_display(builder *b, const char *op, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s.ops.%s", b->unit->fd, op);
+  return buf;
+}
+
+/* "a.b.c" for a chain of names and attributes. */
+static bool dotted(const fu_py_expr *e, char *buf, size_t cap) {
+  if (e->kind == FU_PY_E_NAME) return (size_t)snprintf(buf, cap, "%s", e->u.name) < cap;
+  if (e->kind != FU_PY_E_ATTR || !dotted(e->u.attr.base, buf, cap)) return false;
+  size_t n = strlen(buf);
+  return (size_t)snprintf(buf + n, cap - n, ".%s", e->u.attr.name) < cap - n;
+}
+
+/* ---- argument binding --------------------------------------------------- */
+
+/* Does `spec` ("!name|alias|...", '!' = required) list `name`? */
+static bool param_has(const char *spec, const char *name) {
+  if (*spec == '!') spec++;
+  size_t n = strlen(name);
+  while (*spec) {
+    const char *bar = strchr(spec, '|');
+    size_t len = bar ? (size_t)(bar - spec) : strlen(spec);
+    if (len == n && memcmp(spec, name, n) == 0) return true;
+    if (!bar) break;
+    spec = bar + 1;
+  }
+  return false;
+}
+
+static void param_first(const char *spec, char *buf, size_t cap) {
+  if (*spec == '!') spec++;
+  const char *bar = strchr(spec, '|');
+  size_t len = bar ? (size_t)(bar - spec) : strlen(spec);
+  snprintf(buf, cap, "%.*s", (int)len, spec);
+}
+
+/* Match a call's arguments to the parameters `params` (NULL-terminated),
+ * positional first, then by keyword; unknown keywords, extra positional
+ * arguments and missing required ones are errors. */
+static fu_status bind_args(builder *b, const fu_py_expr *call, const char *what, const char *const *params,
+                           const fu_py_expr **slots) {
+  uint32_t np = 0;
+  while (params[np]) np++;
+  for (uint32_t i = 0; i < np; i++) slots[i] = NULL;
+  if (call->u.call.n_args > np) {
+    fu_error(b->diag, call->u.call.args[np]->loc, "too many arguments for '%s' (at most %u)", what, np);
+    return FU_ERR_PARSE;
+  }
+  for (uint32_t i = 0; i < call->u.call.n_args; i++) slots[i] = call->u.call.args[i];
+  for (uint32_t k = 0; k < call->u.call.n_kwargs; k++) {
+    const fu_py_kwarg *kw = &call->u.call.kwargs[k];
+    uint32_t j = 0;
+    while (j < np && !param_has(params[j], kw->name)) j++;
+    if (j == np) {
+      fu_error(b->diag, kw->loc, "unsupported keyword argument '%s' for '%s'", kw->name, what);
+      return FU_ERR_UNSUPPORTED;
+    }
+    if (slots[j]) {
+      fu_error(b->diag, kw->loc, "argument '%s' given twice for '%s'", kw->name, what);
+      return FU_ERR_PARSE;
+    }
+    slots[j] = kw->value;
+  }
+  for (uint32_t i = 0; i < np; i++)
+    if (params[i][0] == '!' && !slots[i]) {
+      char name[32];
+      param_first(params[i], name, sizeof name);
+      fu_error(b->diag, call->loc, "missing argument '%s' for '%s'", name, what);
+      return FU_ERR_PARSE;
+    }
+  return FU_OK;
+}
+
+/* ---- constants ---------------------------------------------------------- */
+
+static pconst pconst_int(int64_t i) {
+  pconst c = {PY_INT, {.i = i}, FU_DT_I64, false};
+  return c;
+}
+static pconst pconst_float(double f) {
+  pconst c = {PY_FLOAT, {.f = f}, FU_DT_F64, false};
+  return c;
+}
+static pconst pconst_bool(bool v) {
+  pconst c = {PY_BOOL, {.b = v}, FU_DT_BOOL, false};
+  return c;
+}
+static double pconst_as_double(const pconst *c) {
+  return c->kind == PY_FLOAT ? c->v.f : c->kind == PY_INT ? (double)c->v.i : (double)c->v.b;
+}
+
+
+/* Evaluate a constant expression: literals, arithmetic on them, names bound
+ * to constants, float("inf").  1 = constant, 0 = not a constant, -1 = error
+ * (reported). */
+static int eval_const(builder *b, const fu_py_expr *e, pconst *out) {
+  switch (e->kind) {
+  case FU_PY_E_INT: *out = pconst_int(e->u.i); return 1;
+  case FU_PY_E_FLOAT: *out = pconst_float(e->u.f); return 1;
+  case FU_PY_E_BOOL: *out = pconst_bool(e->u.b); return 1;
+  case FU_PY_E_NAME: {
+    binding *bd = fu_py_map_get(&b->env, e->u.name);
+    if (bd && bd->kind == B_CONST) {
+      *out = bd->cst;
+      return 1;
+    }
+    return 0;
+  }
+  case FU_PY_E_UNARY: {
+    int r = eval_const(b, e->u.unary.operand, out);
+    if (r != 1) return r;
+    if (e->u.unary.op == '-') {
+      if (out->kind == PY_FLOAT)
+        out->v.f = -out->v.f;
+      else if (out->kind == PY_INT)
+        out->v.i = -out->v.i;
+      else
+        *out = pconst_int(out->v.b ? -1 : 0);
+    }
+    return 1;
+  }
+  case FU_PY_E_CALL: {
+    const fu_py_expr *callee = e->u.call.callee;
+    if (callee->kind == FU_PY_E_NAME && strcmp(callee->u.name, "float") == 0 && e->u.call.n_args == 1 &&
+        e->u.call.n_kwargs == 0) {
+      const fu_py_expr *a = e->u.call.args[0];
+      if (a->kind == FU_PY_E_STRING) {
+        const char *s = a->u.str;
+        if (strcmp(s, "inf") == 0 || strcmp(s, "+inf") == 0 || strcmp(s, "infinity") == 0) *out = pconst_float(INFINITY);
+        else if (strcmp(s, "-inf") == 0 || strcmp(s, "-infinity") == 0) *out = pconst_float(-INFINITY);
+        else if (strcmp(s, "nan") == 0) *out = pconst_float(NAN);
+        else {
+          fu_error(b->diag, a->loc, "unsupported float literal \"%s\"", s);
+          return -1;
+        }
+        return 1;
+      }
+      pconst c;
+      int r = eval_const(b, a, &c);
+      if (r != 1) return r;
+      *out = pconst_float(pconst_as_double(&c));
+      return 1;
+    }
+    return 0;
+  }
+  case FU_PY_E_BINARY: {
+    pconst l, r;
+    int rl = eval_const(b, e->u.binary.lhs, &l);
+    if (rl != 1) return rl;
+    int rr = eval_const(b, e->u.binary.rhs, &r);
+    if (rr != 1) return rr;
+    const char *op = e->u.binary.op;
+    bool ints = l.kind != PY_FLOAT && r.kind != PY_FLOAT;
+    int64_t li = l.kind == PY_INT ? l.v.i : l.v.b, ri = r.kind == PY_INT ? r.v.i : r.v.b;
+    double lf = pconst_as_double(&l), rf = pconst_as_double(&r);
+    if (ints && strcmp(op, "/") != 0) {
+      if ((strcmp(op, "//") == 0 || strcmp(op, "%") == 0) && ri == 0) {
+        fu_error(b->diag, e->loc, "integer division by zero");
+        return -1;
+      }
+      int64_t v;
+      if (strcmp(op, "+") == 0) v = li + ri;
+      else if (strcmp(op, "-") == 0) v = li - ri;
+      else if (strcmp(op, "*") == 0) v = li * ri;
+      else if (strcmp(op, "//") == 0) v = li / ri - ((li % ri != 0) && ((li < 0) != (ri < 0)));
+      else if (strcmp(op, "%") == 0) {
+        v = li % ri;
+        if (v != 0 && ((v < 0) != (ri < 0))) v += ri;
+      } else { /* ** */
+        if (ri < 0) {
+          *out = pconst_float(pow(lf, rf));
+          return 1;
+        }
+        v = 1;
+        for (int64_t k = 0; k < ri && k < 64; k++) v *= li;
+      }
+      *out = pconst_int(v);
+      return 1;
+    }
+    double v;
+    if (strcmp(op, "+") == 0) v = lf + rf;
+    else if (strcmp(op, "-") == 0) v = lf - rf;
+    else if (strcmp(op, "*") == 0) v = lf * rf;
+    else if (strcmp(op, "/") == 0) {
+      if (rf == 0.0) {
+        fu_error(b->diag, e->loc, "division by zero");
+        return -1;
+      }
+      v = lf / rf;
+    } else if (strcmp(op, "//") == 0) v = floor(lf / rf);
+    else if (strcmp(op, "%") == 0) v = lf - floor(lf / rf) * rf;
+    else v = pow(lf, rf);
+    *out = pconst_float(v);
+    return 1;
+  }
+  default: return 0;
+  }
+}
+
+static fu_status eval_int(builder *b, const fu_py_expr *e, const char *param, const char *what, int64_t *out) {
+  pconst c;
+  int r = eval_const(b, e, &c);
+  if (r < 0) return FU_ERR_PARSE;
+  if (r == 0 || c.kind != PY_INT) {
+    fu_error(b->diag, e->loc, "expected an integer for '%s' of '%s'", param, what);
+    return FU_ERR_PARSE;
+  }
+  *out = c.v.i;
+  return FU_OK;
+}
+
+static fu_status eval_bool(builder *b, const fu_py_expr *e, const char *param, const char *what, bool *out) {
+  pconst c;
+  int r = eval_const(b, e, &c);
+  if (r < 0) return FU_ERR_PARSE;
+  if (r == 1 && c.kind == PY_BOOL) {
+    *out = c.v.b;
+    return FU_OK;
+  }
+  if (r == 1 && c.kind == PY_INT && (c.v.i == 0 || c.v.i == 1)) {
+    *out = c.v.i != 0;
+    return FU_OK;
+  }
+  fu_error(b->diag, e->loc, "expected True or False for '%s' of '%s'", param, what);
+  return FU_ERR_PARSE;
+}
+
+/* A list (or tuple) of integers; a single integer counts as a list of one
+ * when `single` is set; a name bound to a constant vector also works. */
+static fu_status eval_int_list(builder *b, const fu_py_expr *e, const char *param, const char *what, bool single,
+                               int64_t **out, uint32_t *n) {
+  *out = NULL;
+  *n = 0;
+  if (e->kind == FU_PY_E_LIST || e->kind == FU_PY_E_TUPLE) {
+    int64_t *v = scratch_alloc(b, e->u.list.n * sizeof *v);
+    if (!v) return nomem(b);
+    for (uint32_t i = 0; i < e->u.list.n; i++) {
+      fu_status st = eval_int(b, e->u.list.items[i], param, what, &v[i]);
+      if (st != FU_OK) return st;
+    }
+    *out = v;
+    *n = e->u.list.n;
+    return FU_OK;
+  }
+  if (e->kind == FU_PY_E_NAME) {
+    binding *bd = fu_py_map_get(&b->env, e->u.name);
+    if (bd && bd->kind == B_VECTOR) {
+      int64_t *v = scratch_alloc(b, bd->n_dims * sizeof *v);
+      if (!v) return nomem(b);
+      for (uint32_t i = 0; i < bd->n_dims; i++) {
+        fu_extent x = fu_py_symtab_canon(&b->syms, bd->dims[i]);
+        if (!fu_extent_is_const(x)) {
+          fu_error(b->diag, e->loc, "'%s' of '%s' must be constant, but '%s' has a symbolic entry", param, what,
+                   e->u.name);
+          return FU_ERR_UNSUPPORTED;
+        }
+        v[i] = x.value;
+      }
+      *out = v;
+      *n = bd->n_dims;
+      return FU_OK;
+    }
+  }
+  if (single) {
+    pconst c;
+    int r = eval_const(b, e, &c);
+    if (r < 0) return FU_ERR_PARSE;
+    if (r == 1 && c.kind == PY_INT) {
+      int64_t *v = scratch_alloc(b, sizeof *v);
+      if (!v) return nomem(b);
+      v[0] = c.v.i;
+      *out = v;
+      *n = 1;
+      return FU_OK;
+    }
+  }
+  fu_error(b->diag, e->loc, "expected a list of integers for '%s' of '%s'", param, what);
+  return FU_ERR_PARSE;
+}
+
+/* One entry of a shape: an integer (-1 = infer where allowed), a name bound
+ * to a constant or to a tensor extent (fd.ops.size). */
+static fu_status eval_extent(builder *b, const fu_py_expr *e, const char *param, const char *what, fu_extent *out) {
+  if (e->kind == FU_PY_E_NAME) {
+    binding *bd = fu_py_map_get(&b->env, e->u.name);
+    if (bd && bd->kind == B_EXTENT) {
+      *out = fu_py_symtab_canon(&b->syms, bd->extent);
+      return FU_OK;
+    }
+    if (bd && bd->kind == B_VALUE) {
+      fu_error(b->diag, e->loc,
+               "'%s' of '%s' uses the runtime scalar '%s'; extents must be constants or sizes of input tensors",
+               param, what, e->u.name);
+      return FU_ERR_UNSUPPORTED;
+    }
+  }
+  int64_t v;
+  fu_status st = eval_int(b, e, param, what, &v);
+  if (st != FU_OK) return st;
+  if (v < -1) {
+    fu_error(b->diag, e->loc, "invalid extent %lld in '%s' of '%s'", (long long)v, param, what);
+    return FU_ERR_PARSE;
+  }
+  out->value = v;
+  out->sym = NULL;
+  return FU_OK;
+}
+
+static fu_status eval_shape(builder *b, const fu_py_expr *e, const char *param, const char *what, fu_extent **out,
+                            uint32_t *n) {
+  if (e->kind == FU_PY_E_NAME) {
+    binding *bd = fu_py_map_get(&b->env, e->u.name);
+    if (bd && bd->kind == B_VECTOR) {
+      fu_extent *v = scratch_alloc(b, bd->n_dims * sizeof *v);
+      if (!v) return nomem(b);
+      for (uint32_t i = 0; i < bd->n_dims; i++) v[i] = fu_py_symtab_canon(&b->syms, bd->dims[i]);
+      *out = v;
+      *n = bd->n_dims;
+      return FU_OK;
+    }
+  }
+  if (e->kind != FU_PY_E_LIST && e->kind != FU_PY_E_TUPLE) {
+    fu_error(b->diag, e->loc, "expected a list of extents for '%s' of '%s'", param, what);
+    return FU_ERR_PARSE;
+  }
+  if (e->u.list.n > FU_MAX_RANK) {
+    fu_error(b->diag, e->loc, "'%s' of '%s' has more than %d entries", param, what, FU_MAX_RANK);
+    return FU_ERR_UNSUPPORTED;
+  }
+  fu_extent *v = scratch_alloc(b, e->u.list.n * sizeof *v);
+  if (!v) return nomem(b);
+  for (uint32_t i = 0; i < e->u.list.n; i++) {
+    fu_status st = eval_extent(b, e->u.list.items[i], param, what, &v[i]);
+    if (st != FU_OK) return st;
+  }
+  *out = v;
+  *n = e->u.list.n;
+  return FU_OK;
+}
+
+/* DataType.X (or nvfuser.DataType.X, or a torch dtype). */
+static fu_status eval_dtype(builder *b, const fu_py_expr *e, const char *what, bool allow_null, fu_dtype *out) {
+  char name[128];
+  bool known = false, supported = false;
+  fu_dtype t = FU_DT_NONE;
+  if (dotted(e, name, sizeof name)) {
+    const char *dot = strrchr(name, '.');
+    size_t prefix = dot ? (size_t)(dot - name) : 0;
+    if (dot && ((prefix == 8 && strncmp(name, "DataType", 8) == 0) ||
+                (prefix > 9 && strncmp(dot - 9, ".DataType", 9) == 0)))
+      t = fu_py_datatype_from_name(dot + 1, &known, &supported);
+    else if (dot && prefix == 5 && strncmp(name, "torch", 5) == 0)
+      t = fu_py_torch_dtype_from_name(dot + 1, &known, &supported);
+    if (!known) {
+      fu_error(b->diag, e->loc, "unknown dtype '%s' for '%s'", name, what);
+      return FU_ERR_PARSE;
+    }
+    if (!supported) {
+      fu_error(b->diag, e->loc, "unsupported dtype '%s'", name);
+      return FU_ERR_UNSUPPORTED;
+    }
+    if (t == FU_DT_NONE && !allow_null) {
+      fu_error(b->diag, e->loc, "'%s' needs a dtype, not '%s'", what, name);
+      return FU_ERR_PARSE;
+    }
+    *out = t;
+    return FU_OK;
+  }
+  if (e->kind == FU_PY_E_NONE && allow_null) {
+    *out = FU_DT_NONE;
+    return FU_OK;
+  }
+  fu_error(b->diag, e->loc, "expected a DataType for '%s'", what);
+  return FU_ERR_PARSE;
+}
+
+/* ---- values --------------------------------------------------------- */
+
+/* Give `v` the name `want` (or a fresh temporary name), unique within the
+ * fusion: a script may assign the same name twice. */
+static fu_status name_value(builder *b, fu_value *v, const char *want) {
+  char buf[128];
+  bool tensor = fu_type_is_tensor(&v->type);
+  for (uint32_t k = 0;; k++) {
+    if (want && k == 0)
+      snprintf(buf, sizeof buf, "%s", want);
+    else if (want)
+      snprintf(buf, sizeof buf, "%s_%u", want, k);
+    else
+      snprintf(buf, sizeof buf, "_%c%u", tensor ? 'T' : 'S', b->n_temps++);
+    if (!fu_py_map_get(&b->names, buf)) break;
+  }
+  fu_value_set_name(b->m, v, buf);
+  if (!v->name || !fu_py_map_set(&b->names, v->name, v)) return nomem(b);
+  return FU_OK;
+}
+
+static fu_value *make_literal(builder *b, const pconst *c) {
+  fu_value *v;
+  if (fu_dtype_is_float(c->dtype))
+    v = fu_literal_f(b->f, c->dtype, pconst_as_double(c));
+  else if (fu_dtype_is_int(c->dtype))
+    v = fu_literal_i(b->f, c->dtype, c->kind == PY_FLOAT ? (int64_t)c->v.f : c->kind == PY_INT ? c->v.i : c->v.b);
+  else
+    v = fu_literal_b(b->f, c->kind == PY_BOOL ? c->v.b : pconst_as_double(c) != 0.0);
+  if (v) v->literal_typed = c->typed;
+  return v;
+}
+
+static fu_status eval_call(builder *b, const fu_py_expr *call, const char *name_hint, result *res);
+static fu_status eval_arith(builder *b, const fu_py_expr *e, const char *name, fu_value **out);
+
+/* An operand: a tensor or scalar value, or a constant (as a literal). */
+static fu_status eval_operand(builder *b, const fu_py_expr *e, const char *what, fu_value **out) {
+  pconst c;
+  int r = eval_const(b, e, &c);
+  if (r < 0) return FU_ERR_PARSE;
+  if (r == 1) {
+    *out = make_literal(b, &c);
+    return *out ? FU_OK : nomem(b);
+  }
+  if (e->kind == FU_PY_E_NAME) {
+    binding *bd = fu_py_map_get(&b->env, e->u.name);
+    if (!bd) {
+      fu_error(b->diag, e->loc, "undefined name '%s'", e->u.name);
+      return FU_ERR_PARSE;
+    }
+    if (bd->kind != B_VALUE) {
+      fu_error(b->diag, e->loc, "'%s' is a %s, not a tensor or scalar operand of '%s'", e->u.name,
+               bd->kind == B_EXTENT ? "tensor size" : "shape vector", what);
+      return FU_ERR_UNSUPPORTED;
+    }
+    *out = bd->value;
+    return FU_OK;
+  }
+  if (e->kind == FU_PY_E_CALL) {
+    result res;
+    fu_status st = eval_call(b, e, NULL, &res);
+    if (st != FU_OK) return st;
+    if (res.n != 1 || res.b[0].kind != B_VALUE) {
+      fu_error(b->diag, e->loc, "expected one tensor or scalar as an operand of '%s'", what);
+      return FU_ERR_PARSE;
+    }
+    *out = res.b[0].value;
+    return FU_OK;
+  }
+  if (e->kind == FU_PY_E_BINARY || e->kind == FU_PY_E_UNARY) return eval_arith(b, e, NULL, out);
+  fu_error(b->diag, e->loc, "expected a tensor or scalar operand of '%s'", what);
+  return FU_ERR_PARSE;
+}
+
+static fu_status eval_tensor(builder *b, const fu_py_expr *e, const char *what, fu_value **out) {
+  fu_status st = eval_operand(b, e, what, out);
+  if (st != FU_OK) return st;
+  if (!fu_type_is_tensor(&(*out)->type)) {
+    fu_error(b->diag, e->loc, "'%s' needs a tensor here, not a scalar", what);
+    return FU_ERR_VERIFY;
+  }
+  fu_py_symtab_canon_type(&b->syms, &(*out)->type);
+  return FU_OK;
+}
+
+/* ---- op construction ---------------------------------------------------- */
+
+static fu_op *new_op(builder *b, fu_op_kind kind, fu_value *const *operands, uint32_t n, uint32_t n_results,
+                     fu_loc loc) {
+  fu_op *op = fu_op_new(b->f, kind, operands, n, n_results, loc);
+  if (op) fu_block_append(&b->f->body, op);
+  return op;
+}
+
+/* A stated result type (reshape, expand, broadcast_in_dim, full, iota,
+ * cast), copied into the module. */
+static fu_status state_type(builder *b, fu_op *op, fu_dtype dt, const fu_extent *dims, int32_t rank) {
+  fu_type *t = &op->results[0]->type;
+  t->dtype = dt;
+  t->rank = rank;
+  t->dims = NULL;
+  if (rank > 0) {
+    fu_extent *d = fu_arena_alloc(b->m->arena, (size_t)rank * sizeof *d);
+    if (!d) return nomem(b);
+    for (int32_t i = 0; i < rank; i++) d[i] = fu_py_symtab_canon(&b->syms, dims[i]);
+    t->dims = d;
+  }
+  return FU_OK;
+}
+
+/* Unify the extents pointwise operands must share: same position, same
+ * rank, neither a broadcast 1.  Rank mismatches are left to inference. */
+static void unify_pointwise(builder *b, fu_value *const *vals, uint32_t n) {
+  int32_t rank = -2;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!fu_type_is_tensor(&vals[i]->type)) continue;
+    if (rank == -2)
+      rank = vals[i]->type.rank;
+    else if (rank != vals[i]->type.rank)
+      return;
+  }
+  for (int32_t d = 0; d < rank; d++) {
+    fu_extent first = {0, NULL};
+    bool have = false;
+    for (uint32_t i = 0; i < n; i++) {
+      if (!fu_type_is_tensor(&vals[i]->type)) continue;
+      fu_extent e = fu_py_symtab_canon(&b->syms, vals[i]->type.dims[d]);
+      if (fu_extent_is_one(e)) continue;
+      if (!have) {
+        first = e;
+        have = true;
+      } else {
+        fu_py_symtab_unify(&b->syms, first, e);
+      }
+    }
+  }
+}
+
+/* Run inference on a built op and bind its results. */
+static fu_status finish_op(builder *b, fu_op *op, result *res) {
+  for (uint32_t i = 0; i < op->n_operands; i++)
+    if (!op->operands[i]->is_literal) fu_py_symtab_canon_type(&b->syms, &op->operands[i]->type);
+  fu_type out[MAX_RESULTS];
+  memset(out, 0, sizeof out);
+  fu_status st = fu_infer_types(op, out, b->diag);
+  if (st != FU_OK) return st;
+  res->n = op->n_results;
+  for (uint32_t r = 0; r < op->n_results; r++) {
+    op->results[r]->type = out[r];
+    fu_py_symtab_canon_type(&b->syms, &op->results[r]->type);
+    memset(&res->b[r], 0, sizeof res->b[r]);
+    res->b[r].kind = B_VALUE;
+    res->b[r].value = op->results[r];
+  }
+  return FU_OK;
+}
+
+static fu_status single_value(builder *b, fu_op *op, result *res) {
+  if (!op) return nomem(b);
+  return finish_op(b, op, res);
+}
+
+/* Normalize dims (negative counts from the end), check the range, sort and
+ * drop duplicates when `sort` is set. */
+static fu_status normalize_dims(builder *b, int64_t *v, uint32_t *n, int32_t rank, bool sort, fu_loc loc,
+                                const char *param, const char *what) {
+  for (uint32_t i = 0; i < *n; i++) {
+    if (v[i] < 0) v[i] += rank;
+    if (v[i] < 0 || v[i] >= (rank > 0 ? rank : 1) || (rank == 0)) {
+      fu_error(b->diag, loc, "'%s' of '%s' has a dim out of range for rank %d", param, what, rank);
+      return FU_ERR_VERIFY;
+    }
+  }
+  if (!sort) return FU_OK;
+  for (uint32_t i = 1; i < *n; i++)
+    for (uint32_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      int64_t t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < *n; i++)
+    if (k == 0 || v[k - 1] != v[i]) v[k++] = v[i];
+  *n = k;
+  return FU_OK;
+}
+
+static const fu_py_expr *arg_loc_expr(const fu_py_expr *slot, const fu_py_expr *call) { return slot ? slot : call; }
+
+/* ---- per-class op builders ------------------------------------------- */
+
+static fu_status build_unary(builder *b, fu_op_kind kind, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!arg|input|arg1|x", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *x;
+  if ((st = eval_operand(b, s[0], what, &x)) != FU_OK) return st;
+  return single_value(b, new_op(b, kind, &x, 1, 1, call->loc), res);
+}
+
+static fu_status build_cast(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!arg|input|arg1|x", "!dtype", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *x;
+  fu_dtype dt;
+  if ((st = eval_operand(b, s[0], what, &x)) != FU_OK) return st;
+  if ((st = eval_dtype(b, s[1], what, false, &dt)) != FU_OK) return st;
+  fu_py_symtab_canon_type(&b->syms, &x->type);
+  fu_op *op = new_op(b, FU_OP_CAST, &x, 1, 1, call->loc);
+  if (!op) return nomem(b);
+  if ((st = state_type(b, op, dt, x->type.dims, x->type.rank)) != FU_OK) return st;
+  return finish_op(b, op, res);
+}
+
+static fu_status build_nary(builder *b, fu_op_kind kind, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const binary[] = {"!arg1|lhs|input|arg|x", "!arg2|rhs|other|y", NULL};
+  static const char *const where[] = {"!pred|cond|condition|arg1", "!arg2|x|input|a", "!arg3|y|other|b", NULL};
+  static const char *const clamp[] = {"!arg|arg1|input|x", "!min|arg2|lo", "!max|arg3|hi", NULL};
+  static const char *const lerp[] = {"!start|arg1|input", "!end|arg2", "!weight|arg3", NULL};
+  const char *const *params = kind == FU_OP_WHERE ? where : kind == FU_OP_CLAMP ? clamp : kind == FU_OP_LERP ? lerp : binary;
+  uint32_t n = fu_op_info_of(kind)->num_operands;
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *v[3];
+  for (uint32_t i = 0; i < n; i++)
+    if ((st = eval_operand(b, s[i], what, &v[i])) != FU_OK) return st;
+  unify_pointwise(b, v, n);
+  return single_value(b, new_op(b, kind, v, n, 1, call->loc), res);
+}
+
+static fu_status build_reduce(builder *b, fu_op_kind kind, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!arg|input|arg1", "axes|dims|axis|dim", "keepdim", "dtype", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *x;
+  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+  int64_t *axes;
+  uint32_t n_axes;
+  if (s[1]) {
+    if ((st = eval_int_list(b, s[1], "dims", what, true, &axes, &n_axes)) != FU_OK) return st;
+  } else { /* no dims: reduce everything */
+    n_axes = (uint32_t)x->type.rank;
+    axes = scratch_alloc(b, (n_axes ? n_axes : 1) * sizeof *axes);
+    if (!axes) return nomem(b);
+    for (uint32_t i = 0; i < n_axes; i++) axes[i] = i;
+  }
+  if ((st = normalize_dims(b, axes, &n_axes, x->type.rank, true, arg_loc_expr(s[1], call)->loc, "dims", what)) != FU_OK)
+    return st;
+  bool keepdim = false;
+  if (s[2] && (st = eval_bool(b, s[2], "keepdim", what, &keepdim)) != FU_OK) return st;
+  fu_dtype dt = FU_DT_NONE;
+  if (s[3] && (st = eval_dtype(b, s[3], what, true, &dt)) != FU_OK) return st;
+  fu_op *op = new_op(b, kind, &x, 1, 1, call->loc);
+  if (!op) return nomem(b);
+  op->u.reduce.axes = fu_int_list_copy(b->m, axes, n_axes);
+  if (n_axes && !op->u.reduce.axes.v) return nomem(b);
+  op->u.reduce.keepdim = keepdim;
+  op->u.reduce.dtype = dt;
+  return finish_op(b, op, res);
+}
+
+static fu_status build_variance(builder *b, fu_op_kind kind, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!arg|input|arg1", "axes|dims", "correction", "keepdim", "unbiased", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *x;
+  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+  int64_t *axes;
+  uint32_t n_axes;
+  if (s[1]) {
+    if ((st = eval_int_list(b, s[1], "dims", what, true, &axes, &n_axes)) != FU_OK) return st;
+  } else {
+    n_axes = (uint32_t)x->type.rank;
+    axes = scratch_alloc(b, (n_axes ? n_axes : 1) * sizeof *axes);
+    if (!axes) return nomem(b);
+    for (uint32_t i = 0; i < n_axes; i++) axes[i] = i;
+  }
+  if ((st = normalize_dims(b, axes, &n_axes, x->type.rank, true, arg_loc_expr(s[1], call)->loc, "dims", what)) != FU_OK)
+    return st;
+  int64_t correction = 1;
+  if (s[2] && s[4]) {
+    fu_error(b->diag, s[4]->loc, "'%s' takes either 'correction' or 'unbiased', not both", what);
+    return FU_ERR_PARSE;
+  }
+  if (s[2] && (st = eval_int(b, s[2], "correction", what, &correction)) != FU_OK) return st;
+  if (s[4]) {
+    bool unbiased;
+    if ((st = eval_bool(b, s[4], "unbiased", what, &unbiased)) != FU_OK) return st;
+    correction = unbiased ? 1 : 0;
+  }
+  if (correction < 0) {
+    fu_error(b->diag, s[2]->loc, "'correction' of '%s' must not be negative", what);
+    return FU_ERR_VERIFY;
+  }
+  bool keepdim = false;
+  if (s[3] && (st = eval_bool(b, s[3], "keepdim", what, &keepdim)) != FU_OK) return st;
+  fu_op *op = new_op(b, kind, &x, 1, kind == FU_OP_VAR_MEAN ? 2 : 1, call->loc);
+  if (!op) return nomem(b);
+  op->u.variance.axes = fu_int_list_copy(b->m, axes, n_axes);
+  if (n_axes && !op->u.variance.axes.v) return nomem(b);
+  op->u.variance.keepdim = keepdim;
+  op->u.variance.correction = correction;
+  return finish_op(b, op, res);
+}
+
+static fu_status build_broadcast_in_dim(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!arg|input|arg1", "!shape|output_shape", "!broadcast_dims", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *x;
+  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+  fu_extent *shape;
+  uint32_t rank;
+  int64_t *bdims;
+  uint32_t nb;
+  if ((st = eval_shape(b, s[1], "shape", what, &shape, &rank)) != FU_OK) return st;
+  if ((st = eval_int_list(b, s[2], "broadcast_dims", what, false, &bdims, &nb)) != FU_OK) return st;
+  if (nb != (uint32_t)x->type.rank) {
+    fu_error(b->diag, s[2]->loc, "'broadcast_dims' of '%s' has %u entries but the operand has rank %d", what, nb,
+             x->type.rank);
+    return FU_ERR_VERIFY;
+  }
+  if ((st = normalize_dims(b, bdims, &nb, (int32_t)rank, false, s[2]->loc, "broadcast_dims", what)) != FU_OK) return st;
+  bool *mapped = scratch_alloc(b, (rank ? rank : 1) * sizeof *mapped);
+  if (!mapped) return nomem(b);
+  for (uint32_t i = 0; i < nb; i++) {
+    uint32_t j = (uint32_t)bdims[i];
+    mapped[j] = true;
+    fu_extent xe = fu_py_symtab_canon(&b->syms, x->type.dims[i]);
+    if (fu_extent_is_const(shape[j]) && shape[j].value == -1)
+      shape[j] = xe; /* -1: keep the operand's extent */
+    else if (!fu_extent_is_one(xe))
+      fu_py_symtab_unify(&b->syms, xe, shape[j]);
+  }
+  for (uint32_t j = 0; j < rank; j++)
+    if (!mapped[j] && fu_extent_is_const(shape[j]) && shape[j].value == -1) {
+      fu_error(b->diag, s[1]->loc, "'shape' of '%s' has -1 at dim %u, which does not come from the operand", what, j);
+      return FU_ERR_VERIFY;
+    }
+  fu_op *op = new_op(b, FU_OP_BROADCAST_IN_DIM, &x, 1, 1, call->loc);
+  if (!op) return nomem(b);
+  op->u.broadcast_in_dim.broadcast_dims = fu_int_list_copy(b->m, bdims, nb);
+  if (nb && !op->u.broadcast_in_dim.broadcast_dims.v) return nomem(b);
+  if ((st = state_type(b, op, x->type.dtype, shape, (int32_t)rank)) != FU_OK) return st;
+  return finish_op(b, op, res);
+}
+
+static fu_status build_broadcast(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!arg|input|arg1", "!is_broadcast_dim", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *x;
+  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+  if (s[1]->kind != FU_PY_E_LIST && s[1]->kind != FU_PY_E_TUPLE) {
+    fu_error(b->diag, s[1]->loc, "expected a list of booleans for 'is_broadcast_dim' of '%s'", what);
+    return FU_ERR_PARSE;
+  }
+  uint32_t n = s[1]->u.list.n;
+  bool *flags = fu_arena_alloc(b->m->arena, (n ? n : 1) * sizeof *flags);
+  if (!flags) return nomem(b);
+  for (uint32_t i = 0; i < n; i++)
+    if ((st = eval_bool(b, s[1]->u.list.items[i], "is_broadcast_dim", what, &flags[i])) != FU_OK) return st;
+  fu_op *op = new_op(b, FU_OP_BROADCAST, &x, 1, 1, call->loc);
+  if (!op) return nomem(b);
+  op->u.broadcast.is_broadcast = flags;
+  op->u.broadcast.n = n;
+  return finish_op(b, op, res);
+}
+
+static fu_status build_expand(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!arg|input|arg1", "!shape|output_shape", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *x;
+  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+  fu_extent *shape;
+  uint32_t rank;
+  if ((st = eval_shape(b, s[1], "shape", what, &shape, &rank)) != FU_OK) return st;
+  if (rank != (uint32_t)x->type.rank) {
+    fu_error(b->diag, s[1]->loc, "'shape' of '%s' has %u entries but the operand has rank %d", what, rank,
+             x->type.rank);
+    return FU_ERR_VERIFY;
+  }
+  for (uint32_t i = 0; i < rank; i++) {
+    fu_extent xe = fu_py_symtab_canon(&b->syms, x->type.dims[i]);
+    if (fu_extent_is_const(shape[i]) && shape[i].value == -1)
+      shape[i] = xe;
+    else if (!fu_extent_is_one(xe))
+      fu_py_symtab_unify(&b->syms, xe, shape[i]);
+  }
+  fu_op *op = new_op(b, FU_OP_EXPAND, &x, 1, 1, call->loc);
+  if (!op) return nomem(b);
+  if ((st = state_type(b, op, x->type.dtype, shape, (int32_t)rank)) != FU_OK) return st;
+  return finish_op(b, op, res);
+}
+
+/* Bind the operand's symbols to the sizes in the inputs list, for reshapes
+ * that cannot be resolved from the script alone.  True when every symbol of
+ * the operand became a constant. */
+static bool concretize_from_examples(builder *b, fu_value *x) {
+  const fu_py_unit *u = b->unit;
+  if (!u->examples) return false;
+  bool all = true;
+  for (int32_t d = 0; d < x->type.rank; d++) {
+    fu_extent e = fu_py_symtab_canon(&b->syms, x->type.dims[d]);
+    if (fu_extent_is_const(e)) continue;
+    const fu_py_sym *sym = fu_py_symtab_lookup(&b->syms, e);
+    if (!sym || sym->origin_input < 0 || (uint32_t)sym->origin_input >= u->n_examples) {
+      all = false;
+      continue;
+    }
+    const fu_py_example_spec *ex = &u->examples[sym->origin_input];
+    if (ex->is_scalar || ex->rank <= sym->origin_dim) {
+      all = false;
+      continue;
+    }
+    fu_extent c = {ex->shape[sym->origin_dim], NULL};
+    if (!fu_py_symtab_unify(&b->syms, e, c)) all = false;
+  }
+  fu_py_symtab_canon_type(&b->syms, &x->type);
+  return all;
+}
+
+/* Work out a reshape's result extents: -1 entries, and symbols of the
+ * operand that the new shape must pin down.  Returns false when the
+ * symbolic extents leave it open. */
+static bool solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t rank) {
+  /* multisets of symbols: operand minus result, and result minus operand */
+  const char *xs[FU_MAX_RANK];
+  uint32_t nxs = 0;
+  bool used[FU_MAX_RANK] = {false};
+  int64_t xc = 1, rc = 1;
+  int infer = -1;
+  for (int32_t d = 0; d < x->type.rank; d++) {
+    fu_extent e = fu_py_symtab_canon(&b->syms, x->type.dims[d]);
+    if (fu_extent_is_const(e))
+      xc *= e.value;
+    else
+      xs[nxs++] = e.sym;
+  }
+  uint32_t extra_result_syms = 0;
+  for (uint32_t j = 0; j < rank; j++) {
+    fu_extent e = fu_py_symtab_canon(&b->syms, shape[j]);
+    shape[j] = e;
+    if (fu_extent_is_const(e)) {
+      if (e.value == -1)
+        infer = (int)j;
+      else
+        rc *= e.value;
+      continue;
+    }
+    uint32_t k = 0;
+    while (k < nxs && (used[k] || xs[k] != e.sym)) k++;
+    if (k < nxs)
+      used[k] = true;
+    else
+      extra_result_syms++;
+  }
+  const char *left = NULL;
+  uint32_t n_left = 0;
+  for (uint32_t k = 0; k < nxs; k++)
+    if (!used[k]) {
+      left = xs[k];
+      n_left++;
+    }
+  if (extra_result_syms) return false;
+  if (infer >= 0) {
+    if (n_left == 0) {
+      if (rc == 0 || xc % rc != 0) return false;
+      shape[infer].value = xc / rc;
+      return true;
+    }
+    if (n_left == 1 && xc == rc) {
+      shape[infer].sym = left;
+      shape[infer].value = 0;
+      return true;
+    }
+    return false;
+  }
+  if (n_left == 0) return true; /* inference checks the element count */
+  if (n_left == 1 && xc != 0 && rc % xc == 0) {
+    fu_extent s = {0, left}, c = {rc / xc, NULL};
+    fu_py_symtab_unify(&b->syms, s, c);
+    fu_py_symtab_canon_type(&b->syms, &x->type);
+    return true;
+  }
+  return false;
+}
+
+static void format_extents(builder *b, const fu_extent *dims, int32_t rank, char *buf, size_t cap) {
+  size_t n = 0;
+  n += (size_t)snprintf(buf + n, cap - n, "[");
+  for (int32_t i = 0; i < rank && n < cap; i++) {
+    fu_extent e = fu_py_symtab_canon(&b->syms, dims[i]);
+    if (fu_extent_is_const(e))
+      n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? ", " : "", (long long)e.value);
+    else
+      n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", e.sym);
+  }
+  if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+static fu_status build_reshape(builder *b, const fu_py_expr *call, const char *what, bool legacy_view,
+                               result *res) {
+  static const char *const modern[] = {"!arg|input|arg1", "!new_shape|shape", "original_shape", NULL};
+  static const char *const legacy[] = {"!arg|input|arg1", "original_shape", "!new_shape|shape", NULL};
+  bool old_order = legacy_view || call->u.call.n_args == 3;
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, old_order ? legacy : modern, s);
+  if (st != FU_OK) return st;
+  const fu_py_expr *new_e = old_order ? s[2] : s[1], *orig_e = old_order ? s[1] : s[2];
+  fu_value *x;
+  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+  if (orig_e) {
+    fu_extent *orig;
+    uint32_t n;
+    if ((st = eval_shape(b, orig_e, "original_shape", what, &orig, &n)) != FU_OK) return st;
+    bool ok = n == (uint32_t)x->type.rank;
+    for (uint32_t i = 0; ok && i < n; i++) {
+      if (fu_extent_is_const(orig[i]) && orig[i].value == -1) continue;
+      ok = fu_py_symtab_unify(&b->syms, x->type.dims[i], orig[i]);
+    }
+    if (!ok) {
+      char have[256];
+      format_extents(b, x->type.dims, x->type.rank, have, sizeof have);
+      fu_error(b->diag, orig_e->loc, "'original_shape' of '%s' does not match the operand's shape %s", what, have);
+      return FU_ERR_VERIFY;
+    }
+    fu_py_symtab_canon_type(&b->syms, &x->type);
+  }
+  fu_extent *shape;
+  uint32_t rank;
+  if ((st = eval_shape(b, new_e, "new_shape", what, &shape, &rank)) != FU_OK) return st;
+  uint32_t n_infer = 0;
+  for (uint32_t j = 0; j < rank; j++) n_infer += fu_extent_is_const(shape[j]) && shape[j].value == -1;
+  if (n_infer > 1) {
+    fu_error(b->diag, new_e->loc, "'new_shape' of '%s' has more than one -1", what);
+    return FU_ERR_VERIFY;
+  }
+  fu_extent saved[FU_MAX_RANK];
+  memcpy(saved, shape, rank * sizeof *shape);
+  if (!solve_reshape(b, x, shape, rank)) {
+    memcpy(shape, saved, rank * sizeof *shape);
+    if (!concretize_from_examples(b, x) || !solve_reshape(b, x, shape, rank)) {
+      char have[256];
+      format_extents(b, x->type.dims, x->type.rank, have, sizeof have);
+      fu_error(b->diag, new_e->loc,
+               "cannot tell the extents of '%s' from operand shape %s: give original_shape, constant input sizes "
+               "or an inputs list",
+               what, have);
+      return FU_ERR_UNSUPPORTED;
+    }
+  }
+  fu_op *op = new_op(b, FU_OP_RESHAPE, &x, 1, 1, call->loc);
+  if (!op) return nomem(b);
+  if ((st = state_type(b, op, x->type.dtype, shape, (int32_t)rank)) != FU_OK) return st;
+  return finish_op(b, op, res);
+}
+
+static fu_status build_permute(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!arg|input|arg1", "!dims", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *x;
+  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+  int64_t *dims;
+  uint32_t n;
+  if ((st = eval_int_list(b, s[1], "dims", what, false, &dims, &n)) != FU_OK) return st;
+  if ((st = normalize_dims(b, dims, &n, x->type.rank, false, s[1]->loc, "dims", what)) != FU_OK) return st;
+  fu_op *op = new_op(b, FU_OP_PERMUTE, &x, 1, 1, call->loc);
+  if (!op) return nomem(b);
+  op->u.permute.dims = fu_int_list_copy(b->m, dims, n);
+  if (n && !op->u.permute.dims.v) return nomem(b);
+  return finish_op(b, op, res);
+}
+
+static fu_status build_squeeze(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const modern[] = {"!arg|input|arg1", "!dims|dim", "squeeze_expanded", "original_shape", NULL};
+  static const char *const legacy[] = {"!arg|input|arg1", "original_shape", "!dims|dim", NULL};
+  bool old_order = call->u.call.n_args == 3;
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, old_order ? legacy : modern, s);
+  if (st != FU_OK) return st;
+  const fu_py_expr *dims_e = old_order ? s[2] : s[1], *orig_e = old_order ? s[1] : s[3];
+  fu_value *x;
+  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+  if (!old_order && s[2]) {
+    bool ignored;
+    if ((st = eval_bool(b, s[2], "squeeze_expanded", what, &ignored)) != FU_OK) return st;
+  }
+  if (orig_e) {
+    int64_t *orig;
+    uint32_t n;
+    if ((st = eval_int_list(b, orig_e, "original_shape", what, false, &orig, &n)) != FU_OK) return st;
+    bool ok = n == (uint32_t)x->type.rank;
+    for (uint32_t i = 0; ok && i < n; i++) {
+      fu_extent c = {orig[i], NULL};
+      ok = orig[i] == -1 || fu_py_symtab_unify(&b->syms, x->type.dims[i], c);
+    }
+    if (!ok) {
+      fu_error(b->diag, orig_e->loc, "'original_shape' of '%s' does not match the operand's shape", what);
+      return FU_ERR_VERIFY;
+    }
+  }
+  int64_t *dims;
+  uint32_t n;
+  if ((st = eval_int_list(b, dims_e, "dims", what, true, &dims, &n)) != FU_OK) return st;
+  if ((st = normalize_dims(b, dims, &n, x->type.rank, true, dims_e->loc, "dims", what)) != FU_OK) return st;
+  /* squeezing a symbolic dim says that it is 1 */
+  fu_extent one = {1, NULL};
+  for (uint32_t i = 0; i < n; i++) fu_py_symtab_unify(&b->syms, x->type.dims[dims[i]], one);
+  fu_op *op = new_op(b, FU_OP_SQUEEZE, &x, 1, 1, call->loc);
+  if (!op) return nomem(b);
+  op->u.squeeze.dims = fu_int_list_copy(b->m, dims, n);
+  if (n && !op->u.squeeze.dims.v) return nomem(b);
+  return finish_op(b, op, res);
+}
+
+static fu_status build_slice(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!arg|input|arg1", "!start_indices", "!end_indices", "strides",
+                                       "manual_normalization", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *x;
+  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+  int64_t *starts, *ends, *steps;
+  uint32_t ns, ne, nt;
+  if ((st = eval_int_list(b, s[1], "start_indices", what, false, &starts, &ns)) != FU_OK) return st;
+  if ((st = eval_int_list(b, s[2], "end_indices", what, false, &ends, &ne)) != FU_OK) return st;
+  uint32_t rank = (uint32_t)x->type.rank;
+  if (s[3] && s[3]->kind != FU_PY_E_NONE) {
+    if ((st = eval_int_list(b, s[3], "strides", what, false, &steps, &nt)) != FU_OK) return st;
+  } else {
+    nt = rank;
+    steps = scratch_alloc(b, (rank ? rank : 1) * sizeof *steps);
+    if (!steps) return nomem(b);
+    for (uint32_t i = 0; i < rank; i++) steps[i] = 1;
+  }
+  bool manual = false;
+  if (s[4] && (st = eval_bool(b, s[4], "manual_normalization", what, &manual)) != FU_OK) return st;
+  if (ns != rank || ne != rank || nt != rank) {
+    fu_error(b->diag, call->loc, "'%s' needs one start, end and stride per dim (rank %u)", what, rank);
+    return FU_ERR_VERIFY;
+  }
+  if (!manual) { /* Python-style: negative indices count from the end, ends clamp */
+    for (uint32_t i = 0; i < rank; i++) {
+      fu_extent e = fu_py_symtab_canon(&b->syms, x->type.dims[i]);
+      int64_t *ix[2] = {&starts[i], &ends[i]};
+      for (int k = 0; k < 2; k++) {
+        if (!fu_extent_is_const(e)) {
+          if (*ix[k] < 0) {
+            fu_error(b->diag, s[1 + k]->loc, "'%s' has a negative index on the symbolic dim %u", what, i);
+            return FU_ERR_UNSUPPORTED;
+          }
+          continue;
+        }
+        if (*ix[k] < 0) *ix[k] += e.value;
+        if (*ix[k] < 0) *ix[k] = 0;
+        if (*ix[k] > e.value) *ix[k] = e.value;
+      }
+      if (ends[i] < starts[i]) ends[i] = starts[i];
+    }
+  }
+  fu_op *op = new_op(b, FU_OP_SLICE, &x, 1, 1, call->loc);
+  if (!op) return nomem(b);
+  op->u.slice.starts = fu_int_list_copy(b->m, starts, rank);
+  op->u.slice.ends = fu_int_list_copy(b->m, ends, rank);
+  op->u.slice.steps = fu_int_list_copy(b->m, steps, rank);
+  if (rank && (!op->u.slice.starts.v || !op->u.slice.ends.v || !op->u.slice.steps.v)) return nomem(b);
+  return finish_op(b, op, res);
+}
+
+static fu_status build_cat(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!tensors|inputs|input", "dim", "manual_padding", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  if (s[0]->kind != FU_PY_E_LIST && s[0]->kind != FU_PY_E_TUPLE) {
+    fu_error(b->diag, s[0]->loc, "expected a list of tensors for '%s'", what);
+    return FU_ERR_PARSE;
+  }
+  uint32_t n = s[0]->u.list.n;
+  if (n == 0) {
+    fu_error(b->diag, s[0]->loc, "'%s' needs at least one tensor", what);
+    return FU_ERR_VERIFY;
+  }
+  fu_value **v = scratch_alloc(b, n * sizeof *v);
+  if (!v) return nomem(b);
+  for (uint32_t i = 0; i < n; i++)
+    if ((st = eval_tensor(b, s[0]->u.list.items[i], what, &v[i])) != FU_OK) return st;
+  int64_t dim = 0;
+  if (s[1] && (st = eval_int(b, s[1], "dim", what, &dim)) != FU_OK) return st;
+  if (s[2]) {
+    bool ignored;
+    if ((st = eval_bool(b, s[2], "manual_padding", what, &ignored)) != FU_OK) return st;
+  }
+  int32_t rank = v[0]->type.rank;
+  uint32_t one = 1;
+  if ((st = normalize_dims(b, &dim, &one, rank, false, arg_loc_expr(s[1], call)->loc, "dim", what)) != FU_OK) return st;
+  /* every dim but the cat dim is shared */
+  bool same_rank = true;
+  for (uint32_t i = 1; i < n; i++) same_rank &= v[i]->type.rank == rank;
+  if (same_rank)
+    for (int32_t d = 0; d < rank; d++) {
+      if (d == dim) continue;
+      for (uint32_t i = 1; i < n; i++) fu_py_symtab_unify(&b->syms, v[0]->type.dims[d], v[i]->type.dims[d]);
+    }
+  fu_op *op = new_op(b, FU_OP_CAT, v, n, 1, call->loc);
+  if (!op) return nomem(b);
+  op->u.cat.dim = dim;
+  return finish_op(b, op, res);
+}
+
+static fu_value *zero_literal(builder *b, fu_dtype like) {
+  if (fu_dtype_is_float(like)) return fu_literal_f(b->f, FU_DT_F64, 0.0);
+  if (fu_dtype_is_int(like)) return fu_literal_i(b->f, FU_DT_I64, 0);
+  return fu_literal_b(b->f, false);
+}
+
+static fu_status build_pad(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!arg|input|arg1", "!pad_widths|widths", "value", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *v[2];
+  if ((st = eval_tensor(b, s[0], what, &v[0])) != FU_OK) return st;
+  int64_t *widths;
+  uint32_t n;
+  if ((st = eval_int_list(b, s[1], "pad_widths", what, false, &widths, &n)) != FU_OK) return st;
+  if (s[2] && s[2]->kind != FU_PY_E_NONE) {
+    if ((st = eval_operand(b, s[2], what, &v[1])) != FU_OK) return st;
+  } else if (!(v[1] = zero_literal(b, v[0]->type.dtype))) {
+    return nomem(b);
+  }
+  fu_op *op = new_op(b, FU_OP_PAD, v, 2, 1, call->loc);
+  if (!op) return nomem(b);
+  op->u.pad.widths = fu_int_list_copy(b->m, widths, n);
+  if (n && !op->u.pad.widths.v) return nomem(b);
+  return finish_op(b, op, res);
+}
+
+static fu_status build_full(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!shape|size", "!fill_value|arg|value", "!dtype", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_extent *shape;
+  uint32_t rank;
+  if ((st = eval_shape(b, s[0], "shape", what, &shape, &rank)) != FU_OK) return st;
+  for (uint32_t i = 0; i < rank; i++)
+    if (fu_extent_is_const(shape[i]) && shape[i].value < 0) {
+      fu_error(b->diag, s[0]->loc, "'shape' of '%s' must not contain -1", what);
+      return FU_ERR_VERIFY;
+    }
+  fu_value *fill;
+  fu_dtype dt;
+  if ((st = eval_operand(b, s[1], what, &fill)) != FU_OK) return st;
+  if ((st = eval_dtype(b, s[2], what, false, &dt)) != FU_OK) return st;
+  fu_op *op = new_op(b, FU_OP_FULL, &fill, 1, 1, call->loc);
+  if (!op) return nomem(b);
+  if ((st = state_type(b, op, dt, shape, (int32_t)rank)) != FU_OK) return st;
+  return finish_op(b, op, res);
+}
+
+static fu_status build_iota(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!length", "start", "step", "dtype", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_extent len;
+  if ((st = eval_extent(b, s[0], "length", what, &len)) != FU_OK) return st;
+  if (fu_extent_is_const(len) && len.value < 0) {
+    fu_error(b->diag, s[0]->loc, "'length' of '%s' must not be negative", what);
+    return FU_ERR_VERIFY;
+  }
+  fu_dtype dt = FU_DT_I64;
+  if (s[3] && (st = eval_dtype(b, s[3], what, false, &dt)) != FU_OK) return st;
+  fu_value *v[2];
+  bool is_float = fu_dtype_is_float(dt);
+  for (int i = 0; i < 2; i++) {
+    const fu_py_expr *e = s[1 + i];
+    if (e && e->kind != FU_PY_E_NONE) {
+      if ((st = eval_operand(b, e, what, &v[i])) != FU_OK) return st;
+    } else {
+      v[i] = is_float ? fu_literal_f(b->f, FU_DT_F64, (double)i) : fu_literal_i(b->f, FU_DT_I64, i);
+      if (!v[i]) return nomem(b);
+    }
+  }
+  fu_op *op = new_op(b, FU_OP_IOTA, v, 2, 1, call->loc);
+  if (!op) return nomem(b);
+  if ((st = state_type(b, op, dt, &len, 1)) != FU_OK) return st;
+  return finish_op(b, op, res);
+}
+
+/* fd.ops.size / shape / at: frontend-only, they name extents. */
+static fu_status build_size_query(builder *b, const char *opname, const fu_py_expr *call, const char *what,
+                                  result *res) {
+  memset(res, 0, sizeof *res);
+  res->n = 1;
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st;
+  if (strcmp(opname, "at") == 0) {
+    static const char *const params[] = {"!arg|vector", "!index", NULL};
+    if ((st = bind_args(b, call, what, params, s)) != FU_OK) return st;
+    fu_extent *dims;
+    uint32_t n;
+    int64_t index;
+    if ((st = eval_shape(b, s[0], "arg", what, &dims, &n)) != FU_OK) return st;
+    if ((st = eval_int(b, s[1], "index", what, &index)) != FU_OK) return st;
+    if (index < 0) index += n;
+    if (index < 0 || index >= (int64_t)n) {
+      fu_error(b->diag, s[1]->loc, "'index' of '%s' is out of range", what);
+      return FU_ERR_VERIFY;
+    }
+    res->b[0].kind = B_EXTENT;
+    res->b[0].extent = dims[index];
+    return FU_OK;
+  }
+  bool is_size = strcmp(opname, "size") == 0;
+  static const char *const size_params[] = {"!arg|input", "!dim", NULL};
+  static const char *const shape_params[] = {"!arg|input", NULL};
+  if ((st = bind_args(b, call, what, is_size ? size_params : shape_params, s)) != FU_OK) return st;
+  fu_value *x;
+  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+  if (is_size) {
+    int64_t d;
+    uint32_t one = 1;
+    if ((st = eval_int(b, s[1], "dim", what, &d)) != FU_OK) return st;
+    if ((st = normalize_dims(b, &d, &one, x->type.rank, false, s[1]->loc, "dim", what)) != FU_OK) return st;
+    res->b[0].kind = B_EXTENT;
+    res->b[0].extent = x->type.dims[d];
+    return FU_OK;
+  }
+  res->b[0].kind = B_VECTOR;
+  res->b[0].n_dims = (uint32_t)x->type.rank;
+  res->b[0].dims = scratch_alloc(b, (x->type.rank > 0 ? (size_t)x->type.rank : 1) * sizeof *res->b[0].dims);
+  if (!res->b[0].dims) return nomem(b);
+  for (int32_t i = 0; i < x->type.rank; i++) res->b[0].dims[i] = x->type.dims[i];
+  return FU_OK;
+}
+
+static fu_status build_op(builder *b, const char *opname, const fu_py_expr *call, result *res) {
+  char what[96];
+  op_display(b, opname, what, sizeof what);
+  if (strcmp(opname, "view") == 0) return build_reshape(b, call, what, true, res);
+  if (strcmp(opname, "size") == 0 || strcmp(opname, "shape") == 0 || strcmp(opname, "at") == 0)
+    return build_size_query(b, opname, call, what, res);
+  fu_op_kind kind = fu_op_kind_from_name(opname, strlen(opname));
+  if (kind == FU_OP_COUNT || fu_op_info_of(kind)->cls == FU_OC_META) {
+    fu_error(b->diag, call->loc, "unsupported nvFuser op '%s'", what);
+    return FU_ERR_UNSUPPORTED;
+  }
+  switch (fu_op_info_of(kind)->cls) {
+  case FU_OC_UNARY: return build_unary(b, kind, call, what, res);
+  case FU_OC_CAST: return build_cast(b, call, what, res);
+  case FU_OC_BINARY:
+  case FU_OC_TERNARY: return build_nary(b, kind, call, what, res);
+  case FU_OC_REDUCE: return build_reduce(b, kind, call, what, res);
+  case FU_OC_VARIANCE: return build_variance(b, kind, call, what, res);
+  case FU_OC_BROADCAST_IN_DIM: return build_broadcast_in_dim(b, call, what, res);
+  case FU_OC_BROADCAST: return build_broadcast(b, call, what, res);
+  case FU_OC_EXPAND: return build_expand(b, call, what, res);
+  case FU_OC_RESHAPE: return build_reshape(b, call, what, false, res);
+  case FU_OC_PERMUTE: return build_permute(b, call, what, res);
+  case FU_OC_SQUEEZE: return build_squeeze(b, call, what, res);
+  case FU_OC_SLICE: return build_slice(b, call, what, res);
+  case FU_OC_CAT: return build_cat(b, call, what, res);
+  case FU_OC_PAD: return build_pad(b, call, what, res);
+  case FU_OC_FULL: return build_full(b, call, what, res);
+  case FU_OC_IOTA: return build_iota(b, call, what, res);
+  case FU_OC_META: break;
+  }
+  fu_error(b->diag, call->loc, "unsupported nvFuser op '%s'", what);
+  return FU_ERR_UNSUPPORTED;
+}
+
+/* ---- FusionDefinition methods ------------------------------------------ */
+
+static fu_status flush_outputs(builder *b) {
+  if (!b->n_pending) return FU_OK;
+  fu_op *op = new_op(b, FU_OP_OUTPUT, b->pending, b->n_pending, 0, b->pending_loc);
+  b->n_pending = 0;
+  return op ? FU_OK : nomem(b);
+}
+
+static fu_status add_output(builder *b, const fu_py_expr *call, const char *what) {
+  static const char *const params[] = {"!output|arg", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  fu_value *v;
+  if ((st = eval_operand(b, s[0], what, &v)) != FU_OK) return st;
+  if (v->is_literal) {
+    fu_error(b->diag, s[0]->loc, "'%s' needs a tensor or a scalar value, not a constant", what);
+    return FU_ERR_VERIFY;
+  }
+  if (b->n_pending == b->cap_pending) {
+    uint32_t cap = b->cap_pending ? b->cap_pending * 2 : 8;
+    fu_value **p = scratch_alloc(b, cap * sizeof *p);
+    if (!p) return nomem(b);
+    if (b->n_pending) memcpy(p, b->pending, b->n_pending * sizeof *p);
+    b->pending = p;
+    b->cap_pending = cap;
+  }
+  if (!b->n_pending) b->pending_loc = call->loc;
+  b->pending[b->n_pending++] = v;
+  return FU_OK;
+}
+
+/* nvFuser's computeContiguity: whether each dim's stride is the next
+ * non-broadcast inner dim's stride times its extent (None for broadcasts). */
+static void contiguity_from_strides(const int64_t *sizes, const int64_t *strides, int32_t rank, int8_t *out) {
+  for (int32_t i = 0; i < rank; i++) out[i] = FU_CONTIG_NONE;
+  int32_t last = rank - 1;
+  for (; last >= 0; last--)
+    if (strides[last] != 0 && sizes[last] != 1) {
+      out[last] = strides[last] == 1 ? FU_CONTIG_TRUE : FU_CONTIG_FALSE;
+      break;
+    }
+  for (int32_t i = 0; i < last;) {
+    if (strides[i] == 0 || sizes[i] == 1) {
+      i++;
+      continue;
+    }
+    int32_t l = i++;
+    while (i <= last && (strides[i] == 0 || sizes[i] == 1)) i++;
+    out[l] = strides[l] == strides[i] * sizes[i] ? FU_CONTIG_TRUE : FU_CONTIG_FALSE;
+  }
+}
+
+static fu_status define_tensor(builder *b, const fu_py_expr *call, const char *what, const char *hint, result *res) {
+  static const char *const params[] = {"shape|symbolic_sizes|sizes|ndims", "contiguity|contiguous", "dtype", "is_cpu",
+                                       "stride_order", "strides", "static_sizes", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  if (!s[0]) {
+    fu_error(b->diag, call->loc, "missing argument 'shape' for '%s'", what);
+    return FU_ERR_PARSE;
+  }
+  bool legacy = false; /* symbolic_sizes/contiguous, or sizes/strides */
+  for (uint32_t k = 0; k < call->u.call.n_kwargs; k++) {
+    const char *n = call->u.call.kwargs[k].name;
+    legacy |= strcmp(n, "symbolic_sizes") == 0 || strcmp(n, "contiguous") == 0 || strcmp(n, "sizes") == 0;
+  }
+  int64_t *sizes;
+  uint32_t rank;
+  pconst c;
+  if (eval_const(b, s[0], &c) == 1 && c.kind == PY_INT) { /* define_tensor(ndims) */
+    if (c.v.i < 0 || c.v.i > FU_MAX_RANK) {
+      fu_error(b->diag, s[0]->loc, "invalid rank %lld for '%s'", (long long)c.v.i, what);
+      return FU_ERR_VERIFY;
+    }
+    rank = (uint32_t)c.v.i;
+    sizes = scratch_alloc(b, (rank ? rank : 1) * sizeof *sizes);
+    if (!sizes) return nomem(b);
+    for (uint32_t i = 0; i < rank; i++) sizes[i] = -1;
+  } else if ((st = eval_int_list(b, s[0], "shape", what, false, &sizes, &rank)) != FU_OK) {
+    return st;
+  }
+  if (rank > FU_MAX_RANK) {
+    fu_error(b->diag, s[0]->loc, "'%s' has more than %d dims", what, FU_MAX_RANK);
+    return FU_ERR_UNSUPPORTED;
+  }
+  fu_dtype dt = FU_DT_F32;
+  if (s[2] && (st = eval_dtype(b, s[2], what, false, &dt)) != FU_OK) return st;
+  if (s[3]) {
+    bool is_cpu;
+    if ((st = eval_bool(b, s[3], "is_cpu", what, &is_cpu)) != FU_OK) return st;
+  }
+  fu_layout layout = {NULL, NULL, NULL};
+  fu_arena *a = b->m->arena;
+  /* sizes + strides (the old "integration" overload): contiguity from the
+   * strides; sizes other than 1 stay symbolic unless static_sizes */
+  if (s[5]) {
+    int64_t *strides;
+    uint32_t ns;
+    if ((st = eval_int_list(b, s[5], "strides", what, false, &strides, &ns)) != FU_OK) return st;
+    if (ns != rank) {
+      fu_error(b->diag, s[5]->loc, "'strides' of '%s' has %u entries but the shape has %u", what, ns, rank);
+      return FU_ERR_VERIFY;
+    }
+    bool static_sizes = false;
+    if (s[6] && (st = eval_bool(b, s[6], "static_sizes", what, &static_sizes)) != FU_OK) return st;
+    layout.contiguity = fu_arena_alloc(a, (rank ? rank : 1) * sizeof *layout.contiguity);
+    if (!layout.contiguity) return nomem(b);
+    contiguity_from_strides(sizes, strides, (int32_t)rank, layout.contiguity);
+    if (!static_sizes)
+      for (uint32_t i = 0; i < rank; i++)
+        if (sizes[i] != 1) sizes[i] = -1;
+  } else if (s[6]) {
+    fu_error(b->diag, s[6]->loc, "'static_sizes' of '%s' needs 'strides'", what);
+    return FU_ERR_PARSE;
+  }
+  if (s[1] && s[1]->kind != FU_PY_E_NONE) {
+    if (s[5]) {
+      fu_error(b->diag, s[1]->loc, "'%s' takes either 'contiguity' or 'strides', not both", what);
+      return FU_ERR_PARSE;
+    }
+    layout.contiguity = fu_arena_alloc(a, (rank ? rank : 1) * sizeof *layout.contiguity);
+    if (!layout.contiguity) return nomem(b);
+    pconst one;
+    int r = eval_const(b, s[1], &one);
+    if (r < 0) return FU_ERR_PARSE;
+    if (r == 1 && one.kind == PY_BOOL) { /* contiguous=True for every dim */
+      for (uint32_t i = 0; i < rank; i++) layout.contiguity[i] = one.v.b ? FU_CONTIG_TRUE : FU_CONTIG_FALSE;
+    } else if (s[1]->kind == FU_PY_E_LIST || s[1]->kind == FU_PY_E_TUPLE) {
+      if (s[1]->u.list.n != rank) {
+        fu_error(b->diag, s[1]->loc, "'contiguity' of '%s' has %u entries but the shape has %u", what, s[1]->u.list.n,
+                 rank);
+        return FU_ERR_VERIFY;
+      }
+      for (uint32_t i = 0; i < rank; i++) {
+        const fu_py_expr *item = s[1]->u.list.items[i];
+        bool v;
+        if (item->kind == FU_PY_E_NONE)
+          layout.contiguity[i] = FU_CONTIG_NONE;
+        else if ((st = eval_bool(b, item, "contiguity", what, &v)) != FU_OK)
+          return st;
+        else
+          layout.contiguity[i] = v ? FU_CONTIG_TRUE : FU_CONTIG_FALSE;
+      }
+    } else {
+      fu_error(b->diag, s[1]->loc, "expected a list of True/False/None for 'contiguity' of '%s'", what);
+      return FU_ERR_PARSE;
+    }
+    /* broadcast dims have no contiguity */
+    for (uint32_t i = 0; i < rank; i++)
+      if (sizes[i] == 1 && (legacy || layout.contiguity[i] == FU_CONTIG_TRUE)) layout.contiguity[i] = FU_CONTIG_NONE;
+  }
+  if (s[4] && s[4]->kind != FU_PY_E_NONE) {
+    int64_t *order;
+    uint32_t n;
+    if ((st = eval_int_list(b, s[4], "stride_order", what, false, &order, &n)) != FU_OK) return st;
+    if (n != 0) {
+      bool seen[FU_MAX_RANK] = {false};
+      bool ok = n == rank;
+      for (uint32_t i = 0; ok && i < n; i++) {
+        ok = order[i] >= 0 && order[i] < (int64_t)rank && !seen[order[i]];
+        if (ok) seen[order[i]] = true;
+      }
+      if (!ok) {
+        fu_error(b->diag, s[4]->loc, "'stride_order' of '%s' must be a permutation of 0..%u", what,
+                 rank ? rank - 1 : 0);
+        return FU_ERR_VERIFY;
+      }
+      layout.stride_order = fu_arena_alloc(a, rank * sizeof *layout.stride_order);
+      if (!layout.stride_order) return nomem(b);
+      for (uint32_t i = 0; i < rank; i++) layout.stride_order[i] = (int32_t)order[i];
+    }
+  }
+  fu_op *op = new_op(b, FU_OP_INPUT, NULL, 0, 1, call->loc);
+  if (!op) return nomem(b);
+  op->u.input.layout = layout;
+  fu_type *t = &op->results[0]->type;
+  t->dtype = dt;
+  t->rank = (int32_t)rank;
+  if (rank) {
+    t->dims = fu_arena_alloc(a, rank * sizeof *t->dims);
+    if (!t->dims) return nomem(b);
+  }
+  for (uint32_t i = 0; i < rank; i++) {
+    if (sizes[i] < -1) {
+      fu_error(b->diag, s[0]->loc, "invalid extent %lld in the shape of '%s'", (long long)sizes[i], what);
+      return FU_ERR_VERIFY;
+    }
+    if (sizes[i] == -1) {
+      char name[96];
+      snprintf(name, sizeof name, "%s.%u", hint ? hint : "input", i);
+      t->dims[i] = fu_py_symtab_fresh(&b->syms, name, (int32_t)b->n_inputs, (int32_t)i);
+      if (!t->dims[i].sym) return nomem(b);
+    } else {
+      t->dims[i].value = sizes[i];
+      t->dims[i].sym = NULL;
+    }
+  }
+  b->n_inputs++;
+  memset(res, 0, sizeof *res);
+  res->n = 1;
+  res->b[0].kind = B_VALUE;
+  res->b[0].value = op->results[0];
+  return FU_OK;
+}
+
+/* Convert a Python constant to `dt`, as define_scalar(value, dtype=dt). */
+static fu_status convert_const(builder *b, pconst *c, fu_dtype dt, const fu_py_expr *at, const char *what) {
+  fu_dtype natural = c->kind == PY_FLOAT ? FU_DT_F64 : c->kind == PY_INT ? FU_DT_I64 : FU_DT_BOOL;
+  if (dt == natural || dt == FU_DT_NONE) return FU_OK;
+  if (fu_dtype_is_float(dt)) {
+    *c = pconst_float(pconst_as_double(c));
+  } else if (fu_dtype_is_int(dt)) {
+    if (c->kind == PY_FLOAT && c->v.f != floor(c->v.f)) {
+      fu_error(b->diag, at->loc, "'%s' cannot make an integer from %g", what, c->v.f);
+      return FU_ERR_VERIFY;
+    }
+    *c = pconst_int(c->kind == PY_FLOAT ? (int64_t)c->v.f : c->kind == PY_INT ? c->v.i : c->v.b);
+  } else {
+    *c = pconst_bool(pconst_as_double(c) != 0.0);
+  }
+  c->dtype = dt;
+  c->typed = true;
+  return FU_OK;
+}
+
+static fu_status define_scalar(builder *b, const fu_py_expr *call, const char *what, bool constant, result *res) {
+  static const char *const scalar_params[] = {"value|val", "dtype", NULL};
+  static const char *const const_params[] = {"!val|value", "dtype", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, constant ? const_params : scalar_params, s);
+  if (st != FU_OK) return st;
+  const fu_py_expr *value = s[0], *dtype_e = s[1];
+  char name[128];
+  /* define_scalar(DataType.Double): the old spelling of a runtime scalar */
+  if (value && !dtype_e && dotted(value, name, sizeof name) && strstr(name, "DataType.")) {
+    dtype_e = value;
+    value = NULL;
+  }
+  fu_dtype dt = FU_DT_NONE;
+  if (dtype_e && (st = eval_dtype(b, dtype_e, what, false, &dt)) != FU_OK) return st;
+  memset(res, 0, sizeof *res);
+  res->n = 1;
+  if (!value || value->kind == FU_PY_E_NONE) {
+    if (constant) {
+      fu_error(b->diag, call->loc, "'%s' needs a value", what);
+      return FU_ERR_PARSE;
+    }
+    fu_op *op = new_op(b, FU_OP_INPUT, NULL, 0, 1, call->loc);
+    if (!op) return nomem(b);
+    op->results[0]->type.dtype = dt == FU_DT_NONE ? FU_DT_F64 : dt;
+    op->results[0]->type.rank = FU_SCALAR_RANK;
+    b->n_inputs++;
+    res->b[0].kind = B_VALUE;
+    res->b[0].value = op->results[0];
+    return FU_OK;
+  }
+  pconst c;
+  int r = eval_const(b, value, &c);
+  if (r < 0) return FU_ERR_PARSE;
+  if (r == 0) {
+    fu_error(b->diag, value->loc, "'%s' needs a number, a bool or None", what);
+    return FU_ERR_PARSE;
+  }
+  if ((st = convert_const(b, &c, dt, value, what)) != FU_OK) return st;
+  res->b[0].kind = B_CONST;
+  res->b[0].cst = c;
+  return FU_OK;
+}
+
+static fu_status define_vector(builder *b, const fu_py_expr *call, const char *what, result *res) {
+  static const char *const params[] = {"!values|value|size", "dtype", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  if (s[1]) {
+    fu_dtype dt;
+    if ((st = eval_dtype(b, s[1], what, false, &dt)) != FU_OK) return st;
+    if (!fu_dtype_is_int(dt)) {
+      fu_error(b->diag, s[1]->loc, "'%s' makes shape vectors, which are integers", what);
+      return FU_ERR_UNSUPPORTED;
+    }
+  }
+  if (s[0]->kind != FU_PY_E_LIST && s[0]->kind != FU_PY_E_TUPLE) {
+    fu_error(b->diag, s[0]->loc, "'%s' with a size defines runtime scalar inputs, which fuser does not support", what);
+    return FU_ERR_UNSUPPORTED;
+  }
+  memset(res, 0, sizeof *res);
+  res->n = 1;
+  res->b[0].kind = B_VECTOR;
+  return eval_shape(b, s[0], "values", what, &res->b[0].dims, &res->b[0].n_dims);
+}
+
+/* ---- calls and statements ----------------------------------------------- */
+
+/* x + y and friends on tensors and scalars become pointwise ops; the
+ * result is named `name`, or gets a temporary name. */
+static fu_status eval_arith(builder *b, const fu_py_expr *e, const char *name, fu_value **out) {
+  fu_op_kind kind;
+  fu_value *v[2];
+  uint32_t n;
+  fu_status st;
+  if (e->kind == FU_PY_E_UNARY) {
+    if ((st = eval_operand(b, e->u.unary.operand, e->u.unary.op == '-' ? "-" : "+", &v[0])) != FU_OK) return st;
+    if (e->u.unary.op == '+') {
+      *out = v[0];
+      return FU_OK;
+    }
+    kind = FU_OP_NEG;
+    n = 1;
+  } else {
+    const char *op = e->u.binary.op;
+    kind = strcmp(op, "+") == 0   ? FU_OP_ADD
+           : strcmp(op, "-") == 0 ? FU_OP_SUB
+           : strcmp(op, "*") == 0 ? FU_OP_MUL
+           : strcmp(op, "/") == 0 ? FU_OP_DIV
+           : strcmp(op, "**") == 0 ? FU_OP_POW
+           : strcmp(op, "%") == 0 ? FU_OP_REMAINDER
+                                  : FU_OP_COUNT;
+    if (kind == FU_OP_COUNT) {
+      fu_error(b->diag, e->loc, "unsupported Python construct '%s' on tensors", op);
+      return FU_ERR_UNSUPPORTED;
+    }
+    if ((st = eval_operand(b, e->u.binary.lhs, op, &v[0])) != FU_OK) return st;
+    if ((st = eval_operand(b, e->u.binary.rhs, op, &v[1])) != FU_OK) return st;
+    n = 2;
+    unify_pointwise(b, v, 2);
+  }
+  fu_op *op = new_op(b, kind, v, n, 1, e->loc);
+  if (!op) return nomem(b);
+  result res;
+  if ((st = finish_op(b, op, &res)) != FU_OK) return st;
+  if ((st = name_value(b, op->results[0], name)) != FU_OK) return st;
+  *out = op->results[0];
+  return FU_OK;
+}
+
+static fu_status eval_call(builder *b, const fu_py_expr *call, const char *name_hint, result *res) {
+  memset(res, 0, sizeof *res);
+  const fu_py_expr *callee = call->u.call.callee;
+  char name[160];
+  if (!dotted(callee, name, sizeof name)) {
+    fu_error(b->diag, call->loc, "unsupported call");
+    return FU_ERR_UNSUPPORTED;
+  }
+  const char *fd = b->unit->fd;
+  size_t nfd = strlen(fd);
+  fu_status st;
+  if (strncmp(name, fd, nfd) == 0 && strncmp(name + nfd, ".ops.", 5) == 0 && !strchr(name + nfd + 5, '.')) {
+    st = build_op(b, name + nfd + 5, call, res);
+  } else if (strncmp(name, fd, nfd) == 0 && name[nfd] == '.' && !strchr(name + nfd + 1, '.')) {
+    const char *method = name + nfd + 1;
+    if (strcmp(method, "define_tensor") == 0)
+      st = define_tensor(b, call, name, name_hint, res);
+    else if (strcmp(method, "define_scalar") == 0)
+      st = define_scalar(b, call, name, false, res);
+    else if (strcmp(method, "define_constant") == 0)
+      st = define_scalar(b, call, name, true, res);
+    else if (strcmp(method, "define_vector") == 0)
+      st = define_vector(b, call, name, res);
+    else if (strcmp(method, "add_output") == 0)
+      return add_output(b, call, name);
+    else {
+      fu_error(b->diag, call->loc, "unsupported FusionDefinition method '%s'", name);
+      return FU_ERR_UNSUPPORTED;
+    }
+  } else {
+    fu_error(b->diag, call->loc, "unsupported call '%s'", name);
+    return FU_ERR_UNSUPPORTED;
+  }
+  if (st != FU_OK) return st;
+  /* name new values now, so nested calls get names in evaluation order */
+  if (!name_hint)
+    for (uint32_t i = 0; i < res->n; i++)
+      if (res->b[i].kind == B_VALUE && !res->b[i].value->name && (st = name_value(b, res->b[i].value, NULL)) != FU_OK)
+        return st;
+  return FU_OK;
+}
+
+static fu_status bind_name(builder *b, const fu_py_expr *target, const binding *bd) {
+  binding *copy = scratch_alloc(b, sizeof *copy);
+  if (!copy) return nomem(b);
+  *copy = *bd;
+  if (bd->kind == B_VALUE && !bd->value->name) {
+    fu_status st = name_value(b, bd->value, target->u.name);
+    if (st != FU_OK) return st;
+  }
+  if (!fu_py_map_set(&b->env, target->u.name, copy)) return nomem(b);
+  return FU_OK;
+}
+
+static fu_status exec_assign(builder *b, const fu_py_stmt *s) {
+  const fu_py_expr *value = s->u.assign.value;
+  uint32_t nt = s->u.assign.n_targets;
+  result res;
+  memset(&res, 0, sizeof res);
+  fu_status st;
+  pconst c;
+  int r = eval_const(b, value, &c);
+  if (r < 0) return FU_ERR_PARSE;
+  if (r == 1) {
+    res.n = 1;
+    res.b[0].kind = B_CONST;
+    res.b[0].cst = c;
+  } else if (value->kind == FU_PY_E_CALL) {
+    if ((st = eval_call(b, value, nt == 1 ? s->u.assign.targets[0]->u.name : "", &res)) != FU_OK) return st;
+  } else if (value->kind == FU_PY_E_NAME) {
+    binding *bd = fu_py_map_get(&b->env, value->u.name);
+    if (!bd) {
+      fu_error(b->diag, value->loc, "undefined name '%s'", value->u.name);
+      return FU_ERR_PARSE;
+    }
+    res.n = 1;
+    res.b[0] = *bd;
+  } else if (value->kind == FU_PY_E_BINARY || value->kind == FU_PY_E_UNARY) {
+    fu_value *v;
+    if ((st = eval_arith(b, value, nt == 1 ? s->u.assign.targets[0]->u.name : NULL, &v)) != FU_OK) return st;
+    res.n = 1;
+    res.b[0].kind = B_VALUE;
+    res.b[0].value = v;
+  } else {
+    fu_error(b->diag, value->loc, "unsupported value in an assignment");
+    return FU_ERR_UNSUPPORTED;
+  }
+  if (res.n != nt) {
+    fu_error(b->diag, s->loc, "%u name%s assigned from a call that gives %u value%s", nt, nt == 1 ? "" : "s", res.n,
+             res.n == 1 ? "" : "s");
+    return FU_ERR_VERIFY;
+  }
+  /* values a call produced for several targets (var_mean) get their names
+   * here; a single target already named its value through the hint */
+  for (uint32_t i = 0; i < nt; i++) {
+    if (res.b[i].kind == B_VALUE && res.b[i].value->name == NULL) {
+      if ((st = name_value(b, res.b[i].value, s->u.assign.targets[i]->u.name)) != FU_OK) return st;
+    }
+    if ((st = bind_name(b, s->u.assign.targets[i], &res.b[i])) != FU_OK) return st;
+  }
+  return FU_OK;
+}
+
+static bool is_add_output(builder *b, const fu_py_stmt *s) {
+  if (s->kind != FU_PY_S_EXPR || s->u.expr->kind != FU_PY_E_CALL) return false;
+  char name[160];
+  if (!dotted(s->u.expr->u.call.callee, name, sizeof name)) return false;
+  size_t nfd = strlen(b->unit->fd);
+  return strncmp(name, b->unit->fd, nfd) == 0 && strcmp(name + nfd, ".add_output") == 0;
+}
+
+static const char *stmt_keyword(fu_py_stmt_kind k) {
+  switch (k) {
+  case FU_PY_S_DEF: return "def";
+  case FU_PY_S_WITH: return "with";
+  case FU_PY_S_FOR: return "for";
+  case FU_PY_S_IMPORT: return "import";
+  default: return "statement";
+  }
+}
+
+static fu_status exec_stmt(builder *b, const fu_py_stmt *s) {
+  if (!is_add_output(b, s)) {
+    fu_status st = flush_outputs(b);
+    if (st != FU_OK) return st;
+  }
+  switch (s->kind) {
+  case FU_PY_S_PASS: return FU_OK;
+  case FU_PY_S_ASSIGN: return exec_assign(b, s);
+  case FU_PY_S_EXPR: {
+    const fu_py_expr *e = s->u.expr;
+    if (e->kind == FU_PY_E_STRING) return FU_OK; /* docstring */
+    if (e->kind != FU_PY_E_CALL) {
+      fu_error(b->diag, e->loc, "expression statement has no effect");
+      return FU_ERR_UNSUPPORTED;
+    }
+    result res;
+    return eval_call(b, e, NULL, &res);
+  }
+  default: break;
+  }
+  fu_error(b->diag, s->loc, "unsupported Python construct '%s' inside a fusion definition", stmt_keyword(s->kind));
+  return FU_ERR_UNSUPPORTED;
+}
+
+/* Inputs that the inputs list makes with exactly the same shape share their
+ * symbols, dim by dim: three torch.randn(16, 512, 4096) inputs are
+ * f32[i0, i1, i2] three times, not three unrelated shapes (nvFuser itself
+ * keeps them apart, which hides that a reduction and a pointwise op run
+ * over the same domain).  Only symbols are merged; a symbol is never bound
+ * to a constant this way, and dims of one tensor are never merged. */
+static void unify_same_shape_inputs(builder *b) {
+  const fu_py_unit *u = b->unit;
+  if (!u->examples) return;
+  const fu_value *firsts[64]; /* one representative per distinct example shape */
+  const fu_py_example_spec *shapes[64];
+  uint32_t n_classes = 0, k = 0;
+  for (fu_op *op = b->f->body.first; op; op = op->next) {
+    if (op->kind != FU_OP_INPUT) continue;
+    uint32_t index = k++;
+    fu_value *v = op->results[0];
+    if (index >= u->n_examples || !fu_type_is_tensor(&v->type)) continue;
+    const fu_py_example_spec *spec = &u->examples[index];
+    if (spec->is_scalar || spec->rank != v->type.rank) continue;
+    uint32_t c = 0;
+    while (c < n_classes && !(shapes[c]->rank == spec->rank &&
+                              memcmp(shapes[c]->shape, spec->shape, (size_t)spec->rank * sizeof *spec->shape) == 0))
+      c++;
+    if (c == n_classes) {
+      if (n_classes < sizeof firsts / sizeof firsts[0]) {
+        firsts[n_classes] = v;
+        shapes[n_classes++] = spec;
+      }
+      continue;
+    }
+    for (int32_t d = 0; d < v->type.rank; d++) {
+      fu_extent a = fu_py_symtab_canon(&b->syms, firsts[c]->type.dims[d]);
+      fu_extent e = fu_py_symtab_canon(&b->syms, v->type.dims[d]);
+      if (!fu_extent_is_const(a) && !fu_extent_is_const(e)) fu_py_symtab_unify(&b->syms, a, e);
+    }
+  }
+}
+
+fu_status fu_py_build_fusion(fu_module *m, const fu_py_unit *unit, fu_diag_engine *diag, fu_fusion **out) {
+  *out = NULL;
+  builder b;
+  memset(&b, 0, sizeof b);
+  b.m = m;
+  b.diag = diag;
+  b.unit = unit;
+  b.scratch = fu_arena_new(m->alloc);
+  fu_py_map_init(&b.env, m->alloc);
+  fu_py_map_init(&b.names, m->alloc);
+  fu_py_symtab_init(&b.syms, m);
+  fu_status st = FU_OK;
+  if (!b.scratch || !(b.f = fu_fusion_new(m, unit->name, unit->loc))) st = nomem(&b);
+  for (uint32_t i = 0; st == FU_OK && i < unit->body->n; i++) st = exec_stmt(&b, unit->body->v[i]);
+  if (st == FU_OK) st = flush_outputs(&b);
+  if (st == FU_OK) unify_same_shape_inputs(&b);
+  if (st == FU_OK && (st = fu_py_symtab_finalize(&b.syms, b.f, "i")) != FU_OK) nomem(&b);
+  fu_py_symtab_free(&b.syms);
+  fu_py_map_free(&b.env);
+  fu_py_map_free(&b.names);
+  fu_arena_free(b.scratch);
+  if (st == FU_OK) *out = b.f;
+  return st;
+}

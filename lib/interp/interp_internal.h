@@ -1,0 +1,155 @@
+/* fuser: helpers shared by the interpreter's files (private to lib/interp). */
+#ifndef FUSER_LIB_INTERP_INTERNAL_H
+#define FUSER_LIB_INTERP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fuser/interp.h"
+
+/* The kind of value a computation runs on: double math for f64, float math
+ * for f32/f16/bf16, int64 for ints and bools (bools as 0 / 1). */
+typedef enum fu_ck { FU_CK_F64, FU_CK_F32, FU_CK_I64 } fu_ck;
+
+fu_ck fu_interp_ck(fu_dtype dt);
+
+/* Elements processed per row chunk: buffers of this many 8-byte values. */
+#define FU_INTERP_CHUNK 256
+
+/* A chunk buffer of any compute kind (the union keeps accesses typed). */
+typedef union fu_chunk {
+  double f64[FU_INTERP_CHUNK];
+  float f32[FU_INTERP_CHUNK];
+  int64_t i64[FU_INTERP_CHUNK];
+} fu_chunk;
+
+/* Convert n elements of dtype `dt` at `p` (stride in elements) into `buf`
+ * of kind k, and back.  Conversions are a cast's: float to int truncates
+ * and saturates (NaN gives 0), to bool is != 0, to f16/bf16 rounds to
+ * nearest even. */
+void fu_interp_load(fu_dtype dt, const void *p, int64_t stride, size_t n, fu_ck k, void *buf);
+void fu_interp_store(fu_dtype dt, void *p, int64_t stride, size_t n, fu_ck k, const void *buf);
+
+/* Saturating, truncating float-to-int conversions (NaN gives 0). */
+int64_t fu_interp_f2i64(double d);
+int32_t fu_interp_f2i32(double d);
+
+/* Outcome of a row kernel. */
+typedef enum fu_pw_err {
+  FU_PW_OK = 0,
+  FU_PW_DIV_ZERO,    /* integer division or remainder by zero */
+  FU_PW_UNSUPPORTED, /* op not defined for this compute kind */
+} fu_pw_err;
+
+/* Apply pointwise op `k` to n elements.  in[i] are buffers of kind `kind`
+ * (for `where`, in[0] is the condition as int64 0/1); out is of kind
+ * `kind`, or int64 0/1 for ops with a bool result (FU_OF_BOOL_RESULT).
+ * `bool_result` tells int kernels that the result dtype is bool (so
+ * `bitwise_not` is a logical not).  Cast and set are the identity. */
+fu_pw_err fu_interp_pw_apply(fu_op_kind k, fu_ck kind, bool bool_result, void *const *in, void *out, size_t n);
+
+/* A pointwise loop: out (any strides) = op(ins), where every input has
+ * out's rank and shape (broadcast dims with stride 0).  Inputs load as
+ * in_kinds[i]; the op runs in `kind`; results of kind out_kind store to out's
+ * dtype.  Returns the first kernel error. */
+typedef struct fu_pw_loop {
+  fu_op_kind op;
+  fu_ck kind;
+  fu_ck out_kind;
+  bool bool_result;
+  uint32_t n_in;
+  const fu_host_tensor *in[3];
+  fu_ck in_kinds[3];
+  fu_host_tensor *out;
+} fu_pw_loop;
+
+fu_pw_err fu_interp_pw_run(const fu_pw_loop *l);
+
+/* Reductions: `in` reduced over the dims with reduce[d] true into `out`
+ * (contiguous, with in's kept dims in order; keepdim dims of extent 1
+ * allowed).  For FU_OP_VAR and FU_OP_VAR_MEAN `out` is the variance and
+ * `out2` (VAR_MEAN only) the mean.  FU_ERR_NOMEM or FU_ERR_RUNTIME
+ * (max/min over zero elements) with *why set to a message. */
+fu_status fu_interp_reduce(fu_op_kind k, const fu_host_tensor *in, const bool *reduce, int64_t correction,
+                           fu_host_tensor *out, fu_host_tensor *out2, fu_allocator alloc, const char **why);
+
+/* Offsets of logical row-major index `i` of a tensor, in elements. */
+int64_t fu_interp_flat_offset(const fu_host_tensor *t, int64_t i);
+
+/* Text of a value for messages: '%T3', or a literal's value. */
+typedef struct fu_interp_vstr {
+  char s[96];
+} fu_interp_vstr;
+
+const char *fu_interp_value_str(fu_interp_vstr *b, const fu_value *v);
+
+/* The dtype a pointwise op computes in from its operands, with the IR's
+ * weak-scalar rule: tensors promote among themselves, scalars (a float
+ * scalar counting as f32) only raise the category. */
+fu_dtype fu_interp_common_dtype(fu_value *const *vals, uint32_t n);
+
+/* ---- interpreter state (interp.c, eval_shape.c) ---------------------------- */
+
+/* A reference-counted allocation shared by a value and the views of it. */
+typedef struct fu_interp_storage {
+  void *base;
+  size_t bytes;
+  uint32_t refs;
+} fu_interp_storage;
+
+/* What the interpreter knows about one SSA value.  A tensor is a view
+ * (view.owned is always NULL) of a storage, or of caller memory (st NULL:
+ * an input), or of a scalar's `raw` bytes with stride 0.  A scalar keeps its
+ * value in `raw`, in its dtype's storage format. */
+typedef struct fu_interp_slot {
+  bool ready;
+  bool scalar;
+  fu_host_tensor view;
+  fu_interp_storage *st;
+  uint32_t uses; /* remaining uses before the slot is released */
+  _Alignas(8) unsigned char raw[8];
+} fu_interp_slot;
+
+typedef struct fu_interp {
+  fu_fusion *f;
+  fu_allocator alloc;
+  fu_diag_engine *diag;
+  size_t max_bytes;
+  fu_bindings b;
+  fu_interp_slot *slots;
+  uint32_t n_slots;
+  const fu_arg *inputs;
+  uint32_t n_inputs, next_input;
+  fu_arg *outs;
+  uint32_t n_outs, next_out;
+} fu_interp;
+
+/* Report an error at `op` (naming it and its first result); returns st. */
+fu_status fu_interp_op_error(fu_interp *I, const fu_op *op, fu_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The slot of operand i, which must be ready; reports and returns NULL
+ * otherwise. */
+fu_interp_slot *fu_interp_operand(fu_interp *I, fu_op *op, uint32_t i);
+/* Operand i as a tensor view (an error for a scalar). */
+fu_status fu_interp_operand_tensor(fu_interp *I, fu_op *op, uint32_t i, fu_host_tensor *out);
+/* A scalar operand's value as double / int64 (an error for a tensor). */
+fu_status fu_interp_operand_scalar(fu_interp *I, fu_op *op, uint32_t i, double *f, int64_t *iv);
+/* Resolve a result's stated shape; with `infer_numel` >= 0, one unbound
+ * symbol is solved from the element count (reshape) and bound. */
+fu_status fu_interp_result_shape(fu_interp *I, fu_op *op, uint32_t r, int64_t *shape, int64_t infer_numel);
+/* Check a computed result shape against the stated type, binding symbols
+ * that are still unbound. */
+fu_status fu_interp_check_shape(fu_interp *I, fu_op *op, uint32_t r, int32_t rank, const int64_t *shape);
+/* Give result r fresh contiguous storage of `shape` (or the slot's raw
+ * bytes for a scalar result); *view receives the writable view. */
+fu_status fu_interp_alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape,
+                                 fu_host_tensor **view);
+/* Make result r a view sharing operand `from`'s memory. */
+void fu_interp_alias_result(fu_interp *I, fu_op *op, uint32_t r, const fu_interp_slot *from,
+                            const fu_host_tensor *view);
+
+/* The shape and data-movement ops (eval_shape.c). */
+fu_status fu_interp_eval_shape_op(fu_interp *I, fu_op *op);
+
+#endif

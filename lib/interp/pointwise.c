@@ -1,0 +1,279 @@
+/* fuser: the interpreter's pointwise kernels and the strided loop that
+ * feeds them row chunks. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "interp_internal.h"
+
+/* ---- float kernels (pw_float.inc, once per float kind) ------------------- */
+
+#define FT float
+#define FM(fn) fn##f
+#define FNAME(x) f32_##x
+#include "pw_float.inc"
+#undef FT
+#undef FM
+#undef FNAME
+
+#define FT double
+#define FM(fn) fn
+#define FNAME(x) f64_##x
+#include "pw_float.inc"
+#undef FT
+#undef FM
+#undef FNAME
+
+/* ---- int kernels ----------------------------------------------------------- */
+
+/* Two's-complement wrapping arithmetic without signed-overflow UB. */
+static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+static int64_t wrap_neg(int64_t a) { return (int64_t)(0 - (uint64_t)a); }
+
+/* Integer power by squaring (wrapping).  A negative exponent gives 0 except
+ * for bases 1 and -1, as nvFuser's and PyTorch's integer pow do. */
+static int64_t ipow(int64_t base, int64_t e) {
+  if (e < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (e & 1) ? -1 : 1;
+    return 0;
+  }
+  uint64_t r = 1, b = (uint64_t)base;
+  uint64_t ue = (uint64_t)e;
+  while (ue) {
+    if (ue & 1) r *= b;
+    b *= b;
+    ue >>= 1;
+  }
+  return (int64_t)r;
+}
+
+#define IMAP1(expr)                  \
+  for (size_t i = 0; i < n; i++) {   \
+    int64_t x = a[i];                \
+    r[i] = (expr);                   \
+  }                                  \
+  return FU_PW_OK
+#define IMAP2(expr)                  \
+  for (size_t i = 0; i < n; i++) {   \
+    int64_t x = a[i], y = b[i];      \
+    r[i] = (expr);                   \
+  }                                  \
+  return FU_PW_OK
+
+static fu_pw_err i64_apply(fu_op_kind k, bool bool_result, void *const *in, void *out, size_t n) {
+  const int64_t *a = in[0];
+  const int64_t *b = in[1];
+  const int64_t *c = in[2];
+  int64_t *r = out;
+  switch (k) {
+  case FU_OP_ABS: IMAP1(x < 0 ? wrap_neg(x) : x);
+  case FU_OP_NEG: IMAP1(wrap_neg(x));
+  case FU_OP_RELU: IMAP1(x > 0 ? x : 0);
+  case FU_OP_FLOOR:
+  case FU_OP_CEIL:
+  case FU_OP_ROUND:
+  case FU_OP_TRUNC:
+  case FU_OP_CAST:
+  case FU_OP_SET: IMAP1(x);
+  case FU_OP_SIGN: IMAP1(x > 0 ? 1 : x < 0 ? -1 : 0);
+  case FU_OP_BITWISE_NOT:
+    if (bool_result) {
+      IMAP1(x == 0);
+    }
+    IMAP1(~x);
+  case FU_OP_LOGICAL_NOT: IMAP1(x == 0);
+  case FU_OP_ISNAN:
+  case FU_OP_ISINF:
+  case FU_OP_ISFINITE:
+    for (size_t i = 0; i < n; i++) r[i] = k == FU_OP_ISFINITE;
+    return FU_PW_OK;
+  case FU_OP_ADD: IMAP2(wrap_add(x, y));
+  case FU_OP_SUB: IMAP2(wrap_sub(x, y));
+  case FU_OP_MUL: IMAP2(wrap_mul(x, y));
+  case FU_OP_DIV:
+    /* Truncating, as nvFuser's integer div; INT64_MIN / -1 wraps. */
+    for (size_t i = 0; i < n; i++) {
+      if (b[i] == 0) return FU_PW_DIV_ZERO;
+      r[i] = b[i] == -1 ? wrap_neg(a[i]) : a[i] / b[i];
+    }
+    return FU_PW_OK;
+  case FU_OP_FMOD:
+    for (size_t i = 0; i < n; i++) {
+      if (b[i] == 0) return FU_PW_DIV_ZERO;
+      r[i] = b[i] == -1 ? 0 : a[i] % b[i];
+    }
+    return FU_PW_OK;
+  case FU_OP_REMAINDER:
+    for (size_t i = 0; i < n; i++) {
+      if (b[i] == 0) return FU_PW_DIV_ZERO;
+      int64_t m = b[i] == -1 ? 0 : a[i] % b[i];
+      if (m != 0 && ((m < 0) != (b[i] < 0))) m += b[i];
+      r[i] = m;
+    }
+    return FU_PW_OK;
+  case FU_OP_POW: IMAP2(ipow(x, y));
+  case FU_OP_MAXIMUM: IMAP2(x > y ? x : y);
+  case FU_OP_MINIMUM: IMAP2(x < y ? x : y);
+  case FU_OP_EQ: IMAP2(x == y);
+  case FU_OP_NE: IMAP2(x != y);
+  case FU_OP_LT: IMAP2(x < y);
+  case FU_OP_LE: IMAP2(x <= y);
+  case FU_OP_GT: IMAP2(x > y);
+  case FU_OP_GE: IMAP2(x >= y);
+  case FU_OP_LOGICAL_AND: IMAP2(x != 0 && y != 0);
+  case FU_OP_LOGICAL_OR: IMAP2(x != 0 || y != 0);
+  case FU_OP_BITWISE_AND: IMAP2(x & y);
+  case FU_OP_BITWISE_OR: IMAP2(x | y);
+  case FU_OP_BITWISE_XOR: IMAP2(x ^ y);
+  case FU_OP_WHERE:
+    for (size_t i = 0; i < n; i++) r[i] = a[i] ? b[i] : c[i];
+    return FU_PW_OK;
+  case FU_OP_CLAMP:
+    for (size_t i = 0; i < n; i++) {
+      int64_t v = a[i] < b[i] ? b[i] : a[i];
+      r[i] = v > c[i] ? c[i] : v;
+    }
+    return FU_PW_OK;
+  default: return FU_PW_UNSUPPORTED;
+  }
+}
+
+#undef IMAP1
+#undef IMAP2
+
+fu_pw_err fu_interp_pw_apply(fu_op_kind k, fu_ck kind, bool bool_result, void *const *in, void *out, size_t n) {
+  switch (kind) {
+  case FU_CK_F64: return f64_apply(k, in, out, n);
+  case FU_CK_F32: return f32_apply(k, in, out, n);
+  case FU_CK_I64: return i64_apply(k, bool_result, in, out, n);
+  }
+  return FU_PW_UNSUPPORTED;
+}
+
+/* ---- the strided loop ------------------------------------------------------ */
+
+#define PW_MAX_ARRAYS 4 /* out + 3 inputs */
+
+/* Collapse the iteration space: drop extent-1 dims and merge neighbours
+ * that are contiguous with each other in every array, so a contiguous
+ * pointwise op becomes one long row.  Returns the new rank. */
+static int coalesce(int rank, int64_t *shape, int n_arr, int64_t strides[][FU_MAX_RANK]) {
+  int r = 0;
+  for (int d = 0; d < rank; d++) {
+    if (shape[d] == 1) continue;
+    shape[r] = shape[d];
+    for (int a = 0; a < n_arr; a++) strides[a][r] = strides[a][d];
+    r++;
+  }
+  if (r == 0) return 0;
+  int w = 0;
+  for (int d = 1; d < r; d++) {
+    bool merge = true;
+    for (int a = 0; a < n_arr; a++)
+      if (strides[a][w] != strides[a][d] * shape[d]) merge = false;
+    if (merge) {
+      shape[w] *= shape[d];
+      for (int a = 0; a < n_arr; a++) strides[a][w] = strides[a][d];
+    } else {
+      w++;
+      shape[w] = shape[d];
+      for (int a = 0; a < n_arr; a++) strides[a][w] = strides[a][d];
+    }
+  }
+  return w + 1;
+}
+
+/* Iterate rows (the innermost coalesced dim) with an odometer over the
+ * outer dims; each row goes through in chunks: load every input into a
+ * buffer of its kind, run the kernel, store the result with conversion. */
+fu_pw_err fu_interp_pw_run(const fu_pw_loop *l) {
+  fu_host_tensor *out = l->out;
+  int n_arr = 1 + (int)l->n_in;
+  int64_t shape[FU_MAX_RANK];
+  int64_t strides[PW_MAX_ARRAYS][FU_MAX_RANK];
+  char *base[PW_MAX_ARRAYS];
+  size_t esize[PW_MAX_ARRAYS];
+  fu_dtype dts[PW_MAX_ARRAYS];
+  int rank = out->rank;
+  for (int d = 0; d < rank; d++) {
+    if (out->shape[d] == 0) return FU_PW_OK;
+    shape[d] = out->shape[d];
+    strides[0][d] = out->strides[d];
+    for (uint32_t i = 0; i < l->n_in; i++) strides[1 + i][d] = l->in[i]->strides[d];
+  }
+  base[0] = out->data;
+  dts[0] = out->dtype;
+  for (uint32_t i = 0; i < l->n_in; i++) {
+    base[1 + i] = l->in[i]->data;
+    dts[1 + i] = l->in[i]->dtype;
+  }
+  for (int a = 0; a < n_arr; a++) esize[a] = fu_dtype_size(dts[a]);
+  rank = coalesce(rank, shape, n_arr, strides);
+  int64_t row = rank ? shape[rank - 1] : 1;
+  int outer = rank ? rank - 1 : 0;
+
+  fu_chunk bufs[PW_MAX_ARRAYS];
+  void *in_bufs[3] = {NULL, NULL, NULL};
+  for (uint32_t i = 0; i < l->n_in; i++) in_bufs[i] = &bufs[1 + i];
+  int64_t idx[FU_MAX_RANK] = {0};
+  for (;;) {
+    int64_t off[PW_MAX_ARRAYS];
+    for (int a = 0; a < n_arr; a++) {
+      off[a] = 0;
+      for (int d = 0; d < outer; d++) off[a] += idx[d] * strides[a][d];
+    }
+    for (int64_t j = 0; j < row; j += FU_INTERP_CHUNK) {
+      size_t n = (size_t)(row - j < FU_INTERP_CHUNK ? row - j : FU_INTERP_CHUNK);
+      for (uint32_t i = 0; i < l->n_in; i++) {
+        int64_t s = rank ? strides[1 + i][rank - 1] : 0;
+        const char *p = base[1 + i] + (size_t)(off[1 + i] + j * s) * esize[1 + i];
+        fu_interp_load(dts[1 + i], p, s, n, l->in_kinds[i], &bufs[1 + i]);
+      }
+      fu_pw_err e = fu_interp_pw_apply(l->op, l->kind, l->bool_result, in_bufs, &bufs[0], n);
+      if (e != FU_PW_OK) return e;
+      int64_t s = rank ? strides[0][rank - 1] : 0;
+      fu_interp_store(dts[0], base[0] + (size_t)(off[0] + j * s) * esize[0], s, n, l->out_kind, &bufs[0]);
+    }
+    int d = outer - 1;
+    while (d >= 0 && ++idx[d] == shape[d]) idx[d--] = 0;
+    if (d < 0) break;
+  }
+  return FU_PW_OK;
+}
+
+/* ---- helpers for messages and promotion -------------------------------- */
+
+const char *fu_interp_value_str(fu_interp_vstr *b, const fu_value *v) {
+  if (!v) {
+    snprintf(b->s, sizeof b->s, "?");
+  } else if (!v->is_literal) {
+    snprintf(b->s, sizeof b->s, "'%%%s'", v->name ? v->name : "?");
+  } else if (fu_dtype_is_float(v->type.dtype)) {
+    snprintf(b->s, sizeof b->s, "%s(%g)", fu_dtype_name(v->type.dtype), v->literal.f);
+  } else if (fu_dtype_is_bool(v->type.dtype)) {
+    snprintf(b->s, sizeof b->s, "%s", v->literal.b ? "true" : "false");
+  } else {
+    snprintf(b->s, sizeof b->s, "%s(%lld)", fu_dtype_name(v->type.dtype), (long long)v->literal.i);
+  }
+  return b->s;
+}
+
+static int category(fu_dtype t) { return fu_dtype_is_float(t) ? 2 : fu_dtype_is_int(t) ? 1 : 0; }
+
+fu_dtype fu_interp_common_dtype(fu_value *const *vals, uint32_t n) {
+  fu_dtype tensors = FU_DT_NONE, scalars = FU_DT_NONE, plain = FU_DT_NONE;
+  for (uint32_t i = 0; i < n; i++) {
+    const fu_type *t = &vals[i]->type;
+    plain = fu_dtype_promote(plain, t->dtype);
+    if (fu_type_is_tensor(t))
+      tensors = fu_dtype_promote(tensors, t->dtype);
+    else
+      scalars = fu_dtype_promote(scalars, fu_dtype_is_float(t->dtype) ? FU_DT_F32 : t->dtype);
+  }
+  if (tensors == FU_DT_NONE) return plain;
+  if (scalars != FU_DT_NONE && category(scalars) > category(tensors)) return fu_dtype_promote(tensors, scalars);
+  return tensors;
+}

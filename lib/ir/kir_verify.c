@@ -1,0 +1,453 @@
+/* fuser: the kernel IR verifier.
+ *
+ * The backend maps instructions to LLVM IR one to one and trusts their
+ * shape; this verifier is what makes a malformed kernel (from `lower` or from
+ * hand-written text) a located error instead of an LLVM assertion. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fuser/kir.h"
+
+typedef struct kverifier {
+  const fu_kernel *k;
+  fu_diag_engine *diag;
+  const fu_kir_locator *locator;
+  fu_allocator alloc;
+  uint32_t n_ids;
+  const fu_kval **by_id; /* the kval owning each id */
+  bool *visible;         /* LOCAL defined and in scope */
+  bool *defined;         /* LOCAL defined anywhere so far */
+  bool *is_param;        /* a parameter of this kernel */
+  uint32_t *scope;       /* ids defined in the open blocks, innermost last */
+  uint32_t n_scope, scope_cap;
+  unsigned errors;
+} kverifier;
+
+static const char *vname(const fu_kval *v, char *buf, size_t n) {
+  if (v && v->name) return v->name;
+  snprintf(buf, n, "v%u", v ? v->id : 0u);
+  return buf;
+}
+
+static const char *inst_name(const fu_kinst *in) {
+  switch (in->kind) {
+  case FU_KI_CONST: return "const";
+  case FU_KI_MATH: return fu_op_info_of(in->u.math < FU_OP_COUNT ? in->u.math : FU_OP_INPUT)->name;
+  case FU_KI_SPECIAL: return "special";
+  case FU_KI_LOAD: return "load";
+  case FU_KI_STORE: return "store";
+  case FU_KI_READ: return "read";
+  case FU_KI_ASSIGN: return "assign";
+  case FU_KI_SHFL_XOR: return "shfl.xor";
+  case FU_KI_SYNC: return "sync";
+  case FU_KI_FOR: return "for";
+  case FU_KI_IF: return "if";
+  }
+  return "?";
+}
+
+static void verr(kverifier *v, const fu_kinst *in, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Reports with the instruction's location when the locator knows it, and
+ * always names the kernel so that messages from `lower` can be traced. */
+static void verr(kverifier *v, const fu_kinst *in, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fu_loc loc = fu_loc_none();
+  if (v->locator && in && v->locator->inst_loc) loc = v->locator->inst_loc(v->locator->user, in);
+  if (!fu_loc_known(loc) && v->locator && v->locator->kernel_loc)
+    loc = v->locator->kernel_loc(v->locator->user, v->k);
+  if (in)
+    fu_error(v->diag, loc, "kernel '@%s': '%s': %s", v->k->name ? v->k->name : "?", inst_name(in), msg);
+  else
+    fu_error(v->diag, loc, "kernel '@%s': %s", v->k->name ? v->k->name : "?", msg);
+  v->errors++;
+}
+
+static bool valid_dtype(fu_dtype t) { return t > FU_DT_NONE && t < FU_DT_COUNT; }
+static bool is_scalar_kind(const fu_kval *x) { return x->kind == FU_KV_LOCAL || x->kind == FU_KV_SCALAR_PARAM; }
+static bool is_index_dtype(fu_dtype t) { return t == FU_DT_I32 || t == FU_DT_I64; }
+
+/* Registers `x` under its id; false (with an error) when the id is out of
+ * range or taken by another value. */
+static bool check_id(kverifier *v, const fu_kinst *in, const fu_kval *x) {
+  char b[32];
+  if (x->id >= v->n_ids) {
+    verr(v, in, "value '%%%s' has id %u, not below next_kval_id %u", vname(x, b, sizeof b), x->id, v->n_ids);
+    return false;
+  }
+  if (v->by_id[x->id] && v->by_id[x->id] != x) {
+    verr(v, in, "values '%%%s' and '%%%s' share id %u", vname(x, b, sizeof b), v->by_id[x->id]->name ? v->by_id[x->id]->name : "?",
+         x->id);
+    return false;
+  }
+  v->by_id[x->id] = x;
+  if (!valid_dtype(x->dtype)) {
+    verr(v, in, "value '%%%s' has no dtype", vname(x, b, sizeof b));
+    return false;
+  }
+  return true;
+}
+
+/* An operand that must be a scalar SSA value in scope. */
+static bool use_scalar(kverifier *v, const fu_kinst *in, const fu_kval *x, const char *what) {
+  char b[32];
+  if (!x) {
+    verr(v, in, "%s is missing", what);
+    return false;
+  }
+  if (!check_id(v, in, x)) return false;
+  if (!is_scalar_kind(x)) {
+    verr(v, in, "%s '%%%s' is not a scalar value", what, vname(x, b, sizeof b));
+    return false;
+  }
+  if (x->kind == FU_KV_SCALAR_PARAM && !v->is_param[x->id]) {
+    verr(v, in, "%s '%%%s' is not a parameter of this kernel", what, vname(x, b, sizeof b));
+    return false;
+  }
+  if (x->kind == FU_KV_LOCAL && !v->visible[x->id]) {
+    verr(v, in, "%s '%%%s' is used %s", what, vname(x, b, sizeof b),
+         v->defined[x->id] ? "outside the block that defines it" : "before it is defined");
+    return false;
+  }
+  return true;
+}
+
+static bool scope_push(kverifier *v, uint32_t id) {
+  if (v->n_scope == v->scope_cap) {
+    uint32_t cap = v->scope_cap ? v->scope_cap * 2 : 64;
+    uint32_t *ns = fu_mem_realloc(&v->alloc, v->scope, v->scope_cap * sizeof *ns, cap * sizeof *ns);
+    if (!ns) return false;
+    v->scope = ns;
+    v->scope_cap = cap;
+  }
+  v->scope[v->n_scope++] = id;
+  return true;
+}
+
+static void define(kverifier *v, const fu_kinst *in, const fu_kval *x) {
+  char b[32];
+  if (!x) {
+    verr(v, in, "result is missing");
+    return;
+  }
+  if (!check_id(v, in, x)) return;
+  if (x->kind != FU_KV_LOCAL) {
+    verr(v, in, "result '%%%s' is not a local value", vname(x, b, sizeof b));
+    return;
+  }
+  if (v->defined[x->id]) {
+    verr(v, in, "value '%%%s' is defined twice", vname(x, b, sizeof b));
+    return;
+  }
+  v->defined[x->id] = true;
+  v->visible[x->id] = true;
+  if (!scope_push(v, x->id)) verr(v, in, "out of memory");
+}
+
+static void verify_block(kverifier *v, const fu_kblock *b, unsigned depth);
+
+/* A block hides the values it defines from the code after it. */
+static void verify_nested(kverifier *v, const fu_kblock *b, unsigned depth) {
+  uint32_t mark = v->n_scope;
+  verify_block(v, b, depth + 1);
+  while (v->n_scope > mark) v->visible[v->scope[--v->n_scope]] = false;
+}
+
+static void verify_math(kverifier *v, const fu_kinst *in) {
+  char b[32];
+  if ((unsigned)in->u.math >= FU_OP_COUNT || !fu_op_has(in->u.math, FU_OF_POINTWISE)) {
+    verr(v, in, "not a pointwise op");
+    return;
+  }
+  const fu_op_info *info = fu_op_info_of(in->u.math);
+  if (info->num_operands >= 0 && in->n_args != (uint32_t)info->num_operands) {
+    verr(v, in, "takes %d operands, got %u", info->num_operands, in->n_args);
+    return;
+  }
+  if (in->n_results != 1) {
+    verr(v, in, "must have one result");
+    return;
+  }
+  bool ok = true;
+  for (uint32_t i = 0; i < in->n_args; i++) ok &= use_scalar(v, in, in->args[i], "operand");
+  define(v, in, in->results[0]);
+  if (!ok || !in->results[0] || !valid_dtype(in->results[0]->dtype)) return;
+  fu_dtype rt = in->results[0]->dtype;
+  const char *rn = vname(in->results[0], b, sizeof b);
+  if (fu_op_has(in->u.math, FU_OF_BOOL_RESULT) && rt != FU_DT_BOOL)
+    verr(v, in, "result '%%%s' must be bool, not %s", rn, fu_dtype_name(rt));
+  if (fu_op_has(in->u.math, FU_OF_FLOAT_RESULT) && !fu_dtype_is_float(rt))
+    verr(v, in, "result '%%%s' must be a float, not %s", rn, fu_dtype_name(rt));
+  if (fu_op_has(in->u.math, FU_OF_INT_ONLY)) {
+    if (fu_dtype_is_float(rt)) verr(v, in, "result '%%%s' must be int or bool, not %s", rn, fu_dtype_name(rt));
+    for (uint32_t i = 0; i < in->n_args; i++)
+      if (fu_dtype_is_float(in->args[i]->dtype))
+        verr(v, in, "operand '%%%s' must be int or bool, not %s", vname(in->args[i], b, sizeof b),
+             fu_dtype_name(in->args[i]->dtype));
+  }
+  if (in->u.math == FU_OP_WHERE && in->args[0]->dtype != FU_DT_BOOL)
+    verr(v, in, "condition '%%%s' must be bool, not %s", vname(in->args[0], b, sizeof b),
+         fu_dtype_name(in->args[0]->dtype));
+}
+
+/* LOAD and STORE share the memory operand rules. */
+static bool verify_mem(kverifier *v, const fu_kinst *in, bool is_store) {
+  char b[32];
+  uint32_t w = in->u.mem.width;
+  if (in->n_args < 2 || !in->args[0]) {
+    verr(v, in, "needs a memory operand and an index");
+    return false;
+  }
+  const fu_kval *mem = in->args[0];
+  if (!check_id(v, in, mem)) return false;
+  if (mem->kind != FU_KV_TENSOR_PARAM && mem->kind != FU_KV_ARRAY) {
+    verr(v, in, "'%%%s' is not a tensor parameter or an array", vname(mem, b, sizeof b));
+    return false;
+  }
+  if (mem->kind == FU_KV_TENSOR_PARAM && !v->is_param[mem->id]) {
+    verr(v, in, "'%%%s' is not a parameter of this kernel", vname(mem, b, sizeof b));
+    return false;
+  }
+  if (mem->kind == FU_KV_ARRAY && mem->space == FU_MEM_GLOBAL) {
+    verr(v, in, "array '%%%s' must be in shared or local memory", vname(mem, b, sizeof b));
+    return false;
+  }
+  if (w != 1 && w != 2 && w != 4 && w != 8 && w != 16) {
+    verr(v, in, "vector width %u is not 1, 2, 4, 8 or 16", w);
+    return false;
+  }
+  if (w * fu_dtype_size(mem->dtype) > 16) {
+    verr(v, in, "%u x %s is wider than 16 bytes", w, fu_dtype_name(mem->dtype));
+    return false;
+  }
+  uint32_t bytes = w * (uint32_t)fu_dtype_size(mem->dtype);
+  if (mem->kind == FU_KV_TENSOR_PARAM && w > 1 && mem->align < bytes) {
+    verr(v, in, "a %u-byte vector access needs '%%%s' to have align >= %u, not %u", bytes, vname(mem, b, sizeof b),
+         bytes, mem->align);
+    return false;
+  }
+  if (!use_scalar(v, in, in->args[1], "index")) return false;
+  if (!is_index_dtype(in->args[1]->dtype)) {
+    verr(v, in, "index '%%%s' must be i32 or i64", vname(in->args[1], b, sizeof b));
+    return false;
+  }
+  if (is_store && mem->kind == FU_KV_TENSOR_PARAM && mem->readonly) {
+    verr(v, in, "stores to read-only tensor '%%%s'", vname(mem, b, sizeof b));
+    return false;
+  }
+  if (mem->kind == FU_KV_ARRAY && mem->length % w != 0) {
+    verr(v, in, "width %u does not divide the length %lld of '%%%s'", w, (long long)mem->length,
+         vname(mem, b, sizeof b));
+    return false;
+  }
+  return true;
+}
+
+static void verify_inst(kverifier *v, const fu_kinst *in, unsigned depth) {
+  char b[32];
+  switch (in->kind) {
+  case FU_KI_CONST:
+    if (in->n_args != 0 || in->n_results != 1) {
+      verr(v, in, "must have no operands and one result");
+      return;
+    }
+    define(v, in, in->results[0]);
+    return;
+  case FU_KI_MATH: verify_math(v, in); return;
+  case FU_KI_SPECIAL:
+    if (in->n_args != 0 || in->n_results != 1 || (unsigned)in->u.special > FU_SP_NCTAID_Z) {
+      verr(v, in, "must name a special register and have one result");
+      return;
+    }
+    define(v, in, in->results[0]);
+    if (in->results[0] && !is_index_dtype(in->results[0]->dtype))
+      verr(v, in, "result '%%%s' must be i32 or i64", vname(in->results[0], b, sizeof b));
+    return;
+  case FU_KI_LOAD: {
+    if (!verify_mem(v, in, false)) return;
+    if (in->n_args != 2 || in->n_results != in->u.mem.width) {
+      verr(v, in, "of width %u must have %u results and 2 operands", in->u.mem.width, in->u.mem.width);
+      return;
+    }
+    for (uint32_t i = 0; i < in->n_results; i++) {
+      define(v, in, in->results[i]);
+      if (in->results[i] && in->results[i]->dtype != in->results[0]->dtype)
+        verr(v, in, "results must have one dtype");
+    }
+    return;
+  }
+  case FU_KI_STORE:
+    if (!verify_mem(v, in, true)) return;
+    if (in->n_results != 0 || in->n_args != 2 + in->u.mem.width) {
+      verr(v, in, "of width %u must have %u values", in->u.mem.width, in->u.mem.width);
+      return;
+    }
+    for (uint32_t i = 2; i < in->n_args; i++) use_scalar(v, in, in->args[i], "value");
+    return;
+  case FU_KI_READ:
+  case FU_KI_ASSIGN: {
+    bool rd = in->kind == FU_KI_READ;
+    if (in->n_args != (rd ? 1u : 2u) || in->n_results != (rd ? 1u : 0u) || !in->args[0]) {
+      verr(v, in, "has the wrong number of operands or results");
+      return;
+    }
+    const fu_kval *mut = in->args[0];
+    if (!check_id(v, in, mut)) return;
+    if (mut->kind != FU_KV_MUTABLE) {
+      verr(v, in, "'%%%s' is not a mutable", vname(mut, b, sizeof b));
+      return;
+    }
+    const fu_kval *other = rd ? in->results[0] : in->args[1];
+    if (rd)
+      define(v, in, other);
+    else if (!use_scalar(v, in, other, "value"))
+      return;
+    if (other && other->dtype != mut->dtype)
+      verr(v, in, "'%%%s' is %s but mutable '%%%s' is %s", other->name ? other->name : "?",
+           fu_dtype_name(other->dtype), vname(mut, b, sizeof b), fu_dtype_name(mut->dtype));
+    return;
+  }
+  case FU_KI_SHFL_XOR:
+    if (in->n_args != 1 || in->n_results != 1) {
+      verr(v, in, "must have one operand and one result");
+      return;
+    }
+    if (in->u.shfl_mask == 0 || in->u.shfl_mask > 31) verr(v, in, "lane mask %u is not in [1, 31]", in->u.shfl_mask);
+    if (!use_scalar(v, in, in->args[0], "operand")) return;
+    define(v, in, in->results[0]);
+    if (in->results[0] && in->results[0]->dtype != in->args[0]->dtype) verr(v, in, "result and operand dtypes differ");
+    return;
+  case FU_KI_SYNC:
+    if (in->n_args || in->n_results) verr(v, in, "takes no operands");
+    return;
+  case FU_KI_FOR: {
+    if (in->n_args != 3 || in->n_results != 1) {
+      verr(v, in, "needs start, end, step and an induction variable");
+      return;
+    }
+    bool ok = use_scalar(v, in, in->args[0], "start") & use_scalar(v, in, in->args[1], "end") &
+              use_scalar(v, in, in->args[2], "step");
+    if (ok) {
+      fu_dtype t = in->args[0]->dtype;
+      if (!is_index_dtype(t) || in->args[1]->dtype != t || in->args[2]->dtype != t)
+        verr(v, in, "start, end and step must all be i32 or all i64");
+      else if (in->results[0] && in->results[0]->dtype != t)
+        verr(v, in, "induction variable must have the bounds' dtype");
+    }
+    if ((unsigned)in->u.loop.kind > FU_LOOP_UNROLL) verr(v, in, "unknown loop kind");
+    uint32_t mark = v->n_scope;
+    define(v, in, in->results[0]);
+    verify_block(v, &in->u.loop.body, depth + 1);
+    while (v->n_scope > mark) v->visible[v->scope[--v->n_scope]] = false;
+    return;
+  }
+  case FU_KI_IF:
+    if (in->n_args != 1 || in->n_results != 0) {
+      verr(v, in, "needs one condition");
+      return;
+    }
+    if (use_scalar(v, in, in->args[0], "condition") && in->args[0]->dtype != FU_DT_BOOL)
+      verr(v, in, "condition '%%%s' must be bool", vname(in->args[0], b, sizeof b));
+    verify_nested(v, &in->u.branch.then_body, depth);
+    verify_nested(v, &in->u.branch.else_body, depth);
+    return;
+  }
+  verr(v, in, "unknown instruction kind %d", (int)in->kind);
+}
+
+static void verify_block(kverifier *v, const fu_kblock *b, unsigned depth) {
+  if (depth > 1000) {
+    verr(v, NULL, "blocks nest too deeply");
+    return;
+  }
+  for (const fu_kinst *in = b->first; in; in = in->next) verify_inst(v, in, depth);
+}
+
+static void verify_params(kverifier *v) {
+  const fu_kernel *k = v->k;
+  char b[32];
+  for (uint32_t i = 0; i < k->n_params; i++) {
+    const fu_kval *p = k->params[i];
+    if (!p) {
+      verr(v, NULL, "parameter %u is missing", i);
+      continue;
+    }
+    if (!check_id(v, NULL, p)) continue;
+    v->is_param[p->id] = true;
+    const char *pn = vname(p, b, sizeof b);
+    if (p->kind == FU_KV_TENSOR_PARAM) {
+      if (p->align && (p->align & (p->align - 1)))
+        verr(v, NULL, "parameter '%%%s': align=%u is not a power of two", pn, p->align);
+      if (p->tensor && fu_type_is_tensor(&p->tensor->type) && p->tensor->type.dtype != p->dtype)
+        verr(v, NULL, "parameter '%%%s' is %s but binds a %s tensor", pn, fu_dtype_name(p->dtype),
+             fu_dtype_name(p->tensor->type.dtype));
+      continue;
+    }
+    if (p->kind != FU_KV_SCALAR_PARAM) {
+      verr(v, NULL, "parameter '%%%s' is not a tensor or a scalar", pn);
+      continue;
+    }
+    switch (p->role) {
+    case FU_KP_NONE:
+    case FU_KP_SCALAR_INPUT: break;
+    case FU_KP_EXTENT:
+      if (!p->sym) verr(v, NULL, "extent parameter '%%%s' names no symbol", pn);
+      if (!fu_dtype_is_int(p->dtype)) verr(v, NULL, "extent parameter '%%%s' must be an int", pn);
+      break;
+    case FU_KP_STRIDE: {
+      bool found = false;
+      for (uint32_t j = 0; j < k->n_params; j++) found |= k->params[j] == p->stride_of;
+      if (!found || !p->stride_of || p->stride_of->kind != FU_KV_TENSOR_PARAM)
+        verr(v, NULL, "stride parameter '%%%s' must refer to a tensor parameter", pn);
+      if (p->dim < 0) verr(v, NULL, "stride parameter '%%%s' has a negative dim", pn);
+      if (!fu_dtype_is_int(p->dtype)) verr(v, NULL, "stride parameter '%%%s' must be an int", pn);
+      break;
+    }
+    default: verr(v, NULL, "parameter '%%%s' has an unknown role", pn);
+    }
+  }
+}
+
+fu_status fu_kernel_verify(const fu_kernel *k, fu_diag_engine *diag, const fu_kir_locator *loc) {
+  if (!k || !diag) return FU_ERR_INVALID_ARG;
+  kverifier v;
+  memset(&v, 0, sizeof v);
+  v.k = k;
+  v.diag = diag;
+  v.locator = loc;
+  v.alloc = diag->alloc.fn ? diag->alloc : fu_default_allocator();
+  v.n_ids = k->next_kval_id;
+  size_t n = v.n_ids ? v.n_ids : 1;
+  v.by_id = fu_mem_calloc(&v.alloc, n, sizeof *v.by_id);
+  v.visible = fu_mem_calloc(&v.alloc, n, sizeof *v.visible);
+  v.defined = fu_mem_calloc(&v.alloc, n, sizeof *v.defined);
+  v.is_param = fu_mem_calloc(&v.alloc, n, sizeof *v.is_param);
+  fu_status st = FU_OK;
+  if (!v.by_id || !v.visible || !v.defined || !v.is_param) {
+    st = FU_ERR_NOMEM;
+    goto done;
+  }
+  if (!k->name || !*k->name) verr(&v, NULL, "has no name");
+  for (int i = 0; i < 3; i++) {
+    if (!k->grid[i]) verr(&v, NULL, "grid dimension %d is missing", i);
+    if (k->block[i] == 0) verr(&v, NULL, "block dimension %d is zero", i);
+  }
+  if ((uint64_t)k->block[0] * k->block[1] * k->block[2] > 1024)
+    verr(&v, NULL, "block [%u, %u, %u] has more than 1024 threads", k->block[0], k->block[1], k->block[2]);
+  if (!is_index_dtype(k->index_dtype)) verr(&v, NULL, "index dtype must be i32 or i64");
+  verify_params(&v);
+  verify_block(&v, &k->body, 0);
+  if (v.errors) st = FU_ERR_VERIFY;
+done:
+  fu_mem_free(&v.alloc, v.by_id, n * sizeof *v.by_id);
+  fu_mem_free(&v.alloc, v.visible, n * sizeof *v.visible);
+  fu_mem_free(&v.alloc, v.defined, n * sizeof *v.defined);
+  fu_mem_free(&v.alloc, v.is_param, n * sizeof *v.is_param);
+  fu_mem_free(&v.alloc, v.scope, v.scope_cap * sizeof *v.scope);
+  return st;
+}

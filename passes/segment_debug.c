@@ -1,0 +1,310 @@
+/* fuser: segment pass, the --debug=segment explanation.
+ *
+ * Turns scheduler verdicts into sentences that name the ops (`%T19 = sum`)
+ * and groups (`{%T8,%T10}`).  Only runs when debug output is on; details a
+ * summary does not keep (which outputs disagree, which op is not connected
+ * to a reduction) are found here by scanning the group in question. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "fuser/print.h"
+#include "segment_internal.h"
+
+void fu_seg_debug_line(fu_seg_env *env) {
+  if (!env->dbg) return;
+  if (env->sb.data) fwrite(env->sb.data, 1, env->sb.len, env->dbg);
+  fputc('\n', env->dbg);
+}
+
+static void put_name(fu_strbuf *sb, const fu_op *op) {
+  if (op->n_results > 0)
+    fu_print_value_ref(sb, op->results[0]);
+  else
+    fu_strbuf_puts(sb, fu_op_info_of(op->kind)->name);
+}
+
+void fu_seg_put_op(fu_strbuf *sb, const fu_op *op) {
+  if (op->n_results == 0) {
+    fu_strbuf_puts(sb, fu_op_info_of(op->kind)->name);
+    return;
+  }
+  for (uint32_t i = 0; i < op->n_results; i++) {
+    if (i) fu_strbuf_puts(sb, ", ");
+    fu_print_value_ref(sb, op->results[i]);
+  }
+  fu_strbuf_printf(sb, " = %s", fu_op_info_of(op->kind)->name);
+}
+
+void fu_seg_put_bytes(fu_strbuf *sb, uint64_t b) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  uint64_t div = 1;
+  while (u < 5 && b >= div * 1024) {
+    div *= 1024;
+    u++;
+  }
+  if (b % div == 0)
+    fu_strbuf_printf(sb, "%" PRIu64 " %s", b / div, units[u]);
+  else
+    fu_strbuf_printf(sb, "%.1f %s", (double)b / (double)div, units[u]);
+}
+
+/* The nodes of the view (union of roots a and b, or all compute nodes),
+ * sorted, into out; marks them with a fresh fmt stamp. */
+static uint32_t view_members(fu_seg_env *env, uint32_t a, uint32_t b, bool whole, fu_seg_vec *out) {
+  out->n = 0;
+  uint32_t stamp = ++env->fmt_stamp;
+  if (stamp == 0) {
+    memset(env->fmt_mark, 0, (size_t)env->n_nodes * sizeof *env->fmt_mark);
+    stamp = env->fmt_stamp = 1;
+  }
+  if (whole) {
+    for (uint32_t n = 0; n < env->n_nodes; n++)
+      if ((env->nodes[n].flags & FU_SEG_NF_COMPUTE) && fu_seg_vec_push(out, &env->alloc, n)) env->fmt_mark[n] = stamp;
+    return stamp;
+  }
+  fu_seg_vec tmp = {0};
+  uint32_t roots[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    if (roots[i] == FU_SEG_NONE) continue;
+    if (fu_seg_members_sorted(env, roots[i], &tmp) != FU_OK) break;
+    for (uint32_t k = 0; k < tmp.n; k++)
+      if (fu_seg_vec_push(out, &env->alloc, tmp.v[k])) env->fmt_mark[tmp.v[k]] = stamp;
+  }
+  fu_seg_vec_free(&tmp, &env->alloc);
+  /* merge the two sorted runs */
+  for (uint32_t i = 1; i < out->n; i++) {
+    uint32_t x = out->v[i], j = i;
+    while (j > 0 && out->v[j - 1] > x) {
+      out->v[j] = out->v[j - 1];
+      j--;
+    }
+    out->v[j] = x;
+  }
+  return stamp;
+}
+
+void fu_seg_put_group(fu_seg_env *env, fu_strbuf *sb, uint32_t a, uint32_t b) {
+  fu_seg_vec m = {0};
+  if (a < env->n_nodes && !(env->nodes[a].flags & FU_SEG_NF_COMPUTE) && b == FU_SEG_NONE) {
+    /* a host op, input or segment on a path */
+    fu_strbuf_putc(sb, '{');
+    put_name(sb, env->nodes[a].op);
+    fu_strbuf_putc(sb, '}');
+    return;
+  }
+  view_members(env, a, b, false, &m);
+  fu_strbuf_putc(sb, '{');
+  for (uint32_t i = 0; i < m.n; i++) {
+    if (m.n > 6 && i == 3) {
+      fu_strbuf_puts(sb, "...,");
+      i = m.n - 2;
+    }
+    put_name(sb, env->nodes[m.v[i]].op);
+    if (i + 1 < m.n) fu_strbuf_putc(sb, ',');
+  }
+  if (m.n > 6) fu_strbuf_printf(sb, " (%u ops)", m.n);
+  fu_strbuf_putc(sb, '}');
+  fu_seg_vec_free(&m, &env->alloc);
+}
+
+void fu_seg_put_kind(fu_seg_env *env, fu_strbuf *sb, fu_seg_kind k, const fu_seg_summary *s) {
+  fu_strbuf_puts(sb, fu_seg_kind_name(k));
+  if ((k == FU_SEG_REDUCTION || k == FU_SEG_PERSISTENT) && s->first_red >= 0)
+    fu_strbuf_puts(sb, env->nodes[s->first_red].red_inner ? " (inner)" : " (outer)");
+}
+
+static const fu_int_list *red_axes(const fu_op *op) {
+  return fu_op_info_of(op->kind)->cls == FU_OC_VARIANCE ? &op->u.variance.axes : &op->u.reduce.axes;
+}
+
+static void put_axes(fu_strbuf *sb, const fu_int_list *l) {
+  fu_strbuf_putc(sb, '[');
+  for (uint32_t i = 0; i < l->n; i++) fu_strbuf_printf(sb, "%s%" PRId64, i ? ", " : "", l->v[i]);
+  fu_strbuf_putc(sb, ']');
+}
+
+/* "%T19 reduces axes [0, 1] of %T4" */
+static void put_reduces(fu_strbuf *sb, const fu_op *op) {
+  put_name(sb, op);
+  fu_strbuf_puts(sb, " reduces axes ");
+  put_axes(sb, red_axes(op));
+  if (op->n_operands > 0) {
+    fu_strbuf_puts(sb, " of ");
+    fu_print_value_ref(sb, op->operands[0]);
+  }
+}
+
+static void put_value_typed(fu_strbuf *sb, const fu_value *v) {
+  fu_print_value_ref(sb, v);
+  fu_strbuf_puts(sb, " (");
+  fu_print_type(sb, &v->type);
+  fu_strbuf_putc(sb, ')');
+}
+
+static bool is_output(const fu_seg_env *env, uint32_t v, uint32_t stamp) {
+  for (uint32_t u = env->use_start[v]; u < env->use_start[v + 1]; u++)
+    if (env->fmt_mark[env->use_node[u]] != stamp) return true;
+  return false;
+}
+
+static uint32_t fmt_find(uint32_t *uf, uint32_t x) {
+  while (uf[x] != x) x = uf[x] = uf[uf[x]];
+  return x;
+}
+
+/* An op of the view connected to no reduction: preferably one whose value
+ * leaves the view (what the user sees), else the first. */
+static const fu_op *unattached_op(fu_seg_env *env, const fu_seg_vec *m, uint32_t stamp) {
+  for (uint32_t i = 0; i < m->n; i++) env->fmt_uf[m->v[i]] = m->v[i];
+  for (uint32_t i = 0; i < m->n; i++) {
+    const fu_op *op = env->nodes[m->v[i]].op;
+    for (uint32_t k = 0; k < op->n_operands; k++) {
+      const fu_value *v = op->operands[k];
+      if (v->is_literal || v->id >= env->n_values) continue;
+      uint32_t d = env->v_def[v->id];
+      if (d == FU_SEG_NONE || env->fmt_mark[d] != stamp) continue;
+      uint32_t ra = fmt_find(env->fmt_uf, d), rb = fmt_find(env->fmt_uf, m->v[i]);
+      if (ra != rb) env->fmt_uf[ra] = rb;
+    }
+  }
+  /* roots of the components holding a reduction (usually few) */
+  fu_seg_vec red_roots = {0};
+  for (uint32_t i = 0; i < m->n; i++)
+    if (env->nodes[m->v[i]].flags & FU_SEG_NF_REDUCTION)
+      (void)fu_seg_vec_push(&red_roots, &env->alloc, fmt_find(env->fmt_uf, m->v[i]));
+  const fu_op *first = NULL, *out = NULL;
+  for (uint32_t i = 0; i < m->n && !out; i++) {
+    uint32_t root = fmt_find(env->fmt_uf, m->v[i]);
+    bool has_red = false;
+    for (uint32_t j = 0; j < red_roots.n && !has_red; j++) has_red = red_roots.v[j] == root;
+    if (has_red) continue;
+    const fu_op *op = env->nodes[m->v[i]].op;
+    if (!first) first = op;
+    for (uint32_t r = 0; r < op->n_results && !out; r++)
+      if (is_output(env, op->results[r]->id, stamp)) out = op;
+  }
+  fu_seg_vec_free(&red_roots, &env->alloc);
+  return out ? out : first;
+}
+
+void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *vd, uint32_t a, uint32_t b, bool whole) {
+  const fu_op *op = vd->op >= 0 ? env->nodes[vd->op].op : NULL;
+  const fu_op *op2 = vd->op2 >= 0 ? env->nodes[vd->op2].op : NULL;
+  switch (vd->why) {
+  case FU_SEG_ACCEPT: fu_strbuf_puts(sb, "accepted"); return;
+  case FU_SEG_WHY_EMPTY: fu_strbuf_puts(sb, "no ops"); return;
+  case FU_SEG_WHY_HAS_REDUCTION:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " is a reduction");
+    return;
+  case FU_SEG_WHY_HAS_RESIZE:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " is a resize op");
+    return;
+  case FU_SEG_WHY_HAS_TRANSPOSE:
+    fu_seg_put_op(sb, op);
+    if (op->kind == FU_OP_PERMUTE) {
+      fu_strbuf_puts(sb, " reorders dims ");
+      put_axes(sb, &op->u.permute.dims);
+      return;
+    }
+    for (uint32_t k = 0; k < op->n_operands; k++) {
+      const fu_value *v = op->operands[k];
+      if (!v->is_literal && v->id < env->n_values && (env->v_flags[v->id] & FU_SEG_VF_PERM)) {
+        fu_strbuf_puts(sb, " reads ");
+        fu_print_value_ref(sb, v);
+        fu_strbuf_puts(sb, ", whose memory layout is permuted");
+        return;
+      }
+    }
+    for (uint32_t r = 0; r < op->n_results; r++) {
+      const fu_value *v = op->results[r];
+      if (v->id < env->n_values && (env->v_flags[v->id] & FU_SEG_VF_PERM)) {
+        fu_strbuf_puts(sb, " writes ");
+        fu_print_value_ref(sb, v);
+        fu_strbuf_puts(sb, " in a permuted layout (a host permute of it is a fusion output)");
+        return;
+      }
+    }
+    fu_strbuf_puts(sb, " moves data between permuted layouts");
+    return;
+  case FU_SEG_WHY_NO_TRANSPOSE:
+    fu_strbuf_puts(sb, "nothing is permuted (no permute, no input in a permuted layout)");
+    return;
+  case FU_SEG_WHY_NO_REDUCTION: fu_strbuf_puts(sb, "no reduction"); return;
+  case FU_SEG_WHY_NO_RESIZE: fu_strbuf_puts(sb, "no slice, pad or cat"); return;
+  case FU_SEG_WHY_RED_MISMATCH:
+    put_reduces(sb, op);
+    fu_strbuf_puts(sb, " but ");
+    put_reduces(sb, op2);
+    fu_strbuf_puts(sb, ", a different iteration space");
+    return;
+  case FU_SEG_WHY_DOWN_BAD:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " follows ");
+    fu_seg_put_op(sb, op2);
+    fu_strbuf_puts(sb, " in neither the reduction's input nor its output iteration space");
+    return;
+  case FU_SEG_WHY_DOWN_IN:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " follows ");
+    fu_seg_put_op(sb, op2);
+    fu_strbuf_puts(sb, " in the reduction's input iteration space (a persistent kernel's pattern)");
+    return;
+  case FU_SEG_WHY_NO_DOWN_IN:
+    fu_strbuf_puts(sb, "nothing after ");
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " uses its input iteration space again");
+    return;
+  case FU_SEG_WHY_TOO_LARGE:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_printf(sb, " reduces %" PRIu64 " elements per row, more than the %d a persistent kernel keeps on chip",
+                     env->nodes[vd->op].red_elems, FU_SEG_PERSISTENT_MAX_ELEMS);
+    return;
+  default: break;
+  }
+  /* the rest need the members of the view */
+  fu_seg_vec m = {0};
+  uint32_t stamp = view_members(env, a, b, whole, &m);
+  if (vd->why == FU_SEG_WHY_UNATTACHED) {
+    const fu_op *lone = unattached_op(env, &m, stamp);
+    put_reduces(sb, op);
+    fu_strbuf_puts(sb, " but ");
+    if (lone) put_name(sb, lone);
+    else fu_strbuf_puts(sb, "an op");
+    fu_strbuf_puts(sb, " is not a producer or consumer of a reduction");
+  } else if (vd->why == FU_SEG_WHY_OUT_SPACES || vd->why == FU_SEG_WHY_OUT_NOT_RED) {
+    const fu_value *first = NULL, *other = NULL;
+    int32_t red_in = op ? env->nodes[vd->op].red_in : -1, red_out = op ? env->nodes[vd->op].red_out : -1;
+    for (uint32_t i = 0; i < m.n && !other; i++) {
+      const fu_op *o = env->nodes[m.v[i]].op;
+      for (uint32_t r = 0; r < o->n_results && !other; r++) {
+        const fu_value *v = o->results[r];
+        if (env->v_space[v->id] < 0 || !is_output(env, v->id, stamp)) continue;
+        if (vd->why == FU_SEG_WHY_OUT_NOT_RED) {
+          if (env->v_space[v->id] != red_in && env->v_space[v->id] != red_out) other = v;
+        } else if (!first) {
+          first = v;
+        } else if (env->v_space[v->id] != env->v_space[first->id]) {
+          other = v;
+        }
+      }
+    }
+    if (vd->why == FU_SEG_WHY_OUT_NOT_RED && other) {
+      fu_strbuf_puts(sb, "output ");
+      put_value_typed(sb, other);
+      fu_strbuf_puts(sb, " is in neither the input nor the output iteration space of ");
+      fu_seg_put_op(sb, op);
+    } else if (first && other) {
+      fu_strbuf_puts(sb, "outputs ");
+      put_value_typed(sb, first);
+      fu_strbuf_puts(sb, " and ");
+      put_value_typed(sb, other);
+      fu_strbuf_puts(sb, " have different iteration spaces");
+    } else {
+      fu_strbuf_printf(sb, "the outputs have more than %d iteration spaces", FU_SEG_MAX_SPACES);
+    }
+  }
+  fu_seg_vec_free(&m, &env->alloc);
+}

@@ -1,0 +1,349 @@
+/* fuser: segment pass, group summaries and the scheduler acceptance checks.
+ *
+ * A check never looks at the ops of a group: it reads the group's summary
+ * (fu_seg_summary), which merging keeps up to date in O(1) plus the work
+ * proportional to what crosses between the two groups.  All checks are in
+ * the table fu_seg_schedulers below, one function per scheduler kind, in
+ * preference order; a check returns FU_SEG_ACCEPT or the reason it refuses
+ * (fu_seg_verdict) naming ops by node index, which segment_debug.c turns into
+ * text.  Later refinements of a scheduler's limits belong here. */
+#include <string.h>
+
+#include "segment_internal.h"
+
+/* ---- summaries ------------------------------------------------------------- */
+
+void fu_seg_summary_add_space(fu_seg_summary *s, int32_t space, int32_t delta) {
+  if (space < 0 || delta == 0) return;
+  for (uint32_t i = 0; i < s->n_spaces; i++) {
+    if (s->space[i] != space) continue;
+    int64_t n = (int64_t)s->space_n[i] + delta;
+    if (n > 0) {
+      s->space_n[i] = (uint32_t)n;
+    } else {
+      /* keep the entries in insertion order */
+      memmove(&s->space[i], &s->space[i + 1], (s->n_spaces - i - 1) * sizeof s->space[0]);
+      memmove(&s->space_n[i], &s->space_n[i + 1], (s->n_spaces - i - 1) * sizeof s->space_n[0]);
+      s->n_spaces--;
+    }
+    return;
+  }
+  if (delta < 0) return;
+  if (s->n_spaces == FU_SEG_MAX_SPACES) {
+    s->spaces_overflow = true;
+    return;
+  }
+  s->space[s->n_spaces] = space;
+  s->space_n[s->n_spaces] = (uint32_t)delta;
+  s->n_spaces++;
+}
+
+static void summary_empty(fu_seg_summary *s) {
+  memset(s, 0, sizeof *s);
+  s->first_op = s->first_red = s->first_resize = s->first_transp = s->red_mismatch = -1;
+  s->red_axes = 0;
+  s->red_in = s->red_out = s->first_down_in = s->first_down_bad = -1;
+}
+
+void fu_seg_summary_union(fu_seg_summary *out, const fu_seg_summary *a, const fu_seg_summary *b) {
+  fu_seg_summary r;
+  summary_empty(&r);
+  r.n_ops = a->n_ops + b->n_ops;
+  r.n_views = a->n_views + b->n_views;
+  r.first_op = fu_seg_min_idx(a->first_op, b->first_op);
+  r.first_resize = fu_seg_min_idx(a->first_resize, b->first_resize);
+  r.first_transp = fu_seg_min_idx(a->first_transp, b->first_transp);
+  if (a->first_red < 0 || b->first_red < 0) {
+    const fu_seg_summary *s = a->first_red >= 0 ? a : b;
+    r.first_red = s->first_red;
+    r.red_in = s->red_in;
+    r.red_out = s->red_out;
+    r.red_axes = s->red_axes;
+    r.red_mismatch = s->red_mismatch;
+  } else {
+    const fu_seg_summary *lo = a->first_red < b->first_red ? a : b, *hi = lo == a ? b : a;
+    r.first_red = lo->first_red;
+    r.red_in = lo->red_in;
+    r.red_out = lo->red_out;
+    r.red_axes = lo->red_axes;
+    if (a->red_in == b->red_in && a->red_out == b->red_out && a->red_axes == b->red_axes)
+      r.red_mismatch = fu_seg_min_idx(a->red_mismatch, b->red_mismatch);
+    else
+      r.red_mismatch = hi->first_red;
+  }
+  r.n_comp = a->n_comp + b->n_comp;
+  r.n_comp_nored = a->n_comp_nored + b->n_comp_nored;
+  r.n_down_in = a->n_down_in + b->n_down_in;
+  r.n_down_bad = a->n_down_bad + b->n_down_bad;
+  r.first_down_in = fu_seg_min_idx(a->first_down_in, b->first_down_in);
+  r.first_down_bad = fu_seg_min_idx(a->first_down_bad, b->first_down_bad);
+  r.spaces_overflow = a->spaces_overflow || b->spaces_overflow;
+  for (uint32_t i = 0; i < a->n_spaces; i++) fu_seg_summary_add_space(&r, a->space[i], (int32_t)a->space_n[i]);
+  for (uint32_t i = 0; i < b->n_spaces; i++) fu_seg_summary_add_space(&r, b->space[i], (int32_t)b->space_n[i]);
+  *out = r;
+}
+
+/* Node n's own facts: the summary of a group holding n alone. */
+void fu_seg_summary_single(fu_seg_env *env, uint32_t n, fu_seg_summary *out) {
+  const fu_seg_node *nd = &env->nodes[n];
+  summary_empty(out);
+  out->n_ops = 1;
+  out->n_views = (nd->flags & FU_SEG_NF_VIEW) ? 1 : 0;
+  out->first_op = (int32_t)n;
+  out->n_comp = 1;
+  if (nd->flags & FU_SEG_NF_REDUCTION) {
+    out->first_red = (int32_t)n;
+    out->red_in = nd->red_in;
+    out->red_out = nd->red_out;
+    out->red_axes = nd->red_axes;
+  } else {
+    out->n_comp_nored = 1;
+  }
+  if (nd->flags & FU_SEG_NF_RESIZE) out->first_resize = (int32_t)n;
+  if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = (int32_t)n;
+  for (uint32_t r = 0; r < nd->op->n_results; r++) {
+    const fu_value *v = nd->op->results[r];
+    if (v->id < env->n_values && env->v_ext[v->id] > 0) fu_seg_summary_add_space(out, env->v_space[v->id], 1);
+  }
+}
+
+static uint32_t uf_find(uint32_t *uf, uint32_t x) {
+  while (uf[x] != x) {
+    uf[x] = uf[uf[x]];
+    x = uf[x];
+  }
+  return x;
+}
+
+/* Classifies an op that follows a reduction of its group, against the
+ * group's reduction signature (in, out). */
+void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_in, int32_t red_out, fu_seg_summary *s) {
+  const fu_seg_node *nd = &env->nodes[n];
+  bool in_space;
+  if (nd->flags & FU_SEG_NF_REDUCTION) {
+    /* a second reduction over the same rows re-reads them after the first */
+    in_space = nd->red_in == red_in;
+  } else {
+    in_space = nd->space >= 0 && nd->space == red_in;
+    if (!in_space && nd->space >= 0 && nd->space != red_out) {
+      s->n_down_bad++;
+      s->first_down_bad = fu_seg_min_idx(s->first_down_bad, (int32_t)n);
+      return;
+    }
+  }
+  if (in_space) {
+    s->n_down_in++;
+    s->first_down_in = fu_seg_min_idx(s->first_down_in, (int32_t)n);
+  }
+}
+
+/* The same summary a sequence of merges would produce, computed directly
+ * from the ops (sorted by node index, hence topologically).  Step 1 uses it
+ * for the whole fusion; the tests compare it with the incremental one. */
+fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k, fu_seg_summary *out) {
+  summary_empty(out);
+  if (k == 0) return FU_OK;
+  uint32_t stamp = ++env->fmt_stamp;
+  if (stamp == 0) {
+    memset(env->fmt_mark, 0, (size_t)env->n_nodes * sizeof *env->fmt_mark);
+    stamp = env->fmt_stamp = 1;
+  }
+  uint8_t *flags = fu_mem_calloc(&env->alloc, env->n_nodes, 1); /* 1 down, 2 comp has reduction */
+  if (!flags) return FU_ERR_NOMEM;
+  for (uint32_t i = 0; i < k; i++) {
+    env->fmt_mark[nodes[i]] = stamp;
+    env->fmt_uf[nodes[i]] = nodes[i];
+  }
+  for (uint32_t i = 0; i < k; i++) {
+    uint32_t n = nodes[i];
+    const fu_seg_node *nd = &env->nodes[n];
+    const fu_op *op = nd->op;
+    out->n_ops++;
+    if (nd->flags & FU_SEG_NF_VIEW) out->n_views++;
+    out->first_op = fu_seg_min_idx(out->first_op, (int32_t)n);
+    if (nd->flags & FU_SEG_NF_RESIZE) out->first_resize = fu_seg_min_idx(out->first_resize, (int32_t)n);
+    if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = fu_seg_min_idx(out->first_transp, (int32_t)n);
+    if (nd->flags & FU_SEG_NF_REDUCTION) {
+      if (out->first_red < 0) {
+        out->first_red = (int32_t)n;
+        out->red_in = nd->red_in;
+        out->red_out = nd->red_out;
+        out->red_axes = nd->red_axes;
+      } else if ((nd->red_in != out->red_in || nd->red_out != out->red_out || nd->red_axes != out->red_axes) &&
+                 out->red_mismatch < 0) {
+        out->red_mismatch = (int32_t)n;
+      }
+    }
+    bool down = false;
+    for (uint32_t j = 0; j < op->n_operands; j++) {
+      const fu_value *v = op->operands[j];
+      if (v->is_literal || v->id >= env->n_values) continue;
+      uint32_t d = env->v_def[v->id];
+      if (d == FU_SEG_NONE || env->fmt_mark[d] != stamp || d == n) continue;
+      if ((env->nodes[d].flags & FU_SEG_NF_REDUCTION) || (flags[d] & 1)) down = true;
+      uint32_t ra = uf_find(env->fmt_uf, d), rb = uf_find(env->fmt_uf, n);
+      if (ra != rb) env->fmt_uf[ra] = rb;
+    }
+    if (down) flags[n] |= 1;
+    for (uint32_t r = 0; r < op->n_results; r++) {
+      const fu_value *v = op->results[r];
+      if (v->id >= env->n_values) continue;
+      bool outside = false;
+      for (uint32_t u = env->use_start[v->id]; u < env->use_start[v->id + 1] && !outside; u++)
+        outside = env->fmt_mark[env->use_node[u]] != stamp;
+      if (outside) fu_seg_summary_add_space(out, env->v_space[v->id], 1);
+    }
+  }
+  /* components, and which of them hold a reduction */
+  for (uint32_t i = 0; i < k; i++)
+    if (env->nodes[nodes[i]].flags & FU_SEG_NF_REDUCTION) flags[uf_find(env->fmt_uf, nodes[i])] |= 2;
+  for (uint32_t i = 0; i < k; i++) {
+    uint32_t n = nodes[i];
+    if (uf_find(env->fmt_uf, n) != n) continue;
+    out->n_comp++;
+    if (!(flags[n] & 2)) out->n_comp_nored++;
+  }
+  if (out->first_red >= 0)
+    for (uint32_t i = 0; i < k; i++)
+      if (flags[nodes[i]] & 1) fu_seg_classify_down(env, nodes[i], out->red_in, out->red_out, out);
+  fu_mem_free(&env->alloc, flags, env->n_nodes);
+  return FU_OK;
+}
+
+bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b) {
+  if (a->n_ops != b->n_ops || a->n_views != b->n_views || a->first_op != b->first_op ||
+      a->first_red != b->first_red || a->first_resize != b->first_resize || a->first_transp != b->first_transp ||
+      (a->red_mismatch < 0) != (b->red_mismatch < 0) || a->n_comp != b->n_comp ||
+      a->n_comp_nored != b->n_comp_nored || a->spaces_overflow != b->spaces_overflow || a->n_spaces != b->n_spaces)
+    return false;
+  if (a->first_red >= 0 && (a->red_in != b->red_in || a->red_out != b->red_out || a->red_axes != b->red_axes))
+    return false;
+  /* downstream counts are relative to one signature: meaningless when mixed */
+  if (a->red_mismatch < 0 && (a->n_down_in != b->n_down_in || a->n_down_bad != b->n_down_bad ||
+                              a->first_down_in != b->first_down_in || a->first_down_bad != b->first_down_bad))
+    return false;
+  for (uint32_t i = 0; i < a->n_spaces; i++) {
+    bool found = false;
+    for (uint32_t j = 0; j < b->n_spaces; j++)
+      if (a->space[i] == b->space[j]) found = a->space_n[i] == b->space_n[j];
+    if (!found) return false;
+  }
+  return true;
+}
+
+/* ---- the checks ------------------------------------------------------------- */
+
+static fu_seg_verdict accept(void) {
+  fu_seg_verdict v = {FU_SEG_ACCEPT, -1, -1};
+  return v;
+}
+
+static fu_seg_verdict refuse(fu_seg_why why, int32_t op, int32_t op2) {
+  fu_seg_verdict v = {why, op, op2};
+  return v;
+}
+
+static bool one_output_space(const fu_seg_summary *s) { return !s->spaces_overflow && s->n_spaces <= 1; }
+
+static bool outputs_in_red_spaces(const fu_seg_summary *s) {
+  if (s->spaces_overflow) return false;
+  for (uint32_t i = 0; i < s->n_spaces; i++)
+    if (s->space[i] != s->red_in && s->space[i] != s->red_out) return false;
+  return true;
+}
+
+/* pointwise: elementwise ops and views over one iteration space, written in
+ * the order it is read (no reduction, no resize, nothing permuted). */
+static fu_seg_verdict check_pointwise(const fu_seg_env *env, const fu_seg_summary *s) {
+  (void)env;
+  if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
+  if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
+  if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
+  if (s->first_transp >= 0) return refuse(FU_SEG_WHY_HAS_TRANSPOSE, s->first_transp, -1);
+  if (!one_output_space(s)) return refuse(FU_SEG_WHY_OUT_SPACES, -1, -1);
+  return accept();
+}
+
+/* transpose: as pointwise, but data moves between a permuted and the
+ * logical order (a permute inside, or an input read in a permuted layout). */
+static fu_seg_verdict check_transpose(const fu_seg_env *env, const fu_seg_summary *s) {
+  (void)env;
+  if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
+  if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
+  if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
+  if (s->first_transp < 0) return refuse(FU_SEG_WHY_NO_TRANSPOSE, -1, -1);
+  if (!one_output_space(s)) return refuse(FU_SEG_WHY_OUT_SPACES, -1, -1);
+  return accept();
+}
+
+/* What reduction and persistent share: reductions of one signature, every
+ * op connected to one, epilogue ops in the input or output space only. */
+static fu_seg_verdict check_reduction_common(const fu_seg_summary *s) {
+  if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
+  if (s->first_red < 0) return refuse(FU_SEG_WHY_NO_REDUCTION, -1, -1);
+  if (s->red_mismatch >= 0) return refuse(FU_SEG_WHY_RED_MISMATCH, s->first_red, s->red_mismatch);
+  if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
+  if (s->n_comp_nored > 0) return refuse(FU_SEG_WHY_UNATTACHED, s->first_red, -1);
+  if (s->n_down_bad > 0) return refuse(FU_SEG_WHY_DOWN_BAD, s->first_down_bad, s->first_red);
+  return accept();
+}
+
+/* reduction: prologue -> reductions -> epilogue on the reduced space; the
+ * reduction input is never needed again after it. */
+static fu_seg_verdict check_reduction(const fu_seg_env *env, const fu_seg_summary *s) {
+  (void)env;
+  fu_seg_verdict v = check_reduction_common(s);
+  if (v.why != FU_SEG_ACCEPT) return v;
+  if (s->n_down_in > 0) return refuse(FU_SEG_WHY_DOWN_IN, s->first_down_in, s->first_red);
+  if (!outputs_in_red_spaces(s)) return refuse(FU_SEG_WHY_OUT_NOT_RED, s->first_red, -1);
+  return accept();
+}
+
+/* persistent: the reduced rows are used again after the reduction
+ * (softmax, layernorm): they must fit on chip. */
+static fu_seg_verdict check_persistent(const fu_seg_env *env, const fu_seg_summary *s) {
+  fu_seg_verdict v = check_reduction_common(s);
+  if (v.why != FU_SEG_ACCEPT) return v;
+  if (s->n_down_in == 0) return refuse(FU_SEG_WHY_NO_DOWN_IN, s->first_red, -1);
+  if (env->nodes[s->first_red].red_elems > FU_SEG_PERSISTENT_MAX_ELEMS)
+    return refuse(FU_SEG_WHY_TOO_LARGE, s->first_red, -1);
+  if (!outputs_in_red_spaces(s)) return refuse(FU_SEG_WHY_OUT_NOT_RED, s->first_red, -1);
+  return accept();
+}
+
+/* resize: slice, pad and cat with pointwise ops around them. */
+static fu_seg_verdict check_resize(const fu_seg_env *env, const fu_seg_summary *s) {
+  (void)env;
+  if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
+  if (s->first_resize < 0) return refuse(FU_SEG_WHY_NO_RESIZE, -1, -1);
+  if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
+  if (!one_output_space(s)) return refuse(FU_SEG_WHY_OUT_SPACES, -1, -1);
+  return accept();
+}
+
+const fu_seg_scheduler fu_seg_schedulers[FU_SEG_KIND_COUNT] = {
+    {FU_SEG_POINTWISE, "pointwise", true, check_pointwise},
+    {FU_SEG_TRANSPOSE, "transpose", true, check_transpose},
+    {FU_SEG_REDUCTION, "reduction", true, check_reduction},
+    {FU_SEG_PERSISTENT, "persistent", true, check_persistent},
+    {FU_SEG_RESIZE, "resize", true, check_resize},
+    /* host: metadata-only views, decided by step 4 from the layouts */
+    {FU_SEG_HOST, "host", false, NULL},
+};
+
+const char *fu_seg_kind_name(fu_seg_kind k) {
+  return k >= 0 && k < FU_SEG_KIND_COUNT ? fu_seg_schedulers[k].name : "none";
+}
+
+fu_seg_kind fu_seg_choose(const fu_seg_env *env, const fu_seg_summary *s, fu_seg_verdict verdicts[FU_SEG_KIND_COUNT]) {
+  fu_seg_kind chosen = FU_SEG_KIND_NONE;
+  for (int i = 0; i < FU_SEG_KIND_COUNT; i++) {
+    const fu_seg_scheduler *sc = &fu_seg_schedulers[i];
+    if (!sc->kernel || !sc->check) continue;
+    if (chosen != FU_SEG_KIND_NONE && !verdicts) break;
+    fu_seg_verdict v = sc->check(env, s);
+    if (verdicts) verdicts[i] = v;
+    if (v.why == FU_SEG_ACCEPT && chosen == FU_SEG_KIND_NONE) chosen = sc->kind;
+  }
+  return chosen;
+}

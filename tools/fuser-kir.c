@@ -1,0 +1,281 @@
+/* fuser-kir: read kernel IR, print it back, or compile it to LLVM IR / PTX.
+ *
+ *   fuser-kir FILE.kir [--emit=kir|llvm|ptx] [--sm=sm_90] [-o OUT] [--timing] [--repeat=N]
+ *             [--split-input-file] [--pipeline=P] [--no-opt]
+ *
+ * FILE may be `-` for stdin and may hold several kernels.  --timing prints
+ * where the compile time went to stderr (libdevice loading apart); with
+ * --repeat=N the backend compiles N times and the median and minimum are
+ * reported.  With --split-input-file the input is cut at lines starting
+ * with `// -----` and each chunk is handled on its own (diagnostics keep the
+ * file's line numbers); the outputs are joined with the same separator and
+ * the exit status is 1 if any chunk failed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fuser/kir_text.h"
+#ifdef FUSER_HAS_LLVM
+#include "fuser/backend.h"
+#endif
+
+typedef struct tool_opts {
+  const char *emit, *sm, *pipeline;
+  bool timing, no_opt;
+  long repeat;
+} tool_opts;
+
+static void usage(FILE *out) {
+  fputs("usage: fuser-kir FILE.kir [--emit=kir|llvm|ptx] [--sm=sm_90] [-o OUT] [--timing] [--repeat=N]\n"
+        "                 [--split-input-file] [--pipeline=P] [--no-opt]\n"
+        "  --emit=kir    print the kernels back (default)\n"
+        "  --emit=llvm   LLVM IR after the optimization pipeline (--no-opt: before it)\n"
+        "  --emit=ptx    PTX for --sm (default sm_90)\n"
+        "  --timing      print compile times to stderr\n"
+        "  --repeat=N    compile N times (with --timing: median and minimum)\n"
+        "  --pipeline=P  LLVM pass pipeline (default: default<O3>)\n"
+        "  --split-input-file  handle each `// -----` chunk on its own\n",
+        out);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    if (n == cap) {
+      char *nb = realloc(buf, cap * 2);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0) break;
+  }
+  bool err = ferror(f) != 0;
+  if (f != stdin) fclose(f);
+  if (err) {
+    free(buf);
+    return NULL;
+  }
+  *len = n;
+  return buf;
+}
+
+#ifdef FUSER_HAS_LLVM
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Compiles the kernels `repeat` times (the output of the last run is kept)
+ * and reports the times when asked. */
+static fu_status compile(const tool_opts *o, fu_kernel **ks, uint32_t n, fu_diag_engine *diag, fu_strbuf *out,
+                         double t_parse) {
+  fu_backend_options bo;
+  memset(&bo, 0, sizeof bo);
+  bo.llvm_before_opt = o->no_opt;
+  bo.default_sm = o->sm;
+  bo.pipeline = o->pipeline;
+  fu_backend *be = NULL;
+  fu_status st = fu_backend_new(&bo, diag->alloc, diag, &be);
+  if (st != FU_OK) return st;
+  bool ptx = strcmp(o->emit, "ptx") == 0;
+  double *walls = calloc((size_t)o->repeat, sizeof *walls);
+  double *cpus = calloc((size_t)o->repeat, sizeof *cpus);
+  if (!walls || !cpus) st = FU_ERR_NOMEM;
+  fu_backend_timing first, t;
+  memset(&first, 0, sizeof first);
+  size_t mark = out->len;
+  for (long r = 0; r < o->repeat && st == FU_OK; r++) {
+    out->len = mark;
+    if (out->data) out->data[mark] = '\0';
+    const fu_kernel *const *cks = (const fu_kernel *const *)ks;
+    st = ptx ? fu_backend_emit_ptx(be, cks, n, o->sm, out) : fu_backend_emit_llvm(be, cks, n, out);
+    fu_backend_last_timing(be, &t);
+    if (r == 0) first = t;
+    walls[r] = t.total_ms - t.libdevice_load_ms;
+    cpus[r] = t.cpu_ms;
+  }
+  if (st == FU_OK && o->timing) {
+    fprintf(stderr,
+            "fuser-kir timing: parse %.3f ms, libdevice load %.3f ms; first compile: build %.3f ms, opt %.3f ms, "
+            "codegen %.3f ms, total %.3f ms, cpu %.3f ms (without libdevice load)\n",
+            t_parse, first.libdevice_load_ms, first.build_ms, first.opt_ms, first.codegen_ms,
+            first.total_ms - first.libdevice_load_ms, first.cpu_ms);
+    if (o->repeat > 1) {
+      qsort(walls, (size_t)o->repeat, sizeof *walls, cmp_double);
+      qsort(cpus, (size_t)o->repeat, sizeof *cpus, cmp_double);
+      fprintf(stderr,
+              "fuser-kir timing: %ld compiles: wall median %.3f ms (min %.3f, max %.3f); "
+              "cpu median %.3f ms (min %.3f)\n",
+              o->repeat, walls[o->repeat / 2], walls[0], walls[o->repeat - 1], cpus[o->repeat / 2], cpus[0]);
+    }
+  }
+  free(walls);
+  free(cpus);
+  fu_backend_free(be);
+  return st;
+}
+#endif
+
+/* Parses one buffer and appends what --emit asks for to `out`. */
+static fu_status process(const tool_opts *o, const fu_source *src, fu_diag_engine *diag, fu_strbuf *out) {
+  fu_module *m = fu_module_new(diag->alloc);
+  if (!m) return FU_ERR_NOMEM;
+  fu_kernel **ks = NULL;
+  uint32_t n = 0;
+  double t0 = now_ms();
+  fu_status st = fu_kernel_parse_list(src, m, diag, &ks, &n);
+  double t_parse = now_ms() - t0;
+  if (st == FU_OK && strcmp(o->emit, "kir") == 0) {
+    for (uint32_t i = 0; i < n; i++) {
+      if (i) fu_strbuf_putc(out, '\n');
+      fu_kernel_print(out, ks[i]);
+    }
+    if (o->timing) fprintf(stderr, "fuser-kir timing: parse %.3f ms\n", t_parse);
+  } else if (st == FU_OK) {
+#ifdef FUSER_HAS_LLVM
+    st = compile(o, ks, n, diag, out, t_parse);
+#else
+    st = FU_ERR_UNSUPPORTED;
+#endif
+  }
+  fu_module_free(m);
+  return st;
+}
+
+static bool is_separator(const char *line, const char *end) {
+  return end - line >= 8 && memcmp(line, "// -----", 8) == 0;
+}
+
+int main(int argc, char **argv) {
+  tool_opts o = {"kir", "sm_90", NULL, false, false, 1};
+  const char *input = NULL, *output = NULL;
+  bool split = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strncmp(a, "--emit=", 7) == 0) {
+      o.emit = a + 7;
+    } else if (strncmp(a, "--sm=", 5) == 0) {
+      o.sm = a + 5;
+    } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
+      output = argv[++i];
+    } else if (strcmp(a, "--timing") == 0) {
+      o.timing = true;
+    } else if (strncmp(a, "--pipeline=", 11) == 0) {
+      o.pipeline = a + 11;
+    } else if (strcmp(a, "--split-input-file") == 0) {
+      split = true;
+    } else if (strcmp(a, "--no-opt") == 0) {
+      o.no_opt = true;
+    } else if (strncmp(a, "--repeat=", 9) == 0) {
+      o.repeat = strtol(a + 9, NULL, 10);
+      if (o.repeat < 1 || o.repeat > 100000) {
+        fprintf(stderr, "fuser-kir: bad --repeat value '%s'\n", a + 9);
+        return 2;
+      }
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (a[0] == '-' && a[1] != '\0') {
+      fprintf(stderr, "fuser-kir: unknown option '%s'\n", a);
+      usage(stderr);
+      return 2;
+    } else if (!input) {
+      input = a;
+    } else {
+      fprintf(stderr, "fuser-kir: more than one input file\n");
+      return 2;
+    }
+  }
+  if (!input) {
+    usage(stderr);
+    return 2;
+  }
+  if (strcmp(o.emit, "kir") != 0 && strcmp(o.emit, "llvm") != 0 && strcmp(o.emit, "ptx") != 0) {
+    fprintf(stderr, "fuser-kir: unknown --emit=%s (expected kir, llvm or ptx)\n", o.emit);
+    return 2;
+  }
+#ifndef FUSER_HAS_LLVM
+  if (strcmp(o.emit, "kir") != 0) {
+    fprintf(stderr, "fuser-kir: --emit=%s: this build has no LLVM backend\n", o.emit);
+    return 1;
+  }
+#endif
+
+  size_t len = 0;
+  char *text = read_all(input, &len);
+  if (!text) {
+    fprintf(stderr, "fuser-kir: cannot read '%s'\n", input);
+    return 1;
+  }
+  fu_allocator alloc = fu_default_allocator();
+  fu_diag_engine diag;
+  fu_diag_init(&diag, alloc);
+  fu_strbuf out;
+  fu_strbuf_init(&out, alloc);
+  const char *name = strcmp(input, "-") == 0 ? "<stdin>" : input;
+  bool failed = false;
+
+  /* chunks: [start, end) with the 1-based line of start */
+  const char *p = text, *end = text + len, *chunk = text;
+  uint32_t line = 1, chunk_line = 1;
+  unsigned n_chunks = 0;
+  for (;;) {
+    const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+    const char *line_end = nl ? nl : end;
+    bool sep = split && p < end && is_separator(p, line_end);
+    if (sep || p >= end) {
+      fu_source src = {name, chunk, (size_t)(p - chunk), chunk_line};
+      if (n_chunks++) fu_strbuf_puts(&out, "// -----\n");
+      fu_status st = process(&o, &src, &diag, &out);
+      if (st != FU_OK) failed = true;
+      if (p >= end) break;
+      chunk = nl ? nl + 1 : end;
+      chunk_line = line + 1;
+    }
+    if (!nl) {
+      if (p >= end) break;
+      p = end;
+      continue;
+    }
+    p = nl + 1;
+    line++;
+  }
+
+  int rc = failed ? 1 : 0;
+  if (out.failed) {
+    fprintf(stderr, "fuser-kir: out of memory\n");
+    rc = 1;
+  } else if (!failed || split) {
+    FILE *f = output && strcmp(output, "-") != 0 ? fopen(output, "wb") : stdout;
+    if (!f) {
+      fprintf(stderr, "fuser-kir: cannot write '%s'\n", output);
+      rc = 1;
+    } else {
+      bool ok = fwrite(out.data ? out.data : "", 1, out.len, f) == out.len;
+      ok &= f != stdout ? fclose(f) == 0 : fflush(f) == 0;
+      if (!ok) {
+        fprintf(stderr, "fuser-kir: error writing '%s'\n", output ? output : "<stdout>");
+        rc = 1;
+      }
+    }
+  }
+  fu_strbuf_free(&out);
+  free(text);
+  return rc;
+}
