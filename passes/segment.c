@@ -125,17 +125,25 @@ static fu_status order_units(fu_seg_env *env, rewrite_state *rs) {
   return st;
 }
 
-static bool name_taken(const fu_seg_env *env, const char *name) {
-  for (uint32_t i = 0; i < env->n_nodes; i++) {
-    const fu_op *op = env->nodes[i].op;
-    if (op->kind == FU_OP_SEGMENT && op->u.segment.name && strcmp(op->u.segment.name, name) == 0) return true;
-  }
+/* Names of the segments already in the fusion (usually none). */
+static fu_status existing_names(fu_seg_env *env, fu_seg_vec *out) {
+  for (uint32_t i = 0; i < env->n_nodes; i++)
+    if (env->nodes[i].op->kind == FU_OP_SEGMENT && env->nodes[i].op->u.segment.name &&
+        !fu_seg_vec_push(out, &env->alloc, i))
+      return FU_ERR_NOMEM;
+  return FU_OK;
+}
+
+static bool name_taken(const fu_seg_env *env, const fu_seg_vec *existing, const char *name) {
+  for (uint32_t i = 0; i < existing->n; i++)
+    if (strcmp(env->nodes[existing->v[i]].op->u.segment.name, name) == 0) return true;
   return false;
 }
 
 /* A segment op for group u: inputs in order of first use, outputs in op
  * order, a fresh body; not yet linked anywhere. */
-static fu_status make_segment(fu_seg_env *env, rewrite_state *rs, uint32_t u, uint32_t *next_name, uint32_t stamp) {
+static fu_status make_segment(fu_seg_env *env, rewrite_state *rs, uint32_t u, uint32_t *next_name, uint32_t stamp,
+                              const fu_seg_vec *existing) {
   fu_module *m = env->f->module;
   uint32_t start = rs->n_members;
   fu_seg_vec mem = {0};
@@ -181,7 +189,7 @@ static fu_status make_segment(fu_seg_env *env, rewrite_state *rs, uint32_t u, ui
       fu_block *body = fu_arena_calloc(m->arena, 1, sizeof *body);
       char name[32];
       do snprintf(name, sizeof name, "g%u", (*next_name)++);
-      while (name_taken(env, name));
+      while (name_taken(env, existing, name));
       char *nm = fu_arena_strdup(m->arena, name);
       if (!seg || !body || !nm) return FU_ERR_NOMEM;
       body->parent_op = seg;
@@ -238,10 +246,12 @@ static fu_status rewrite(fu_seg_env *env) {
   if (st == FU_OK) st = order_units(env, &rs);
   /* phase A: allocate every segment op */
   uint32_t next_name = 0, stamp = 1;
+  fu_seg_vec existing = {0};
+  if (st == FU_OK) st = existing_names(env, &existing);
   for (uint32_t k = 0; k < rs.n_order && st == FU_OK; k++) {
     uint32_t u = rs.order[k];
     if (!is_group_unit(env, &rs, u)) continue;
-    st = make_segment(env, &rs, u, &next_name, stamp);
+    st = make_segment(env, &rs, u, &next_name, stamp, &existing);
     stamp += 2;
     env->stats.n_segments++;
   }
@@ -265,6 +275,7 @@ static fu_status rewrite(fu_seg_env *env) {
     }
     if (env->dbg) log_results(env, &rs);
   }
+  fu_seg_vec_free(&existing, &env->alloc);
   rewrite_free(env, &rs);
   return st;
 }

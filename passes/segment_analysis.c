@@ -328,6 +328,28 @@ static bool is_compute(const fu_op *op) {
   return op->kind != FU_OP_INPUT && op->kind != FU_OP_OUTPUT && op->kind != FU_OP_SEGMENT && !op->host;
 }
 
+/* The dim of v that is innermost in memory: from an input's declared
+ * strides or stride order, else the last dim (kernels write row-major);
+ * dims of extent 1 never count. */
+static int32_t innermost_dim(const fu_value *v) {
+  const fu_type *t = &v->type;
+  int32_t inner = t->rank - 1;
+  while (inner > 0 && t->dims && fu_extent_is_one(t->dims[inner])) inner--;
+  const fu_op *d = v->def;
+  if (!d || d->kind != FU_OP_INPUT || !t->dims) return inner;
+  const fu_layout *l = &d->u.input.layout;
+  int64_t best = INT64_MAX;
+  for (int32_t i = 0; i < t->rank; i++) {
+    if (fu_extent_is_one(t->dims[i])) continue;
+    int64_t key = l->strides ? l->strides[i] : l->stride_order ? l->stride_order[i] : best;
+    if (key < best || (key == best && i > inner && !l->strides && !l->stride_order)) {
+      best = key;
+      inner = i;
+    }
+  }
+  return inner;
+}
+
 static void reduction_facts(fu_seg_env *env, fu_seg_node *nd) {
   const fu_op *op = nd->op;
   if (op->n_operands < 1 || op->n_results < 1) return;
@@ -337,14 +359,12 @@ static void reduction_facts(fu_seg_env *env, fu_seg_node *nd) {
   nd->red_out = env->v_space[op->results[0]->id];
   nd->red_elems = 1;
   nd->red_axes = (uint32_t)(t->rank > 0 ? t->rank : 0) << 16;
+  int32_t inner = innermost_dim(op->operands[0]);
   for (uint32_t i = 0; i < axes->n; i++) {
     int64_t a = axes->v[i];
     if (a < 0 || a >= t->rank || !t->dims) continue;
     nd->red_elems = sat_mul(nd->red_elems, fu_seg_extent_est(env, t->dims[a]));
     if (a < 16) nd->red_axes |= 1u << a;
-    /* the innermost dim that is not a broadcast 1 */
-    int32_t inner = t->rank - 1;
-    while (inner > 0 && fu_extent_is_one(t->dims[inner])) inner--;
     if (a == inner) nd->red_inner = true;
   }
 }

@@ -31,7 +31,11 @@
 /* A persistent kernel keeps each reduced row on chip: at most this many
  * elements per reduction (64K f32 = 256 KiB over a cluster of SMs). */
 #define FU_SEG_PERSISTENT_MAX_ELEMS 65536
-/* Horizontal merges give up on the cycle check after this many groups. */
+/* The cycle check gives up (and the merge is not made) after visiting this
+ * many groups: a hard bound on the work per merge, reached only on huge
+ * graphs with long-range edges.  Horizontal merges are optional, so they
+ * get the smaller budget. */
+#define FU_SEG_PRODUCER_BUDGET 16384
 #define FU_SEG_HORIZONTAL_BUDGET 4096
 
 /* ---- growable vector of uint32 ----------------------------------------- */

@@ -313,7 +313,8 @@ static fu_status decide(fu_seg_env *env, trial *t, int step, merge_mode mode, co
     return fu_seg_reject_put(&env->rejects, lo, hi, lo == t->x ? vx : vy, lo == t->x ? vy : vx) ? FU_OK : FU_ERR_NOMEM;
   }
   uint32_t via = FU_SEG_NONE;
-  fu_seg_path path = fu_seg_graph_check(&env->g, t->x, t->y, mode == MODE_HORIZONTAL ? FU_SEG_HORIZONTAL_BUDGET : UINT32_MAX, &via);
+  uint32_t budget = mode == MODE_HORIZONTAL ? FU_SEG_HORIZONTAL_BUDGET : FU_SEG_PRODUCER_BUDGET;
+  fu_seg_path path = fu_seg_graph_check(&env->g, t->x, t->y, budget, &via);
   if (env->g.oom) {
     trial_abort(env);
     fu_strbuf_free(&prefix);
@@ -327,7 +328,7 @@ static fu_status decide(fu_seg_env *env, trial *t, int step, merge_mode mode, co
         fu_strbuf_puts(&env->sb, " but rejected: would form a cycle through ");
         fu_seg_put_group(env, &env->sb, via, FU_SEG_NONE);
       } else {
-        fu_strbuf_printf(&env->sb, " but rejected: the cycle check gave up after %u groups", FU_SEG_HORIZONTAL_BUDGET);
+        fu_strbuf_printf(&env->sb, " but rejected: the cycle check gave up after %u groups", budget);
       }
       fu_seg_debug_line(env);
     }

@@ -5,15 +5,16 @@
 #   scripts/test.sh --sanitize   build-asan/  -DFUSER_WERROR=ON -DFUSER_SANITIZE=ON (ASan + UBSan)
 #
 # Extra arguments after the mode go to ctest (e.g. -R canonicalize, -L gpu).
-# JOBS overrides the parallelism (default: nproc).
+# JOBS overrides the parallelism (default: nproc); BUILD_DIR the build
+# folder (--sanitize appends -asan to it).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="$ROOT/build"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 CMAKE_ARGS=(-DFUSER_WERROR=ON)
 if [[ "${1:-}" == "--sanitize" ]]; then
   shift
-  BUILD_DIR="$ROOT/build-asan"
+  BUILD_DIR="$BUILD_DIR-asan"
   CMAKE_ARGS+=(-DFUSER_SANITIZE=ON)
   # Leaks are errors; UB stops the test with a stack trace.
   export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1}"
@@ -25,7 +26,7 @@ fi
 JOBS="${JOBS:-$(nproc)}"
 
 echo "[test] configuring $BUILD_DIR (${CMAKE_ARGS[*]})"
-cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja "${CMAKE_ARGS[@]}" >/dev/null
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja "${CMAKE_ARGS[@]}"
 echo "[test] building"
 ninja -C "$BUILD_DIR" -j"$JOBS"
 echo "[test] running ctest"

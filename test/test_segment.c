@@ -243,6 +243,8 @@ static char *random_fusion(uint64_t *seed, int n_ops) {
     int a = (int)(rng_next(seed) % (uint32_t)n);
     if (n > 6 && rng_next(seed) % 2) a = n - 1 - (int)(rng_next(seed) % 6); /* mostly local chains */
     int b = (int)(rng_next(seed) % (uint32_t)n);
+    while (shape[a] < 0) a--; /* intermediates of permute and pad pairs are not reused */
+    while (shape[b] < 0) b--;
     uint32_t k = rng_next(seed) % 12;
     if (k < 3) {
       static const char *un[] = {"exp", "neg", "tanh"};

@@ -266,11 +266,14 @@ typedef struct fu_input_options {
  * unused gaps of float tensors hold NaN.
  *
  * Data are made in logical row-major order, so layout does not change
- * values.  Random streams are seeded with
- * splitmix64-mix(seed, input position): randn is N(0,1) for floats and
- * uniform in [-8, 8] for ints; rand is uniform [0,1) for floats and [0, 10)
- * for ints; randint is uniform in [low, high) (default [0, 10)); bools are
- * true with probability 1/2.  On success free *inputs with fu_args_free. */
+ * values.  Input number `pos` (0-based) draws from the stream
+ * fu_rng_seed(seed ^ ((pos + 1) * 0x9E3779B97F4A7C15)), so inputs with the
+ * same seed still differ.  randn is N(0,1) for floats and uniform in [-8, 8]
+ * for ints; rand is uniform [0,1) for floats and [0, 10) for ints; randint
+ * is uniform in [low, high) (low < high, else an error) as floats or ints;
+ * bools are true with probability 1/2.  An input with no example attribute
+ * and no override is randn with opts->seed.  On success free *inputs with
+ * fu_args_free. */
 fu_status fu_interp_make_inputs(fu_fusion *f, const fu_input_options *opts, fu_allocator alloc,
                                 fu_diag_engine *diag, fu_arg **inputs, uint32_t *n_inputs);
 

@@ -411,7 +411,9 @@ static fu_py_expr *parse_power(parser *p) {
   if (e && at(p, "**")) {
     fu_loc loc = cur(p)->loc;
     advance(p);
+    if (!enter(p)) return NULL;
     fu_py_expr *rhs = parse_factor(p);
+    p->depth--;
     return rhs ? make_binary(p, "**", e, rhs, loc) : NULL;
   }
   return e;
@@ -436,29 +438,39 @@ static fu_py_expr *parse_factor(parser *p) {
   return parse_power(p);
 }
 
+/* Operator chains build left-deep trees; each link counts as a level of
+ * nesting so that evaluating the tree cannot recurse without bound. */
 static fu_py_expr *parse_term(parser *p) {
   fu_py_expr *e = parse_factor(p);
+  int chain = 0;
   while (e) {
     const char *op = at(p, "*") ? "*" : at(p, "/") ? "/" : at(p, "//") ? "//" : at(p, "%") ? "%" : NULL;
     if (!op) break;
+    if (!enter(p)) return NULL;
+    chain++;
     fu_loc loc = cur(p)->loc;
     advance(p);
     fu_py_expr *rhs = parse_factor(p);
     e = rhs ? make_binary(p, op, e, rhs, loc) : NULL;
   }
+  p->depth -= chain;
   return e;
 }
 
 static fu_py_expr *parse_sum(parser *p) {
   fu_py_expr *e = parse_term(p);
+  int chain = 0;
   while (e) {
     const char *op = at(p, "+") ? "+" : at(p, "-") ? "-" : NULL;
     if (!op) break;
+    if (!enter(p)) return NULL;
+    chain++;
     fu_loc loc = cur(p)->loc;
     advance(p);
     fu_py_expr *rhs = parse_term(p);
     e = rhs ? make_binary(p, op, e, rhs, loc) : NULL;
   }
+  p->depth -= chain;
   return e;
 }
 

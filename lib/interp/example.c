@@ -417,7 +417,7 @@ static fu_status make_tensor(const input_plan *p, uint32_t pos, fu_bindings *b, 
   if (fu_dtype_is_float(t->dtype)) {
     size_t es = fu_dtype_size(t->dtype);
     double nan = NAN;
-    fu_interp_store(t->dtype, target.data, 1, target.nbytes / es, FU_CK_F64, &nan);
+    fu_interp_store(t->dtype, target.data, 1, 1, FU_CK_F64, &nan);
     for (size_t k = 1; k < target.nbytes / es; k++)
       memcpy((char *)target.data + k * es, target.data, es);
   }

@@ -190,6 +190,11 @@ static void verify_math(kverifier *v, const fu_kinst *in) {
         verr(v, in, "operand '%%%s' must be int or bool, not %s", vname(in->args[i], b, sizeof b),
              fu_dtype_name(in->args[i]->dtype));
   }
+  if (in->u.math == FU_OP_LERP && !fu_dtype_is_float(rt))
+    verr(v, in, "result '%%%s' must be a float, not %s", rn, fu_dtype_name(rt));
+  if (rt == FU_DT_BOOL && (in->u.math == FU_OP_DIV || in->u.math == FU_OP_POW || in->u.math == FU_OP_FMOD ||
+                           in->u.math == FU_OP_REMAINDER))
+    verr(v, in, "result '%%%s' cannot be bool", rn);
   if (in->u.math == FU_OP_WHERE && in->args[0]->dtype != FU_DT_BOOL)
     verr(v, in, "condition '%%%s' must be bool, not %s", vname(in->args[0], b, sizeof b),
          fu_dtype_name(in->args[0]->dtype));

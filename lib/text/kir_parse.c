@@ -998,7 +998,7 @@ static bool parse_kernel_attrs(kparser *p) {
 }
 
 static void reset_kernel_state(kparser *p) {
-  memset(p->syms, 0, p->syms_cap * sizeof *p->syms);
+  if (p->syms) memset(p->syms, 0, p->syms_cap * sizeof *p->syms);
   p->syms_n = 0;
   p->locs_n = 0;
   p->depth = 0;

@@ -418,6 +418,10 @@ static void print_decl(kprinter *p, const fu_kval *v, int indent) {
 }
 
 void fu_kernel_print_indented(fu_strbuf *out, const fu_kernel *k, int indent) {
+  if (!k) {
+    fu_strbuf_puts(out, "<null kernel>\n");
+    return;
+  }
   kprinter p;
   memset(&p, 0, sizeof p);
   p.out = out;

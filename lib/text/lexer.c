@@ -224,7 +224,8 @@ static fu_token lex_sigil(fu_lexer *lx, fu_token t, fu_txt_tok kind) {
   return t;
 }
 
-fu_token fu_txt_lex_next(fu_lexer *lx) {
+/* Lexes one token into *out. */
+static fu_token lex_one(fu_lexer *lx) {
   skip_space(lx);
   fu_token t;
   memset(&t, 0, sizeof t);
@@ -285,3 +286,5 @@ fu_token fu_txt_lex_next(fu_lexer *lx) {
   t.kind = FU_TOK_ERROR;
   return t;
 }
+
+void fu_txt_lex_next(fu_lexer *lx, fu_token *out) { *out = lex_one(lx); }

@@ -54,7 +54,7 @@ typedef struct fu_lexer {
 } fu_lexer;
 
 void fu_txt_lex_init(fu_lexer *lx, const fu_source *src, fu_allocator alloc, fu_diag_engine *diag);
-fu_token fu_txt_lex_next(fu_lexer *lx);
+void fu_txt_lex_next(fu_lexer *lx, fu_token *out);
 
 /* Does the token's text equal the NUL-terminated `s`? */
 bool fu_txt_tok_is(const fu_token *t, const char *s);

@@ -152,13 +152,13 @@ static void advance(parser *p) {
     p->tok = p->ahead;
     p->have_ahead = false;
   } else {
-    p->tok = fu_txt_lex_next(&p->lx);
+    fu_txt_lex_next(&p->lx, &p->tok);
   }
 }
 
 static const fu_token *peek_ahead(parser *p) {
   if (!p->have_ahead) {
-    p->ahead = fu_txt_lex_next(&p->lx);
+    fu_txt_lex_next(&p->lx, &p->ahead);
     p->have_ahead = true;
   }
   return &p->ahead;
@@ -192,7 +192,7 @@ static fu_value *make_poison(parser *p, const fu_token *t) {
   }
   v->loc = loc_of(p, t);
   v->type.rank = FU_SCALAR_RANK;
-  if (t) v->name = arena_strn(p, t->p + 1, t->len - 1);
+  v->name = arena_strn(p, t->p + 1, t->len - 1);
   return v;
 }
 

@@ -1,0 +1,167 @@
+/* fuser: schedules, and the `schedule` pass.
+ *
+ * A schedule is data attached to a segment (fu_segment_info.schedule) and
+ * printed inside it, after its ops (docs/ir.md, "Schedules"):
+ *
+ *   schedule {device=h100, arch=sm_90, index=i32} {
+ *     reference %T9 [d0, d1, d2]
+ *     merge d0, d1 -> d3
+ *     merge d3, d2 -> d4
+ *     split d4, 4 -> d5, d6 {tail=exact}
+ *     split d5, 128 -> d7, d8 {tail=guard}
+ *     loop [d7: blockIdx.x, d8: threadIdx.x, d6: vectorize]
+ *     tensor %T1 {memory=global, access=vector}
+ *     tensor %T3 {memory=local, inline=3}
+ *   }
+ *
+ * The axes of the reference tensor's logical domain are named, then
+ * transformed (merge, split with a factor and a tail strategy) into the loop
+ * domain; `loop` lists the loop axes outermost first (the order is the
+ * reorder) with their parallel types.  Every other tensor of the segment
+ * follows the reference through the index graph (include/fuser/index_graph.h).
+ * `tensor` lines give the memory space, inline position and access mode of
+ * individual tensors; tensors not listed take the defaults.
+ *
+ * Schedules live in the module arena.  fu_schedule_verify checks one
+ * against its segment with located errors; the parser calls it for every
+ * schedule it reads, and the `schedule` pass for every schedule it writes. */
+#ifndef FUSER_SCHEDULE_H
+#define FUSER_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fuser/device.h"
+#include "fuser/ir.h"
+#include "fuser/kir.h"
+#include "fuser/pass.h"
+#include "fuser/strbuf.h"
+
+/* Parallel types of loop axes (nvFuser's names). */
+typedef enum fu_ptype {
+  FU_PT_SERIAL,
+  FU_PT_BLOCK_X, /* blockIdx.x */
+  FU_PT_BLOCK_Y, /* blockIdx.y */
+  FU_PT_THREAD_X, /* threadIdx.x */
+  FU_PT_THREAD_Y, /* threadIdx.y */
+  FU_PT_VECTORIZE,
+  FU_PT_UNROLL,
+  FU_PT_COUNT
+} fu_ptype;
+
+const char *fu_ptype_name(fu_ptype p);
+/* FU_PT_COUNT when `name` (length len) is not a parallel type. */
+fu_ptype fu_ptype_from_name(const char *name, size_t len);
+
+/* How a split handles a partial last tile (Halide's tail strategies). */
+typedef enum fu_tail {
+  FU_TAIL_EXACT, /* the factor divides the extent (proved) */
+  FU_TAIL_GUARD, /* iterations past the extent are predicated off */
+} fu_tail;
+
+typedef enum fu_sxform_kind { FU_SX_MERGE, FU_SX_SPLIT } fu_sxform_kind;
+
+/* One transform.  Axes are indices into fu_schedule.axes. */
+typedef struct fu_sxform {
+  fu_sxform_kind kind;
+  uint32_t in[2];  /* merge: outer, inner; split: in[0] */
+  uint32_t out[2]; /* split: outer, inner; merge: out[0] */
+  int64_t factor;  /* split: the inner extent, > 0 */
+  fu_tail tail;    /* split */
+  fu_loc loc;
+} fu_sxform;
+
+/* A named axis: a logical dim of the reference (ref_dim >= 0) or the
+ * output of transform `def`. */
+typedef struct fu_saxis {
+  const char *name;
+  int32_t ref_dim; /* -1 unless a logical dim of the reference */
+  int32_t def;     /* index of the defining transform, -1 for reference dims */
+  fu_loc loc;
+} fu_saxis;
+
+typedef struct fu_sloop {
+  uint32_t axis;
+  fu_ptype ptype;
+  fu_loc loc;
+} fu_sloop;
+
+/* Access mode of a global tensor along the vectorized axis. */
+typedef enum fu_access {
+  FU_ACCESS_DEFAULT, /* vector when the loop has a vectorize axis */
+  FU_ACCESS_VECTOR,  /* one vector load or store per vector of elements (checked legal) */
+  FU_ACCESS_SCALAR,  /* element by element (or once, when it does not vary along the vector) */
+} fu_access;
+
+typedef struct fu_stensor {
+  fu_value *value;
+  fu_mem_space memory;
+  int32_t inline_pos; /* -1: default (inlined into every loop axis) */
+  fu_access access;
+  fu_loc loc;
+} fu_stensor;
+
+typedef struct fu_schedule {
+  const char *device; /* the device it was tuned for (name), or NULL */
+  const char *arch;   /* "sm_90", or NULL (the backend's default) */
+  fu_dtype index_dtype; /* FU_DT_I32 or FU_DT_I64; FU_DT_NONE: decided by lower */
+  fu_value *reference;
+  fu_loc loc;
+  fu_saxis *axes;
+  uint32_t n_axes;
+  fu_sxform *xforms;
+  uint32_t n_xforms;
+  fu_sloop *loops;
+  uint32_t n_loops;
+  fu_stensor *tensors;
+  uint32_t n_tensors;
+} fu_schedule;
+
+/* ---- text (lib/text/schedule_text.c) ------------------------------------- */
+
+/* Prints `s` at `indent` spaces, in the canonical form of docs/ir.md. */
+void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent);
+
+/* ---- queries --------------------------------------------------------------- */
+
+/* The schedule's entry for `v`, or NULL. */
+const fu_stensor *fu_schedule_tensor(const fu_schedule *s, const fu_value *v);
+/* The index of axis `name`, or -1. */
+int32_t fu_schedule_axis(const fu_schedule *s, const char *name);
+/* The loop axis with parallel type `p` (first), or -1. */
+int32_t fu_schedule_loop_of(const fu_schedule *s, fu_ptype p);
+
+/* Checks `s` against segment `seg` (a SEGMENT op of fusion f): the
+ * reference is a tensor of the segment, every axis is defined once and used
+ * at most once, the loop axes are exactly the leaves, parallel types are
+ * legal (thread axes of constant extent within the block limit, one axis
+ * per block/thread index, vectorize innermost with a constant extent of
+ * 1, 2, 4, 8 or 16 and at most 16 bytes per access), exact splits divide,
+ * inline positions are in range, the tensors named belong to the segment,
+ * and every vector access is legal (contiguous along the vector, aligned,
+ * not crossing a dim boundary).  Errors are located at the schedule's
+ * lines; FU_ERR_VERIFY if any. */
+fu_status fu_schedule_verify(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_diag_engine *diag);
+
+/* Every schedule of every segment of `f`. */
+fu_status fu_schedule_verify_fusion(fu_fusion *f, fu_diag_engine *diag);
+
+/* ---- the pass (passes/schedule.c, passes/schedule_pointwise.c) ------------ */
+
+extern const fu_pass_def fu_pass_schedule;
+
+/* Schedules every pointwise segment of `m` that has no schedule yet for
+ * device `dev` (NULL: the default).  Segments of other kinds are left as
+ * they are (their schedulers come later), with a remark when `debug` is
+ * set. */
+fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine *diag, FILE *debug);
+
+/* The pointwise scheduler for one segment: builds *out in m's arena. */
+fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                                fu_schedule **out);
+
+/* Sets arch and device of every schedule of `m` to `dev`'s (what
+ * `fuser-opt --device=` does to a module it only emits). */
+fu_status fu_schedule_retarget(fu_module *m, const fu_device *dev);
+
+#endif
