@@ -62,7 +62,32 @@ else()
                           OUTPUT_VARIABLE _fuser_llvm_system_libs OUTPUT_STRIP_TRAILING_WHITESPACE)
           if(_rc1 EQUAL 0 AND _fuser_llvm_static_libs)
             separate_arguments(_fuser_llvm_libs UNIX_COMMAND
-                               "-L${_fuser_llvm_libdir} ${_fuser_llvm_static_libs} ${_fuser_llvm_system_libs} -lstdc++")
+                               "-L${_fuser_llvm_libdir} ${_fuser_llvm_static_libs}")
+            # System libraries LLVM was built with (zlib, zstd, ...): a machine
+            # may have the runtime library without the -dev symlink, so -lX
+            # falls back to the full path of libX.so.N.
+            separate_arguments(_fuser_sys UNIX_COMMAND "${_fuser_llvm_system_libs}")
+            foreach(_tok ${_fuser_sys})
+              if(_tok MATCHES "^-l(.+)$")
+                set(_name "${CMAKE_MATCH_1}")
+                find_library(_fuser_syslib_${_name} NAMES ${_name} NO_CACHE)
+                if(NOT _fuser_syslib_${_name})
+                  file(GLOB _cands /usr/lib/x86_64-linux-gnu/lib${_name}.so.* /usr/lib64/lib${_name}.so.*
+                                   /usr/lib/lib${_name}.so.*)
+                  if(_cands)
+                    list(GET _cands 0 _fuser_syslib_${_name})
+                  endif()
+                endif()
+                if(_fuser_syslib_${_name})
+                  list(APPEND _fuser_llvm_libs "${_fuser_syslib_${_name}}")
+                else()
+                  list(APPEND _fuser_llvm_libs "${_tok}")
+                endif()
+              else()
+                list(APPEND _fuser_llvm_libs "${_tok}")
+              endif()
+            endforeach()
+            list(APPEND _fuser_llvm_libs stdc++)
           else()
             set(_fuser_llvm_why "neither libLLVM-19.so nor LLVM's static libraries were found in ${_fuser_llvm_libdir}")
           endif()
@@ -137,41 +162,62 @@ endif()
 
 # ---- FUSER_HAS_CUDA_DRIVER: the CUDA driver runtime (lib/runtime) ------------------
 # Owned by the runtime engineer: lib/runtime/*.c becomes fuser_runtime when
-# cuda.h and a libcuda are found.  With no files there this does nothing.
-# FUSER_CUDA_DRIVER_LIBRARY is the real driver library when one is installed,
-# else the toolkit's link stub (binaries linked to the stub need the driver at
-# run time; load it with dlopen if GPU-less machines must run them).
+# cuda.h is found (with or without LLVM: a GPU host with only CUDA and cmake
+# builds fuser-run and runs PTX compiled elsewhere).  The runtime needs no
+# libcuda at link time: it loads libcuda.so.1 with dlopen when it opens the
+# device (FUSER_LIBCUDA overrides the path), so the tools start, and say
+# "no CUDA device found", on machines with no driver.  FUSER_CUDA_DRIVER_LIBRARY
+# is only reported: the real driver library when one is installed, else the
+# toolkit's link stub.
 set(FUSER_HAS_CUDA_DRIVER OFF)
+option(FUSER_ENABLE_CUDA_DRIVER "Build the CUDA driver runtime (lib/runtime) when cuda.h is found" ON)
 file(GLOB FUSER_RUNTIME_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/lib/runtime/*.c)
-find_path(FUSER_CUDA_INCLUDE_DIR cuda.h HINTS "${FUSER_CUDA_ROOT}/include" NO_CACHE)
+set(_fuser_cuda_include_hints "")
+if(FUSER_CUDA_ROOT)
+  list(APPEND _fuser_cuda_include_hints "${FUSER_CUDA_ROOT}/include" "${FUSER_CUDA_ROOT}/targets/x86_64-linux/include")
+endif()
+find_path(FUSER_CUDA_INCLUDE_DIR cuda.h HINTS ${_fuser_cuda_include_hints} NO_CACHE)
 find_library(FUSER_CUDA_DRIVER_LIBRARY NAMES cuda NO_CACHE)
-set(FUSER_CUDA_DRIVER_IS_STUB OFF)
+set(_fuser_libcuda_note "${FUSER_CUDA_DRIVER_LIBRARY}")
 if(NOT FUSER_CUDA_DRIVER_LIBRARY AND FUSER_CUDA_ROOT)
   find_library(FUSER_CUDA_DRIVER_LIBRARY NAMES cuda HINTS "${FUSER_CUDA_ROOT}/lib64/stubs"
                "${FUSER_CUDA_ROOT}/targets/x86_64-linux/lib/stubs" NO_DEFAULT_PATH NO_CACHE)
   if(FUSER_CUDA_DRIVER_LIBRARY)
-    set(FUSER_CUDA_DRIVER_IS_STUB ON)
+    set(_fuser_libcuda_note "only the link stub ${FUSER_CUDA_DRIVER_LIBRARY}: no driver on this machine")
+  else()
+    set(_fuser_libcuda_note "no libcuda on this machine")
   endif()
 endif()
-if(FUSER_CUDA_INCLUDE_DIR AND FUSER_CUDA_DRIVER_LIBRARY)
+if(NOT FUSER_ENABLE_CUDA_DRIVER)
+  message(STATUS "fuser: the CUDA driver runtime is disabled with -DFUSER_ENABLE_CUDA_DRIVER=OFF")
+elseif(FUSER_CUDA_INCLUDE_DIR AND FUSER_RUNTIME_SOURCES)
   set(FUSER_HAS_CUDA_DRIVER ON)
-  if(FUSER_RUNTIME_SOURCES)
-    add_library(fuser_runtime STATIC ${FUSER_RUNTIME_SOURCES})
-    target_include_directories(fuser_runtime SYSTEM PUBLIC "${FUSER_CUDA_INCLUDE_DIR}")
-    target_link_libraries(fuser_runtime PUBLIC fuser_core ${CMAKE_DL_LIBS})
-    if(NOT FUSER_CUDA_DRIVER_IS_STUB)
-      target_link_libraries(fuser_runtime PUBLIC "${FUSER_CUDA_DRIVER_LIBRARY}")
-    else()
-      # Linking the stub would make every tool fail to start where no driver
-      # is installed; the runtime loads libcuda.so.1 itself in that case.
-      target_compile_definitions(fuser_runtime PRIVATE FUSER_CUDA_DRIVER_STUB_ONLY=1)
-    endif()
-    add_compile_definitions(FUSER_HAS_CUDA_DRIVER=1)
-    list(APPEND FUSER_TOOL_EXTRA_LIBS fuser_runtime)
-    message(STATUS "fuser: CUDA driver runtime enabled (cuda.h in ${FUSER_CUDA_INCLUDE_DIR}; ${FUSER_CUDA_DRIVER_LIBRARY})")
-  endif()
-else()
-  message(STATUS "fuser: no cuda.h/libcuda found: the CUDA driver runtime (lib/runtime) is left out")
+  add_library(fuser_runtime STATIC ${FUSER_RUNTIME_SOURCES})
+  target_include_directories(fuser_runtime SYSTEM PUBLIC "${FUSER_CUDA_INCLUDE_DIR}")
+  target_link_libraries(fuser_runtime PUBLIC fuser_core ${CMAKE_DL_LIBS})
+  add_compile_definitions(FUSER_HAS_CUDA_DRIVER=1)
+  list(APPEND FUSER_TOOL_EXTRA_LIBS fuser_runtime)
+  message(STATUS "fuser: CUDA driver runtime enabled (cuda.h in ${FUSER_CUDA_INCLUDE_DIR}; "
+                 "libcuda.so.1 is loaded at run time; ${_fuser_libcuda_note})")
+  # The GPU suite: every fusion of test/gpu checked against the interpreter
+  # (exit 77, skipped, where there is no GPU).
+  enable_testing()
+  add_test(NAME gpu.fusions COMMAND ${CMAKE_SOURCE_DIR}/scripts/gpu-tests.sh ${CMAKE_BINARY_DIR})
+  set_tests_properties(gpu.fusions PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
+  # A fake driver library (host memory, C kernels) that fuser-run loads in
+  # place of libcuda.so.1, so the tool's GPU path is tested everywhere.
+  add_library(fuser_fake_cuda SHARED ${CMAKE_SOURCE_DIR}/test/fake_cuda.c)
+  target_include_directories(fuser_fake_cuda SYSTEM PRIVATE "${FUSER_CUDA_INCLUDE_DIR}")
+  add_test(NAME unit.fake_gpu_tool
+           COMMAND $<TARGET_FILE:test_runtime> --tool $<TARGET_FILE:fuser-run> $<TARGET_FILE:fuser_fake_cuda>)
+  set_tests_properties(unit.fake_gpu_tool PROPERTIES LABELS "unit")
+  # The GPU test itself, run against the fake: checks the test's own logic.
+  add_test(NAME unit.fake_gpu_runtime COMMAND $<TARGET_FILE:test_gpu_runtime>)
+  set_tests_properties(unit.fake_gpu_runtime PROPERTIES LABELS "unit"
+                       ENVIRONMENT "FUSER_LIBCUDA=$<TARGET_FILE:fuser_fake_cuda>")
+elseif(NOT FUSER_CUDA_INCLUDE_DIR)
+  message(STATUS "fuser: no cuda.h found (looked in CUDAToolkit_ROOT and /usr/local/cuda): "
+                 "the CUDA driver runtime (lib/runtime) is left out; fuser-run runs only --device=cpu")
 endif()
 
 # ---- test registration -------------------------------------------------------------

@@ -7,19 +7,20 @@
  *                scalar is replaced by a literal of its result dtype, computed
  *                as the interpreter does (double math for f64 results, float
  *                math for f32; ints wrap as int64 and then to the result
- *                width; int div truncates).  Nothing that is undefined in C is folded
- *                (int division by zero, INT64_MIN / -1, float-to-int casts out
- *                of range), nor anything whose result depends on a choice the
- *                kernels make (f16/bf16 rounding, NaN and signed-zero corners
- *                of maximum/minimum/clamp/relu/sign, sigmoid, silu, lerp,
- *                float remainder).
+ *                width; int div truncates).  Nothing undefined in C is
+ *                folded (int division by zero, INT64_MIN / -1, float-to-int
+ *                casts out of range), nor anything whose result depends on a
+ *                choice the kernels make (f16/bf16 rounding, NaN and
+ *                signed-zero corners of maximum/minimum/clamp/relu/sign,
+ *                sigmoid, silu, lerp, float remainder).
  *  - identities: x*1, 1*x, x/1 (ints and floats), x+0, 0+x, x-0 (ints only:
  *                for floats -0.0 + 0.0 is +0.0, not x), neg(neg(x)) -> x,
  *                set(set(x)) -> set(x), cast of x to its own type -> x; only
  *                when the result type equals x's type exactly.
  *  - cse:        ops with the same kind, operands, attributes and result types
  *                are merged into the first one (hash table, per block: never
- *                across a segment boundary; never INPUT/OUTPUT/SEGMENT).
+ *                across a segment boundary; never INPUT/OUTPUT/SEGMENT; never
+ *                a host alias with a kernel op).
  *  - dce:        ops whose results are unused are removed; inputs, outputs and
  *                segments are never removed.
  *
@@ -29,7 +30,8 @@
  * are never replaced, so segment signatures and fusion outputs keep their
  * names.  When a literal replaces a value, the user's result types are
  * inferred again and the substitution is undone if they would change (a typed
- * literal may promote differently from a scalar value). */
+ * literal may promote differently from a scalar value).  Segments already
+ * scheduled or lowered are left untouched. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -16,7 +16,10 @@
   X(strip_bookend_views, "strip-bookend-views",                                                             \
     "move metadata-only views at the fusion's ends out of the kernels, as host aliases")                    \
   X(canonicalize, "canonicalize", "fold scalar constants, apply exact algebraic identities, CSE, and remove dead ops") \
-  X(segment, "segment", "partition each fusion into segments that one scheduler kind compiles into one kernel each")
+  X(segment, "segment", "partition each fusion into segments that one scheduler kind compiles into one kernel each") \
+  X(schedule, "schedule", "pick each pointwise segment's schedule (vector width, block, unroll, grid) for --device") \
+  X(index_graph, "index-graph", "check that every scheduled segment is indexable; print its index graph (--print-index-graph)") \
+  X(lower, "lower", "turn each scheduled segment into kernel IR (loops, predicates, vector accesses, launch)")
 
 #define FU_DECLARE_PASS(id, name, summary)                   \
   extern const fu_pass_option_def fu_pass_options_##id[];    \

@@ -338,11 +338,12 @@ static int32_t innermost_dim(const fu_value *v) {
   const fu_op *d = v->def;
   if (!d || d->kind != FU_OP_INPUT || !t->dims) return inner;
   const fu_layout *l = &d->u.input.layout;
+  if (!l->strides && !l->stride_order) return inner;
   int64_t best = INT64_MAX;
   for (int32_t i = 0; i < t->rank; i++) {
     if (fu_extent_is_one(t->dims[i])) continue;
-    int64_t key = l->strides ? l->strides[i] : l->stride_order ? l->stride_order[i] : best;
-    if (key < best || (key == best && i > inner && !l->strides && !l->stride_order)) {
+    int64_t key = l->strides ? l->strides[i] : l->stride_order[i];
+    if (key <= best) { /* ties: the later dim */
       best = key;
       inner = i;
     }

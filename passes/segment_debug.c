@@ -17,13 +17,20 @@ void fu_seg_debug_line(fu_seg_env *env) {
 }
 
 static void put_name(fu_strbuf *sb, const fu_op *op) {
-  if (op->n_results > 0)
+  if (op->kind == FU_OP_SEGMENT)
+    fu_strbuf_printf(sb, "@%s", op->u.segment.name ? op->u.segment.name : "?");
+  else if (op->n_results > 0)
     fu_print_value_ref(sb, op->results[0]);
   else
     fu_strbuf_puts(sb, fu_op_info_of(op->kind)->name);
 }
 
 void fu_seg_put_op(fu_strbuf *sb, const fu_op *op) {
+  if (op->kind == FU_OP_SEGMENT) {
+    fu_strbuf_puts(sb, "segment ");
+    put_name(sb, op);
+    return;
+  }
   if (op->n_results == 0) {
     fu_strbuf_puts(sb, fu_op_info_of(op->kind)->name);
     return;
@@ -63,29 +70,38 @@ static uint32_t view_members(fu_seg_env *env, uint32_t a, uint32_t b, bool whole
       if ((env->nodes[n].flags & FU_SEG_NF_COMPUTE) && fu_seg_vec_push(out, &env->alloc, n)) env->fmt_mark[n] = stamp;
     return stamp;
   }
-  fu_seg_vec tmp = {0};
+  fu_seg_vec run[2] = {{0}, {0}};
   uint32_t roots[2] = {a, b};
-  for (int i = 0; i < 2; i++) {
-    if (roots[i] == FU_SEG_NONE) continue;
-    if (fu_seg_members_sorted(env, roots[i], &tmp) != FU_OK) break;
-    for (uint32_t k = 0; k < tmp.n; k++)
-      if (fu_seg_vec_push(out, &env->alloc, tmp.v[k])) env->fmt_mark[tmp.v[k]] = stamp;
-  }
-  fu_seg_vec_free(&tmp, &env->alloc);
+  for (int i = 0; i < 2; i++)
+    if (roots[i] != FU_SEG_NONE && fu_seg_members_sorted(env, roots[i], &run[i]) != FU_OK) run[i].n = 0;
   /* merge the two sorted runs */
-  for (uint32_t i = 1; i < out->n; i++) {
-    uint32_t x = out->v[i], j = i;
-    while (j > 0 && out->v[j - 1] > x) {
-      out->v[j] = out->v[j - 1];
-      j--;
-    }
-    out->v[j] = x;
+  uint32_t i = 0, j = 0;
+  while (i < run[0].n || j < run[1].n) {
+    uint32_t n = j >= run[1].n || (i < run[0].n && run[0].v[i] < run[1].v[j]) ? run[0].v[i++] : run[1].v[j++];
+    if (fu_seg_vec_push(out, &env->alloc, n)) env->fmt_mark[n] = stamp;
   }
+  fu_seg_vec_free(&run[0], &env->alloc);
+  fu_seg_vec_free(&run[1], &env->alloc);
   return stamp;
 }
 
+/* Keeps the k smallest (or largest) node ids seen, sorted. */
+static void keep_extreme(uint32_t *v, uint32_t *n, uint32_t k, uint32_t x, bool smallest) {
+  uint32_t i = *n < k ? (*n)++ : k;
+  if (i == k) {
+    if (smallest ? x >= v[k - 1] : x <= v[k - 1]) return;
+    i = k - 1;
+  }
+  while (i > 0 && (smallest ? v[i - 1] > x : v[i - 1] < x)) {
+    v[i] = v[i - 1];
+    i--;
+  }
+  v[i] = x;
+}
+
+/* One pass over the members: the first three and last two ops (by op
+ * order) are all a long group's name shows. */
 void fu_seg_put_group(fu_seg_env *env, fu_strbuf *sb, uint32_t a, uint32_t b) {
-  fu_seg_vec m = {0};
   if (a < env->n_nodes && !(env->nodes[a].flags & FU_SEG_NF_COMPUTE) && b == FU_SEG_NONE) {
     /* a host op, input or segment on a path */
     fu_strbuf_putc(sb, '{');
@@ -93,19 +109,34 @@ void fu_seg_put_group(fu_seg_env *env, fu_strbuf *sb, uint32_t a, uint32_t b) {
     fu_strbuf_putc(sb, '}');
     return;
   }
-  view_members(env, a, b, false, &m);
-  fu_strbuf_putc(sb, '{');
-  for (uint32_t i = 0; i < m.n; i++) {
-    if (m.n > 6 && i == 3) {
-      fu_strbuf_puts(sb, "...,");
-      i = m.n - 2;
+  uint32_t lo[6], hi[2], n_lo = 0, n_hi = 0, count = 0;
+  uint32_t roots[2] = {a, b};
+  for (int r = 0; r < 2; r++) {
+    if (roots[r] == FU_SEG_NONE) continue;
+    for (uint32_t n = env->mem_head[roots[r]]; n != FU_SEG_NONE; n = env->mem_next[n]) {
+      keep_extreme(lo, &n_lo, 6, n, true);
+      keep_extreme(hi, &n_hi, 2, n, false);
+      count++;
     }
-    put_name(sb, env->nodes[m.v[i]].op);
-    if (i + 1 < m.n) fu_strbuf_putc(sb, ',');
   }
-  if (m.n > 6) fu_strbuf_printf(sb, " (%u ops)", m.n);
+  fu_strbuf_putc(sb, '{');
+  if (count <= 6) {
+    for (uint32_t i = 0; i < n_lo; i++) {
+      if (i) fu_strbuf_putc(sb, ',');
+      put_name(sb, env->nodes[lo[i]].op);
+    }
+  } else {
+    for (uint32_t i = 0; i < 3; i++) {
+      put_name(sb, env->nodes[lo[i]].op);
+      fu_strbuf_putc(sb, ',');
+    }
+    fu_strbuf_puts(sb, "...,");
+    put_name(sb, env->nodes[hi[1]].op);
+    fu_strbuf_putc(sb, ',');
+    put_name(sb, env->nodes[hi[0]].op);
+    fu_strbuf_printf(sb, " (%u ops)", count);
+  }
   fu_strbuf_putc(sb, '}');
-  fu_seg_vec_free(&m, &env->alloc);
 }
 
 void fu_seg_put_kind(fu_seg_env *env, fu_strbuf *sb, fu_seg_kind k, const fu_seg_summary *s) {

@@ -26,16 +26,17 @@ fu_status fu_seg_graph_init(fu_seg_graph *g, uint32_t n, fu_allocator alloc) {
   uint32_t m = n ? n : 1;
   g->parent = fu_mem_calloc(&alloc, m, sizeof *g->parent);
   g->ord = fu_mem_calloc(&alloc, m, sizeof *g->ord);
+  g->pos = fu_mem_calloc(&alloc, m, sizeof *g->pos);
   g->version = fu_mem_calloc(&alloc, m, sizeof *g->version);
   g->succ = fu_mem_calloc(&alloc, m, sizeof *g->succ);
   g->pred = fu_mem_calloc(&alloc, m, sizeof *g->pred);
   g->visit = fu_mem_calloc(&alloc, m, sizeof *g->visit);
   g->dedup = fu_mem_calloc(&alloc, m, sizeof *g->dedup);
-  if (!g->parent || !g->ord || !g->version || !g->succ || !g->pred || !g->visit || !g->dedup) {
+  if (!g->parent || !g->ord || !g->pos || !g->version || !g->succ || !g->pred || !g->visit || !g->dedup) {
     fu_seg_graph_free(g);
     return FU_ERR_NOMEM;
   }
-  for (uint32_t i = 0; i < n; i++) g->parent[i] = g->ord[i] = i;
+  for (uint32_t i = 0; i < n; i++) g->parent[i] = g->ord[i] = g->pos[i] = i;
   return FU_OK;
 }
 
@@ -48,6 +49,7 @@ void fu_seg_graph_free(fu_seg_graph *g) {
     for (uint32_t i = 0; i < g->n; i++) fu_seg_vec_free(&g->pred[i], a);
   fu_mem_free(a, g->parent, (size_t)m * sizeof *g->parent);
   fu_mem_free(a, g->ord, (size_t)m * sizeof *g->ord);
+  fu_mem_free(a, g->pos, (size_t)m * sizeof *g->pos);
   fu_mem_free(a, g->version, (size_t)m * sizeof *g->version);
   fu_mem_free(a, g->succ, (size_t)m * sizeof *g->succ);
   fu_mem_free(a, g->pred, (size_t)m * sizeof *g->pred);
@@ -77,6 +79,12 @@ uint32_t fu_seg_graph_find(fu_seg_graph *g, uint32_t x) {
   return x;
 }
 
+void fu_seg_graph_reindex(fu_seg_graph *g) {
+  for (uint32_t i = 0; i < g->n; i++) g->pos[i] = FU_SEG_NONE;
+  for (uint32_t i = 0; i < g->n; i++)
+    if (g->parent[i] == i && g->ord[i] < g->n) g->pos[g->ord[i]] = i;
+}
+
 static uint32_t next_stamp(uint32_t *stamp, uint32_t *arr, uint32_t n) {
   if (++*stamp == 0) {
     memset(arr, 0, (size_t)n * sizeof *arr);
@@ -85,41 +93,118 @@ static uint32_t next_stamp(uint32_t *stamp, uint32_t *arr, uint32_t n) {
   return *stamp;
 }
 
-fu_seg_path fu_seg_graph_check(fu_seg_graph *g, uint32_t x, uint32_t y, uint32_t budget, uint32_t *via) {
+/* Depth-first search from x over successors (forward) or from y over
+ * predecessors (backward), staying strictly between the two in the order.
+ * Reaching the other end from a group other than the start is a cycle.
+ * The groups visited go to g->fwd or g->bwd. */
+static fu_seg_path dfs_search(fu_seg_graph *g, uint32_t x, uint32_t y, bool forward, uint32_t budget, uint32_t *via) {
   uint32_t stamp = next_stamp(&g->visit_stamp, g->visit, g->n);
-  uint32_t limit = g->ord[y];
-  g->fwd.n = 0;
+  uint32_t start = forward ? x : y, goal = forward ? y : x;
+  fu_seg_vec *seen = forward ? &g->fwd : &g->bwd;
+  seen->n = 0;
   g->stack.n = 0;
-  g->fwd_from = x;
-  g->fwd_to = y;
-  if (!fu_seg_vec_push(&g->stack, &g->alloc, x)) {
+  if (!fu_seg_vec_push(&g->stack, &g->alloc, start)) {
     g->oom = true;
     return FU_SEG_PATH_BUDGET;
   }
-  g->visit[x] = stamp;
+  g->visit[start] = stamp;
   while (g->stack.n) {
     uint32_t n = g->stack.v[--g->stack.n];
-    fu_seg_vec *s = &g->succ[n];
-    for (uint32_t i = 0; i < s->n; i++) {
-      uint32_t t = fu_seg_graph_find(g, s->v[i]);
+    fu_seg_vec *adj = forward ? &g->succ[n] : &g->pred[n];
+    for (uint32_t i = 0; i < adj->n; i++) {
+      uint32_t t = fu_seg_graph_find(g, adj->v[i]);
       if (t == n) continue;
-      if (t == y) {
-        if (n == x) continue; /* the direct edge is what the merge removes */
+      if (t == goal) {
+        if (n == start) continue; /* the direct edge is what the merge removes */
         if (via) *via = n;
-        g->fwd_from = g->fwd_to = FU_SEG_NONE;
         return FU_SEG_PATH_CYCLE;
       }
-      if (g->ord[t] > limit || g->visit[t] == stamp) continue;
+      if ((forward ? g->ord[t] > g->ord[y] : g->ord[t] < g->ord[x]) || g->visit[t] == stamp) continue;
       g->visit[t] = stamp;
-      bool ok = fu_seg_vec_push(&g->fwd, &g->alloc, t) && fu_seg_vec_push(&g->stack, &g->alloc, t);
+      bool ok = fu_seg_vec_push(seen, &g->alloc, t) && fu_seg_vec_push(&g->stack, &g->alloc, t);
       if (!ok) g->oom = true;
-      if (!ok || g->fwd.n > budget) {
-        g->fwd_from = g->fwd_to = FU_SEG_NONE;
-        return FU_SEG_PATH_BUDGET;
-      }
+      if (!ok || seen->n > budget) return FU_SEG_PATH_BUDGET;
     }
   }
   return FU_SEG_PATH_NONE;
+}
+
+/* The same sets found by walking the positions between x and y in order
+ * (forward: a group is in F when one of its predecessors is x or in F;
+ * backward: in B when one of its successors is y or in B).  Cheaper than
+ * the depth-first search when the start group has far more edges than
+ * there are groups between the two, as when a large group absorbs the ops
+ * after it one at a time. */
+static fu_seg_path range_search(fu_seg_graph *g, uint32_t x, uint32_t y, bool forward, uint32_t budget,
+                                uint32_t *via) {
+  uint32_t stamp = next_stamp(&g->visit_stamp, g->visit, g->n);
+  fu_seg_vec *seen = forward ? &g->fwd : &g->bwd;
+  seen->n = 0;
+  uint32_t lo = g->ord[x], hi = g->ord[y];
+  g->visit[forward ? x : y] = stamp;
+  for (uint32_t k = 1; lo + k < hi; k++) {
+    uint32_t o = forward ? lo + k : hi - k;
+    uint32_t t = g->pos[o];
+    if (t == FU_SEG_NONE) continue;
+    fu_seg_vec *adj = forward ? &g->pred[t] : &g->succ[t];
+    bool member = false;
+    for (uint32_t i = 0; i < adj->n && !member; i++) {
+      uint32_t r = fu_seg_graph_find(g, adj->v[i]);
+      member = r != t && g->visit[r] == stamp;
+    }
+    if (!member) continue;
+    g->visit[t] = stamp;
+    if (!fu_seg_vec_push(seen, &g->alloc, t)) {
+      g->oom = true;
+      return FU_SEG_PATH_BUDGET;
+    }
+    if (seen->n > budget) return FU_SEG_PATH_BUDGET;
+  }
+  /* a cycle: a member next to the other end */
+  if (forward) {
+    for (uint32_t i = 0; i < g->pred[y].n; i++) {
+      uint32_t r = fu_seg_graph_find(g, g->pred[y].v[i]);
+      if (r != x && r != y && g->visit[r] == stamp) {
+        if (via) *via = r;
+        return FU_SEG_PATH_CYCLE;
+      }
+    }
+  } else {
+    for (uint32_t j = 0; j < seen->n; j++) {
+      fu_seg_vec *p = &g->pred[seen->v[j]];
+      for (uint32_t i = 0; i < p->n; i++)
+        if (fu_seg_graph_find(g, p->v[i]) == x) {
+          if (via) *via = seen->v[j];
+          return FU_SEG_PATH_CYCLE;
+        }
+    }
+  }
+  return FU_SEG_PATH_NONE;
+}
+
+static fu_seg_path search(fu_seg_graph *g, uint32_t x, uint32_t y, bool forward, uint32_t budget, uint32_t *via) {
+  uint32_t edges = forward ? g->succ[x].n : g->pred[y].n;
+  uint32_t between = g->ord[y] - g->ord[x] - 1;
+  return between < edges ? range_search(g, x, y, forward, budget, via) : dfs_search(g, x, y, forward, budget, via);
+}
+
+fu_seg_path fu_seg_graph_check(fu_seg_graph *g, uint32_t x, uint32_t y, uint32_t budget, uint32_t *via) {
+  g->fwd_from = g->fwd_to = g->bwd_from = g->bwd_to = FU_SEG_NONE;
+  uint32_t between = g->ord[y] - g->ord[x] - 1;
+  uint32_t fcost = g->succ[x].n < between ? g->succ[x].n : between;
+  uint32_t bcost = g->pred[y].n < between ? g->pred[y].n : between;
+  bool forward = fcost <= bcost;
+  fu_seg_path p = search(g, x, y, forward, budget, via);
+  if (p == FU_SEG_PATH_NONE) {
+    if (forward) {
+      g->fwd_from = x;
+      g->fwd_to = y;
+    } else {
+      g->bwd_from = x;
+      g->bwd_to = y;
+    }
+  }
+  return p;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -168,41 +253,29 @@ static bool sort_by_ord(fu_seg_graph *g, fu_seg_vec *v) {
   return true;
 }
 
-/* The groups that reach y from after x (B of the Pearce-Kelly repair). */
-static bool collect_backward(fu_seg_graph *g, uint32_t x, uint32_t y) {
-  uint32_t stamp = next_stamp(&g->visit_stamp, g->visit, g->n);
-  uint32_t limit = g->ord[x];
-  g->bwd.n = 0;
-  g->stack.n = 0;
-  if (!fu_seg_vec_push(&g->stack, &g->alloc, y)) return false;
-  g->visit[y] = stamp;
-  g->visit[x] = stamp;
-  while (g->stack.n) {
-    uint32_t n = g->stack.v[--g->stack.n];
-    fu_seg_vec *p = &g->pred[n];
-    for (uint32_t i = 0; i < p->n; i++) {
-      uint32_t t = fu_seg_graph_find(g, p->v[i]);
-      if (t == n || g->ord[t] < limit || g->visit[t] == stamp) continue;
-      g->visit[t] = stamp;
-      if (!fu_seg_vec_push(&g->bwd, &g->alloc, t) || !fu_seg_vec_push(&g->stack, &g->alloc, t)) return false;
-    }
-  }
-  return true;
-}
-
 fu_status fu_seg_graph_merge(fu_seg_graph *g, uint32_t x, uint32_t y, uint32_t root) {
   uint32_t other = root == x ? y : x;
   uint32_t merged_ord;
-  if (g->fwd_from != x || g->fwd_to != y) {
-    /* no fresh forward set: compute it (and insist there is no cycle) */
+  bool have_fwd = g->fwd_from == x && g->fwd_to == y, have_bwd = g->bwd_from == x && g->bwd_to == y;
+  if (!have_fwd && !have_bwd) {
+    /* no fresh search: do one (and insist there is no cycle) */
     if (fu_seg_graph_check(g, x, y, UINT32_MAX, NULL) != FU_SEG_PATH_NONE) return FU_ERR_INVALID_ARG;
+    have_fwd = g->fwd_from == x;
+    have_bwd = !have_fwd;
   }
-  if (g->fwd.n == 0) {
+  /* With F (reachable from x before y) empty the merged group can take y's
+   * place; with B (reaching y after x) empty, x's.  Otherwise compute the
+   * other set too: no cycle, so the search completes. */
+  if (have_fwd && g->fwd.n == 0) {
     merged_ord = g->ord[y];
+  } else if (have_bwd && g->bwd.n == 0) {
+    merged_ord = g->ord[x];
   } else {
-    if (!collect_backward(g, x, y)) return FU_ERR_NOMEM;
+    if (search(g, x, y, !have_fwd, UINT32_MAX, NULL) != FU_SEG_PATH_NONE) return g->oom ? FU_ERR_NOMEM : FU_ERR_INVALID_ARG;
     if (g->bwd.n == 0) {
       merged_ord = g->ord[x];
+    } else if (g->fwd.n == 0) {
+      merged_ord = g->ord[y];
     } else {
       /* pool the positions of B, x, y and F; hand them out as B, merged, F */
       uint32_t np = g->bwd.n + g->fwd.n + 2;
@@ -221,16 +294,26 @@ fu_status fu_seg_graph_merge(fu_seg_graph *g, uint32_t x, uint32_t y, uint32_t r
         fu_mem_free(&g->alloc, slots, (size_t)np * sizeof *slots);
         return FU_ERR_NOMEM;
       }
+      for (uint32_t i = 0; i < np; i++) g->pos[slots[i]] = FU_SEG_NONE;
       uint32_t k = 0;
-      for (uint32_t i = 0; i < g->bwd.n; i++) g->ord[g->bwd.v[i]] = (uint32_t)slots[k++];
+      for (uint32_t i = 0; i < g->bwd.n; i++) {
+        g->ord[g->bwd.v[i]] = (uint32_t)slots[k++];
+        g->pos[g->ord[g->bwd.v[i]]] = g->bwd.v[i];
+      }
       merged_ord = (uint32_t)slots[k++];
-      for (uint32_t i = 0; i < g->fwd.n; i++) g->ord[g->fwd.v[i]] = (uint32_t)slots[k++];
+      for (uint32_t i = 0; i < g->fwd.n; i++) {
+        g->ord[g->fwd.v[i]] = (uint32_t)slots[k++];
+        g->pos[g->ord[g->fwd.v[i]]] = g->fwd.v[i];
+      }
       fu_mem_free(&g->alloc, slots, (size_t)np * sizeof *slots);
     }
   }
-  g->fwd_from = g->fwd_to = FU_SEG_NONE;
+  g->fwd_from = g->fwd_to = g->bwd_from = g->bwd_to = FU_SEG_NONE;
+  if (g->pos[g->ord[x]] == x) g->pos[g->ord[x]] = FU_SEG_NONE;
+  if (g->pos[g->ord[y]] == y) g->pos[g->ord[y]] = FU_SEG_NONE;
   g->parent[other] = root;
   g->ord[root] = merged_ord;
+  g->pos[merged_ord] = root;
   g->version[root]++;
   if (!adj_absorb(g, &g->succ[root], &g->succ[other]) || !adj_absorb(g, &g->pred[root], &g->pred[other]))
     return FU_ERR_NOMEM;

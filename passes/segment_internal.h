@@ -156,6 +156,7 @@ typedef struct fu_seg_graph {
   uint32_t n;
   uint32_t *parent;
   uint32_t *ord;
+  uint32_t *pos;     /* ord -> root at that position, FU_SEG_NONE */
   uint32_t *version; /* bumped on every merge into a root */
   fu_seg_vec *succ, *pred;
   uint32_t *visit; /* DFS stamps */
@@ -163,7 +164,8 @@ typedef struct fu_seg_graph {
   uint32_t *dedup; /* compaction stamps */
   uint32_t dedup_stamp;
   fu_seg_vec stack, fwd, bwd, pool;
-  uint32_t fwd_from, fwd_to; /* the pair fwd was computed for */
+  uint32_t fwd_from, fwd_to; /* the pair fwd was computed for (complete) */
+  uint32_t bwd_from, bwd_to; /* the pair bwd was computed for (complete) */
   bool oom;                  /* a search ran out of memory (it answered BUDGET) */
 } fu_seg_graph;
 
@@ -178,9 +180,13 @@ void fu_seg_graph_free(fu_seg_graph *g);
 /* An edge between two nodes (before any merge); duplicates are fine. */
 fu_status fu_seg_graph_add_edge(fu_seg_graph *g, uint32_t from, uint32_t to);
 uint32_t fu_seg_graph_find(fu_seg_graph *g, uint32_t x);
+/* Rebuild the position index after ord was set by hand (tests). */
+void fu_seg_graph_reindex(fu_seg_graph *g);
 /* For roots x, y with ord[x] < ord[y]: is there a path from x to y through
- * a third group?  `via` receives a group on such a path.  Visits only groups
- * reachable from x that come before y, at most `budget` of them. */
+ * a third group?  `via` receives a group on such a path.  Searches forward
+ * from x (groups reachable from x that come before y) or backward from y
+ * (groups reaching y that come after x), whichever side has the shorter
+ * adjacency list, visiting at most `budget` groups. */
 fu_seg_path fu_seg_graph_check(fu_seg_graph *g, uint32_t x, uint32_t y, uint32_t budget, uint32_t *via);
 /* Merge roots x and y (ord[x] < ord[y]; fu_seg_graph_check said NONE just
  * before) into `root`, which is x or y; fixes the topological order. */

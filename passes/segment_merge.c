@@ -398,6 +398,30 @@ static void log_whole(fu_seg_env *env, fu_seg_kind kind, const fu_seg_summary *s
   }
 }
 
+/* One group of every compute op is only possible when no op left outside
+ * (a host op, an existing segment) sits between two of them: returns such
+ * an op, or FU_SEG_NONE.  One pass in op order marks what depends on a
+ * compute op. */
+static fu_status frozen_between(fu_seg_env *env, uint32_t *out) {
+  *out = FU_SEG_NONE;
+  uint8_t *after = fu_mem_calloc(&env->alloc, env->n_nodes ? env->n_nodes : 1, 1);
+  if (!after) return FU_ERR_NOMEM;
+  for (uint32_t n = 0; n < env->n_nodes && *out == FU_SEG_NONE; n++) {
+    const fu_op *op = env->nodes[n].op;
+    bool comp = is_compute(env, n);
+    for (uint32_t k = 0; k < op->n_operands; k++) {
+      const fu_value *v = op->operands[k];
+      if (v->is_literal || v->id >= env->n_values) continue;
+      uint32_t d = env->v_def[v->id];
+      if (d == FU_SEG_NONE || d == n) continue;
+      if (comp && !is_compute(env, d) && after[d]) *out = d;
+      if (after[d] || is_compute(env, d)) after[n] = 1;
+    }
+  }
+  fu_mem_free(&env->alloc, after, env->n_nodes ? env->n_nodes : 1);
+  return FU_OK;
+}
+
 /* Every compute node in one group with root `root` (no graph merges: the
  * union-find parent is set directly). */
 static void make_single_group(fu_seg_env *env, const fu_seg_vec *all, const fu_seg_summary *s, fu_seg_kind kind) {
@@ -416,6 +440,8 @@ static void make_single_group(fu_seg_env *env, const fu_seg_vec *all, const fu_s
 
 /* ---- step 2 ----------------------------------------------------------------- */
 
+/* One group per op (summary, kind of the op alone, its own component) and
+ * the graph's edges from every use between top-level ops. */
 static fu_status init_groups(fu_seg_env *env) {
   for (uint32_t n = 0; n < env->n_nodes; n++) {
     env->comp_parent[n] = n;
@@ -455,6 +481,10 @@ static fu_status init_groups(fu_seg_env *env) {
   return FU_OK;
 }
 
+/* The greedy merges.  Keys are computed when a candidate is queued; a
+ * popped candidate is re-evaluated on the current groups (bytes removed
+ * never decrease as groups grow, so a lower value means it must wait: it is
+ * queued again). */
 static fu_status step2(fu_seg_env *env) {
   fu_seg_heap h;
   fu_seg_heap_init(&h, env->alloc);
@@ -507,6 +537,9 @@ static fu_status step2(fu_seg_env *env) {
 
 /* ---- step 3 ----------------------------------------------------------------- */
 
+/* Producer->consumer pairs that the queue left (refused at their turn, for
+ * a cycle that later merges removed, or queued before their groups grew),
+ * in topological order, until a pass merges nothing. */
 static fu_status step3_vertical(fu_seg_env *env) {
   fu_seg_vec roots = {0}, succs = {0};
   fu_status st = FU_OK;
@@ -711,9 +744,25 @@ fu_status fu_seg_partition(fu_seg_env *env) {
   fu_seg_verdict verdicts[FU_SEG_KIND_COUNT];
   st = fu_seg_summary_scan(env, all.v, all.n, &whole);
   if (st == FU_OK) st = init_groups(env);
+  uint32_t between = FU_SEG_NONE;
+  if (st == FU_OK) st = frozen_between(env, &between);
   if (st == FU_OK) {
     fu_seg_kind k = fu_seg_choose(env, &whole, env->dbg ? verdicts : NULL);
-    if (env->dbg) log_whole(env, k, &whole, verdicts);
+    if (k != FU_SEG_KIND_NONE && between != FU_SEG_NONE) {
+      if (env->dbg) {
+        fu_strbuf_clear(&env->sb);
+        fu_strbuf_printf(&env->sb, "[segment] step 1: whole fusion (%u op%s): accepted by ", whole.n_ops,
+                         whole.n_ops == 1 ? "" : "s");
+        fu_seg_put_kind(env, &env->sb, k, &whole);
+        fu_strbuf_puts(&env->sb, " but rejected: ");
+        fu_seg_put_op(&env->sb, env->nodes[between].op);
+        fu_strbuf_puts(&env->sb, " stays outside and sits between its ops");
+        fu_seg_debug_line(env);
+      }
+      k = FU_SEG_KIND_NONE;
+    } else if (env->dbg) {
+      log_whole(env, k, &whole, verdicts);
+    }
     if (k != FU_SEG_KIND_NONE) {
       make_single_group(env, &all, &whole, k);
       env->stats.whole_fusion = true;

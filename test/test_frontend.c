@@ -118,11 +118,11 @@ static void test_lex_basic_tokens(void) {
   fu_status st;
   tokenize("a = fd.ops.add(T0, 1.5e3, 0x1f, 1_000, .5, 7)  # comment\n", &t, &c, &st);
   CHECK_EQ_INT(st, FU_OK);
-  static const fu_py_tok_kind kinds[] = {FU_PY_TOK_NAME, FU_PY_TOK_OP,  FU_PY_TOK_NAME,  FU_PY_TOK_OP,  FU_PY_TOK_NAME,
-                                         FU_PY_TOK_OP,   FU_PY_TOK_NAME, FU_PY_TOK_OP,   FU_PY_TOK_NAME, FU_PY_TOK_OP,
-                                         FU_PY_TOK_FLOAT, FU_PY_TOK_OP, FU_PY_TOK_INT,   FU_PY_TOK_OP,  FU_PY_TOK_INT,
-                                         FU_PY_TOK_OP,   FU_PY_TOK_FLOAT, FU_PY_TOK_OP,  FU_PY_TOK_INT, FU_PY_TOK_OP,
-                                         FU_PY_TOK_NEWLINE, FU_PY_TOK_EOF};
+  static const fu_py_tok_kind kinds[] = {
+      FU_PY_TOK_NAME, FU_PY_TOK_OP, FU_PY_TOK_NAME,    FU_PY_TOK_OP, FU_PY_TOK_NAME,  FU_PY_TOK_OP,
+      FU_PY_TOK_NAME, FU_PY_TOK_OP, FU_PY_TOK_NAME,    FU_PY_TOK_OP, FU_PY_TOK_FLOAT, FU_PY_TOK_OP,
+      FU_PY_TOK_INT,  FU_PY_TOK_OP, FU_PY_TOK_INT,     FU_PY_TOK_OP, FU_PY_TOK_FLOAT, FU_PY_TOK_OP,
+      FU_PY_TOK_INT,  FU_PY_TOK_OP, FU_PY_TOK_NEWLINE, FU_PY_TOK_EOF};
   CHECK_EQ_INT(t.n, sizeof kinds / sizeof kinds[0]);
   for (size_t i = 0; i < t.n && i < sizeof kinds / sizeof kinds[0]; i++) CHECK_EQ_INT(t.v[i].kind, kinds[i]);
   if (t.n == sizeof kinds / sizeof kinds[0]) {
@@ -143,9 +143,10 @@ static void test_lex_lines_and_indentation(void) {
   fu_status st;
   /* brackets join lines, backslashes join lines, comments and blank lines
    * vanish, nested blocks give INDENT/DEDENT pairs, CRLF works */
-  tokenize("def f(fd,\r\n      x):\r\n\r\n    # only a comment\r\n    a = [1,\r\n  2]\r\n    if b:\r\n"
-           "        c = 1 + \\\r\n 2\r\nd = 3",
-           &t, &c, &st);
+  tokenize(
+      "def f(fd,\r\n      x):\r\n\r\n    # only a comment\r\n    a = [1,\r\n  2]\r\n    if b:\r\n"
+      "        c = 1 + \\\r\n 2\r\nd = 3",
+      &t, &c, &st);
   CHECK_EQ_INT(st, FU_OK);
   int newlines = 0, indents = 0, dedents = 0;
   for (size_t i = 0; i < t.n; i++) {
@@ -210,6 +211,8 @@ static void test_lex_errors(void) {
   expect_lex_error("x = 2j\n", "1:5: error: unsupported Python construct 'complex literal'");
   expect_lex_error("x = 1 \\ 2\n", "1:7: error: unexpected character after line continuation");
   expect_lex_error("x = 12abc\n", "1:7: error: invalid number literal");
+  expect_lex_error("x = 0b102\n", "1:5: error: invalid number literal");
+  expect_lex_error("x = 0x\n", "1:5: error: invalid number literal");
   expect_lex_error("x = \x01\n", "1:5: error: unexpected character (byte 0x01)");
   expect_lex_error("x = \xc3\xa9\n", "1:5: error: unexpected character (byte 0xc3)");
 }
@@ -228,14 +231,15 @@ static fu_py_script *parse(const char *text, capture *c) {
 
 static void test_parse_structure(void) {
   capture c;
-  fu_py_script *s = parse("import torch\nfrom nvfuser import (FusionDefinition,\n  DataType)\n"
-                          "def f(fd : FusionDefinition) -> None :\n"
-                          "    '''doc'''\n"
-                          "    T4, T5 = fd.ops.var_mean(T0, dims=[0, -1], correction=1)\n"
-                          "    fd.add_output(T4); fd.add_output(T5)\n"
-                          "with FusionDefinition() as fd:\n    f(fd)\n"
-                          "for _ in range(5): out = fd.execute(inputs)\n",
-                          &c);
+  fu_py_script *s = parse(
+      "import torch\nfrom nvfuser import (FusionDefinition,\n  DataType)\n"
+      "def f(fd : FusionDefinition) -> None :\n"
+      "    '''doc'''\n"
+      "    T4, T5 = fd.ops.var_mean(T0, dims=[0, -1], correction=1)\n"
+      "    fd.add_output(T4); fd.add_output(T5)\n"
+      "with FusionDefinition() as fd:\n    f(fd)\n"
+      "for _ in range(5): out = fd.execute(inputs)\n",
+      &c);
   CHECK(s != NULL);
   if (!s) return;
   CHECK_EQ_INT(s->body.n, 5);
@@ -289,7 +293,8 @@ static void test_parse_errors(void) {
   expect_parse_error("x += 1\n", "1:3: error: unsupported Python construct '+='");
   expect_parse_error("f(a=1, 2)\n", "1:8: error: positional argument follows keyword argument");
   expect_parse_error("f(a=1, a=2)\n", "1:8: error: keyword argument 'a' repeated");
-  expect_parse_error("def f(fd, x):\n    pass\n", "1:11: error: a fusion definition takes exactly one parameter ('fd')");
+  expect_parse_error("def f(fd, x):\n    pass\n",
+                     "1:11: error: a fusion definition takes exactly one parameter ('fd')");
   expect_parse_error("def f(fd=1):\n    pass\n", "1:9: error: unsupported Python construct 'default argument'");
   expect_parse_error("x = {1: 2}\n", "1:5: error: unsupported Python construct 'dict or set display'");
   expect_parse_error("x = [a for a in b]\n", "1:8: error: unsupported Python construct 'comprehension'");
@@ -354,24 +359,25 @@ static void test_import_pointwise_and_literals(void) {
 }
 
 static void test_import_reductions_and_shapes(void) {
-  fu_source src = make_src(DEF
-                           "    T0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.BFloat16)\n"
-                           "    T1 = fd.ops.sum(T0, axes=[1, 0], keepdim=False, dtype=DataType.Float)\n"
-                           "    T2 = fd.ops.max(T0, -1, True)\n"
-                           "    T3 = fd.ops.sum(T0)\n"
-                           "    T4, T5 = fd.ops.var_mean(T0, dims=[2], correction=0, keepdim=True)\n"
-                           "    T6 = fd.ops.var(T0, [0, 1], 1, False)\n"
-                           "    T7 = fd.ops.broadcast_in_dim(T1, shape=[1, -1], broadcast_dims=[1])\n"
-                           "    T8 = fd.ops.broadcast(T1, is_broadcast_dim=[False, True])\n"
-                           "    T9 = fd.ops.expand(T8, shape=[-1, 7])\n"
-                           "    T10 = fd.ops.permute(T0, dims=[2, 0, 1])\n"
-                           "    T11 = fd.ops.squeeze(T8, dims=[1])\n"
-                           "    T12 = fd.ops.reshape(T9, new_shape=[-1, 7])\n"
-                           "    S13 = fd.ops.size(T0, dim=1)\n"
-                           "    V14 = fd.define_vector([S13, 2], dtype=DataType.Int)\n"
-                           "    T15 = fd.ops.full(shape=V14, fill_value=0, dtype=DataType.Int32)\n"
-                           "    T16 = fd.ops.iota(S13, 0.0, 0.5, dtype=DataType.Float)\n"
-                           "    fd.add_output(T2)\n");
+  fu_source src =
+      make_src(DEF
+               "    T0 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.BFloat16)\n"
+               "    T1 = fd.ops.sum(T0, axes=[1, 0], keepdim=False, dtype=DataType.Float)\n"
+               "    T2 = fd.ops.max(T0, -1, True)\n"
+               "    T3 = fd.ops.sum(T0)\n"
+               "    T4, T5 = fd.ops.var_mean(T0, dims=[2], correction=0, keepdim=True)\n"
+               "    T6 = fd.ops.var(T0, [0, 1], 1, False)\n"
+               "    T7 = fd.ops.broadcast_in_dim(T1, shape=[1, -1], broadcast_dims=[1])\n"
+               "    T8 = fd.ops.broadcast(T1, is_broadcast_dim=[False, True])\n"
+               "    T9 = fd.ops.expand(T8, shape=[-1, 7])\n"
+               "    T10 = fd.ops.permute(T0, dims=[2, 0, 1])\n"
+               "    T11 = fd.ops.squeeze(T8, dims=[1])\n"
+               "    T12 = fd.ops.reshape(T9, new_shape=[-1, 7])\n"
+               "    S13 = fd.ops.size(T0, dim=1)\n"
+               "    V14 = fd.define_vector([S13, 2], dtype=DataType.Int)\n"
+               "    T15 = fd.ops.full(shape=V14, fill_value=0, dtype=DataType.Int32)\n"
+               "    T16 = fd.ops.iota(S13, 0.0, 0.5, dtype=DataType.Float)\n"
+               "    fd.add_output(T2)\n");
   capture c;
   fu_module *m = import_text(&src, &c, NULL);
   CHECK(m != NULL);
@@ -383,7 +389,8 @@ static void test_import_reductions_and_shapes(void) {
   CHECK_STR(op_str(def_of(f, "T1")), "%T1 = sum %T0 {axes=[0, 1], dtype=f32} : f32[i2]");
   CHECK_STR(type_str(find_value(f, "T2")), "bf16[i0, i1, 1]");
   CHECK_STR(type_str(find_value(f, "T3")), "bf16[]");
-  CHECK_STR(op_str(def_of(f, "T4")), "%T4, %T5 = var_mean %T0 {axes=[2], correction=0, keepdim=true} : bf16[i0, i1, 1], bf16[i0, i1, 1]");
+  CHECK_STR(op_str(def_of(f, "T4")),
+            "%T4, %T5 = var_mean %T0 {axes=[2], correction=0, keepdim=true} : bf16[i0, i1, 1], bf16[i0, i1, 1]");
   CHECK_EQ_INT(def_of(f, "T6")->u.variance.correction, 1);
   CHECK_STR(type_str(find_value(f, "T7")), "f32[1, i2]");
   CHECK_STR(type_str(find_value(f, "T8")), "f32[i2, 1]");
@@ -399,15 +406,16 @@ static void test_import_reductions_and_shapes(void) {
 }
 
 static void test_import_resize_ops(void) {
-  fu_source src = make_src(DEF
-                           "    T0 = fd.define_tensor(shape=[4096], contiguity=[True], dtype=DataType.Float, is_cpu=False)\n"
-                           "    T1 = fd.ops.slice(T0, start_indices=[0], end_indices=[2048], strides=[1])\n"
-                           "    T2 = fd.ops.slice(T0, [-2048], [4096])\n"
-                           "    T3 = fd.ops.cat([T2, T1], dim=-1, manual_padding=0)\n"
-                           "    T4 = fd.ops.pad(T3, [1, 2])\n"
-                           "    T5 = fd.ops.pad(T3, pad_widths=[0, 3], value=1.0)\n"
-                           "    fd.add_output(T4)\n"
-                           "    fd.add_output(T5)\n");
+  fu_source src =
+      make_src(DEF
+               "    T0 = fd.define_tensor(shape=[4096], contiguity=[True], dtype=DataType.Float, is_cpu=False)\n"
+               "    T1 = fd.ops.slice(T0, start_indices=[0], end_indices=[2048], strides=[1])\n"
+               "    T2 = fd.ops.slice(T0, [-2048], [4096])\n"
+               "    T3 = fd.ops.cat([T2, T1], dim=-1, manual_padding=0)\n"
+               "    T4 = fd.ops.pad(T3, [1, 2])\n"
+               "    T5 = fd.ops.pad(T3, pad_widths=[0, 3], value=1.0)\n"
+               "    fd.add_output(T4)\n"
+               "    fd.add_output(T5)\n");
   capture c;
   fu_module *m = import_text(&src, &c, NULL);
   CHECK(m != NULL);
@@ -425,21 +433,22 @@ static void test_import_resize_ops(void) {
 }
 
 static void test_import_legacy_syntax(void) {
-  fu_source src = make_src("from torch._C._nvfuser import Fusion, FusionDefinition, DataType\n"
-                           "def g(fd : FusionDefinition) -> None :\n"
-                           "    T0 = fd.define_tensor(symbolic_sizes=[-1, 1, -1], contiguous=[True, True, True], dtype=DataType.Half)\n"
-                           "    T1 = fd.define_tensor(sizes=[4, 6], strides=[1, 4], dtype=DataType.Float)\n"
-                           "    S2 = fd.define_scalar(DataType.Double)\n"
-                           "    S3 = fd.define_constant(2)\n"
-                           "    T4 = fd.ops.view(T0, original_shape=[8, 1, 6], new_shape=[2, 4, 6])\n"
-                           "    T5 = fd.ops.squeeze(T0, [8, 1, 6], [1])\n"
-                           "    T6 = fd.ops.add(T5, T1)\n"
-                           "    T7 = fd.ops.set(T6)\n"
-                           "    T8 = fd.ops.mul(T7, S3)\n"
-                           "    fd.add_output(T8)\n"
-                           "fs = Fusion()\n"
-                           "with FusionDefinition(fs) as fd :\n"
-                           "    g(fd)\n");
+  fu_source src = make_src(
+      "from torch._C._nvfuser import Fusion, FusionDefinition, DataType\n"
+      "def g(fd : FusionDefinition) -> None :\n"
+      "    T0 = fd.define_tensor(symbolic_sizes=[-1, 1, -1], contiguous=[True, True, True], dtype=DataType.Half)\n"
+      "    T1 = fd.define_tensor(sizes=[4, 6], strides=[1, 4], dtype=DataType.Float)\n"
+      "    S2 = fd.define_scalar(DataType.Double)\n"
+      "    S3 = fd.define_constant(2)\n"
+      "    T4 = fd.ops.view(T0, original_shape=[8, 1, 6], new_shape=[2, 4, 6])\n"
+      "    T5 = fd.ops.squeeze(T0, [8, 1, 6], [1])\n"
+      "    T6 = fd.ops.add(T5, T1)\n"
+      "    T7 = fd.ops.set(T6)\n"
+      "    T8 = fd.ops.mul(T7, S3)\n"
+      "    fd.add_output(T8)\n"
+      "fs = Fusion()\n"
+      "with FusionDefinition(fs) as fd :\n"
+      "    g(fd)\n");
   capture c;
   fu_module *m = import_text(&src, &c, NULL);
   CHECK(m != NULL);
@@ -502,8 +511,8 @@ static void test_symbol_unification(void) {
                            "    T2 = fd.define_tensor(shape=[1, -1], contiguity=[None, True], dtype=DataType.Float)\n"
                            "    T3 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)\n"
                            "    T4 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)\n"
-                           "    T5 = fd.ops.add(T1, T0)\n"        /* T1 ~ T0 */
-                           "    T6 = fd.ops.mul(T5, T2)\n"        /* T2's dim 1 ~ T0's dim 1, dim 0 broadcasts */
+                           "    T5 = fd.ops.add(T1, T0)\n" /* T1 ~ T0 */
+                           "    T6 = fd.ops.mul(T5, T2)\n" /* T2's dim 1 ~ T0's dim 1, dim 0 broadcasts */
                            "    T7 = fd.ops.add(T6, T3)\n"
                            "    T9 = fd.define_tensor(shape=[3, -1], contiguity=[True, True], dtype=DataType.Float)\n"
                            "    T10 = fd.define_tensor(shape=[5, -1], contiguity=[True, True], dtype=DataType.Float)\n"
@@ -532,10 +541,11 @@ static void test_symbol_unification(void) {
 
 static void test_reshape_symbol_solving(void) {
   /* one symbol left over by the new shape is solved for */
-  fu_source src = make_src(DEF
-                           "    T0 = fd.define_tensor(shape=[-1, 3072], contiguity=[True, True], dtype=DataType.Float)\n"
-                           "    T1 = fd.ops.reshape(T0, new_shape=[64, 128, 3072])\n"
-                           "    fd.add_output(T1)\n");
+  fu_source src =
+      make_src(DEF
+               "    T0 = fd.define_tensor(shape=[-1, 3072], contiguity=[True, True], dtype=DataType.Float)\n"
+               "    T1 = fd.ops.reshape(T0, new_shape=[64, 128, 3072])\n"
+               "    fd.add_output(T1)\n");
   capture c;
   fu_module *m = import_text(&src, &c, NULL);
   CHECK(m != NULL);
@@ -563,26 +573,27 @@ static void test_reshape_symbol_solving(void) {
 /* ---- example data --------------------------------------------------------- */
 
 static void test_example_data(void) {
-  fu_source src = make_src(DEF
-                           "    S0 = fd.define_scalar(None, dtype=DataType.Double)\n"
-                           "    S1 = fd.define_scalar(None, dtype=DataType.Int)\n"
-                           "    S2 = fd.define_scalar(None, dtype=DataType.Bool)\n"
-                           "    T3 = fd.define_tensor(shape=[-1, -1], contiguity=[False, False], dtype=DataType.Float)\n"
-                           "    T4 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.BFloat16)\n"
-                           "    T5 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)\n"
-                           "    T6 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Half)\n"
-                           "    T7 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)\n"
-                           "    fd.add_output(T3)\n"
-                           "inputs = [\n"
-                           "    2,\n"
-                           "    -3,\n"
-                           "    True,\n"
-                           "    torch.randn(4, 6, device='cuda').t(),\n"
-                           "    torch.testing.make_tensor((2, 3, 4), dtype=torch.bfloat16, device='cuda:0').permute(2, 0, 1).contiguous(),\n"
-                           "    torch.randint(0, 10, (5,), device='cuda'),\n"
-                           "    torch.randn(120, dtype=torch.float16, device='cuda:0').as_strided((3, 4), (1, 3)),\n"
-                           "    torch.empty_strided((2, 2), (2, 1), dtype=torch.float32, device='cuda').uniform_(),\n"
-                           "]\n");
+  fu_source src = make_src(
+      DEF
+      "    S0 = fd.define_scalar(None, dtype=DataType.Double)\n"
+      "    S1 = fd.define_scalar(None, dtype=DataType.Int)\n"
+      "    S2 = fd.define_scalar(None, dtype=DataType.Bool)\n"
+      "    T3 = fd.define_tensor(shape=[-1, -1], contiguity=[False, False], dtype=DataType.Float)\n"
+      "    T4 = fd.define_tensor(shape=[-1, -1, -1], contiguity=[True, True, True], dtype=DataType.BFloat16)\n"
+      "    T5 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int)\n"
+      "    T6 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Half)\n"
+      "    T7 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)\n"
+      "    fd.add_output(T3)\n"
+      "inputs = [\n"
+      "    2,\n"
+      "    -3,\n"
+      "    True,\n"
+      "    torch.randn(4, 6, device='cuda').t(),\n"
+      "    torch.testing.make_tensor((2, 3, 4), dtype=torch.bfloat16, device='cuda:0').permute(2, 0, 1).contiguous(),\n"
+      "    torch.randint(0, 10, (5,), device='cuda'),\n"
+      "    torch.randn(120, dtype=torch.float16, device='cuda:0').as_strided((3, 4), (1, 3)),\n"
+      "    torch.empty_strided((2, 2), (2, 1), dtype=torch.float32, device='cuda').uniform_(),\n"
+      "]\n");
   capture c;
   fu_module *m = import_text(&src, &c, NULL);
   CHECK(m != NULL);
@@ -627,7 +638,8 @@ static void test_same_shape_inputs_share_symbols(void) {
                            "    fd.add_output(T3)\n"
                            "    fd.add_output(T1)\n"
                            "    fd.add_output(T2)\n"
-                           "inputs = [torch.randn(8, 8, device='cuda'), torch.randn(8, 8, device='cuda'), torch.randn(8, 4, device='cuda')]\n");
+                           "inputs = [torch.randn(8, 8, device='cuda'), torch.randn(8, 8, device='cuda'), "
+                           "torch.randn(8, 4, device='cuda')]\n");
   capture c;
   fu_module *m = import_text(&src, &c, NULL);
   CHECK(m != NULL);
@@ -649,22 +661,25 @@ static void test_import_errors(void) {
             "3:35: error: unsupported keyword argument 'bogus' for 'fd.ops.sum'");
   CHECK_STR(first_error(DEF T2D "    T1 = fd.ops.add(T0, T9)\n"), "3:25: error: undefined name 'T9'");
   CHECK_STR(first_error(DEF T2D "    T1 = fd.ops.add(T0)\n"), "3:10: error: missing argument 'arg2' for 'fd.ops.add'");
-  CHECK_STR(first_error(DEF T2D "    T1 = fd.ops.neg(T0, T0)\n"), "3:25: error: too many arguments for 'fd.ops.neg' (at most 1)");
+  CHECK_STR(first_error(DEF T2D "    T1 = fd.ops.neg(T0, T0)\n"),
+            "3:25: error: too many arguments for 'fd.ops.neg' (at most 1)");
   CHECK_STR(first_error(DEF "    S0 = fd.define_scalar(None, dtype=DataType.ComplexFloat)\n"),
             "2:39: error: unsupported dtype 'DataType.ComplexFloat'");
   CHECK_STR(first_error(DEF "    S0 = fd.define_scalar(None, dtype=DataType.Floot)\n"),
             "2:39: error: unknown dtype 'DataType.Floot' for 'fd.define_scalar'");
-  CHECK_STR(first_error(DEF T2D "    fd.permute(T0)\n"), "3:5: error: unsupported FusionDefinition method 'fd.permute'");
+  CHECK_STR(first_error(DEF T2D "    fd.permute(T0)\n"),
+            "3:5: error: unsupported FusionDefinition method 'fd.permute'");
   CHECK_STR(first_error(DEF T2D "    T1 = torch.abs(T0)\n"), "3:10: error: unsupported call 'torch.abs'");
   CHECK_STR(first_error(DEF T2D "    for i in range(3):\n        pass\n"),
             "3:5: error: unsupported Python construct 'for' inside a fusion definition");
-  CHECK_STR(first_error(DEF T2D "    T1, T2 = fd.ops.abs(T0)\n"), "3:5: error: 2 names assigned from a call that gives 1 value");
+  CHECK_STR(first_error(DEF T2D "    T1, T2 = fd.ops.abs(T0)\n"),
+            "3:5: error: 2 names assigned from a call that gives 1 value");
   CHECK_STR(first_error(DEF T2D "    T1 = fd.ops.sum(T0, dims=[2])\n"),
             "3:30: error: 'dims' of 'fd.ops.sum' has a dim out of range for rank 2");
   CHECK_STR(first_error(DEF T2D "    T1 = fd.ops.reshape(T0, new_shape=[-1, -1])\n"),
             "3:39: error: 'new_shape' of 'fd.ops.reshape' has more than one -1");
   CHECK_STR(first_error(DEF T2D "    S1 = fd.define_scalar(None, dtype=DataType.Int)\n"
-                        "    T2 = fd.ops.full(shape=[S1], fill_value=0, dtype=DataType.Int)\n"),
+                                "    T2 = fd.ops.full(shape=[S1], fill_value=0, dtype=DataType.Int)\n"),
             "4:29: error: 'shape' of 'fd.ops.full' uses the runtime scalar 'S1'; extents must be constants or sizes of "
             "input tensors");
   CHECK_STR(first_error(DEF T2D "    fd.add_output(1.0)\n"),
@@ -682,7 +697,8 @@ static void test_import_errors(void) {
   /* top level */
   CHECK_STR(first_error("x = 1\n"), "1:1: error: unsupported top-level assignment to 'x'");
   CHECK_STR(first_error("print(1)\n"), "1:1: error: unsupported top-level statement");
-  CHECK_STR(first_error("import torch\n"), "0:0: error: no fusion definition found (expected 'def name(fd : FusionDefinition)')");
+  CHECK_STR(first_error("import torch\n"),
+            "0:0: error: no fusion definition found (expected 'def name(fd : FusionDefinition)')");
   CHECK_STR(first_error(DEF "    pass\nwith FusionDefinition() as fd:\n    g(fd)\n"),
             "4:5: error: call to undefined function 'g'");
   CHECK_STR(first_error(DEF "    pass\n" DEF "    pass\n"), "3:1: error: duplicate definition of 'f'");
@@ -703,19 +719,21 @@ static void test_inputs_list_errors(void) {
   CHECK_STR(first_error(DEF T2D "    fd.add_output(T0)\ninputs = [2.0]\n"),
             "4:11: error: input 0 ('%T0' : f32[i0, i1]) is a tensor, but the inputs list gives a scalar");
   CHECK_STR(first_error(DEF "    T0 = fd.define_tensor(shape=[4, -1], contiguity=[True, True])\n"
-                        "    fd.add_output(T0)\ninputs = [torch.randn(5, 3)]\n"),
+                            "    fd.add_output(T0)\ninputs = [torch.randn(5, 3)]\n"),
             "4:11: error: input 0 ('%T0' : f32[4, i0]) has extent 4 at dim 0, but the inputs list gives 5");
   CHECK_STR(first_error(DEF T2D "    T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True])\n"
-                        "    T2 = fd.ops.add(T0, T1)\n    fd.add_output(T2)\n"
-                        "inputs = [torch.randn(2, 3), torch.randn(2, 4)]\n"),
+                                "    T2 = fd.ops.add(T0, T1)\n    fd.add_output(T2)\n"
+                                "inputs = [torch.randn(2, 3), torch.randn(2, 4)]\n"),
             "6:30: error: extent 'i1' of input 1 ('%T1') is 4, but an earlier input makes it 3");
-  CHECK_STR(first_error(DEF "    S0 = fd.define_scalar(None, dtype=DataType.Int)\n    fd.add_output(S0)\ninputs = [1.5]\n"),
-            "4:11: error: input 0 ('%S0' : i64) cannot take this float value");
+  CHECK_STR(
+      first_error(DEF "    S0 = fd.define_scalar(None, dtype=DataType.Int)\n    fd.add_output(S0)\ninputs = [1.5]\n"),
+      "4:11: error: input 0 ('%S0' : i64) cannot take this float value");
   CHECK_STR(first_error(DEF T2D "    fd.add_output(T0)\ninputs = [torch.randn(2, 3).foo()]\n"),
             "4:11: error: unsupported input expression 'foo'");
   CHECK_STR(first_error(DEF T2D "    fd.add_output(T0)\ninputs = [torch.randn(2, 3, devise='cuda')]\n"),
             "4:29: error: unsupported keyword argument 'devise' for 'torch.randn'");
-  CHECK_STR(first_error(DEF T2D "    fd.add_output(T0)\ninputs = [x]\n"), "4:11: error: unsupported input expression 'x'");
+  CHECK_STR(first_error(DEF T2D "    fd.add_output(T0)\ninputs = [x]\n"),
+            "4:11: error: unsupported input expression 'x'");
   CHECK_STR(first_error(DEF T2D "    fd.add_output(T0)\ninputs = [torch.randn(4).as_strided((2, 3), (3, 1))]\n"),
             "4:11: error: as_strided view needs 6 elements but the tensor has 4");
   CHECK_STR(first_error(DEF T2D "    fd.add_output(T0)\ninputs = [torch.randn(2, 3, dtype=torch.complex64)]\n"),
@@ -725,13 +743,14 @@ static void test_inputs_list_errors(void) {
 /* ---- several definitions, selection -------------------------------------- */
 
 static void test_multiple_definitions(void) {
-  const char *text = "def a(fd : FusionDefinition) -> None :\n"
-                     "    T0 = fd.define_tensor(shape=[-1], contiguity=[True])\n    fd.add_output(T0)\n"
-                     "def b(fd : FusionDefinition) -> None :\n"
-                     "    T0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Half)\n    fd.add_output(T0)\n"
-                     "inputs = [torch.randn(3, dtype=torch.float16)]\n"
-                     "with FusionDefinition() as fd:\n    b(fd)\n"
-                     "fd.execute(inputs)\n";
+  const char *text =
+      "def a(fd : FusionDefinition) -> None :\n"
+      "    T0 = fd.define_tensor(shape=[-1], contiguity=[True])\n    fd.add_output(T0)\n"
+      "def b(fd : FusionDefinition) -> None :\n"
+      "    T0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Half)\n    fd.add_output(T0)\n"
+      "inputs = [torch.randn(3, dtype=torch.float16)]\n"
+      "with FusionDefinition() as fd:\n    b(fd)\n"
+      "fd.execute(inputs)\n";
   fu_source src = make_src(text);
   capture c;
   fu_module *m = import_text(&src, &c, NULL);
@@ -759,9 +778,10 @@ static void test_multiple_definitions(void) {
   CHECK(m == NULL);
   CHECK(strstr(c.text, "no definition named 'zzz'") != NULL);
   /* an inline definition inside the with block */
-  fu_source inl = make_src("with FusionDefinition() as fd:\n"
-                           "    T0 = fd.define_tensor(shape=[2], contiguity=[True])\n"
-                           "    fd.add_output(fd.ops.abs(T0))\n");
+  fu_source inl = make_src(
+      "with FusionDefinition() as fd:\n"
+      "    T0 = fd.define_tensor(shape=[2], contiguity=[True])\n"
+      "    fd.add_output(fd.ops.abs(T0))\n");
   m = import_text(&inl, &c, NULL);
   CHECK(m != NULL);
   if (m) {
@@ -791,9 +811,9 @@ static char *read_file(const char *path) {
 
 /* py -> IR -> py -> IR gives the same IR text for every seed fusion. */
 static void test_export_round_trip_seeds(void) {
-  static const char *const seeds[] = {"seed000_gelu_bwd_bias",  "seed000_pow_sum",           "seed001_gelu_bookend",
-                                      "seed001_gelu_bookend_two_outputs", "seed001_transpose_bookend",
-                                      "seed001_view_chain",     "seed002_var_add",           "seed004_rotate_residual"};
+  static const char *const seeds[] = {
+      "seed000_gelu_bwd_bias",     "seed000_pow_sum",    "seed001_gelu_bookend", "seed001_gelu_bookend_two_outputs",
+      "seed001_transpose_bookend", "seed001_view_chain", "seed002_var_add",      "seed004_rotate_residual"};
   for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
     char path[512];
     snprintf(path, sizeof path, "%s/test/fusions/%s.py", FUSER_SOURCE_DIR, seeds[i]);
@@ -834,23 +854,25 @@ static void test_export_round_trip_seeds(void) {
 }
 
 static void test_export_text(void) {
-  fu_source src = make_src(DEF
-                           "    T0 = fd.define_tensor(shape=[-1, 4], contiguity=[True, True], dtype=DataType.Float, stride_order=[1, 0])\n"
-                           "    S1 = fd.define_scalar(0.5, dtype=DataType.Float)\n"
-                           "    T2 = fd.ops.mul(T0, S1)\n"
-                           "    T3 = fd.ops.reshape(T2, new_shape=[-1, 2, 2])\n"
-                           "    T4 = fd.ops.broadcast_in_dim(T3, shape=[T3_0, 2, 2, 5], broadcast_dims=[0, 1, 2])\n"
-                           "    fd.add_output(T4)\n");
+  fu_source src = make_src(
+      DEF
+      "    T0 = fd.define_tensor(shape=[-1, 4], contiguity=[True, True], dtype=DataType.Float, stride_order=[1, 0])\n"
+      "    S1 = fd.define_scalar(0.5, dtype=DataType.Float)\n"
+      "    T2 = fd.ops.mul(T0, S1)\n"
+      "    T3 = fd.ops.reshape(T2, new_shape=[-1, 2, 2])\n"
+      "    T4 = fd.ops.broadcast_in_dim(T3, shape=[T3_0, 2, 2, 5], broadcast_dims=[0, 1, 2])\n"
+      "    fd.add_output(T4)\n");
   /* T3_0 is not defined: the error says so */
   CHECK_STR(first_error(src.text), "6:45: error: expected an integer for 'shape' of 'fd.ops.broadcast_in_dim'");
-  fu_source ok = make_src(DEF
-                          "    T0 = fd.define_tensor(shape=[-1, 4], contiguity=[True, True], dtype=DataType.Float, stride_order=[1, 0])\n"
-                          "    S1 = fd.define_scalar(0.5, dtype=DataType.Float)\n"
-                          "    T2 = fd.ops.mul(T0, S1)\n"
-                          "    T3 = fd.ops.reshape(T2, new_shape=[-1, 2, 2])\n"
-                          "    S5 = fd.ops.size(T0, dim=0)\n"
-                          "    T4 = fd.ops.broadcast_in_dim(T3, shape=[S5, 2, 2, 5], broadcast_dims=[0, 1, 2])\n"
-                          "    fd.add_output(T4)\n");
+  fu_source ok = make_src(
+      DEF
+      "    T0 = fd.define_tensor(shape=[-1, 4], contiguity=[True, True], dtype=DataType.Float, stride_order=[1, 0])\n"
+      "    S1 = fd.define_scalar(0.5, dtype=DataType.Float)\n"
+      "    T2 = fd.ops.mul(T0, S1)\n"
+      "    T3 = fd.ops.reshape(T2, new_shape=[-1, 2, 2])\n"
+      "    S5 = fd.ops.size(T0, dim=0)\n"
+      "    T4 = fd.ops.broadcast_in_dim(T3, shape=[S5, 2, 2, 5], broadcast_dims=[0, 1, 2])\n"
+      "    fd.add_output(T4)\n");
   capture c;
   fu_module *m = import_text(&ok, &c, NULL);
   CHECK(m != NULL);
@@ -863,27 +885,29 @@ static void test_export_text(void) {
   fu_diag_engine e;
   capture_engine(&e, &c);
   CHECK_EQ_INT(fu_py_export(&py, m, NULL, &e), FU_OK);
-  const char *want = "import torch\n"
-                     "from nvfuser import FusionDefinition, DataType\n"
-                     "\n"
-                     "def f(fd : FusionDefinition) -> None :\n"
-                     "    T0 = fd.define_tensor(shape=[-1, 4], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, stride_order=[1, 0])\n"
-                     "    S0 = fd.define_scalar(0.5, dtype=DataType.Float)\n"
-                     "    T2 = fd.ops.mul(T0, S0)\n"
-                     "    size_i0 = fd.ops.size(T0, dim=0)\n"
-                     "    T3 = fd.ops.reshape(T2, new_shape=[size_i0, 2, 2])\n"
-                     "    T4 = fd.ops.broadcast_in_dim(T3, shape=[size_i0, 2, 2, 5], broadcast_dims=[0, 1, 2])\n"
-                     "    fd.add_output(T4)\n"
-                     "\n"
-                     "with FusionDefinition() as fd:\n"
-                     "    f(fd)\n"
-                     "\n"
-                     "# Unbound symbolic extents get size 4: i0 = 4.\n"
-                     "# The IR has no example data: these inputs are made up (fuser-translate ignores this list).\n"
-                     "placeholder_inputs = [\n"
-                     "    torch.randn(4, 4, dtype=torch.float32, device=\"cuda\"),\n"
-                     "]\n"
-                     "fd.execute(placeholder_inputs)\n";
+  const char *want =
+      "import torch\n"
+      "from nvfuser import FusionDefinition, DataType\n"
+      "\n"
+      "def f(fd : FusionDefinition) -> None :\n"
+      "    T0 = fd.define_tensor(shape=[-1, 4], contiguity=[True, True], dtype=DataType.Float, is_cpu=False, "
+      "stride_order=[1, 0])\n"
+      "    S0 = fd.define_scalar(0.5, dtype=DataType.Float)\n"
+      "    T2 = fd.ops.mul(T0, S0)\n"
+      "    size_i0 = fd.ops.size(T0, dim=0)\n"
+      "    T3 = fd.ops.reshape(T2, new_shape=[size_i0, 2, 2])\n"
+      "    T4 = fd.ops.broadcast_in_dim(T3, shape=[size_i0, 2, 2, 5], broadcast_dims=[0, 1, 2])\n"
+      "    fd.add_output(T4)\n"
+      "\n"
+      "with FusionDefinition() as fd:\n"
+      "    f(fd)\n"
+      "\n"
+      "# Unbound symbolic extents get size 4: i0 = 4.\n"
+      "# The IR has no example data: these inputs are made up (fuser-translate ignores this list).\n"
+      "placeholder_inputs = [\n"
+      "    torch.randn(4, 4, dtype=torch.float32, device=\"cuda\"),\n"
+      "]\n"
+      "fd.execute(placeholder_inputs)\n";
   CHECK_STR(py.data, want);
   /* and it imports back to the same IR */
   fu_source back = {"back.py", py.data ? py.data : "", py.len, 1};
@@ -905,14 +929,15 @@ static void test_export_text(void) {
 }
 
 static void test_export_examples(void) {
-  fu_source src = make_src(DEF
-                           "    S0 = fd.define_scalar(None, dtype=DataType.Double)\n"
-                           "    T1 = fd.define_tensor(shape=[-1, -1], contiguity=[False, True], dtype=DataType.Half)\n"
-                           "    T2 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int32)\n"
-                           "    T3 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Bool)\n"
-                           "    fd.add_output(T1)\n"
-                           "inputs = [float('inf'), torch.randn(8, 8, dtype=torch.float16).as_strided((4, 4), (8, 1)),\n"
-                           "          torch.randint(-5, 5, (3,), dtype=torch.int32), torch.ones((), dtype=torch.bool)]\n");
+  fu_source src =
+      make_src(DEF
+               "    S0 = fd.define_scalar(None, dtype=DataType.Double)\n"
+               "    T1 = fd.define_tensor(shape=[-1, -1], contiguity=[False, True], dtype=DataType.Half)\n"
+               "    T2 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Int32)\n"
+               "    T3 = fd.define_tensor(shape=[], contiguity=[], dtype=DataType.Bool)\n"
+               "    fd.add_output(T1)\n"
+               "inputs = [float('inf'), torch.randn(8, 8, dtype=torch.float16).as_strided((4, 4), (8, 1)),\n"
+               "          torch.randint(-5, 5, (3,), dtype=torch.int32), torch.ones((), dtype=torch.bool)]\n");
   capture c;
   fu_module *m = import_text(&src, &c, NULL);
   CHECK(m != NULL);
@@ -925,13 +950,14 @@ static void test_export_examples(void) {
   fu_diag_engine e;
   capture_engine(&e, &c);
   CHECK_EQ_INT(fu_py_export(&py, m, NULL, &e), FU_OK);
-  const char *want = "inputs = [\n"
-                     "    float(\"inf\"),\n"
-                     "    torch.randn(28, dtype=torch.float16, device=\"cuda\").as_strided((4, 4), (8, 1)),\n"
-                     "    torch.randint(-5, 5, (3,), dtype=torch.int32, device=\"cuda\"),\n"
-                     "    torch.ones((), dtype=torch.bool, device=\"cuda\"),\n"
-                     "]\n"
-                     "fd.execute(inputs)\n";
+  const char *want =
+      "inputs = [\n"
+      "    float(\"inf\"),\n"
+      "    torch.randn(28, dtype=torch.float16, device=\"cuda\").as_strided((4, 4), (8, 1)),\n"
+      "    torch.randint(-5, 5, (3,), dtype=torch.int32, device=\"cuda\"),\n"
+      "    torch.ones((), dtype=torch.bool, device=\"cuda\"),\n"
+      "]\n"
+      "fd.execute(inputs)\n";
   CHECK(py.data && strstr(py.data, want) != NULL);
   if (!py.data || !strstr(py.data, want)) fprintf(stderr, "%s", py.data ? py.data : "");
   fu_source back = {"back.py", py.data ? py.data : "", py.len, 1};
@@ -999,7 +1025,7 @@ static void test_dtype_names(void) {
 static void test_map(void) {
   fu_py_map m;
   fu_py_map_init(&m, fu_default_allocator());
-  static char keys[500][8];
+  static char keys[500][16];
   for (int i = 0; i < 500; i++) {
     snprintf(keys[i], sizeof keys[i], "k%d", i);
     CHECK(fu_py_map_set(&m, keys[i], &keys[i]));

@@ -71,6 +71,7 @@ static void test_cycle_check_basic(void) {
   g.ord[2] = 1;
   g.ord[1] = 2;
   g.ord[3] = 3;
+  fu_seg_graph_reindex(&g);
   CHECK(fu_seg_graph_order_valid(&g));
   uint32_t via = 99;
   CHECK_EQ_INT(fu_seg_graph_check(&g, 0, 1, UINT32_MAX, &via), FU_SEG_PATH_CYCLE);
@@ -175,6 +176,59 @@ static void test_cycle_check_random(void) {
     fu_seg_graph_free(&g);
     free(edge);
   }
+}
+
+/* A group with many successors absorbing the ops after it one at a time:
+ * the searches walk the few positions between the two instead of the long
+ * adjacency list, and still find the cycles. */
+static void test_cycle_check_hub(void) {
+  enum { N = 400 };
+  fu_seg_graph g;
+  CHECK_EQ_INT(fu_seg_graph_init(&g, N, fu_default_allocator()), FU_OK);
+  for (uint32_t j = 1; j < N; j++) {
+    fu_seg_graph_add_edge(&g, 0, j); /* the hub feeds everything */
+    if (j > 1) fu_seg_graph_add_edge(&g, j - 1, j);
+  }
+  /* every third op also depends on an op two back */
+  for (uint32_t j = 3; j < N; j += 3) fu_seg_graph_add_edge(&g, j - 2, j);
+  uint32_t hub = 0;
+  int cycles = 0, bad = 0;
+  for (uint32_t j = 1; j < N; j++) {
+    uint32_t x = fu_seg_graph_find(&g, hub), y = fu_seg_graph_find(&g, j);
+    if (x == y) continue;
+    if (g.ord[x] > g.ord[y]) {
+      uint32_t t = x;
+      x = y;
+      y = t;
+    }
+    fu_seg_path p = fu_seg_graph_check(&g, x, y, UINT32_MAX, NULL);
+    if (p == FU_SEG_PATH_CYCLE) {
+      cycles++;
+      continue;
+    }
+    if (fu_seg_graph_merge(&g, x, y, x) != FU_OK) bad++;
+    if (!fu_seg_graph_order_valid(&g)) bad++;
+  }
+  /* merging in order, every op joins the hub: the chain edge is direct */
+  CHECK_EQ_INT(cycles, 0);
+  CHECK_EQ_INT(bad, 0);
+  CHECK_EQ_INT(fu_seg_graph_find(&g, N - 1), fu_seg_graph_find(&g, 0));
+  fu_seg_graph_free(&g);
+
+  /* skipping ahead: the hub and op 5 are joined through ops 1-4 */
+  CHECK_EQ_INT(fu_seg_graph_init(&g, N, fu_default_allocator()), FU_OK);
+  for (uint32_t j = 1; j < N; j++) {
+    fu_seg_graph_add_edge(&g, 0, j);
+    if (j > 1) fu_seg_graph_add_edge(&g, j - 1, j);
+  }
+  uint32_t via = 0;
+  CHECK_EQ_INT(fu_seg_graph_check(&g, 0, 5, UINT32_MAX, &via), FU_SEG_PATH_CYCLE);
+  CHECK(via >= 1 && via <= 4);
+  CHECK_EQ_INT(fu_seg_graph_check(&g, 0, 1, UINT32_MAX, NULL), FU_SEG_PATH_NONE);
+  CHECK_EQ_INT(fu_seg_graph_check(&g, 3, 4, UINT32_MAX, NULL), FU_SEG_PATH_NONE);
+  CHECK_EQ_INT(fu_seg_graph_check(&g, 3, 5, UINT32_MAX, &via), FU_SEG_PATH_CYCLE);
+  CHECK_EQ_INT(via, 4);
+  fu_seg_graph_free(&g);
 }
 
 static void test_priority_order(void) {
@@ -519,7 +573,8 @@ static void test_debug_stream(void) {
   fu_module_free(p.m);
 }
 
-FU_TEST_MAIN(FU_TEST(test_cycle_check_basic), FU_TEST(test_cycle_check_random), FU_TEST(test_priority_order),
+FU_TEST_MAIN(FU_TEST(test_cycle_check_basic), FU_TEST(test_cycle_check_random), FU_TEST(test_cycle_check_hub),
+             FU_TEST(test_priority_order),
              FU_TEST(test_reject_cache), FU_TEST(test_summaries_match_scan),
              FU_TEST(test_random_fusions_valid_and_deterministic), FU_TEST(test_spaces_and_bytes),
              FU_TEST(test_extract), FU_TEST(test_extract_intermediate), FU_TEST(test_dot),

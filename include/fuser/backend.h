@@ -7,6 +7,9 @@
  * non-kernel function internal, runs the optimization pipeline (which
  * inlines and drops them) and prints LLVM IR or PTX.
  *
+ * A context is used by one thread at a time (it owns an LLVMContext);
+ * threads that compile concurrently each make their own.
+ *
  * Errors (a kernel that fails verification, LLVM verifier failures, a
  * missing libdevice, an unknown sm) are reported to the diagnostics engine
  * given to fu_backend_new and returned as a status; nothing aborts.

@@ -171,6 +171,11 @@ typedef struct fu_opt_args {
   bool list_passes;
   bool help;
   bool version;
+  /* ---- codegen: the target and the index graph's outputs ---- */
+  const char *device;          /* --device=NAME|FILE, or NULL (the passes' default) */
+  bool print_index_graph;      /* --print-index-graph: the index-graph pass prints to stderr */
+  const char *index_graph_dot; /* --index-graph-dot=FILE */
+  /* ---- end codegen ---- */
 } fu_opt_args;
 
 /* Parses argv[1..argc) into `a` (initialise nothing first; free with

@@ -80,7 +80,7 @@ typedef enum fu_py_expr_kind {
   FU_PY_E_BOOL,
   FU_PY_E_NONE,
   FU_PY_E_STRING,
-  FU_PY_E_ATTR,   /* base.name */
+  FU_PY_E_ATTR, /* base.name */
   FU_PY_E_CALL,
   FU_PY_E_LIST,   /* [a, b] */
   FU_PY_E_TUPLE,  /* (a, b) or a bare a, b */
@@ -203,7 +203,7 @@ typedef struct fu_py_map {
 
 void fu_py_map_init(fu_py_map *m, fu_allocator alloc);
 void fu_py_map_free(fu_py_map *m);
-void *fu_py_map_get(const fu_py_map *m, const char *key); /* NULL when absent */
+void *fu_py_map_get(const fu_py_map *m, const char *key);     /* NULL when absent */
 bool fu_py_map_set(fu_py_map *m, const char *key, void *val); /* false when out of memory */
 
 /* ---- symbolic extents ------------------------------------------------ */
@@ -229,7 +229,9 @@ typedef struct fu_py_symtab {
   fu_module *m;
   fu_py_sym *v;
   uint32_t n, cap;
-  const char **slots; /* name -> index + 1, open addressing on the pointer */
+  /* interned name -> index into v: open addressing on the pointer */
+  const char **slot_names;
+  uint32_t *slot_index;
   uint32_t n_slots;
 } fu_py_symtab;
 
@@ -261,15 +263,15 @@ fu_status fu_py_symtab_finalize(fu_py_symtab *s, fu_fusion *f, const char *prefi
 typedef struct fu_py_example_spec {
   fu_loc loc;
   bool is_scalar;
-  fu_dtype dtype;     /* scalar: f64, i64 or bool from the literal; tensor: torch dtype */
-  bool dtype_given;   /* tensor: dtype= was written (else torch's default) */
+  fu_dtype dtype;   /* scalar: f64, i64 or bool from the literal; tensor: torch dtype */
+  bool dtype_given; /* tensor: dtype= was written (else torch's default) */
   fu_scalar_value value;
-  fu_init_kind init;  /* tensors */
-  int32_t rank;       /* -1 for .npy data (shape from the file) */
+  fu_init_kind init; /* tensors */
+  int32_t rank;      /* -1 for .npy data (shape from the file) */
   int64_t shape[FU_MAX_RANK];
   int64_t strides[FU_MAX_RANK];
-  bool has_strides;   /* strides differ from row-major */
-  int64_t low, high;  /* randint */
+  bool has_strides;     /* strides differ from row-major */
+  int64_t low, high;    /* randint */
   const char *npy_path; /* in the script's arena */
 } fu_py_example_spec;
 
@@ -282,9 +284,9 @@ fu_status fu_py_eval_example(const fu_py_expr *e, fu_arena *arena, fu_diag_engin
 /* One definition to import: a `def name(fd)` body or an inline
  * `with FusionDefinition() as fd:` body. */
 typedef struct fu_py_unit {
-  const char *name;       /* the fusion's name */
+  const char *name; /* the fusion's name */
   fu_loc loc;
-  const char *fd;         /* the FusionDefinition parameter's name */
+  const char *fd; /* the FusionDefinition parameter's name */
   const fu_py_block *body;
   /* The inputs list bound to this definition, evaluated, or NULL: a reshape
    * whose symbolic extents cannot be worked out from the script takes them
@@ -314,8 +316,8 @@ typedef struct fu_py_import_options {
  * fu_infer_types and the module is verified before it is returned.  On error
  * *out is NULL and the status is non-zero; diagnostics are located.
  * `opts` may be NULL.  The source must outlive the module. */
-fu_status fu_py_import(const fu_source *src, fu_allocator alloc, fu_diag_engine *diag,
-                       const fu_py_import_options *opts, fu_module **out);
+fu_status fu_py_import(const fu_source *src, fu_allocator alloc, fu_diag_engine *diag, const fu_py_import_options *opts,
+                       fu_module **out);
 
 /* ---- export ---------------------------------------------------------- */
 
@@ -333,8 +335,7 @@ typedef struct fu_py_export_options {
  * IR.  Constructs the Python frontend cannot express (a symbolic extent
  * that appears from nowhere, a reshape between symbolic shapes) are
  * reported at the op and give FU_ERR_UNSUPPORTED.  `opts` may be NULL. */
-fu_status fu_py_export(fu_strbuf *out, const fu_module *m, const fu_py_export_options *opts,
-                       fu_diag_engine *diag);
+fu_status fu_py_export(fu_strbuf *out, const fu_module *m, const fu_py_export_options *opts, fu_diag_engine *diag);
 
 /* ---- names shared by import and export ------------------------------- */
 

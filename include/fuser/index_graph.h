@@ -178,6 +178,9 @@ fu_status fu_igraph_build(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_all
 void fu_igraph_free(fu_igraph *g);
 
 fu_ix_ctx *fu_igraph_ix(fu_igraph *g);
+const fu_schedule *fu_igraph_schedule(const fu_igraph *g);
+const fu_op *fu_igraph_segment(const fu_igraph *g);
+const fu_fusion *fu_igraph_fusion(const fu_igraph *g);
 uint32_t fu_igraph_num_ids(const fu_igraph *g);
 const fu_id *fu_igraph_id(const fu_igraph *g, uint32_t i);
 uint32_t fu_igraph_num_exprs(const fu_igraph *g);
@@ -207,6 +210,10 @@ const fu_ix *const *fu_igraph_coords(const fu_igraph *g, const fu_value *v);
  * that way. */
 const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand, const fu_ix *const *result_coords);
 
+/* The canonical copy of coordinate tuple c (rank entries), so equal tuples
+ * are the same pointer. */
+const fu_ix *const *fu_igraph_intern_coords(fu_igraph *g, const fu_ix *const *c, uint32_t rank);
+
 /* The element offset of an access to global tensor v at `coords`, with
  * v's layout (strides, run-time stride variables for unknown ones). */
 const fu_ix *fu_igraph_offset(fu_igraph *g, const fu_value *v, const fu_ix *const *coords);
@@ -227,7 +234,8 @@ fu_dtype fu_igraph_index_dtype(const fu_igraph *g);
  * (tag FU_IG_VAR_STRIDE).  Variable tags: */
 enum { FU_IG_VAR_LOOP = 1, FU_IG_VAR_STRIDE = 2, FU_IG_VAR_TAIL = 3 };
 
-/* Text form (--print-index-graph) and Graphviz form. */
+/* Text form (--print-index-graph), and Graphviz form: a subgraph cluster
+ * per segment, to be written inside `digraph { ... }`. */
 void fu_igraph_print(fu_strbuf *out, const fu_igraph *g);
 fu_status fu_igraph_write_dot(const fu_igraph *g, FILE *out);
 

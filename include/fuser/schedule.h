@@ -119,8 +119,13 @@ typedef struct fu_schedule {
 
 /* ---- text (lib/text/schedule_text.c) ------------------------------------- */
 
-/* Prints `s` at `indent` spaces, in the canonical form of docs/ir.md. */
-void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent);
+/* Writes a value reference (`%T3`): the IR printer passes its own, which
+ * knows the names it gave to values without a usable one. */
+typedef void (*fu_value_ref_fn)(void *user, fu_strbuf *out, const fu_value *v);
+
+/* Prints `s` at `indent` spaces, in the canonical form of docs/ir.md.
+ * `ref` may be NULL (values print as `%name`). */
+void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_value_ref_fn ref, void *user);
 
 /* ---- queries --------------------------------------------------------------- */
 

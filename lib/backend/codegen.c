@@ -324,6 +324,11 @@ fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k) {
     bk_error(m->be, "kernel name '@%s' is not a valid PTX identifier", k->name ? k->name : "");
     return FU_ERR_UNSUPPORTED;
   }
+  if (k->name[0] == '_' && k->name[1] == '_') {
+    /* libdevice's functions and globals live there */
+    bk_error(m->be, "kernel name '@%s' is reserved (names starting with '__')", k->name);
+    return FU_ERR_UNSUPPORTED;
+  }
   if (LLVMGetNamedFunction(m->M, k->name)) {
     bk_error(m->be, "two kernels are named '@%s'", k->name);
     return FU_ERR_INVALID_ARG;

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "fuser/device.h" /* codegen: --device */
 #include "fuser/driver.h"
 
 static const char *const emit_names[FU_EMIT_COUNT] = {"fir", "llvm", "ptx", "cuda"};
@@ -22,6 +23,7 @@ typedef enum opt_id {
   O_PASS, O_PIPELINE, O_OUTPUT, O_EMIT, O_SPLIT, O_VERIFY_DIAG, O_NO_VERIFY_EACH, O_VERIFY_EACH,
   O_PRINT_BEFORE_ALL, O_PRINT_AFTER_ALL, O_PRINT_BEFORE, O_PRINT_AFTER, O_TIMING, O_DEBUG, O_PRINT_LOCS,
   O_LIST_PASSES, O_HELP, O_VERSION,
+  O_DEVICE, O_PRINT_INDEX_GRAPH, O_INDEX_GRAPH_DOT, /* codegen */
 } opt_id;
 
 typedef enum arg_kind { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL } arg_kind;
@@ -51,6 +53,12 @@ static const struct option_def {
     {"debug", O_DEBUG, ARG_OPTIONAL, "[=P[,Q...]]", "debug output of these passes (default: all) to stderr"},
     {"print-locs", O_PRINT_LOCS, ARG_NONE, NULL, "append `// line:col` comments to printed ops"},
     {"list-passes", O_LIST_PASSES, ARG_NONE, NULL, "list the passes with their options and defaults"},
+    /* ---- codegen ---- */
+    {"device", O_DEVICE, ARG_REQUIRED, "NAME|FILE",
+     "target GPU for schedule and --emit: h100, h200, a100, sm_80, sm_90, or a key = value file"},
+    {"print-index-graph", O_PRINT_INDEX_GRAPH, ARG_NONE, NULL, "print each segment's index graph to stderr"},
+    {"index-graph-dot", O_INDEX_GRAPH_DOT, ARG_REQUIRED, "FILE", "write the index graphs as Graphviz to FILE"},
+    /* ---- end codegen ---- */
     {"help", O_HELP, ARG_NONE, NULL, "show this help (also -h)"},
     {"version", O_VERSION, ARG_NONE, NULL, "show the version"},
 };
@@ -141,6 +149,87 @@ static const struct option_def *find(const char *name, size_t len) {
     if (strlen(options[i].name) == len && memcmp(options[i].name, name, len) == 0) return &options[i];
   return NULL;
 }
+
+/* ---- codegen: --device, --print-index-graph, --index-graph-dot ----------
+ * They set options of the passes in the pipeline that take them (`device`
+ * of schedule, `dot` of index-graph) unless the pipeline text set them, and
+ * --print-index-graph turns on index-graph's debug output. */
+static bool has_option(const fu_pass_def *p, const char *name) {
+  for (const fu_pass_option_def *o = p->options; o && o->name; o++)
+    if (strcmp(o->name, name) == 0) return true;
+  return false;
+}
+
+static bool step_sets(const fu_pipeline_step *s, const char *name) {
+  for (uint32_t i = 0; i < s->n_options; i++)
+    if (strcmp(s->options[i].name, name) == 0) return true;
+  return false;
+}
+
+/* Appends name=value to the options of every step (of pass `only`, when
+ * not NULL) whose pass declares `name` and does not set it; returns how
+ * many steps take it, -1 when memory runs out. */
+static int add_default_option(fu_opt_args *a, const char *only, const char *name, const char *value) {
+  int n = 0;
+  fu_pipeline *p = &a->pipeline;
+  for (uint32_t i = 0; i < p->n_steps; i++) {
+    fu_pipeline_step *s = &p->steps[i];
+    if ((only && strcmp(s->pass->name, only) != 0) || !has_option(s->pass, name)) continue;
+    n++;
+    if (step_sets(s, name)) continue;
+    if (!p->arena && !(p->arena = fu_arena_new(p->alloc))) return -1;
+    fu_pass_option *o = fu_arena_alloc(p->arena, (s->n_options + 1) * sizeof *o);
+    if (!o) return -1;
+    if (s->n_options) memcpy(o, s->options, s->n_options * sizeof *o);
+    o[s->n_options].name = name;
+    o[s->n_options].value = value;
+    s->options = o;
+    s->n_options++;
+  }
+  return n;
+}
+
+static bool pipeline_has(const fu_opt_args *a, const char *pass) {
+  for (uint32_t i = 0; i < a->pipeline.n_steps; i++)
+    if (strcmp(a->pipeline.steps[i].pass->name, pass) == 0) return true;
+  return false;
+}
+
+static fu_status apply_codegen_args(fu_opt_args *a, const fu_opt_config *cfg, FILE *err) {
+  if (a->device) {
+    fu_diag_engine diag;
+    fu_diag_init(&diag, fu_default_allocator());
+    diag.stream = err;
+    fu_device dev;
+    if (fu_device_from_spec(a->device, fu_default_allocator(), &dev, &diag) != FU_OK) {
+      usage_error(err, cfg, "bad --device '%s'", a->device);
+      return FU_ERR_INVALID_ARG;
+    }
+    if (add_default_option(a, NULL, "device", a->device) < 0) return FU_ERR_NOMEM;
+  }
+  if ((a->print_index_graph || a->index_graph_dot) && !pipeline_has(a, "index-graph")) {
+    usage_error(err, cfg, "--%s needs the index-graph pass in the pipeline (--pass=...,index-graph or --pass=all)",
+                a->print_index_graph ? "print-index-graph" : "index-graph-dot");
+    return FU_ERR_INVALID_ARG;
+  }
+  if (a->index_graph_dot && add_default_option(a, "index-graph", "dot", a->index_graph_dot) < 0) return FU_ERR_NOMEM;
+  if (a->print_index_graph) {
+    if (!a->run.debug) {
+      a->run.debug = "index-graph";
+    } else if (!fu_name_in_list(a->run.debug, "index-graph")) {
+      fu_pipeline *p = &a->pipeline;
+      if (!p->arena && !(p->arena = fu_arena_new(p->alloc))) return FU_ERR_NOMEM;
+      size_t n = strlen(a->run.debug);
+      char *s = fu_arena_alloc(p->arena, n + sizeof ",index-graph");
+      if (!s) return FU_ERR_NOMEM;
+      memcpy(s, a->run.debug, n);
+      memcpy(s + n, ",index-graph", sizeof ",index-graph");
+      a->run.debug = s;
+    }
+  }
+  return FU_OK;
+}
+/* ---- end codegen ---- */
 
 fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cfg, fu_opt_args *a, FILE *err) {
   memset(a, 0, sizeof *a);
@@ -250,9 +339,14 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
     case O_LIST_PASSES: a->list_passes = true; break;
     case O_HELP: a->help = true; break;
     case O_VERSION: a->version = true; break;
+    /* ---- codegen ---- */
+    case O_DEVICE: a->device = value; break;
+    case O_PRINT_INDEX_GRAPH: a->print_index_graph = true; break;
+    case O_INDEX_GRAPH_DOT: a->index_graph_dot = value; break;
+    /* ---- end codegen ---- */
     }
   }
-  return FU_OK;
+  return apply_codegen_args(a, cfg, err);
 }
 
 void fu_opt_args_free(fu_opt_args *a) { fu_pipeline_free(&a->pipeline); }

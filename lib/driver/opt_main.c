@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "fuser/device.h"   /* codegen: --device at emission */
 #include "fuser/driver.h"
+#include "fuser/schedule.h" /* codegen */
 #include "fuser/parse.h"
 #include "fuser/print.h"
 #include "fuser/verify.h"
@@ -44,7 +46,14 @@ static bool process_chunk(opt_state *s, const fu_source *src, fu_diag_engine *di
       fu_print_module(out, m, &po);
       fu_timing_add(&s->timing, "print", fu_timing_now() - t0);
     } else {
-      st = s->cfg->emitters[a->emit](s->cfg->emit_user, m, a->emit, out, diag);
+      /* ---- codegen: --device names the architecture the kernels are emitted for ---- */
+      if (a->device) {
+        fu_device dev;
+        st = fu_device_from_spec(a->device, s->alloc, &dev, diag);
+        if (st == FU_OK) st = fu_schedule_retarget(m, &dev);
+      }
+      /* ---- end codegen ---- */
+      if (st == FU_OK) st = s->cfg->emitters[a->emit](s->cfg->emit_user, m, a->emit, out, diag);
       fu_timing_add(&s->timing, "emit", fu_timing_now() - t0);
     }
     if (out->failed) {

@@ -31,9 +31,9 @@ typedef enum bind_kind { B_VALUE, B_CONST, B_VECTOR, B_EXTENT } bind_kind;
 
 typedef struct binding {
   bind_kind kind;
-  fu_value *value;  /* B_VALUE */
-  pconst cst;       /* B_CONST */
-  fu_extent *dims;  /* B_VECTOR; a constant -1 means "infer" */
+  fu_value *value; /* B_VALUE */
+  pconst cst;      /* B_CONST */
+  fu_extent *dims; /* B_VECTOR; a constant -1 means "infer" */
   uint32_t n_dims;
   fu_extent extent; /* B_EXTENT */
 } binding;
@@ -160,111 +160,123 @@ static double pconst_as_double(const pconst *c) {
   return c->kind == PY_FLOAT ? c->v.f : c->kind == PY_INT ? (double)c->v.i : (double)c->v.b;
 }
 
-
 /* Evaluate a constant expression: literals, arithmetic on them, names bound
  * to constants, float("inf").  1 = constant, 0 = not a constant, -1 = error
  * (reported). */
 static int eval_const(builder *b, const fu_py_expr *e, pconst *out) {
   switch (e->kind) {
-  case FU_PY_E_INT: *out = pconst_int(e->u.i); return 1;
-  case FU_PY_E_FLOAT: *out = pconst_float(e->u.f); return 1;
-  case FU_PY_E_BOOL: *out = pconst_bool(e->u.b); return 1;
-  case FU_PY_E_NAME: {
-    binding *bd = fu_py_map_get(&b->env, e->u.name);
-    if (bd && bd->kind == B_CONST) {
-      *out = bd->cst;
-      return 1;
-    }
-    return 0;
-  }
-  case FU_PY_E_UNARY: {
-    int r = eval_const(b, e->u.unary.operand, out);
-    if (r != 1) return r;
-    if (e->u.unary.op == '-') {
-      if (out->kind == PY_FLOAT)
-        out->v.f = -out->v.f;
-      else if (out->kind == PY_INT)
-        out->v.i = -out->v.i;
-      else
-        *out = pconst_int(out->v.b ? -1 : 0);
-    }
-    return 1;
-  }
-  case FU_PY_E_CALL: {
-    const fu_py_expr *callee = e->u.call.callee;
-    if (callee->kind == FU_PY_E_NAME && strcmp(callee->u.name, "float") == 0 && e->u.call.n_args == 1 &&
-        e->u.call.n_kwargs == 0) {
-      const fu_py_expr *a = e->u.call.args[0];
-      if (a->kind == FU_PY_E_STRING) {
-        const char *s = a->u.str;
-        if (strcmp(s, "inf") == 0 || strcmp(s, "+inf") == 0 || strcmp(s, "infinity") == 0) *out = pconst_float(INFINITY);
-        else if (strcmp(s, "-inf") == 0 || strcmp(s, "-infinity") == 0) *out = pconst_float(-INFINITY);
-        else if (strcmp(s, "nan") == 0) *out = pconst_float(NAN);
-        else {
-          fu_error(b->diag, a->loc, "unsupported float literal \"%s\"", s);
-          return -1;
-        }
+    case FU_PY_E_INT: *out = pconst_int(e->u.i); return 1;
+    case FU_PY_E_FLOAT: *out = pconst_float(e->u.f); return 1;
+    case FU_PY_E_BOOL: *out = pconst_bool(e->u.b); return 1;
+    case FU_PY_E_NAME: {
+      binding *bd = fu_py_map_get(&b->env, e->u.name);
+      if (bd && bd->kind == B_CONST) {
+        *out = bd->cst;
         return 1;
       }
-      pconst c;
-      int r = eval_const(b, a, &c);
+      return 0;
+    }
+    case FU_PY_E_UNARY: {
+      int r = eval_const(b, e->u.unary.operand, out);
       if (r != 1) return r;
-      *out = pconst_float(pconst_as_double(&c));
+      if (e->u.unary.op == '-') {
+        if (out->kind == PY_FLOAT)
+          out->v.f = -out->v.f;
+        else if (out->kind == PY_INT)
+          out->v.i = -out->v.i;
+        else
+          *out = pconst_int(out->v.b ? -1 : 0);
+      }
       return 1;
     }
-    return 0;
-  }
-  case FU_PY_E_BINARY: {
-    pconst l, r;
-    int rl = eval_const(b, e->u.binary.lhs, &l);
-    if (rl != 1) return rl;
-    int rr = eval_const(b, e->u.binary.rhs, &r);
-    if (rr != 1) return rr;
-    const char *op = e->u.binary.op;
-    bool ints = l.kind != PY_FLOAT && r.kind != PY_FLOAT;
-    int64_t li = l.kind == PY_INT ? l.v.i : l.v.b, ri = r.kind == PY_INT ? r.v.i : r.v.b;
-    double lf = pconst_as_double(&l), rf = pconst_as_double(&r);
-    if (ints && strcmp(op, "/") != 0) {
-      if ((strcmp(op, "//") == 0 || strcmp(op, "%") == 0) && ri == 0) {
-        fu_error(b->diag, e->loc, "integer division by zero");
-        return -1;
-      }
-      int64_t v;
-      if (strcmp(op, "+") == 0) v = li + ri;
-      else if (strcmp(op, "-") == 0) v = li - ri;
-      else if (strcmp(op, "*") == 0) v = li * ri;
-      else if (strcmp(op, "//") == 0) v = li / ri - ((li % ri != 0) && ((li < 0) != (ri < 0)));
-      else if (strcmp(op, "%") == 0) {
-        v = li % ri;
-        if (v != 0 && ((v < 0) != (ri < 0))) v += ri;
-      } else { /* ** */
-        if (ri < 0) {
-          *out = pconst_float(pow(lf, rf));
+    case FU_PY_E_CALL: {
+      const fu_py_expr *callee = e->u.call.callee;
+      if (callee->kind == FU_PY_E_NAME && strcmp(callee->u.name, "float") == 0 && e->u.call.n_args == 1 &&
+          e->u.call.n_kwargs == 0) {
+        const fu_py_expr *a = e->u.call.args[0];
+        if (a->kind == FU_PY_E_STRING) {
+          const char *s = a->u.str;
+          if (strcmp(s, "inf") == 0 || strcmp(s, "+inf") == 0 || strcmp(s, "infinity") == 0)
+            *out = pconst_float(INFINITY);
+          else if (strcmp(s, "-inf") == 0 || strcmp(s, "-infinity") == 0)
+            *out = pconst_float(-INFINITY);
+          else if (strcmp(s, "nan") == 0)
+            *out = pconst_float(NAN);
+          else {
+            fu_error(b->diag, a->loc, "unsupported float literal \"%s\"", s);
+            return -1;
+          }
           return 1;
         }
-        v = 1;
-        for (int64_t k = 0; k < ri && k < 64; k++) v *= li;
+        pconst c;
+        int r = eval_const(b, a, &c);
+        if (r != 1) return r;
+        *out = pconst_float(pconst_as_double(&c));
+        return 1;
       }
-      *out = pconst_int(v);
+      return 0;
+    }
+    case FU_PY_E_BINARY: {
+      pconst l, r;
+      int rl = eval_const(b, e->u.binary.lhs, &l);
+      if (rl != 1) return rl;
+      int rr = eval_const(b, e->u.binary.rhs, &r);
+      if (rr != 1) return rr;
+      const char *op = e->u.binary.op;
+      bool ints = l.kind != PY_FLOAT && r.kind != PY_FLOAT;
+      int64_t li = l.kind == PY_INT ? l.v.i : l.v.b, ri = r.kind == PY_INT ? r.v.i : r.v.b;
+      double lf = pconst_as_double(&l), rf = pconst_as_double(&r);
+      if (ints && strcmp(op, "/") != 0) {
+        if ((strcmp(op, "//") == 0 || strcmp(op, "%") == 0) && ri == 0) {
+          fu_error(b->diag, e->loc, "integer division by zero");
+          return -1;
+        }
+        int64_t v;
+        if (strcmp(op, "+") == 0)
+          v = li + ri;
+        else if (strcmp(op, "-") == 0)
+          v = li - ri;
+        else if (strcmp(op, "*") == 0)
+          v = li * ri;
+        else if (strcmp(op, "//") == 0)
+          v = li / ri - ((li % ri != 0) && ((li < 0) != (ri < 0)));
+        else if (strcmp(op, "%") == 0) {
+          v = li % ri;
+          if (v != 0 && ((v < 0) != (ri < 0))) v += ri;
+        } else { /* ** */
+          if (ri < 0) {
+            *out = pconst_float(pow(lf, rf));
+            return 1;
+          }
+          v = 1;
+          for (int64_t k = 0; k < ri && k < 64; k++) v *= li;
+        }
+        *out = pconst_int(v);
+        return 1;
+      }
+      double v;
+      if (strcmp(op, "+") == 0)
+        v = lf + rf;
+      else if (strcmp(op, "-") == 0)
+        v = lf - rf;
+      else if (strcmp(op, "*") == 0)
+        v = lf * rf;
+      else if (strcmp(op, "/") == 0) {
+        if (rf == 0.0) {
+          fu_error(b->diag, e->loc, "division by zero");
+          return -1;
+        }
+        v = lf / rf;
+      } else if (strcmp(op, "//") == 0)
+        v = floor(lf / rf);
+      else if (strcmp(op, "%") == 0)
+        v = lf - floor(lf / rf) * rf;
+      else
+        v = pow(lf, rf);
+      *out = pconst_float(v);
       return 1;
     }
-    double v;
-    if (strcmp(op, "+") == 0) v = lf + rf;
-    else if (strcmp(op, "-") == 0) v = lf - rf;
-    else if (strcmp(op, "*") == 0) v = lf * rf;
-    else if (strcmp(op, "/") == 0) {
-      if (rf == 0.0) {
-        fu_error(b->diag, e->loc, "division by zero");
-        return -1;
-      }
-      v = lf / rf;
-    } else if (strcmp(op, "//") == 0) v = floor(lf / rf);
-    else if (strcmp(op, "%") == 0) v = lf - floor(lf / rf) * rf;
-    else v = pow(lf, rf);
-    *out = pconst_float(v);
-    return 1;
-  }
-  default: return 0;
+    default: return 0;
   }
 }
 
@@ -360,8 +372,8 @@ static fu_status eval_extent(builder *b, const fu_py_expr *e, const char *param,
     }
     if (bd && bd->kind == B_VALUE) {
       fu_error(b->diag, e->loc,
-               "'%s' of '%s' uses the runtime scalar '%s'; extents must be constants or sizes of input tensors",
-               param, what, e->u.name);
+               "'%s' of '%s' uses the runtime scalar '%s'; extents must be constants or sizes of input tensors", param,
+               what, e->u.name);
       return FU_ERR_UNSUPPORTED;
     }
   }
@@ -417,8 +429,8 @@ static fu_status eval_dtype(builder *b, const fu_py_expr *e, const char *what, b
   if (dotted(e, name, sizeof name)) {
     const char *dot = strrchr(name, '.');
     size_t prefix = dot ? (size_t)(dot - name) : 0;
-    if (dot && ((prefix == 8 && strncmp(name, "DataType", 8) == 0) ||
-                (prefix > 9 && strncmp(dot - 9, ".DataType", 9) == 0)))
+    if (dot &&
+        ((prefix == 8 && strncmp(name, "DataType", 8) == 0) || (prefix > 9 && strncmp(dot - 9, ".DataType", 9) == 0)))
       t = fu_py_datatype_from_name(dot + 1, &known, &supported);
     else if (dot && prefix == 5 && strncmp(name, "torch", 5) == 0)
       t = fu_py_torch_dtype_from_name(dot + 1, &known, &supported);
@@ -478,6 +490,8 @@ static fu_value *make_literal(builder *b, const pconst *c) {
   return v;
 }
 
+/* Evaluate a call: fd.ops.<op>, or an fd.<method>.  Results that no
+ * assignment names get temporary names here. */
 static fu_status eval_call(builder *b, const fu_py_expr *call, const char *name_hint, result *res);
 static fu_status eval_arith(builder *b, const fu_py_expr *e, const char *name, fu_value **out);
 
@@ -647,6 +661,8 @@ static fu_status build_unary(builder *b, fu_op_kind kind, const fu_py_expr *call
   return single_value(b, new_op(b, kind, &x, 1, 1, call->loc), res);
 }
 
+/* fd.ops.cast(arg, dtype): the result type is stated, the operand's shape
+ * with the new dtype. */
 static fu_status build_cast(builder *b, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!arg|input|arg1|x", "!dtype", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -663,12 +679,16 @@ static fu_status build_cast(builder *b, const fu_py_expr *call, const char *what
   return finish_op(b, op, res);
 }
 
+/* Binary and ternary pointwise ops; their tensor operands share extents. */
 static fu_status build_nary(builder *b, fu_op_kind kind, const fu_py_expr *call, const char *what, result *res) {
   static const char *const binary[] = {"!arg1|lhs|input|arg|x", "!arg2|rhs|other|y", NULL};
   static const char *const where[] = {"!pred|cond|condition|arg1", "!arg2|x|input|a", "!arg3|y|other|b", NULL};
   static const char *const clamp[] = {"!arg|arg1|input|x", "!min|arg2|lo", "!max|arg3|hi", NULL};
   static const char *const lerp[] = {"!start|arg1|input", "!end|arg2", "!weight|arg3", NULL};
-  const char *const *params = kind == FU_OP_WHERE ? where : kind == FU_OP_CLAMP ? clamp : kind == FU_OP_LERP ? lerp : binary;
+  const char *const *params = kind == FU_OP_WHERE   ? where
+                              : kind == FU_OP_CLAMP ? clamp
+                              : kind == FU_OP_LERP  ? lerp
+                                                    : binary;
   uint32_t n = fu_op_info_of(kind)->num_operands;
   const fu_py_expr *s[MAX_PARAMS];
   fu_status st = bind_args(b, call, what, params, s);
@@ -680,6 +700,8 @@ static fu_status build_nary(builder *b, fu_op_kind kind, const fu_py_expr *call,
   return single_value(b, new_op(b, kind, v, n, 1, call->loc), res);
 }
 
+/* sum/prod/max/min(arg, dims, keepdim, dtype): no dims reduces every dim,
+ * as nvFuser's overload without axes does. */
 static fu_status build_reduce(builder *b, fu_op_kind kind, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!arg|input|arg1", "axes|dims|axis|dim", "keepdim", "dtype", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -712,6 +734,8 @@ static fu_status build_reduce(builder *b, fu_op_kind kind, const fu_py_expr *cal
   return finish_op(b, op, res);
 }
 
+/* var / var_mean(arg, dims, correction, keepdim); the old `unbiased` flag
+ * means correction 1. */
 static fu_status build_variance(builder *b, fu_op_kind kind, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!arg|input|arg1", "axes|dims", "correction", "keepdim", "unbiased", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -757,6 +781,8 @@ static fu_status build_variance(builder *b, fu_op_kind kind, const fu_py_expr *c
   return finish_op(b, op, res);
 }
 
+/* broadcast_in_dim(arg, shape, broadcast_dims): -1 in shape keeps the
+ * operand's extent; a stated extent pins the operand's symbol. */
 static fu_status build_broadcast_in_dim(builder *b, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!arg|input|arg1", "!shape|output_shape", "!broadcast_dims", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -800,6 +826,7 @@ static fu_status build_broadcast_in_dim(builder *b, const fu_py_expr *call, cons
   return finish_op(b, op, res);
 }
 
+/* broadcast(arg, is_broadcast_dim): new dims of extent 1. */
 static fu_status build_broadcast(builder *b, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!arg|input|arg1", "!is_broadcast_dim", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -823,6 +850,7 @@ static fu_status build_broadcast(builder *b, const fu_py_expr *call, const char 
   return finish_op(b, op, res);
 }
 
+/* expand(arg, shape): -1 keeps the operand's extent. */
 static fu_status build_expand(builder *b, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!arg|input|arg1", "!shape|output_shape", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -957,8 +985,9 @@ static void format_extents(builder *b, const fu_extent *dims, int32_t rank, char
   if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
-static fu_status build_reshape(builder *b, const fu_py_expr *call, const char *what, bool legacy_view,
-                               result *res) {
+/* reshape(arg, new_shape) and the pre-2023 view/reshape(arg,
+ * original_shape, new_shape); original_shape pins the operand's symbols. */
+static fu_status build_reshape(builder *b, const fu_py_expr *call, const char *what, bool legacy_view, result *res) {
   static const char *const modern[] = {"!arg|input|arg1", "!new_shape|shape", "original_shape", NULL};
   static const char *const legacy[] = {"!arg|input|arg1", "original_shape", "!new_shape|shape", NULL};
   bool old_order = legacy_view || call->u.call.n_args == 3;
@@ -1014,6 +1043,7 @@ static fu_status build_reshape(builder *b, const fu_py_expr *call, const char *w
   return finish_op(b, op, res);
 }
 
+/* permute(arg, dims): negative dims count from the end. */
 static fu_status build_permute(builder *b, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!arg|input|arg1", "!dims", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -1032,6 +1062,7 @@ static fu_status build_permute(builder *b, const fu_py_expr *call, const char *w
   return finish_op(b, op, res);
 }
 
+/* squeeze(arg, dims) and the pre-2023 squeeze(arg, original_shape, dims). */
 static fu_status build_squeeze(builder *b, const fu_py_expr *call, const char *what, result *res) {
   static const char *const modern[] = {"!arg|input|arg1", "!dims|dim", "squeeze_expanded", "original_shape", NULL};
   static const char *const legacy[] = {"!arg|input|arg1", "original_shape", "!dims|dim", NULL};
@@ -1074,9 +1105,11 @@ static fu_status build_squeeze(builder *b, const fu_py_expr *call, const char *w
   return finish_op(b, op, res);
 }
 
+/* slice(arg, start_indices, end_indices, strides): indices are normalized
+ * like Python's unless manual_normalization is set. */
 static fu_status build_slice(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!arg|input|arg1", "!start_indices", "!end_indices", "strides",
-                                       "manual_normalization", NULL};
+  static const char *const params[] = {"!arg|input|arg1", "!start_indices",       "!end_indices",
+                                       "strides",         "manual_normalization", NULL};
   const fu_py_expr *s[MAX_PARAMS];
   fu_status st = bind_args(b, call, what, params, s);
   if (st != FU_OK) return st;
@@ -1129,6 +1162,7 @@ static fu_status build_slice(builder *b, const fu_py_expr *call, const char *wha
   return finish_op(b, op, res);
 }
 
+/* cat(tensors, dim): every dim but `dim` is shared by the operands. */
 static fu_status build_cat(builder *b, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!tensors|inputs|input", "dim", "manual_padding", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -1176,6 +1210,8 @@ static fu_value *zero_literal(builder *b, fu_dtype like) {
   return fu_literal_b(b->f, false);
 }
 
+/* pad(arg, pad_widths, value): no value pads with zero of the tensor's
+ * category, as nvFuser does. */
 static fu_status build_pad(builder *b, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!arg|input|arg1", "!pad_widths|widths", "value", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -1198,6 +1234,7 @@ static fu_status build_pad(builder *b, const fu_py_expr *call, const char *what,
   return finish_op(b, op, res);
 }
 
+/* full(shape, fill_value, dtype). */
 static fu_status build_full(builder *b, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!shape|size", "!fill_value|arg|value", "!dtype", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -1221,6 +1258,7 @@ static fu_status build_full(builder *b, const fu_py_expr *call, const char *what
   return finish_op(b, op, res);
 }
 
+/* iota(length, start, step, dtype): start and step default to 0 and 1. */
 static fu_status build_iota(builder *b, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!length", "start", "step", "dtype", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -1298,6 +1336,8 @@ static fu_status build_size_query(builder *b, const char *opname, const fu_py_ex
   return FU_OK;
 }
 
+/* Dispatch an fd.ops call on the op's class in ops.def; names nvFuser has
+ * beyond the table (view, size, shape, at) are handled first. */
 static fu_status build_op(builder *b, const char *opname, const fu_py_expr *call, result *res) {
   char what[96];
   op_display(b, opname, what, sizeof what);
@@ -1310,24 +1350,24 @@ static fu_status build_op(builder *b, const char *opname, const fu_py_expr *call
     return FU_ERR_UNSUPPORTED;
   }
   switch (fu_op_info_of(kind)->cls) {
-  case FU_OC_UNARY: return build_unary(b, kind, call, what, res);
-  case FU_OC_CAST: return build_cast(b, call, what, res);
-  case FU_OC_BINARY:
-  case FU_OC_TERNARY: return build_nary(b, kind, call, what, res);
-  case FU_OC_REDUCE: return build_reduce(b, kind, call, what, res);
-  case FU_OC_VARIANCE: return build_variance(b, kind, call, what, res);
-  case FU_OC_BROADCAST_IN_DIM: return build_broadcast_in_dim(b, call, what, res);
-  case FU_OC_BROADCAST: return build_broadcast(b, call, what, res);
-  case FU_OC_EXPAND: return build_expand(b, call, what, res);
-  case FU_OC_RESHAPE: return build_reshape(b, call, what, false, res);
-  case FU_OC_PERMUTE: return build_permute(b, call, what, res);
-  case FU_OC_SQUEEZE: return build_squeeze(b, call, what, res);
-  case FU_OC_SLICE: return build_slice(b, call, what, res);
-  case FU_OC_CAT: return build_cat(b, call, what, res);
-  case FU_OC_PAD: return build_pad(b, call, what, res);
-  case FU_OC_FULL: return build_full(b, call, what, res);
-  case FU_OC_IOTA: return build_iota(b, call, what, res);
-  case FU_OC_META: break;
+    case FU_OC_UNARY: return build_unary(b, kind, call, what, res);
+    case FU_OC_CAST: return build_cast(b, call, what, res);
+    case FU_OC_BINARY:
+    case FU_OC_TERNARY: return build_nary(b, kind, call, what, res);
+    case FU_OC_REDUCE: return build_reduce(b, kind, call, what, res);
+    case FU_OC_VARIANCE: return build_variance(b, kind, call, what, res);
+    case FU_OC_BROADCAST_IN_DIM: return build_broadcast_in_dim(b, call, what, res);
+    case FU_OC_BROADCAST: return build_broadcast(b, call, what, res);
+    case FU_OC_EXPAND: return build_expand(b, call, what, res);
+    case FU_OC_RESHAPE: return build_reshape(b, call, what, false, res);
+    case FU_OC_PERMUTE: return build_permute(b, call, what, res);
+    case FU_OC_SQUEEZE: return build_squeeze(b, call, what, res);
+    case FU_OC_SLICE: return build_slice(b, call, what, res);
+    case FU_OC_CAT: return build_cat(b, call, what, res);
+    case FU_OC_PAD: return build_pad(b, call, what, res);
+    case FU_OC_FULL: return build_full(b, call, what, res);
+    case FU_OC_IOTA: return build_iota(b, call, what, res);
+    case FU_OC_META: break;
   }
   fu_error(b->diag, call->loc, "unsupported nvFuser op '%s'", what);
   return FU_ERR_UNSUPPORTED;
@@ -1342,6 +1382,7 @@ static fu_status flush_outputs(builder *b) {
   return op ? FU_OK : nomem(b);
 }
 
+/* fd.add_output(x): consecutive calls are gathered into one OUTPUT op. */
 static fu_status add_output(builder *b, const fu_py_expr *call, const char *what) {
   static const char *const params[] = {"!output|arg", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -1387,9 +1428,18 @@ static void contiguity_from_strides(const int64_t *sizes, const int64_t *strides
   }
 }
 
+/* fd.define_tensor in its current (shape, contiguity, dtype, is_cpu,
+ * stride_order) and pre-2023 (symbolic_sizes/contiguous, sizes/strides,
+ * ndims) forms: an INPUT op, each -1 a fresh symbol. */
 static fu_status define_tensor(builder *b, const fu_py_expr *call, const char *what, const char *hint, result *res) {
-  static const char *const params[] = {"shape|symbolic_sizes|sizes|ndims", "contiguity|contiguous", "dtype", "is_cpu",
-                                       "stride_order", "strides", "static_sizes", NULL};
+  static const char *const params[] = {"shape|symbolic_sizes|sizes|ndims",
+                                       "contiguity|contiguous",
+                                       "dtype",
+                                       "is_cpu",
+                                       "stride_order",
+                                       "strides",
+                                       "static_sizes",
+                                       NULL};
   const fu_py_expr *s[MAX_PARAMS];
   fu_status st = bind_args(b, call, what, params, s);
   if (st != FU_OK) return st;
@@ -1561,6 +1611,8 @@ static fu_status convert_const(builder *b, pconst *c, fu_dtype dt, const fu_py_e
   return FU_OK;
 }
 
+/* define_scalar(None, dtype) is a runtime scalar INPUT; define_scalar(v)
+ * and define_constant(v) are constants that become literals where used. */
 static fu_status define_scalar(builder *b, const fu_py_expr *call, const char *what, bool constant, result *res) {
   static const char *const scalar_params[] = {"value|val", "dtype", NULL};
   static const char *const const_params[] = {"!val|value", "dtype", NULL};
@@ -1605,6 +1657,7 @@ static fu_status define_scalar(builder *b, const fu_py_expr *call, const char *w
   return FU_OK;
 }
 
+/* define_vector([...]): a shape of constants and tensor sizes. */
 static fu_status define_vector(builder *b, const fu_py_expr *call, const char *what, result *res) {
   static const char *const params[] = {"!values|value|size", "dtype", NULL};
   const fu_py_expr *s[MAX_PARAMS];
@@ -1647,13 +1700,13 @@ static fu_status eval_arith(builder *b, const fu_py_expr *e, const char *name, f
     n = 1;
   } else {
     const char *op = e->u.binary.op;
-    kind = strcmp(op, "+") == 0   ? FU_OP_ADD
-           : strcmp(op, "-") == 0 ? FU_OP_SUB
-           : strcmp(op, "*") == 0 ? FU_OP_MUL
-           : strcmp(op, "/") == 0 ? FU_OP_DIV
+    kind = strcmp(op, "+") == 0    ? FU_OP_ADD
+           : strcmp(op, "-") == 0  ? FU_OP_SUB
+           : strcmp(op, "*") == 0  ? FU_OP_MUL
+           : strcmp(op, "/") == 0  ? FU_OP_DIV
            : strcmp(op, "**") == 0 ? FU_OP_POW
-           : strcmp(op, "%") == 0 ? FU_OP_REMAINDER
-                                  : FU_OP_COUNT;
+           : strcmp(op, "%") == 0  ? FU_OP_REMAINDER
+                                   : FU_OP_COUNT;
     if (kind == FU_OP_COUNT) {
       fu_error(b->diag, e->loc, "unsupported Python construct '%s' on tensors", op);
       return FU_ERR_UNSUPPORTED;
@@ -1714,6 +1767,7 @@ static fu_status eval_call(builder *b, const fu_py_expr *call, const char *name_
   return FU_OK;
 }
 
+/* Bind a script name; an unnamed value takes it as its IR name. */
 static fu_status bind_name(builder *b, const fu_py_expr *target, const binding *bd) {
   binding *copy = scratch_alloc(b, sizeof *copy);
   if (!copy) return nomem(b);
@@ -1726,6 +1780,7 @@ static fu_status bind_name(builder *b, const fu_py_expr *target, const binding *
   return FU_OK;
 }
 
+/* NAME = expr, or several names from a multi-result op (var_mean). */
 static fu_status exec_assign(builder *b, const fu_py_stmt *s) {
   const fu_py_expr *value = s->u.assign.value;
   uint32_t nt = s->u.assign.n_targets;
@@ -1785,33 +1840,34 @@ static bool is_add_output(builder *b, const fu_py_stmt *s) {
 
 static const char *stmt_keyword(fu_py_stmt_kind k) {
   switch (k) {
-  case FU_PY_S_DEF: return "def";
-  case FU_PY_S_WITH: return "with";
-  case FU_PY_S_FOR: return "for";
-  case FU_PY_S_IMPORT: return "import";
-  default: return "statement";
+    case FU_PY_S_DEF: return "def";
+    case FU_PY_S_WITH: return "with";
+    case FU_PY_S_FOR: return "for";
+    case FU_PY_S_IMPORT: return "import";
+    default: return "statement";
   }
 }
 
+/* One statement of a definition body. */
 static fu_status exec_stmt(builder *b, const fu_py_stmt *s) {
   if (!is_add_output(b, s)) {
     fu_status st = flush_outputs(b);
     if (st != FU_OK) return st;
   }
   switch (s->kind) {
-  case FU_PY_S_PASS: return FU_OK;
-  case FU_PY_S_ASSIGN: return exec_assign(b, s);
-  case FU_PY_S_EXPR: {
-    const fu_py_expr *e = s->u.expr;
-    if (e->kind == FU_PY_E_STRING) return FU_OK; /* docstring */
-    if (e->kind != FU_PY_E_CALL) {
-      fu_error(b->diag, e->loc, "expression statement has no effect");
-      return FU_ERR_UNSUPPORTED;
+    case FU_PY_S_PASS: return FU_OK;
+    case FU_PY_S_ASSIGN: return exec_assign(b, s);
+    case FU_PY_S_EXPR: {
+      const fu_py_expr *e = s->u.expr;
+      if (e->kind == FU_PY_E_STRING) return FU_OK; /* docstring */
+      if (e->kind != FU_PY_E_CALL) {
+        fu_error(b->diag, e->loc, "expression statement has no effect");
+        return FU_ERR_UNSUPPORTED;
+      }
+      result res;
+      return eval_call(b, e, NULL, &res);
     }
-    result res;
-    return eval_call(b, e, NULL, &res);
-  }
-  default: break;
+    default: break;
   }
   fu_error(b->diag, s->loc, "unsupported Python construct '%s' inside a fusion definition", stmt_keyword(s->kind));
   return FU_ERR_UNSUPPORTED;

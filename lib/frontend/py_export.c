@@ -34,13 +34,14 @@ typedef struct exporter {
   bool uses_numpy;
 } exporter;
 
-static const char *const reserved_names[] = {"fd", "torch", "nvfuser", "DataType", "FusionDefinition", "inputs",
-                                             "placeholder_inputs", "numpy", "np", "range", "float", "out", "fs",
-                                             "Fusion", "_"};
-static const char *const py_keywords[] = {
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",
-    "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
-    "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"};
+static const char *const reserved_names[] = {
+    "fd",    "torch", "nvfuser", "DataType", "FusionDefinition", "inputs", "placeholder_inputs", "numpy", "np",
+    "range", "float", "out",     "fs",       "Fusion",           "_"};
+static const char *const py_keywords[] = {"False",  "None",   "True",    "and",      "as",       "assert", "async",
+                                          "await",  "break",  "class",   "continue", "def",      "del",    "elif",
+                                          "else",   "except", "finally", "for",      "from",     "global", "if",
+                                          "import", "in",     "is",      "lambda",   "nonlocal", "not",    "or",
+                                          "pass",   "raise",  "return",  "try",      "while",    "with",   "yield"};
 
 static bool is_identifier(const char *s) {
   if (!s || !*s || !((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_')) return false;
@@ -51,11 +52,14 @@ static bool is_identifier(const char *s) {
   return true;
 }
 
-static bool name_free(exporter *ex, const char *s) {
-  if (!is_identifier(s) || fu_py_map_get(&ex->used, s)) return false;
+static bool is_reserved(const char *s) {
   for (size_t i = 0; i < sizeof reserved_names / sizeof reserved_names[0]; i++)
-    if (strcmp(s, reserved_names[i]) == 0) return false;
-  return true;
+    if (strcmp(s, reserved_names[i]) == 0) return true;
+  return false;
+}
+
+static bool name_free(exporter *ex, const char *s) {
+  return is_identifier(s) && !is_reserved(s) && !fu_py_map_get(&ex->used, s);
 }
 
 static fu_status nomem(exporter *ex) {
@@ -161,6 +165,8 @@ static fu_status put_shape(exporter *ex, fu_strbuf *sb, const fu_type *t, const 
   return FU_OK;
 }
 
+/* An INPUT op as define_tensor / define_scalar(None); explicit strides are
+ * stated as nvFuser's contiguity and stride order. */
 static fu_status define_input(exporter *ex, const fu_op *op) {
   const fu_value *v = op->results[0];
   const fu_type *t = &v->type;
@@ -198,8 +204,7 @@ static fu_status define_input(exporter *ex, const fu_op *op) {
       if (inner < 0)
         contig[i] = l->strides[i] == 1 ? FU_CONTIG_TRUE : FU_CONTIG_FALSE;
       else
-        contig[i] = fu_extent_is_const(t->dims[inner]) &&
-                            l->strides[i] == l->strides[inner] * t->dims[inner].value
+        contig[i] = fu_extent_is_const(t->dims[inner]) && l->strides[i] == l->strides[inner] * t->dims[inner].value
                         ? FU_CONTIG_TRUE
                         : FU_CONTIG_FALSE;
     }
@@ -210,7 +215,9 @@ static fu_status define_input(exporter *ex, const fu_op *op) {
     fu_strbuf_puts(o, ", contiguity=[");
     for (int32_t i = 0; i < t->rank; i++)
       fu_strbuf_printf(o, "%s%s", i ? ", " : "",
-                       c[i] == FU_CONTIG_TRUE ? "True" : c[i] == FU_CONTIG_FALSE ? "False" : "None");
+                       c[i] == FU_CONTIG_TRUE    ? "True"
+                       : c[i] == FU_CONTIG_FALSE ? "False"
+                                                 : "None");
     fu_strbuf_puts(o, "]");
   }
   fu_strbuf_printf(o, ", dtype=DataType.%s, is_cpu=False", fu_py_datatype_name(t->dtype));
@@ -242,99 +249,100 @@ static fu_status op_args(exporter *ex, const fu_op *op, fu_strbuf *args) {
       if ((st = operand_name(ex, op->operands[i], &names[i])) != FU_OK) return st;
   const fu_type *rt = op->n_results ? &op->results[0]->type : NULL;
   switch (info->cls) {
-  case FU_OC_UNARY: fu_strbuf_printf(args, "%s", names[0]); break;
-  case FU_OC_CAST: fu_strbuf_printf(args, "%s, dtype=DataType.%s", names[0], fu_py_datatype_name(rt->dtype)); break;
-  case FU_OC_BINARY: fu_strbuf_printf(args, "%s, %s", names[0], names[1]); break;
-  case FU_OC_TERNARY: fu_strbuf_printf(args, "%s, %s, %s", names[0], names[1], names[2]); break;
-  case FU_OC_REDUCE:
-    fu_strbuf_printf(args, "%s, dims=", names[0]);
-    put_int_list(args, op->u.reduce.axes.v, op->u.reduce.axes.n);
-    fu_strbuf_printf(args, ", keepdim=%s, dtype=DataType.%s", op->u.reduce.keepdim ? "True" : "False",
-                     fu_py_datatype_name(op->u.reduce.dtype));
-    break;
-  case FU_OC_VARIANCE:
-    fu_strbuf_printf(args, "%s, dims=", names[0]);
-    put_int_list(args, op->u.variance.axes.v, op->u.variance.axes.n);
-    fu_strbuf_printf(args, ", correction=%lld, keepdim=%s", (long long)op->u.variance.correction,
-                     op->u.variance.keepdim ? "True" : "False");
-    break;
-  case FU_OC_BROADCAST_IN_DIM:
-    fu_strbuf_printf(args, "%s, shape=", names[0]);
-    if ((st = put_shape(ex, args, rt, op)) != FU_OK) return st;
-    fu_strbuf_puts(args, ", broadcast_dims=");
-    put_int_list(args, op->u.broadcast_in_dim.broadcast_dims.v, op->u.broadcast_in_dim.broadcast_dims.n);
-    break;
-  case FU_OC_BROADCAST:
-    fu_strbuf_printf(args, "%s, is_broadcast_dim=[", names[0]);
-    for (uint32_t i = 0; i < op->u.broadcast.n; i++)
-      fu_strbuf_printf(args, "%s%s", i ? ", " : "", op->u.broadcast.is_broadcast[i] ? "True" : "False");
-    fu_strbuf_puts(args, "]");
-    break;
-  case FU_OC_EXPAND:
-  case FU_OC_RESHAPE:
-    fu_strbuf_printf(args, "%s, %s=", names[0], info->cls == FU_OC_EXPAND ? "shape" : "new_shape");
-    if ((st = put_shape(ex, args, rt, op)) != FU_OK) return st;
-    break;
-  case FU_OC_PERMUTE:
-  case FU_OC_SQUEEZE: {
-    const fu_int_list *l = info->cls == FU_OC_PERMUTE ? &op->u.permute.dims : &op->u.squeeze.dims;
-    fu_strbuf_printf(args, "%s, dims=", names[0]);
-    put_int_list(args, l->v, l->n);
-    break;
-  }
-  case FU_OC_SLICE:
-    fu_strbuf_printf(args, "%s, start_indices=", names[0]);
-    put_int_list(args, op->u.slice.starts.v, op->u.slice.starts.n);
-    fu_strbuf_puts(args, ", end_indices=");
-    put_int_list(args, op->u.slice.ends.v, op->u.slice.ends.n);
-    fu_strbuf_puts(args, ", strides=");
-    put_int_list(args, op->u.slice.steps.v, op->u.slice.steps.n);
-    break;
-  case FU_OC_CAT:
-    fu_strbuf_putc(args, '[');
-    for (uint32_t i = 0; i < op->n_operands; i++) {
-      const char *n;
-      if ((st = operand_name(ex, op->operands[i], &n)) != FU_OK) return st;
-      fu_strbuf_printf(args, "%s%s", i ? ", " : "", n);
+    case FU_OC_UNARY: fu_strbuf_printf(args, "%s", names[0]); break;
+    case FU_OC_CAST: fu_strbuf_printf(args, "%s, dtype=DataType.%s", names[0], fu_py_datatype_name(rt->dtype)); break;
+    case FU_OC_BINARY: fu_strbuf_printf(args, "%s, %s", names[0], names[1]); break;
+    case FU_OC_TERNARY: fu_strbuf_printf(args, "%s, %s, %s", names[0], names[1], names[2]); break;
+    case FU_OC_REDUCE:
+      fu_strbuf_printf(args, "%s, dims=", names[0]);
+      put_int_list(args, op->u.reduce.axes.v, op->u.reduce.axes.n);
+      fu_strbuf_printf(args, ", keepdim=%s, dtype=DataType.%s", op->u.reduce.keepdim ? "True" : "False",
+                       fu_py_datatype_name(op->u.reduce.dtype));
+      break;
+    case FU_OC_VARIANCE:
+      fu_strbuf_printf(args, "%s, dims=", names[0]);
+      put_int_list(args, op->u.variance.axes.v, op->u.variance.axes.n);
+      fu_strbuf_printf(args, ", correction=%lld, keepdim=%s", (long long)op->u.variance.correction,
+                       op->u.variance.keepdim ? "True" : "False");
+      break;
+    case FU_OC_BROADCAST_IN_DIM:
+      fu_strbuf_printf(args, "%s, shape=", names[0]);
+      if ((st = put_shape(ex, args, rt, op)) != FU_OK) return st;
+      fu_strbuf_puts(args, ", broadcast_dims=");
+      put_int_list(args, op->u.broadcast_in_dim.broadcast_dims.v, op->u.broadcast_in_dim.broadcast_dims.n);
+      break;
+    case FU_OC_BROADCAST:
+      fu_strbuf_printf(args, "%s, is_broadcast_dim=[", names[0]);
+      for (uint32_t i = 0; i < op->u.broadcast.n; i++)
+        fu_strbuf_printf(args, "%s%s", i ? ", " : "", op->u.broadcast.is_broadcast[i] ? "True" : "False");
+      fu_strbuf_puts(args, "]");
+      break;
+    case FU_OC_EXPAND:
+    case FU_OC_RESHAPE:
+      fu_strbuf_printf(args, "%s, %s=", names[0], info->cls == FU_OC_EXPAND ? "shape" : "new_shape");
+      if ((st = put_shape(ex, args, rt, op)) != FU_OK) return st;
+      break;
+    case FU_OC_PERMUTE:
+    case FU_OC_SQUEEZE: {
+      const fu_int_list *l = info->cls == FU_OC_PERMUTE ? &op->u.permute.dims : &op->u.squeeze.dims;
+      fu_strbuf_printf(args, "%s, dims=", names[0]);
+      put_int_list(args, l->v, l->n);
+      break;
     }
-    fu_strbuf_printf(args, "], dim=%lld", (long long)op->u.cat.dim);
-    break;
-  case FU_OC_PAD:
-    fu_strbuf_printf(args, "%s, pad_widths=", names[0]);
-    put_int_list(args, op->u.pad.widths.v, op->u.pad.widths.n);
-    fu_strbuf_printf(args, ", value=%s", names[1]);
-    break;
-  case FU_OC_FULL:
-    fu_strbuf_puts(args, "shape=");
-    if ((st = put_shape(ex, args, rt, op)) != FU_OK) return st;
-    fu_strbuf_printf(args, ", fill_value=%s, dtype=DataType.%s", names[0], fu_py_datatype_name(rt->dtype));
-    break;
-  case FU_OC_IOTA: {
-    fu_strbuf len;
-    fu_strbuf_init(&len, ex->alloc);
-    st = put_extent(ex, &len, rt->rank == 1 ? rt->dims[0] : (fu_extent){0, NULL}, op);
-    if (st == FU_OK && fu_extent_is_const(rt->dims[0])) {
-      /* nvFuser takes the length as a scalar */
-      const char *n = claim_name(ex, NULL, "S");
-      if (!n) st = nomem(ex);
-      if (n) {
-        indent(ex);
-        fu_strbuf_printf(ex->out, "%s = fd.define_scalar(%s, dtype=DataType.Int)\n", n, len.data ? len.data : "0");
-        fu_strbuf_clear(&len);
-        fu_strbuf_puts(&len, n);
+    case FU_OC_SLICE:
+      fu_strbuf_printf(args, "%s, start_indices=", names[0]);
+      put_int_list(args, op->u.slice.starts.v, op->u.slice.starts.n);
+      fu_strbuf_puts(args, ", end_indices=");
+      put_int_list(args, op->u.slice.ends.v, op->u.slice.ends.n);
+      fu_strbuf_puts(args, ", strides=");
+      put_int_list(args, op->u.slice.steps.v, op->u.slice.steps.n);
+      break;
+    case FU_OC_CAT:
+      fu_strbuf_putc(args, '[');
+      for (uint32_t i = 0; i < op->n_operands; i++) {
+        const char *n;
+        if ((st = operand_name(ex, op->operands[i], &n)) != FU_OK) return st;
+        fu_strbuf_printf(args, "%s%s", i ? ", " : "", n);
       }
+      fu_strbuf_printf(args, "], dim=%lld", (long long)op->u.cat.dim);
+      break;
+    case FU_OC_PAD:
+      fu_strbuf_printf(args, "%s, pad_widths=", names[0]);
+      put_int_list(args, op->u.pad.widths.v, op->u.pad.widths.n);
+      fu_strbuf_printf(args, ", value=%s", names[1]);
+      break;
+    case FU_OC_FULL:
+      fu_strbuf_puts(args, "shape=");
+      if ((st = put_shape(ex, args, rt, op)) != FU_OK) return st;
+      fu_strbuf_printf(args, ", fill_value=%s, dtype=DataType.%s", names[0], fu_py_datatype_name(rt->dtype));
+      break;
+    case FU_OC_IOTA: {
+      fu_strbuf len;
+      fu_strbuf_init(&len, ex->alloc);
+      st = put_extent(ex, &len, rt->rank == 1 ? rt->dims[0] : (fu_extent){0, NULL}, op);
+      if (st == FU_OK && fu_extent_is_const(rt->dims[0])) {
+        /* nvFuser takes the length as a scalar */
+        const char *n = claim_name(ex, NULL, "S");
+        if (!n) st = nomem(ex);
+        if (n) {
+          indent(ex);
+          fu_strbuf_printf(ex->out, "%s = fd.define_scalar(%s, dtype=DataType.Int)\n", n, len.data ? len.data : "0");
+          fu_strbuf_clear(&len);
+          fu_strbuf_puts(&len, n);
+        }
+      }
+      if (st == FU_OK)
+        fu_strbuf_printf(args, "%s, %s, %s, dtype=DataType.%s", len.data ? len.data : "", names[0], names[1],
+                         fu_py_datatype_name(rt->dtype));
+      fu_strbuf_free(&len);
+      return st;
     }
-    if (st == FU_OK)
-      fu_strbuf_printf(args, "%s, %s, %s, dtype=DataType.%s", len.data ? len.data : "", names[0], names[1],
-                       fu_py_datatype_name(rt->dtype));
-    fu_strbuf_free(&len);
-    return st;
-  }
-  case FU_OC_META: break;
+    case FU_OC_META: break;
   }
   return FU_OK;
 }
 
+/* One op as one fd.ops call (outputs as fd.add_output). */
 static fu_status export_op(exporter *ex, const fu_op *op) {
   if (op->kind == FU_OP_SEGMENT) return FU_OK; /* its body follows in the walk */
   if (op->kind == FU_OP_INPUT) return define_input(ex, op);
@@ -393,9 +401,12 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
   if (fu_type_is_scalar(t)) {
     fu_scalar_value val = e->init == FU_INIT_VALUE ? e->value : (fu_scalar_value){0};
     if (e->init != FU_INIT_VALUE) {
-      if (fu_dtype_is_float(t->dtype)) val.f = 1.0;
-      else if (fu_dtype_is_int(t->dtype)) val.i = 1;
-      else val.b = true;
+      if (fu_dtype_is_float(t->dtype))
+        val.f = 1.0;
+      else if (fu_dtype_is_int(t->dtype))
+        val.i = 1;
+      else
+        val.b = true;
     }
     put_scalar(o, t->dtype, val);
     return;
@@ -445,34 +456,34 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
   const char *sz = sizes.data ? sizes.data : "";
   bool empty = sizes.len == 0;
   switch (e->init) {
-  case FU_INIT_RANDINT:
-    fu_strbuf_printf(o, "torch.randint(%lld, %lld, (%s%s), dtype=torch.%s, device=\"%s\")", (long long)e->low,
-                     (long long)e->high, sz, strided || rank == 1 ? "," : "", dtype, ex->device);
-    break;
-  case FU_INIT_ZEROS:
-  case FU_INIT_ONES:
-    fu_strbuf_printf(o, "torch.%s(%s, dtype=torch.%s, device=\"%s\")", e->init == FU_INIT_ZEROS ? "zeros" : "ones",
-                     empty ? "()" : sz, dtype, ex->device);
-    break;
-  case FU_INIT_NPY:
-    ex->uses_numpy = true;
-    fu_strbuf_printf(o, "torch.from_numpy(numpy.load(\"%s\")).to(\"%s\")", e->npy_path ? e->npy_path : "",
-                     ex->device);
-    strided = false;
-    break;
-  case FU_INIT_RAND:
-    if (is_float) {
-      fu_strbuf_printf(o, "torch.rand(%s, dtype=torch.%s, device=\"%s\")", empty ? "()" : sz, dtype, ex->device);
+    case FU_INIT_RANDINT:
+      fu_strbuf_printf(o, "torch.randint(%lld, %lld, (%s%s), dtype=torch.%s, device=\"%s\")", (long long)e->low,
+                       (long long)e->high, sz, strided || rank == 1 ? "," : "", dtype, ex->device);
       break;
-    }
-    /* fall through */
-  default:
-    if (is_float)
-      fu_strbuf_printf(o, "torch.randn(%s, dtype=torch.%s, device=\"%s\")", empty ? "()" : sz, dtype, ex->device);
-    else
-      fu_strbuf_printf(o, "torch.testing.make_tensor(%s, dtype=torch.%s, device=\"%s\")", empty ? "()" : sz, dtype,
+    case FU_INIT_ZEROS:
+    case FU_INIT_ONES:
+      fu_strbuf_printf(o, "torch.%s(%s, dtype=torch.%s, device=\"%s\")", e->init == FU_INIT_ZEROS ? "zeros" : "ones",
+                       empty ? "()" : sz, dtype, ex->device);
+      break;
+    case FU_INIT_NPY:
+      ex->uses_numpy = true;
+      fu_strbuf_printf(o, "torch.from_numpy(numpy.load(\"%s\")).to(\"%s\")", e->npy_path ? e->npy_path : "",
                        ex->device);
-    break;
+      strided = false;
+      break;
+    case FU_INIT_RAND:
+      if (is_float) {
+        fu_strbuf_printf(o, "torch.rand(%s, dtype=torch.%s, device=\"%s\")", empty ? "()" : sz, dtype, ex->device);
+        break;
+      }
+      /* fall through */
+    default:
+      if (is_float)
+        fu_strbuf_printf(o, "torch.randn(%s, dtype=torch.%s, device=\"%s\")", empty ? "()" : sz, dtype, ex->device);
+      else
+        fu_strbuf_printf(o, "torch.testing.make_tensor(%s, dtype=torch.%s, device=\"%s\")", empty ? "()" : sz, dtype,
+                         ex->device);
+      break;
   }
   if (strided) {
     fu_strbuf_puts(o, ".as_strided((");
@@ -484,6 +495,9 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
   fu_strbuf_free(&sizes);
 }
 
+/* The inputs list and the execute call; inputs without any example data
+ * go into `placeholder_inputs`, which the importer skips, so that the IR
+ * imports back without example data it never had. */
 static void export_inputs(exporter *ex, const fu_fusion *f) {
   fu_strbuf *o = ex->out;
   uint32_t n = 0, with_data = 0;
@@ -526,6 +540,7 @@ static void export_inputs(exporter *ex, const fu_fusion *f) {
   fu_strbuf_printf(o, "fd.execute(%s)\n", list);
 }
 
+/* One fusion: its definition, the with block and its inputs. */
 static fu_status export_fusion(exporter *ex, const fu_fusion *f, const char *py_name) {
   ex->f = f;
   ex->n_fresh = 0;
@@ -544,8 +559,7 @@ static fu_status export_fusion(exporter *ex, const fu_fusion *f, const char *py_
   for (fu_op *op = fu_walk_first((fu_block *)&f->body); op && st == FU_OK; op = fu_walk_next(op))
     for (uint32_t r = 0; r < op->n_results; r++) {
       const fu_value *v = op->results[r];
-      if (!ex->names[v->id] &&
-          !(ex->names[v->id] = claim_name(ex, NULL, fu_type_is_scalar(&v->type) ? "S" : "T")))
+      if (!ex->names[v->id] && !(ex->names[v->id] = claim_name(ex, NULL, fu_type_is_scalar(&v->type) ? "S" : "T")))
         st = nomem(ex);
     }
   if (st == FU_OK) {
@@ -588,7 +602,7 @@ fu_status fu_py_export(fu_strbuf *out, const fu_module *m, const fu_py_export_op
     for (const char *p = src; *p && n < sizeof buf - 16; p++)
       buf[n++] = ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')) ? *p : '_';
     buf[n] = '\0';
-    for (uint32_t k = 1; !is_identifier(buf) || fu_py_map_get(&fn_names, buf); k++)
+    for (uint32_t k = 1; !is_identifier(buf) || is_reserved(buf) || fu_py_map_get(&fn_names, buf); k++)
       snprintf(buf + n, sizeof buf - n, "_%u", k);
     char *name = fu_arena_strdup(ex.scratch, buf);
     if (!name || !fu_py_map_set(&fn_names, name, name)) {
@@ -600,7 +614,8 @@ fu_status fu_py_export(fu_strbuf *out, const fu_module *m, const fu_py_export_op
   fu_py_map_free(&fn_names);
   if (st == FU_OK && body.failed) st = nomem(&ex);
   if (st == FU_OK) {
-    if (opts && opts->source_name) fu_strbuf_printf(out, "# Generated by fuser-translate from %s.\n", opts->source_name);
+    if (opts && opts->source_name)
+      fu_strbuf_printf(out, "# Generated by fuser-translate from %s.\n", opts->source_name);
     fu_strbuf_puts(out, "import torch\n");
     if (ex.uses_numpy) fu_strbuf_puts(out, "import numpy\n");
     fu_strbuf_puts(out, "from nvfuser import FusionDefinition, DataType\n");

@@ -16,7 +16,7 @@
 typedef struct unit_entry {
   fu_py_unit unit;
   const fu_py_stmt *stmt;
-  size_t position; /* index of its statement in the script */
+  size_t position;          /* index of its statement in the script */
   const fu_py_expr *inputs; /* the bound inputs list, or NULL */
   bool selected;
 } unit_entry;
@@ -76,6 +76,7 @@ static void *grow_array(fu_arena *a, void *old, uint32_t n, size_t size) {
   return p;
 }
 
+/* Record a definition to import (name NULL: an inline one, named later). */
 static fu_status add_unit(fu_arena *a, script_plan *plan, const char *name, fu_loc loc, const char *fd,
                           const fu_py_block *body, const fu_py_stmt *stmt, size_t position) {
   unit_entry *u = grow_array(a, plan->units, plan->n_units, sizeof *u);
@@ -95,108 +96,117 @@ static fu_status add_unit(fu_arena *a, script_plan *plan, const char *name, fu_l
 /* Sort the top-level statements; reject what a repro script would not
  * contain. */
 static fu_status plan_script(const fu_py_script *script, fu_arena *a, fu_diag_engine *diag, script_plan *plan) {
-  uint32_t inline_count = 0;
   for (size_t i = 0; i < script->body.n; i++) {
     const fu_py_stmt *s = script->body.v[i];
     fu_status st = FU_OK;
     switch (s->kind) {
-    case FU_PY_S_IMPORT:
-    case FU_PY_S_PASS: break;
-    case FU_PY_S_DEF:
-      for (uint32_t k = 0; k < plan->n_units; k++)
-        if (strcmp(plan->units[k].unit.name, s->u.def.name) == 0) {
-          fu_error(diag, s->loc, "duplicate definition of '%s'", s->u.def.name);
-          fu_note(diag, plan->units[k].unit.loc, "first defined here");
-          return FU_ERR_PARSE;
+      case FU_PY_S_IMPORT:
+      case FU_PY_S_PASS: break;
+      case FU_PY_S_DEF:
+        for (uint32_t k = 0; k < plan->n_units; k++)
+          if (plan->units[k].unit.name && strcmp(plan->units[k].unit.name, s->u.def.name) == 0) {
+            fu_error(diag, s->loc, "duplicate definition of '%s'", s->u.def.name);
+            fu_note(diag, plan->units[k].unit.loc, "first defined here");
+            return FU_ERR_PARSE;
+          }
+        st = add_unit(a, plan, s->u.def.name, s->loc, s->u.def.param, &s->u.def.body, s, i);
+        break;
+      case FU_PY_S_ASSIGN: {
+        const fu_py_expr *target = s->u.assign.targets[0];
+        const fu_py_expr *value = s->u.assign.value;
+        if (s->u.assign.n_targets == 1 && strcmp(target->u.name, "inputs") == 0) {
+          if (value->kind != FU_PY_E_LIST && value->kind != FU_PY_E_TUPLE) {
+            fu_error(diag, value->loc, "expected a list for 'inputs'");
+            return FU_ERR_UNSUPPORTED;
+          }
+          inputs_list *l = grow_array(a, plan->inputs, plan->n_inputs, sizeof *l);
+          if (!l) return FU_ERR_NOMEM;
+          plan->inputs = l;
+          plan->inputs[plan->n_inputs].list = value;
+          plan->inputs[plan->n_inputs++].position = i;
+          break;
         }
-      st = add_unit(a, plan, s->u.def.name, s->loc, s->u.def.param, &s->u.def.body, s, i);
-      break;
-    case FU_PY_S_ASSIGN: {
-      const fu_py_expr *target = s->u.assign.targets[0];
-      const fu_py_expr *value = s->u.assign.value;
-      if (s->u.assign.n_targets == 1 && strcmp(target->u.name, "inputs") == 0) {
-        if (value->kind != FU_PY_E_LIST && value->kind != FU_PY_E_TUPLE) {
-          fu_error(diag, value->loc, "expected a list for 'inputs'");
+        if (s->u.assign.n_targets == 1 && strcmp(target->u.name, "placeholder_inputs") == 0) break;
+        if (is_execute_call(value) || is_call_named(value, "Fusion")) break;
+        fu_error(diag, s->loc, "unsupported top-level assignment to '%s'", target->u.name);
+        return FU_ERR_UNSUPPORTED;
+      }
+      case FU_PY_S_EXPR:
+        if (s->u.expr->kind == FU_PY_E_STRING || is_execute_call(s->u.expr)) break;
+        fu_error(diag, s->loc, "unsupported top-level statement");
+        return FU_ERR_UNSUPPORTED;
+      case FU_PY_S_FOR: {
+        const fu_py_expr *it = s->u.for_.iter;
+        if (!(it->kind == FU_PY_E_CALL && it->u.call.callee->kind == FU_PY_E_NAME &&
+              strcmp(it->u.call.callee->u.name, "range") == 0)) {
+          fu_error(diag, it->loc, "unsupported 'for' loop (only 'for _ in range(n):' around fd.execute is accepted)");
           return FU_ERR_UNSUPPORTED;
         }
-        inputs_list *l = grow_array(a, plan->inputs, plan->n_inputs, sizeof *l);
-        if (!l) return FU_ERR_NOMEM;
-        plan->inputs = l;
-        plan->inputs[plan->n_inputs].list = value;
-        plan->inputs[plan->n_inputs++].position = i;
+        for (uint32_t k = 0; k < s->u.for_.body.n; k++) {
+          const fu_py_stmt *b = s->u.for_.body.v[k];
+          bool ok = b->kind == FU_PY_S_PASS || (b->kind == FU_PY_S_EXPR && is_execute_call(b->u.expr)) ||
+                    (b->kind == FU_PY_S_ASSIGN && is_execute_call(b->u.assign.value));
+          if (!ok) {
+            fu_error(diag, b->loc, "unsupported statement in a 'for' loop (only fd.execute(...) is accepted)");
+            return FU_ERR_UNSUPPORTED;
+          }
+        }
         break;
       }
-      if (s->u.assign.n_targets == 1 && strcmp(target->u.name, "placeholder_inputs") == 0) break;
-      if (is_execute_call(value) || is_call_named(value, "Fusion")) break;
-      fu_error(diag, s->loc, "unsupported top-level assignment to '%s'", target->u.name);
-      return FU_ERR_UNSUPPORTED;
-    }
-    case FU_PY_S_EXPR:
-      if (s->u.expr->kind == FU_PY_E_STRING || is_execute_call(s->u.expr)) break;
-      fu_error(diag, s->loc, "unsupported top-level statement");
-      return FU_ERR_UNSUPPORTED;
-    case FU_PY_S_FOR: {
-      const fu_py_expr *it = s->u.for_.iter;
-      if (!(it->kind == FU_PY_E_CALL && it->u.call.callee->kind == FU_PY_E_NAME &&
-            strcmp(it->u.call.callee->u.name, "range") == 0)) {
-        fu_error(diag, it->loc, "unsupported 'for' loop (only 'for _ in range(n):' around fd.execute is accepted)");
-        return FU_ERR_UNSUPPORTED;
-      }
-      for (uint32_t k = 0; k < s->u.for_.body.n; k++) {
-        const fu_py_stmt *b = s->u.for_.body.v[k];
-        bool ok = b->kind == FU_PY_S_PASS || (b->kind == FU_PY_S_EXPR && is_execute_call(b->u.expr)) ||
-                  (b->kind == FU_PY_S_ASSIGN && is_execute_call(b->u.assign.value));
-        if (!ok) {
-          fu_error(diag, b->loc, "unsupported statement in a 'for' loop (only fd.execute(...) is accepted)");
+      case FU_PY_S_WITH: {
+        const fu_py_expr *ctx = s->u.with.context;
+        if (!is_call_named(ctx, "FusionDefinition")) {
+          fu_error(diag, ctx->loc, "unsupported 'with' statement (only 'with FusionDefinition() as fd:' is accepted)");
           return FU_ERR_UNSUPPORTED;
         }
-      }
-      break;
-    }
-    case FU_PY_S_WITH: {
-      const fu_py_expr *ctx = s->u.with.context;
-      if (!is_call_named(ctx, "FusionDefinition")) {
-        fu_error(diag, ctx->loc, "unsupported 'with' statement (only 'with FusionDefinition() as fd:' is accepted)");
-        return FU_ERR_UNSUPPORTED;
-      }
-      if (!s->u.with.as_name) {
-        fu_error(diag, s->loc, "'with FusionDefinition()' needs 'as fd'");
-        return FU_ERR_UNSUPPORTED;
-      }
-      with_call *w = grow_array(a, plan->withs, plan->n_withs, sizeof *w);
-      if (!w) return FU_ERR_NOMEM;
-      plan->withs = w;
-      w = &plan->withs[plan->n_withs++];
-      w->loc = s->loc;
-      w->position = i;
-      w->unit = -1;
-      w->callee = NULL;
-      const fu_py_block *body = &s->u.with.body;
-      if (body->n == 1 && body->v[0]->kind == FU_PY_S_EXPR && body->v[0]->u.expr->kind == FU_PY_E_CALL &&
-          body->v[0]->u.expr->u.call.callee->kind == FU_PY_E_NAME) {
-        const fu_py_expr *call = body->v[0]->u.expr;
-        if (call->u.call.n_args != 1 || call->u.call.n_kwargs != 0 || call->u.call.args[0]->kind != FU_PY_E_NAME ||
-            strcmp(call->u.call.args[0]->u.name, s->u.with.as_name) != 0) {
-          fu_error(diag, call->loc, "expected '%s(%s)' in the 'with FusionDefinition()' block",
-                   call->u.call.callee->u.name, s->u.with.as_name);
+        if (!s->u.with.as_name) {
+          fu_error(diag, s->loc, "'with FusionDefinition()' needs 'as fd'");
           return FU_ERR_UNSUPPORTED;
         }
-        w->callee = call->u.call.callee->u.name;
-        w->loc = call->loc;
-      } else {
-        /* an inline definition: the body is the fusion */
-        char name[32];
-        snprintf(name, sizeof name, inline_count ? "fusion%u" : "fusion", inline_count);
-        inline_count++;
-        char *copy = fu_arena_strdup(a, name);
-        if (!copy) return FU_ERR_NOMEM;
-        st = add_unit(a, plan, copy, s->loc, s->u.with.as_name, body, s, i);
-        w->unit = (int)plan->n_units - 1;
+        with_call *w = grow_array(a, plan->withs, plan->n_withs, sizeof *w);
+        if (!w) return FU_ERR_NOMEM;
+        plan->withs = w;
+        w = &plan->withs[plan->n_withs++];
+        w->loc = s->loc;
+        w->position = i;
+        w->unit = -1;
+        w->callee = NULL;
+        const fu_py_block *body = &s->u.with.body;
+        if (body->n == 1 && body->v[0]->kind == FU_PY_S_EXPR && body->v[0]->u.expr->kind == FU_PY_E_CALL &&
+            body->v[0]->u.expr->u.call.callee->kind == FU_PY_E_NAME) {
+          const fu_py_expr *call = body->v[0]->u.expr;
+          if (call->u.call.n_args != 1 || call->u.call.n_kwargs != 0 || call->u.call.args[0]->kind != FU_PY_E_NAME ||
+              strcmp(call->u.call.args[0]->u.name, s->u.with.as_name) != 0) {
+            fu_error(diag, call->loc, "expected '%s(%s)' in the 'with FusionDefinition()' block",
+                     call->u.call.callee->u.name, s->u.with.as_name);
+            return FU_ERR_UNSUPPORTED;
+          }
+          w->callee = call->u.call.callee->u.name;
+          w->loc = call->loc;
+        } else {
+          /* an inline definition: the body is the fusion, named below */
+          st = add_unit(a, plan, NULL, s->loc, s->u.with.as_name, body, s, i);
+          w->unit = (int)plan->n_units - 1;
+        }
+        break;
       }
-      break;
-    }
     }
     if (st != FU_OK) return st;
+  }
+  /* inline definitions are called fusion, fusion1, ... avoiding def names */
+  uint32_t next = 0;
+  for (uint32_t k = 0; k < plan->n_units; k++) {
+    if (plan->units[k].unit.name) continue;
+    char name[32];
+    bool taken;
+    do {
+      snprintf(name, sizeof name, next ? "fusion%u" : "fusion", next);
+      next++;
+      taken = false;
+      for (uint32_t j = 0; j < plan->n_units; j++)
+        taken |= plan->units[j].unit.name && strcmp(plan->units[j].unit.name, name) == 0;
+    } while (taken);
+    if (!(plan->units[k].unit.name = fu_arena_strdup(a, name))) return FU_ERR_NOMEM;
   }
   return FU_OK;
 }
@@ -230,7 +240,9 @@ static int unit_for_inputs(const script_plan *plan, const inputs_list *l) {
  * it. */
 static bool scalar_example(const fu_py_example_spec *spec, fu_dtype dt, fu_scalar_value *out) {
   if (fu_dtype_is_float(dt)) {
-    out->f = spec->dtype == FU_DT_F64 ? spec->value.f : spec->dtype == FU_DT_I64 ? (double)spec->value.i : spec->value.b;
+    out->f = spec->dtype == FU_DT_F64   ? spec->value.f
+             : spec->dtype == FU_DT_I64 ? (double)spec->value.i
+                                        : spec->value.b;
     return true;
   }
   if (fu_dtype_is_int(dt)) {
@@ -265,8 +277,13 @@ static void format_type(const fu_type *t, char *buf, size_t cap) {
 /* Attach the evaluated inputs list to the fusion's INPUT ops, checking
  * count, kind, dtype, rank, constant extents and that each symbol gets one
  * size. */
-static fu_status attach_examples(fu_module *m, fu_fusion *f, const fu_py_expr *list, const fu_py_example_spec *specs,
-                                 fu_diag_engine *diag) {
+typedef struct bound_size {
+  int64_t size;
+  fu_loc loc; /* the inputs-list entry that bound it */
+} bound_size;
+
+static fu_status attach_examples(fu_module *m, fu_arena *scratch, fu_fusion *f, const fu_py_expr *list,
+                                 const fu_py_example_spec *specs, fu_diag_engine *diag) {
   uint32_t n_inputs = 0;
   for (fu_op *op = f->body.first; op; op = op->next) n_inputs += op->kind == FU_OP_INPUT;
   if (n_inputs != list->u.list.n) {
@@ -274,7 +291,7 @@ static fu_status attach_examples(fu_module *m, fu_fusion *f, const fu_py_expr *l
              list->u.list.n == 1 ? "y" : "ies", f->name, n_inputs, n_inputs == 1 ? "" : "s");
     return FU_ERR_VERIFY;
   }
-  fu_py_map bound; /* symbol -> the spec that bound it (sizes looked up again) */
+  fu_py_map bound; /* symbol -> bound_size */
   fu_py_map_init(&bound, m->alloc);
   fu_status st = FU_OK;
   uint32_t i = 0;
@@ -297,7 +314,9 @@ static fu_status attach_examples(fu_module *m, fu_fusion *f, const fu_py_expr *l
     if (spec->is_scalar) {
       if (!scalar_example(spec, v->type.dtype, &ex->value)) {
         fu_error(diag, spec->loc, "input %u ('%%%s' : %s) cannot take this %s value", i, v->name, ty,
-                 spec->dtype == FU_DT_F64 ? "float" : spec->dtype == FU_DT_I64 ? "integer" : "bool");
+                 spec->dtype == FU_DT_F64   ? "float"
+                 : spec->dtype == FU_DT_I64 ? "integer"
+                                            : "bool");
         st = FU_ERR_VERIFY;
         break;
       }
@@ -331,28 +350,27 @@ static fu_status attach_examples(fu_module *m, fu_fusion *f, const fu_py_expr *l
         int64_t size = spec->shape[d];
         if (fu_extent_is_const(e)) {
           if (e.value != size) {
-            fu_error(diag, spec->loc, "input %u ('%%%s' : %s) has extent %lld at dim %d, but the inputs list gives %lld",
-                     i, v->name, ty, (long long)e.value, d, (long long)size);
+            fu_error(diag, spec->loc,
+                     "input %u ('%%%s' : %s) has extent %lld at dim %d, but the inputs list gives %lld", i, v->name, ty,
+                     (long long)e.value, d, (long long)size);
             st = FU_ERR_VERIFY;
           }
           continue;
         }
-        const fu_py_example_spec *prev = fu_py_map_get(&bound, e.sym);
+        const bound_size *prev = fu_py_map_get(&bound, e.sym);
         if (!prev) {
-          /* remember the spec and the dim through a small arena record */
-          fu_py_example_spec *rec = fu_arena_alloc(m->arena, sizeof *rec);
+          bound_size *rec = fu_arena_alloc(scratch, sizeof *rec);
           if (!rec || !fu_py_map_set(&bound, e.sym, rec)) {
             st = FU_ERR_NOMEM;
             break;
           }
-          *rec = *spec;
-          rec->rank = 1;
-          rec->shape[0] = size;
+          rec->size = size;
+          rec->loc = spec->loc;
           continue;
         }
-        if (prev->shape[0] != size) {
+        if (prev->size != size) {
           fu_error(diag, spec->loc, "extent '%s' of input %u ('%%%s') is %lld, but an earlier input makes it %lld",
-                   e.sym, i, v->name, (long long)size, (long long)prev->shape[0]);
+                   e.sym, i, v->name, (long long)size, (long long)prev->size);
           fu_note(diag, prev->loc, "bound here");
           st = FU_ERR_VERIFY;
         }
@@ -379,6 +397,8 @@ static fu_status attach_examples(fu_module *m, fu_fusion *f, const fu_py_expr *l
   return st;
 }
 
+/* Plan the script, bind inputs lists, then build, attach and check each
+ * selected definition. */
 static fu_status import_script(const fu_py_script *script, fu_module *m, fu_arena *a, fu_diag_engine *diag,
                                const fu_py_import_options *opts) {
   const fu_source *src = script->src;
@@ -432,13 +452,13 @@ static fu_status import_script(const fu_py_script *script, fu_module *m, fu_aren
     }
     fu_fusion *f;
     if ((st = fu_py_build_fusion(m, &u->unit, diag, &f)) != FU_OK) return st;
-    if (u->inputs && (st = attach_examples(m, f, u->inputs, specs, diag)) != FU_OK) return st;
+    if (u->inputs && (st = attach_examples(m, a, f, u->inputs, specs, diag)) != FU_OK) return st;
   }
   return FU_OK;
 }
 
-fu_status fu_py_import(const fu_source *src, fu_allocator alloc, fu_diag_engine *diag,
-                       const fu_py_import_options *opts, fu_module **out) {
+fu_status fu_py_import(const fu_source *src, fu_allocator alloc, fu_diag_engine *diag, const fu_py_import_options *opts,
+                       fu_module **out) {
   *out = NULL;
   fu_py_script *script = NULL;
   fu_status st = fu_py_parse(src, alloc, diag, &script);

@@ -47,14 +47,19 @@ static bool eval_number(const fu_py_expr *e, double *f, int64_t *i, bool *is_flo
     }
     return true;
   }
-  if (e->kind == FU_PY_E_CALL && e->u.call.callee->kind == FU_PY_E_NAME && strcmp(e->u.call.callee->u.name, "float") == 0 &&
-      e->u.call.n_args == 1 && e->u.call.n_kwargs == 0 && e->u.call.args[0]->kind == FU_PY_E_STRING) {
+  if (e->kind == FU_PY_E_CALL && e->u.call.callee->kind == FU_PY_E_NAME &&
+      strcmp(e->u.call.callee->u.name, "float") == 0 && e->u.call.n_args == 1 && e->u.call.n_kwargs == 0 &&
+      e->u.call.args[0]->kind == FU_PY_E_STRING) {
     const char *s = e->u.call.args[0]->u.str;
     *is_float = true;
-    if (strcmp(s, "inf") == 0 || strcmp(s, "+inf") == 0) *f = INFINITY;
-    else if (strcmp(s, "-inf") == 0) *f = -INFINITY;
-    else if (strcmp(s, "nan") == 0) *f = NAN;
-    else return false;
+    if (strcmp(s, "inf") == 0 || strcmp(s, "+inf") == 0)
+      *f = INFINITY;
+    else if (strcmp(s, "-inf") == 0)
+      *f = -INFINITY;
+    else if (strcmp(s, "nan") == 0)
+      *f = NAN;
+    else
+      return false;
     return true;
   }
   return false;
@@ -201,14 +206,16 @@ static fu_status eval_factory(evaluator *ev, const fu_py_expr *call, const char 
       fu_error(ev->diag, size->loc, "'%s' got sizes twice", name);
       return FU_ERR_UNSUPPORTED;
     }
-    st = size ? eval_size_list(ev, size, &spec->rank, spec->shape) : eval_sizes(ev, args, n, call->loc, &spec->rank, spec->shape);
+    st = size ? eval_size_list(ev, size, &spec->rank, spec->shape)
+              : eval_sizes(ev, args, n, call->loc, &spec->rank, spec->shape);
     if (st != FU_OK) return st;
-    spec->init = name[6] == 'r' ? (name[10] == 'n' ? FU_INIT_RANDN : FU_INIT_RAND)
+    spec->init = name[6] == 'r'                    ? (name[10] == 'n' ? FU_INIT_RANDN : FU_INIT_RAND)
                  : strcmp(name, "torch.ones") == 0 ? FU_INIT_ONES
                                                    : FU_INIT_ZEROS;
     if (spec->init == FU_INIT_RANDN || spec->init == FU_INIT_RAND) {
       if (spec->dtype_given && !fu_dtype_is_float(spec->dtype)) {
-        fu_error(ev->diag, call->loc, "'%s' makes floating-point data, not %s", name, fu_py_torch_dtype_name(spec->dtype));
+        fu_error(ev->diag, call->loc, "'%s' makes floating-point data, not %s", name,
+                 fu_py_torch_dtype_name(spec->dtype));
         return FU_ERR_UNSUPPORTED;
       }
     }
@@ -450,8 +457,7 @@ static fu_status eval_method(evaluator *ev, const fu_py_expr *call, fu_py_exampl
     }
     if ((st = take_kwargs(ev, call, "to", NULL, spec)) != FU_OK) return st;
   } else if (strcmp(m, "float") == 0 || strcmp(m, "double") == 0 || strcmp(m, "half") == 0 ||
-             strcmp(m, "bfloat16") == 0 || strcmp(m, "int") == 0 || strcmp(m, "long") == 0 ||
-             strcmp(m, "bool") == 0) {
+             strcmp(m, "bfloat16") == 0 || strcmp(m, "int") == 0 || strcmp(m, "long") == 0 || strcmp(m, "bool") == 0) {
     spec->dtype = fu_py_torch_dtype_from_name(m, NULL, NULL);
     spec->dtype_given = true;
   } else if (strcmp(m, "normal_") == 0 || strcmp(m, "uniform_") == 0 || strcmp(m, "zero_") == 0) {

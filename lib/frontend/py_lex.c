@@ -243,7 +243,11 @@ static bool lex_number(lexer *lx) {
   } else {
     char *endp = NULL;
     unsigned long long v = strtoull(buf, &endp, base);
-    if (errno == ERANGE || v > (unsigned long long)INT64_MAX || (endp && *endp)) {
+    if (endp && *endp) {
+      fu_error(lx->diag, loc, "invalid number literal");
+      return false;
+    }
+    if (errno == ERANGE || v > (unsigned long long)INT64_MAX) {
       fu_error(lx->diag, loc, "integer literal '%.*s' out of range", (int)(p - start), start);
       return false;
     }
@@ -253,10 +257,11 @@ static bool lex_number(lexer *lx) {
   return true;
 }
 
-static const char *const multi_ops[] = {"**=", "//=", ">>=", "<<=", "...", "->", "**", "//", "==", "!=", "<=",
-                                        ">=",  "<<",  ">>",  "+=",  "-=",  "*=", "/=", "%=", "&=", "|=", "^=",
-                                        "@=",  ":="};
+static const char *const multi_ops[] = {"**=", "//=", ">>=", "<<=", "...", "->", "**", "//", "==", "!=", "<=", ">=",
+                                        "<<",  ">>",  "+=",  "-=",  "*=",  "/=", "%=", "&=", "|=", "^=", "@=", ":="};
 
+/* Operators and punctuation; brackets are tracked so that newlines inside
+ * them join lines and mismatches are reported where they happen. */
 static bool lex_op(lexer *lx) {
   const char *p = lx->p;
   fu_loc loc = here(lx, p);

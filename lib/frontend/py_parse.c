@@ -10,7 +10,7 @@
 
 #include "fuser/frontend.h"
 
-enum { MAX_NESTING = 200 };
+enum { MAX_NESTING = 500 };
 
 typedef struct parser {
   const fu_py_token *t;
@@ -21,11 +21,11 @@ typedef struct parser {
   bool nomem;
 } parser;
 
-static const char *const py_keywords[] = {
-    "False", "None",   "True",  "and",   "as",       "assert", "async",  "await", "break",
-    "class", "continue", "def", "del",   "elif",     "else",   "except", "finally", "for",
-    "from",  "global", "if",    "import", "in",      "is",     "lambda", "nonlocal", "not",
-    "or",    "pass",   "raise", "return", "try",     "while",  "with",   "yield"};
+static const char *const py_keywords[] = {"False",  "None",   "True",    "and",      "as",       "assert", "async",
+                                          "await",  "break",  "class",   "continue", "def",      "del",    "elif",
+                                          "else",   "except", "finally", "for",      "from",     "global", "if",
+                                          "import", "in",     "is",      "lambda",   "nonlocal", "not",    "or",
+                                          "pass",   "raise",  "return",  "try",      "while",    "with",   "yield"};
 
 static bool is_keyword(const fu_py_token *tok) {
   if (tok->kind != FU_PY_TOK_NAME) return false;
@@ -52,11 +52,11 @@ static bool accept(parser *p, const char *s) {
 /* Describe a token for "expected X, found Y" messages. */
 static void describe(const fu_py_token *tok, char *buf, size_t cap) {
   switch (tok->kind) {
-  case FU_PY_TOK_EOF: snprintf(buf, cap, "end of file"); break;
-  case FU_PY_TOK_NEWLINE: snprintf(buf, cap, "end of line"); break;
-  case FU_PY_TOK_INDENT: snprintf(buf, cap, "indent"); break;
-  case FU_PY_TOK_DEDENT: snprintf(buf, cap, "dedent"); break;
-  default: snprintf(buf, cap, "'%.*s'", (int)(tok->len > 40 ? 40 : tok->len), tok->text); break;
+    case FU_PY_TOK_EOF: snprintf(buf, cap, "end of file"); break;
+    case FU_PY_TOK_NEWLINE: snprintf(buf, cap, "end of line"); break;
+    case FU_PY_TOK_INDENT: snprintf(buf, cap, "indent"); break;
+    case FU_PY_TOK_DEDENT: snprintf(buf, cap, "dedent"); break;
+    default: snprintf(buf, cap, "'%.*s'", (int)(tok->len > 40 ? 40 : tok->len), tok->text); break;
   }
 }
 
@@ -154,25 +154,25 @@ static void decode_string(const fu_py_token *tok, fu_strbuf *sb) {
     }
     char e = *s++;
     switch (e) {
-    case 'n': fu_strbuf_putc(sb, '\n'); break;
-    case 't': fu_strbuf_putc(sb, '\t'); break;
-    case 'r': fu_strbuf_putc(sb, '\r'); break;
-    case '0': fu_strbuf_putc(sb, '\0'); break;
-    case '\\': fu_strbuf_putc(sb, '\\'); break;
-    case '\'': fu_strbuf_putc(sb, '\''); break;
-    case '"': fu_strbuf_putc(sb, '"'); break;
-    case '\n': break; /* escaped newline joins */
-    case 'x':
-      if (end - s >= 2 && hexval(s[0]) >= 0 && hexval(s[1]) >= 0) {
-        fu_strbuf_putc(sb, (char)(hexval(s[0]) * 16 + hexval(s[1])));
-        s += 2;
+      case 'n': fu_strbuf_putc(sb, '\n'); break;
+      case 't': fu_strbuf_putc(sb, '\t'); break;
+      case 'r': fu_strbuf_putc(sb, '\r'); break;
+      case '0': fu_strbuf_putc(sb, '\0'); break;
+      case '\\': fu_strbuf_putc(sb, '\\'); break;
+      case '\'': fu_strbuf_putc(sb, '\''); break;
+      case '"': fu_strbuf_putc(sb, '"'); break;
+      case '\n': break; /* escaped newline joins */
+      case 'x':
+        if (end - s >= 2 && hexval(s[0]) >= 0 && hexval(s[1]) >= 0) {
+          fu_strbuf_putc(sb, (char)(hexval(s[0]) * 16 + hexval(s[1])));
+          s += 2;
+          break;
+        }
+        /* fall through */
+      default:
+        fu_strbuf_putc(sb, '\\');
+        fu_strbuf_putc(sb, e);
         break;
-      }
-      /* fall through */
-    default:
-      fu_strbuf_putc(sb, '\\');
-      fu_strbuf_putc(sb, e);
-      break;
     }
   }
 }
@@ -210,98 +210,100 @@ static bool parse_items(parser *p, const char *close, ptrvec *items, bool *saw_c
   return expect(p, close);
 }
 
+/* Names, literals, adjacent strings, parenthesized expressions, tuples
+ * and lists. */
 static fu_py_expr *parse_atom(parser *p) {
   const fu_py_token *tok = cur(p);
   fu_loc loc = tok->loc;
   switch (tok->kind) {
-  case FU_PY_TOK_INT: {
-    fu_py_expr *e = new_expr(p, FU_PY_E_INT, loc);
-    if (e) e->u.i = tok->value.i;
-    advance(p);
-    return e;
-  }
-  case FU_PY_TOK_FLOAT: {
-    fu_py_expr *e = new_expr(p, FU_PY_E_FLOAT, loc);
-    if (e) e->u.f = tok->value.f;
-    advance(p);
-    return e;
-  }
-  case FU_PY_TOK_STRING: {
-    fu_strbuf sb;
-    fu_strbuf_init(&sb, fu_default_allocator());
-    while (cur(p)->kind == FU_PY_TOK_STRING) {
-      decode_string(cur(p), &sb);
-      advance(p);
-    }
-    fu_py_expr *e = new_expr(p, FU_PY_E_STRING, loc);
-    if (e) {
-      e->u.str = fu_arena_strndup(p->arena, sb.data ? sb.data : "", sb.len);
-      if (!e->u.str || sb.failed) e = NULL;
-    }
-    fu_strbuf_free(&sb);
-    if (!e && !p->nomem) {
-      p->nomem = true;
-      fu_error(p->diag, fu_loc_none(), "out of memory while parsing");
-    }
-    return e;
-  }
-  case FU_PY_TOK_NAME: {
-    if (fu_py_tok_is(tok, "True") || fu_py_tok_is(tok, "False")) {
-      fu_py_expr *e = new_expr(p, FU_PY_E_BOOL, loc);
-      if (e) e->u.b = fu_py_tok_is(tok, "True");
+    case FU_PY_TOK_INT: {
+      fu_py_expr *e = new_expr(p, FU_PY_E_INT, loc);
+      if (e) e->u.i = tok->value.i;
       advance(p);
       return e;
     }
-    if (fu_py_tok_is(tok, "None")) {
+    case FU_PY_TOK_FLOAT: {
+      fu_py_expr *e = new_expr(p, FU_PY_E_FLOAT, loc);
+      if (e) e->u.f = tok->value.f;
       advance(p);
-      return new_expr(p, FU_PY_E_NONE, loc);
+      return e;
     }
-    if (is_keyword(tok)) {
-      char kw[32];
-      snprintf(kw, sizeof kw, "%.*s", (int)tok->len, tok->text);
-      unsupported(p, loc, kw);
-      return NULL;
-    }
-    fu_py_expr *e = new_expr(p, FU_PY_E_NAME, loc);
-    if (e && !(e->u.name = tok_strdup(p, tok))) return NULL;
-    advance(p);
-    return e;
-  }
-  case FU_PY_TOK_OP:
-    if (fu_py_tok_is(tok, "(") || fu_py_tok_is(tok, "[")) {
-      bool paren = fu_py_tok_is(tok, "(");
-      advance(p);
-      ptrvec items = {0};
-      bool comma;
-      if (!enter(p)) return NULL;
-      bool ok = parse_items(p, paren ? ")" : "]", &items, &comma);
-      p->depth--;
-      if (!ok) return NULL;
-      if (paren && items.n == 1 && !comma) {
-        fu_py_expr *inner = items.v[0];
-        return inner; /* plain parentheses */
+    case FU_PY_TOK_STRING: {
+      fu_strbuf sb;
+      fu_strbuf_init(&sb, fu_default_allocator());
+      while (cur(p)->kind == FU_PY_TOK_STRING) {
+        decode_string(cur(p), &sb);
+        advance(p);
       }
-      fu_py_expr *e = new_expr(p, paren ? FU_PY_E_TUPLE : FU_PY_E_LIST, loc);
+      fu_py_expr *e = new_expr(p, FU_PY_E_STRING, loc);
       if (e) {
-        e->u.list.items = (fu_py_expr **)items.v;
-        e->u.list.n = items.n;
+        e->u.str = fu_arena_strndup(p->arena, sb.data ? sb.data : "", sb.len);
+        if (!e->u.str || sb.failed) e = NULL;
+      }
+      fu_strbuf_free(&sb);
+      if (!e && !p->nomem) {
+        p->nomem = true;
+        fu_error(p->diag, fu_loc_none(), "out of memory while parsing");
       }
       return e;
     }
-    if (fu_py_tok_is(tok, "{")) {
-      unsupported(p, loc, "dict or set display");
-      return NULL;
+    case FU_PY_TOK_NAME: {
+      if (fu_py_tok_is(tok, "True") || fu_py_tok_is(tok, "False")) {
+        fu_py_expr *e = new_expr(p, FU_PY_E_BOOL, loc);
+        if (e) e->u.b = fu_py_tok_is(tok, "True");
+        advance(p);
+        return e;
+      }
+      if (fu_py_tok_is(tok, "None")) {
+        advance(p);
+        return new_expr(p, FU_PY_E_NONE, loc);
+      }
+      if (is_keyword(tok)) {
+        char kw[32];
+        snprintf(kw, sizeof kw, "%.*s", (int)tok->len, tok->text);
+        unsupported(p, loc, kw);
+        return NULL;
+      }
+      fu_py_expr *e = new_expr(p, FU_PY_E_NAME, loc);
+      if (e && !(e->u.name = tok_strdup(p, tok))) return NULL;
+      advance(p);
+      return e;
     }
-    if (fu_py_tok_is(tok, "...")) {
-      unsupported(p, loc, "Ellipsis");
-      return NULL;
-    }
-    if (fu_py_tok_is(tok, "~")) {
-      unsupported(p, loc, "~");
-      return NULL;
-    }
-    break;
-  default: break;
+    case FU_PY_TOK_OP:
+      if (fu_py_tok_is(tok, "(") || fu_py_tok_is(tok, "[")) {
+        bool paren = fu_py_tok_is(tok, "(");
+        advance(p);
+        ptrvec items = {0};
+        bool comma;
+        if (!enter(p)) return NULL;
+        bool ok = parse_items(p, paren ? ")" : "]", &items, &comma);
+        p->depth--;
+        if (!ok) return NULL;
+        if (paren && items.n == 1 && !comma) {
+          fu_py_expr *inner = items.v[0];
+          return inner; /* plain parentheses */
+        }
+        fu_py_expr *e = new_expr(p, paren ? FU_PY_E_TUPLE : FU_PY_E_LIST, loc);
+        if (e) {
+          e->u.list.items = (fu_py_expr **)items.v;
+          e->u.list.n = items.n;
+        }
+        return e;
+      }
+      if (fu_py_tok_is(tok, "{")) {
+        unsupported(p, loc, "dict or set display");
+        return NULL;
+      }
+      if (fu_py_tok_is(tok, "...")) {
+        unsupported(p, loc, "Ellipsis");
+        return NULL;
+      }
+      if (fu_py_tok_is(tok, "~")) {
+        unsupported(p, loc, "~");
+        return NULL;
+      }
+      break;
+    default: break;
   }
   error_expected(p, "an expression");
   return NULL;
@@ -363,7 +365,12 @@ static bool parse_call_args(parser *p, fu_py_expr *call) {
 
 static fu_py_expr *parse_primary(parser *p) {
   fu_py_expr *e = parse_atom(p);
+  int chain = 0; /* trailers nest like brackets: a.b.c(...) is a tree */
   while (e) {
+    if (at(p, "(") || at(p, ".")) {
+      if (!enter(p)) return NULL;
+      chain++;
+    }
     if (at(p, "(")) {
       fu_py_expr *call = new_expr(p, FU_PY_E_CALL, e->loc);
       if (!call) return NULL;
@@ -392,6 +399,7 @@ static fu_py_expr *parse_primary(parser *p) {
       break;
     }
   }
+  p->depth -= chain;
   return e;
 }
 
@@ -488,8 +496,8 @@ static fu_py_expr *parse_expr(parser *p) {
   fu_py_expr *e = parse_sum(p);
   p->depth--;
   if (!e) return NULL;
-  static const char *const trailing[] = {"if", "and", "or", "in", "is", "not", "<", ">", "==", "!=", "<=",
-                                         ">=", "&", "|", "^", "<<", ">>", "@", ":="};
+  static const char *const trailing[] = {
+      "if", "and", "or", "in", "is", "not", "<", ">", "==", "!=", "<=", ">=", "&", "|", "^", "<<", ">>", "@", ":="};
   for (size_t i = 0; i < sizeof trailing / sizeof trailing[0]; i++)
     if (at(p, trailing[i])) {
       unsupported(p, cur(p)->loc, trailing[i]);
@@ -569,6 +577,7 @@ static bool parse_suite(parser *p, fu_py_block *body) {
   return true;
 }
 
+/* def NAME(fd [: annotation]) [-> annotation]: suite */
 static bool parse_def(parser *p, ptrvec *out) {
   fu_py_stmt *s = new_stmt(p, FU_PY_S_DEF, cur(p)->loc);
   if (!s) return false;
@@ -606,6 +615,7 @@ static bool parse_def(parser *p, ptrvec *out) {
   return vec_push(p, out, s);
 }
 
+/* with EXPR [as NAME]: suite */
 static bool parse_with(parser *p, ptrvec *out) {
   fu_py_stmt *s = new_stmt(p, FU_PY_S_WITH, cur(p)->loc);
   if (!s) return false;
@@ -627,6 +637,7 @@ static bool parse_with(parser *p, ptrvec *out) {
   return vec_push(p, out, s);
 }
 
+/* for NAME in EXPR: suite */
 static bool parse_for(parser *p, ptrvec *out) {
   fu_py_stmt *s = new_stmt(p, FU_PY_S_FOR, cur(p)->loc);
   if (!s) return false;
@@ -670,6 +681,7 @@ static bool is_target(const fu_py_expr *e) {
   return e->u.list.n > 0;
 }
 
+/* An expression statement or an assignment to names. */
 static bool parse_simple(parser *p, ptrvec *out) {
   fu_loc loc = cur(p)->loc;
   fu_py_expr *e = parse_expr_list(p);
@@ -731,8 +743,7 @@ static bool parse_statement(parser *p, ptrvec *out) {
       advance(p);
       return s && end_simple(p) && vec_push(p, out, s);
     }
-    if (is_keyword(tok) && !fu_py_tok_is(tok, "True") && !fu_py_tok_is(tok, "False") &&
-        !fu_py_tok_is(tok, "None")) {
+    if (is_keyword(tok) && !fu_py_tok_is(tok, "True") && !fu_py_tok_is(tok, "False") && !fu_py_tok_is(tok, "None")) {
       char kw[32];
       snprintf(kw, sizeof kw, "%.*s", (int)tok->len, tok->text);
       unsupported(p, tok->loc, kw);

@@ -17,10 +17,12 @@ void fu_py_symtab_init(fu_py_symtab *s, fu_module *m) {
 
 void fu_py_symtab_free(fu_py_symtab *s) {
   if (s->v) fu_mem_free(&s->m->alloc, s->v, s->cap * sizeof *s->v);
-  if (s->slots) fu_mem_free(&s->m->alloc, s->slots, s->n_slots * sizeof *s->slots);
+  if (s->slot_names) fu_mem_free(&s->m->alloc, s->slot_names, s->n_slots * sizeof *s->slot_names);
+  if (s->slot_index) fu_mem_free(&s->m->alloc, s->slot_index, s->n_slots * sizeof *s->slot_index);
   memset(s, 0, sizeof *s);
 }
 
+/* Names are interned, so the pointer identifies the symbol. */
 static size_t ptr_hash(const char *p, uint32_t n_slots) {
   uint64_t h = (uint64_t)(uintptr_t)p;
   h ^= h >> 33;
@@ -29,43 +31,39 @@ static size_t ptr_hash(const char *p, uint32_t n_slots) {
   return (size_t)(h & (n_slots - 1));
 }
 
-/* Slots hold the interned name; the index is found by scanning v for the
- * same pointer in the slot's position table, so keep a parallel index. */
 static int64_t find_index(const fu_py_symtab *s, const char *name) {
   if (!s->n_slots || !name) return -1;
   size_t j = ptr_hash(name, s->n_slots);
-  while (s->slots[j]) {
-    if (s->slots[j] == name) {
-      /* the name's index is stored right after it in a second half */
-      return (int64_t)(uintptr_t)s->slots[j + s->n_slots] - 1;
-    }
+  while (s->slot_names[j]) {
+    if (s->slot_names[j] == name) return s->slot_index[j];
     j = (j + 1) & (s->n_slots - 1);
   }
   return -1;
 }
 
-static bool slots_insert(fu_py_symtab *s, const char *name, uint32_t index);
-
-static bool slots_grow(fu_py_symtab *s) {
-  uint32_t old = s->n_slots;
-  const char **old_slots = s->slots;
-  uint32_t n = old ? old * 2 : 64;
-  /* two halves: names, then index + 1 stored as a pointer-sized integer */
-  const char **slots = fu_mem_calloc(&s->m->alloc, (size_t)n * 2, sizeof *slots);
-  if (!slots) return false;
-  s->slots = slots;
-  s->n_slots = n;
-  for (uint32_t i = 0; i < old; i++)
-    if (old_slots[i]) slots_insert(s, old_slots[i], (uint32_t)((uintptr_t)old_slots[i + old] - 1));
-  if (old_slots) fu_mem_free(&s->m->alloc, old_slots, (size_t)old * 2 * sizeof *old_slots);
-  return true;
+static void slots_insert(const char **names, uint32_t *index, uint32_t n_slots, const char *name, uint32_t i) {
+  size_t j = ptr_hash(name, n_slots);
+  while (names[j]) j = (j + 1) & (n_slots - 1);
+  names[j] = name;
+  index[j] = i;
 }
 
-static bool slots_insert(fu_py_symtab *s, const char *name, uint32_t index) {
-  size_t j = ptr_hash(name, s->n_slots);
-  while (s->slots[j]) j = (j + 1) & (s->n_slots - 1);
-  s->slots[j] = name;
-  s->slots[j + s->n_slots] = (const char *)(uintptr_t)(index + 1);
+static bool slots_grow(fu_py_symtab *s) {
+  uint32_t n = s->n_slots ? s->n_slots * 2 : 64;
+  const char **names = fu_mem_calloc(&s->m->alloc, n, sizeof *names);
+  uint32_t *index = fu_mem_calloc(&s->m->alloc, n, sizeof *index);
+  if (!names || !index) {
+    if (names) fu_mem_free(&s->m->alloc, names, n * sizeof *names);
+    if (index) fu_mem_free(&s->m->alloc, index, n * sizeof *index);
+    return false;
+  }
+  for (uint32_t i = 0; i < s->n_slots; i++)
+    if (s->slot_names[i]) slots_insert(names, index, n, s->slot_names[i], s->slot_index[i]);
+  if (s->slot_names) fu_mem_free(&s->m->alloc, s->slot_names, s->n_slots * sizeof *s->slot_names);
+  if (s->slot_index) fu_mem_free(&s->m->alloc, s->slot_index, s->n_slots * sizeof *s->slot_index);
+  s->slot_names = names;
+  s->slot_index = index;
+  s->n_slots = n;
   return true;
 }
 
@@ -98,7 +96,7 @@ fu_extent fu_py_symtab_fresh(fu_py_symtab *s, const char *name, int32_t origin_i
   sym->name = interned;
   sym->origin_input = origin_input;
   sym->origin_dim = origin_dim;
-  slots_insert(s, interned, s->n);
+  slots_insert(s->slot_names, s->slot_index, s->n_slots, interned, s->n);
   s->n++;
   fu_extent e = {0, interned};
   return e;

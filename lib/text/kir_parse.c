@@ -400,7 +400,7 @@ static fu_lexpr *parse_lexpr(kparser *p, unsigned depth) {
   }
   fu_lexpr *e = NULL;
   if (p->tok.kind == T_INT) {
-    int64_t v;
+    int64_t v = 0;
     if (!parse_int(p, INT64_MIN, INT64_MAX, "integer", &v)) return NULL;
     if (!(e = fu_lexpr_const(p->m, v))) oom(p);
     return e;
@@ -492,7 +492,7 @@ static bool parse_shape(kparser *p, fu_extent *dims, int32_t *rank) {
 }
 
 static bool parse_tensor_param(kparser *p, fu_kval *v, fu_loc ploc) {
-  fu_dtype dt;
+  fu_dtype dt = FU_DT_NONE;
   if (!parse_dtype(p, &dt)) return false;
   v->dtype = dt;
   fu_extent dims[FU_MAX_RANK];
@@ -511,7 +511,7 @@ static bool parse_tensor_param(kparser *p, fu_kval *v, fu_loc ploc) {
       next(p);
     } else if (tok_is(p, T_IDENT, "align")) {
       next(p);
-      int64_t a;
+      int64_t a = 0;
       if (!expect_punct(p, '=')) return false;
       fu_loc aloc = p->tok.loc;
       if (!parse_int(p, 1, 1 << 20, "alignment", &a)) return false;
@@ -580,7 +580,7 @@ static bool parse_scalar_param(kparser *p, fu_kval *v) {
       perr(p, tloc, "'%%%s' is not a tensor parameter", t->name);
       return false;
     }
-    int64_t dim;
+    int64_t dim = 0;
     if (!expect_word(p, "dim") || !expect_punct(p, '=') || !parse_int(p, 0, FU_MAX_RANK - 1, "dim", &dim))
       return false;
     v->role = FU_KP_STRIDE;
@@ -742,7 +742,7 @@ static bool parse_const(kparser *p, fu_kinst *in, fu_kval *r) {
   bool is_special_float = tok_is(p, T_IDENT, "inf") || tok_is(p, T_IDENT, "nan");
   if (lit.kind != T_INT && lit.kind != T_FLOAT && !is_bool && !is_special_float) return expected(p, "a literal");
   next(p);
-  fu_dtype dt;
+  fu_dtype dt = FU_DT_NONE;
   if (!expect_punct(p, ':') || !parse_dtype(p, &dt)) return false;
   r->dtype = dt;
   if (fu_dtype_is_bool(dt)) {
@@ -776,7 +776,7 @@ static bool parse_const(kparser *p, fu_kinst *in, fu_kval *r) {
 }
 
 static bool parse_result_type(kparser *p, fu_kval *const *res, uint32_t n) {
-  fu_dtype dt;
+  fu_dtype dt = FU_DT_NONE;
   if (!expect_punct(p, ':') || !parse_dtype(p, &dt)) return false;
   for (uint32_t i = 0; i < n; i++) res[i]->dtype = dt;
   return true;
@@ -852,7 +852,7 @@ static bool parse_assignment(kparser *p, fu_kblock *b, bool top, fu_loc loc) {
     if (!in) return oom(p);
     if (!parse_const(p, in, res[0])) return false;
   } else if (word_is(&op, "special")) {
-    fu_special sp;
+    fu_special sp = FU_SP_TID_X;
     if (p->tok.kind != T_IDENT || !fu_special_from_name(p->tok.text, p->tok.len, &sp))
       return expected(p, "a special register (thread_idx.x, block_idx.x, block_dim.x, grid_dim.x, ...)");
     next(p);
@@ -884,7 +884,7 @@ static bool parse_assignment(kparser *p, fu_kblock *b, bool top, fu_loc loc) {
     if (!parse_result_type(p, res, 1)) return false;
   } else if (word_is(&op, "shfl.xor")) {
     fu_kval *x = use_value(p);
-    int64_t mask;
+    int64_t mask = 0;
     if (!x || !expect_punct(p, ',') || !parse_int(p, 1, 31, "lane mask", &mask)) return false;
     in = fu_kinst_new(p->m, FU_KI_SHFL_XOR, &x, 1, res, 1);
     if (!in) return oom(p);
@@ -975,14 +975,14 @@ static bool parse_kernel_attrs(kparser *p) {
         if (which == 0) {
           if (!(k->grid[i] = parse_lexpr(p, 0))) return false;
         } else {
-          int64_t v;
+          int64_t v = 0;
           if (!parse_int(p, 1, 1024, "block size", &v)) return false;
           k->block[i] = (uint32_t)v;
         }
       }
       if (!expect_punct(p, ']')) return false;
     } else if (which == 2) {
-      int64_t v;
+      int64_t v = 0;
       if (!parse_int(p, 0, UINT32_MAX, "shared memory size", &v)) return false;
       k->smem_bytes = (uint32_t)v;
     } else {

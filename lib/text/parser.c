@@ -21,6 +21,7 @@
 #include "fuser/parse.h"
 #include "fuser/verify.h"
 #include "lexer.h"
+#include "schedule_text.h" /* codegen: schedules and kernels inside segments */
 
 enum {
   MAX_SEGMENT_DEPTH = 32, /* nested segment bodies */
@@ -1257,6 +1258,36 @@ done:
   return ok && !p->nomem;
 }
 
+/* ---- codegen: `schedule` and `kernel` items in a segment body ------------
+ * (lib/text/schedule_text.c).  The sub-parsers take over the lexer at the
+ * keyword and leave it just after their closing '}'.  False on a syntax
+ * error. */
+static bool parse_segment_codegen(parser *p, fu_block *b) {
+  fu_token kw = p->tok;
+  fu_segment_info *seg = &b->parent_op->u.segment;
+  if (p->have_ahead) {
+    error_expected(p, "an op, 'output', 'segment' or '}'");
+    return false;
+  }
+  bool nomem = false, ok;
+  if (is_kw(&kw, "schedule")) {
+    fu_schedule *s = NULL;
+    ok = fu_txt_parse_schedule(&p->lx, &kw, p->m, &p->values, p->diag, &s, &nomem);
+    if (ok && seg->schedule) error_at(p, &kw, "segment '@%s' has a schedule already", seg->name ? seg->name : "?");
+    else if (ok && s) seg->schedule = s;
+  } else {
+    struct fu_kernel *k = NULL;
+    ok = fu_txt_parse_segment_kernel(&p->lx, &kw, p->m, p->f, p->diag, &k, &nomem);
+    if (ok && seg->kernel) error_at(p, &kw, "segment '@%s' has a kernel already", seg->name ? seg->name : "?");
+    else if (ok) seg->kernel = k;
+  }
+  p->nomem |= nomem;
+  if (!ok) return false;
+  advance(p); /* the token after the closing '}' */
+  return true;
+}
+/* ---- end codegen ---- */
+
 /* item* up to (not including) the closing '}'.  False on a syntax error. */
 static bool parse_items(parser *p, fu_block *b) {
   for (;;) {
@@ -1275,6 +1306,12 @@ static bool parse_items(parser *p, fu_block *b) {
         if (!parse_segment(p, b)) return false;
         break;
       }
+      /* ---- codegen: a segment's schedule and kernel ---- */
+      if (b->parent_op && (is_kw(&p->tok, "schedule") || is_kw(&p->tok, "kernel"))) {
+        if (!parse_segment_codegen(p, b)) return false;
+        break;
+      }
+      /* ---- end codegen ---- */
       /* fall through */
     default: error_expected(p, "an op, 'output', 'segment' or '}'"); return false;
     }
@@ -1305,8 +1342,12 @@ static bool parse_fusion(parser *p) {
   fu_txt_symtab_clear(&p->segments);
   advance(p);
   if (!expect(p, FU_TOK_LBRACE, "'{' after the fusion name")) return false;
+  unsigned errors_before = p->diag->n_errors;
   if (!parse_items(p, &p->f->body)) return false;
   advance(p); /* '}' */
+  /* ---- codegen: schedules are checked once their fusion is complete ---- */
+  if (p->diag->n_errors == errors_before && !p->nomem) fu_schedule_verify_fusion(p->f, p->diag);
+  /* ---- end codegen ---- */
   return true;
 }
 

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fuser/kir_text.h" /* codegen: kernels inside segments */
 #include "fuser/print.h"
+#include "fuser/schedule.h" /* codegen: schedules inside segments */
 #include "lexer.h"
 
 typedef struct pctx {
@@ -74,6 +76,14 @@ static void put_value(const pctx *c, const fu_value *v) {
     put_int(c->out, v->id);
   }
 }
+
+/* ---- codegen: value references in schedules use the fusion's names ---- */
+static void put_value_ref_cb(void *user, fu_strbuf *out, const fu_value *v) {
+  pctx c = *(const pctx *)user;
+  c.out = out;
+  put_value(&c, v);
+}
+/* ---- end codegen ---- */
 
 void fu_print_value_ref(fu_strbuf *out, const fu_value *v) {
   pctx c = {out, NULL, NULL, 0};
@@ -304,6 +314,10 @@ static void print_op(const pctx *c, const fu_op *op, int indent) {
     fu_strbuf_putc(sb, '\n');
     if (s->body)
       for (const fu_op *o = s->body->first; o; o = o->next) print_op(c, o, indent + 2);
+    /* ---- codegen: the schedule and the lowered kernel follow the ops ---- */
+    if (s->schedule) fu_schedule_print(sb, s->schedule, indent + 2, put_value_ref_cb, (void *)c);
+    if (s->kernel) fu_kernel_print_indented(sb, s->kernel, indent + 2);
+    /* ---- end codegen ---- */
     put_indent(sb, indent);
     fu_strbuf_puts(sb, "}\n");
     return;

@@ -1,0 +1,287 @@
+/* fuser: the CUDA driver-API runtime.
+ *
+ * The runtime loads PTX with the driver API, allocates device memory for a
+ * lowered fusion, launches its kernels in order and copies the results
+ * back; it also times kernels with CUDA events.  It uses the driver API
+ * only (cuda.h), and loads the driver library (libcuda.so.1) itself at
+ * fu_rt_open, so binaries built against the toolkit's stub still start, and
+ * say clearly why, on machines with no driver or no GPU.
+ *
+ * Layers, each usable alone:
+ *   fu_rt_*          the driver: device query, memory, modules, launches;
+ *   fu_rt_plan_*     what a lowered fusion needs on the device, computed on
+ *                    the host only (buffers, layouts, kernel arguments,
+ *                    grids) from the fusion and its inputs: no GPU needed;
+ *   fu_rt_exec_*     a plan on the device: upload, poison, run, download,
+ *                    benchmark;
+ *   fu_rt_compare    checking results against the CPU interpreter.
+ *
+ * Every driver call is checked: a failure is reported to the diagnostics
+ * engine naming the call and the error (cuGetErrorName: cuGetErrorString),
+ * located at the segment when there is one, and returned as a status.
+ * Nothing prints, nothing exits. */
+#ifndef FUSER_RUNTIME_H
+#define FUSER_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fuser/alloc.h"
+#include "fuser/device.h"
+#include "fuser/diag.h"
+#include "fuser/interp.h"
+#include "fuser/ir.h"
+#include "fuser/kir.h"
+#include "fuser/status.h"
+#include "fuser/strbuf.h"
+
+/* ---- the driver ------------------------------------------------------------ */
+
+typedef struct fu_rt fu_rt;
+/* The driver's entry points (lib/runtime/cuda_api.h); tests may substitute
+ * their own table. */
+typedef struct fu_cuda_api fu_cuda_api;
+
+typedef struct fu_rt_options {
+  int device_ordinal;         /* 0 unless told otherwise */
+  const char *libcuda_path;   /* NULL: $FUSER_LIBCUDA, else "libcuda.so.1" */
+  const fu_cuda_api *api;     /* NULL: load the driver library */
+} fu_rt_options;
+
+typedef struct fu_rt_device_info {
+  fu_device desc;             /* what the schedulers tune for, from the driver's attributes */
+  char name[256];             /* "NVIDIA H100 80GB HBM3" */
+  int ordinal;
+  int cc_major, cc_minor;
+  int driver_version;         /* 13000 for CUDA 13.0 */
+  uint64_t total_mem_bytes;
+  int sm_clock_khz;
+  int mem_clock_khz;
+  int bus_width_bits;
+  bool bandwidth_from_preset; /* the driver reported no memory clock */
+} fu_rt_device_info;
+
+/* Loads the driver, cuInit, picks the device, retains its primary context
+ * and creates a stream.  FU_ERR_UNSUPPORTED when there is no driver library
+ * or no device (the message is "no CUDA device found (cuInit:
+ * CUDA_ERROR_NO_DEVICE)" or says which library could not be loaded), other
+ * statuses for other failures.  On failure *out is NULL. */
+fu_status fu_rt_open(const fu_rt_options *opts, fu_allocator alloc, fu_diag_engine *diag, fu_rt **out);
+void fu_rt_close(fu_rt *rt);
+const fu_rt_device_info *fu_rt_device(const fu_rt *rt);
+/* Human-readable lines: name, compute capability, SMs, memory, L2,
+ * theoretical bandwidth, limits. */
+void fu_rt_device_print(fu_strbuf *out, const fu_rt_device_info *d);
+/* The NVPTX target for the device: "sm_90".  Devices newer than what the
+ * backend knows get the newest it knows (PTX is forward compatible). */
+void fu_rt_device_arch(const fu_rt_device_info *d, char *buf, size_t cap);
+
+/* Device memory.  0 is never a valid allocation. */
+typedef uint64_t fu_rt_ptr;
+fu_status fu_rt_mem_alloc(fu_rt *rt, size_t bytes, fu_rt_ptr *out);
+void fu_rt_mem_free(fu_rt *rt, fu_rt_ptr p);
+fu_status fu_rt_mem_upload(fu_rt *rt, fu_rt_ptr dst, const void *src, size_t bytes);
+fu_status fu_rt_mem_download(fu_rt *rt, void *dst, fu_rt_ptr src, size_t bytes);
+fu_status fu_rt_mem_fill(fu_rt *rt, fu_rt_ptr dst, uint8_t byte, size_t bytes);
+/* Waits for everything queued on the runtime's stream. */
+fu_status fu_rt_synchronize(fu_rt *rt);
+
+/* A loaded PTX module.  Load failures report the JIT's error log. */
+typedef struct fu_rt_module fu_rt_module;
+/* `ptx` need not be NUL-terminated; `name` (e.g. the .ptx file) is used in
+ * messages. */
+fu_status fu_rt_module_load(fu_rt *rt, const char *ptx, size_t len, const char *name, fu_rt_module **out);
+void fu_rt_module_unload(fu_rt_module *mod);
+/* The JIT's info log (registers, spills) of the load, "" when none. */
+const char *fu_rt_module_info_log(const fu_rt_module *mod);
+
+typedef struct fu_rt_func {
+  void *handle;      /* CUfunction */
+  const char *entry;
+} fu_rt_func;
+
+/* FU_ERR_INVALID_ARG with a message naming the entry when the module has no
+ * such kernel. */
+fu_status fu_rt_module_function(fu_rt_module *mod, const char *entry, fu_rt_func *out);
+
+typedef struct fu_rt_launch_config {
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t smem_bytes;
+} fu_rt_launch_config;
+
+/* Queues one launch on the runtime's stream; `params` as cuLaunchKernel
+ * takes them (one pointer per kernel parameter, to its value).  Asks for
+ * more than 48 KiB of dynamic shared memory when the config needs it. */
+fu_status fu_rt_launch(fu_rt *rt, const fu_rt_func *fn, const fu_rt_launch_config *cfg, void **params);
+
+/* ---- plans: a lowered fusion on concrete inputs (host only) ------------------- */
+
+/* A tensor value in device memory: which buffer, and its concrete shape
+ * and strides (elements).  Host aliases share their operand's buffer. */
+typedef struct fu_rt_view {
+  int32_t buffer; /* index into fu_rt_plan.buffers; -1: the value has no memory */
+  fu_dtype dtype;
+  int32_t rank;
+  int64_t shape[FU_MAX_RANK];
+  int64_t strides[FU_MAX_RANK];
+} fu_rt_view;
+
+typedef enum fu_rt_buffer_kind {
+  FU_RT_BUF_INPUT,  /* a fusion input, uploaded */
+  FU_RT_BUF_KERNEL, /* written by a kernel: an output or an intermediate */
+} fu_rt_buffer_kind;
+
+typedef struct fu_rt_buffer {
+  fu_rt_buffer_kind kind;
+  const fu_value *root;  /* the input, or the value the kernel writes */
+  uint32_t input_index;  /* FU_RT_BUF_INPUT: position among the fusion's inputs */
+  size_t bytes;          /* the span of the root's layout, rounded up to 16 */
+  bool fusion_output;    /* some fusion output lives in it */
+} fu_rt_buffer;
+
+/* One kernel argument: a buffer's device address, or immediate bytes. */
+typedef struct fu_rt_karg {
+  int32_t buffer;          /* >= 0: pass the buffer's address */
+  uint32_t size;           /* bytes of an immediate */
+  unsigned char bytes[8];  /* the immediate, little-endian, as the kernel ABI wants */
+} fu_rt_karg;
+
+typedef struct fu_rt_launch_plan {
+  const fu_op *segment;
+  const fu_kernel *kernel;
+  fu_rt_launch_config config;
+  bool empty;             /* a grid dim is 0 (empty tensors): not launched */
+  fu_rt_karg *args;       /* one per kernel parameter */
+  uint32_t n_args;
+  uint64_t bytes_read;    /* distinct bytes of the tensors it reads */
+  uint64_t bytes_written; /* bytes of the tensors it writes */
+} fu_rt_launch_plan;
+
+typedef struct fu_rt_plan {
+  fu_fusion *fusion;
+  fu_allocator alloc;
+  fu_bindings bindings;
+  fu_rt_buffer *buffers;
+  uint32_t n_buffers, buffers_cap;
+  fu_rt_view *views;      /* per value id */
+  uint32_t n_values;
+  fu_rt_launch_plan *launches;
+  uint32_t n_launches, launches_cap;
+  const fu_value **outputs; /* the fusion's outputs in order */
+  uint32_t n_outputs;
+  uint64_t bytes_read;    /* distinct bytes of the fusion inputs the kernels read */
+  uint64_t bytes_written; /* bytes of the fusion outputs the kernels write */
+} fu_rt_plan;
+
+/* True when every op of `f` is an input, an output, a host alias or a
+ * segment with a kernel (what `lower` produces).  Otherwise false, with the
+ * first op that is not in `*why_op` (may be NULL). */
+bool fu_rt_fusion_is_lowered(fu_fusion *f, const fu_op **why_op);
+
+/* Computes the plan of lowered fusion `f` on `inputs` (as
+ * fu_interp_make_inputs makes them): binds the symbols, gives every input,
+ * host alias and kernel-written tensor its layout (include/fuser/
+ * view_layout.h, evaluated with the bindings and the inputs' own strides),
+ * and each launch its grid and arguments.  Errors are located at the op
+ * they concern: an op that is neither a host alias nor in a segment with a
+ * kernel, a kernel parameter the runtime cannot supply, a grid out of the
+ * device's range, a value too large to index.  Free with fu_rt_plan_free
+ * (also after a failure). */
+fu_status fu_rt_plan_build(fu_fusion *f, const fu_arg *inputs, uint32_t n_inputs, fu_allocator alloc,
+                           fu_diag_engine *diag, fu_rt_plan *out);
+void fu_rt_plan_free(fu_rt_plan *p);
+
+/* `--dump=launch`: per launch its kernel, grid, block, dynamic shared
+ * memory and arguments, one line each. */
+void fu_rt_plan_print_launches(fu_strbuf *out, const fu_rt_plan *p);
+
+/* ---- executing a plan ------------------------------------------------------------ */
+
+typedef struct fu_rt_exec fu_rt_exec;
+
+/* Allocates the plan's buffers, uploads the inputs (in the layout the plan
+ * gives them: copied as they are when their strides match, else re-laid
+ * out), and looks up each launch's kernel in `mod`.  `plan`, `mod` and
+ * `inputs` must outlive the exec. */
+fu_status fu_rt_exec_new(fu_rt *rt, const fu_rt_plan *plan, fu_rt_module *mod, const fu_arg *inputs,
+                         fu_diag_engine *diag, fu_rt_exec **out);
+void fu_rt_exec_free(fu_rt_exec *e);
+/* Fills every kernel-written buffer with `byte` (0xFF before a checked
+ * run, so elements no kernel writes come out as NaN or -1 and fail). */
+fu_status fu_rt_exec_poison(fu_rt_exec *e, uint8_t byte);
+/* Launches every kernel in order and waits for them; an error names the
+ * kernel (and, for errors found at the wait, the kernels that ran). */
+fu_status fu_rt_exec_run(fu_rt_exec *e);
+/* The fusion's outputs after a run, as fu_interp_run returns them (fresh
+ * contiguous tensors or scalars, in order); free with fu_args_free. */
+fu_status fu_rt_exec_outputs(fu_rt_exec *e, fu_allocator alloc, fu_arg **outputs, uint32_t *n_outputs);
+
+typedef struct fu_rt_bench_options {
+  uint32_t warmup;     /* untimed runs first (0: 10) */
+  uint32_t iters;      /* timed runs (0: 100) */
+  bool no_flush;       /* do not flush L2 between timed runs */
+  size_t copy_bytes;   /* size of the copy-bandwidth measurement (0: 1 GiB, less if memory is short) */
+} fu_rt_bench_options;
+
+typedef struct fu_rt_timing {
+  const char *name;    /* the kernel's name, or "total" */
+  double median_us, min_us, max_us;
+  uint64_t bytes;      /* read once + written once */
+  double gbs;          /* bytes / median, in 1e9 bytes per second */
+  double pct_copy;     /* gbs as a percentage of the measured copy bandwidth */
+} fu_rt_timing;
+
+typedef struct fu_rt_bench_result {
+  fu_rt_timing *kernels; /* one per launch that is not empty, in order */
+  uint32_t n_kernels;
+  fu_rt_timing total;    /* first launch start to last launch end, fusion bytes */
+  double copy_gbs;       /* device-to-device copy, bytes read + written per second */
+  size_t copy_bytes;
+  size_t flush_bytes;    /* 0 when not flushed */
+  uint32_t iters, warmup;
+  fu_allocator alloc;
+} fu_rt_bench_result;
+
+/* Warm-up, then `iters` timed runs, each after writing 2x the L2 size
+ * with cuMemsetD32Async (unless no_flush); every kernel is bracketed by
+ * CUDA events.  Also measures the copy bandwidth (cuMemcpyDtoDAsync,
+ * median of 20) in the same run.  Free with fu_rt_bench_result_free. */
+fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt_bench_result *out);
+void fu_rt_bench_result_free(fu_rt_bench_result *r);
+
+/* Copy bandwidth alone: median over `iters` copies of `bytes` (bytes read
+ * + written per second, 1e9). */
+fu_status fu_rt_copy_bandwidth(fu_rt *rt, size_t bytes, uint32_t iters, double *gbs);
+
+/* ---- checking results -------------------------------------------------------------- */
+
+typedef struct fu_rt_tolerance {
+  double rtol, atol;
+} fu_rt_tolerance;
+
+/* f64 1e-12/1e-12, f32 1e-5/1e-6, f16 2e-3/1e-3, bf16 1.6e-2/1e-2; exact
+ * (0/0) for ints and bool. */
+fu_rt_tolerance fu_rt_default_tolerance(fu_dtype dt);
+
+typedef struct fu_rt_check_result {
+  int64_t n_elements;
+  int64_t n_mismatch;
+  int64_t n_poison;       /* elements still holding the 0xFF poison pattern */
+  int64_t first_mismatch; /* flat row-major index, -1 when none */
+  double got_first, want_first; /* the values there */
+  double max_abs_err;     /* over elements where both are finite */
+  double max_rel_err;     /* |got - want| / |want| where want != 0 */
+} fu_rt_check_result;
+
+/* Compares `got` (a GPU result) with `want` (the interpreter's), element by
+ * element in row-major order; same dtype and shape (else
+ * FU_ERR_INVALID_ARG).  Floats fail when |got - want| > atol + rtol*|want|,
+ * when infinities differ, and on NaN unless `want` is NaN there and `got`
+ * is a NaN that is not the all-ones poison pattern.  Ints and bools must be
+ * equal (a bool byte other than 0 or 1 fails). */
+fu_status fu_rt_compare(const fu_host_tensor *got, const fu_host_tensor *want, fu_rt_tolerance tol,
+                        fu_rt_check_result *out);
+
+#endif

@@ -1,0 +1,197 @@
+/* fuser runtime: timing kernels with CUDA events.
+ *
+ * What the performance targets need, measured the same way for every
+ * fusion: the median of at least 100 timed runs after a warm-up, with L2
+ * flushed before each run (a write of twice its size), per kernel and for
+ * the whole fusion, next to the device-to-device copy bandwidth measured in
+ * the same process, so "% of copy" compares like with like. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median, min and max of v[0..n) (v is reordered). */
+static void summarize(double *v, uint32_t n, double *median, double *min, double *max) {
+  qsort(v, n, sizeof *v, cmp_double);
+  *min = v[0];
+  *max = v[n - 1];
+  *median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct event_set {
+  CUevent *ev;
+  uint32_t n;
+} event_set;
+
+static fu_status events_create(fu_rt *rt, event_set *s, uint32_t n) {
+  s->n = 0;
+  s->ev = fu_mem_calloc(&rt->alloc, n, sizeof *s->ev);
+  if (!s->ev) return FU_ERR_NOMEM;
+  for (uint32_t i = 0; i < n; i++) {
+    fu_status st = fu_rt_check(rt, rt->api.event_create(&s->ev[i], CU_EVENT_DEFAULT), "cuEventCreate");
+    if (st != FU_OK) return st;
+    s->n++;
+  }
+  return FU_OK;
+}
+
+static void events_destroy(fu_rt *rt, event_set *s, uint32_t cap) {
+  if (!s->ev) return;
+  for (uint32_t i = 0; i < s->n; i++) fu_rt_check(rt, rt->api.event_destroy(s->ev[i]), "cuEventDestroy");
+  fu_mem_free(&rt->alloc, s->ev, cap * sizeof *s->ev);
+  s->ev = NULL;
+}
+
+static fu_status elapsed_us(fu_rt *rt, CUevent a, CUevent b, double *us) {
+  float ms = 0;
+  fu_status st = fu_rt_check(rt, rt->api.event_elapsed_time(&ms, a, b), "cuEventElapsedTime");
+  *us = (double)ms * 1e3;
+  return st;
+}
+
+/* The largest copy that leaves room: 1 GiB each way when memory allows. */
+static size_t copy_size(fu_rt *rt, size_t want) {
+  size_t free_b = 0, total_b = 0;
+  if (rt->api.mem_get_info(&free_b, &total_b) != CUDA_SUCCESS) return want;
+  while (want > (64u << 20) && 2 * want + (256u << 20) > free_b) want /= 2;
+  return want;
+}
+
+fu_status fu_rt_copy_bandwidth(fu_rt *rt, size_t bytes, uint32_t iters, double *gbs) {
+  *gbs = 0;
+  if (!iters) iters = 20;
+  fu_rt_ptr src = 0, dst = 0;
+  event_set ev = {0};
+  double *t = fu_mem_calloc(&rt->alloc, iters, sizeof *t);
+  if (!t) return FU_ERR_NOMEM;
+  fu_status st = fu_rt_mem_alloc(rt, bytes, &src);
+  if (st == FU_OK) st = fu_rt_mem_alloc(rt, bytes, &dst);
+  if (st == FU_OK) st = fu_rt_mem_fill(rt, src, 0x3c, bytes);
+  if (st == FU_OK) st = events_create(rt, &ev, 2);
+  char what[64];
+  snprintf(what, sizeof what, "cuMemcpyDtoDAsync(%zu bytes)", bytes);
+  for (uint32_t i = 0; i < 2 && st == FU_OK; i++) /* warm-up */
+    st = fu_rt_check(rt, rt->api.memcpy_dtod_async((CUdeviceptr)dst, (CUdeviceptr)src, bytes, rt->stream), what);
+  if (st == FU_OK) st = fu_rt_synchronize(rt);
+  for (uint32_t i = 0; i < iters && st == FU_OK; i++) {
+    st = fu_rt_check(rt, rt->api.event_record(ev.ev[0], rt->stream), "cuEventRecord");
+    if (st == FU_OK)
+      st = fu_rt_check(rt, rt->api.memcpy_dtod_async((CUdeviceptr)dst, (CUdeviceptr)src, bytes, rt->stream), what);
+    if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_record(ev.ev[1], rt->stream), "cuEventRecord");
+    if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_synchronize(ev.ev[1]), "cuEventSynchronize");
+    if (st == FU_OK) st = elapsed_us(rt, ev.ev[0], ev.ev[1], &t[i]);
+  }
+  if (st == FU_OK) {
+    double med, mn, mx;
+    summarize(t, iters, &med, &mn, &mx);
+    *gbs = med > 0 ? 2.0 * (double)bytes / (med * 1e-6) / 1e9 : 0;
+  }
+  events_destroy(rt, &ev, 2);
+  fu_rt_mem_free(rt, src);
+  fu_rt_mem_free(rt, dst);
+  fu_mem_free(&rt->alloc, t, iters * sizeof *t);
+  return st;
+}
+
+static void set_timing(fu_rt_timing *t, const char *name, double *samples, uint32_t n, uint64_t bytes,
+                       double copy_gbs) {
+  t->name = name;
+  summarize(samples, n, &t->median_us, &t->min_us, &t->max_us);
+  t->bytes = bytes;
+  t->gbs = t->median_us > 0 ? (double)bytes / (t->median_us * 1e-6) / 1e9 : 0;
+  t->pct_copy = copy_gbs > 0 ? 100.0 * t->gbs / copy_gbs : 0;
+}
+
+fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt_bench_result *out) {
+  fu_rt *rt = e->rt;
+  const fu_rt_plan *p = e->plan;
+  memset(out, 0, sizeof *out);
+  out->alloc = rt->alloc;
+  fu_rt_bench_options o;
+  memset(&o, 0, sizeof o);
+  if (opts) o = *opts;
+  out->iters = o.iters ? o.iters : 100;
+  out->warmup = o.warmup ? o.warmup : 10;
+  fu_diag_engine *saved = rt->diag;
+  rt->diag = e->diag;
+
+  uint32_t k = 0; /* launches that run */
+  for (uint32_t l = 0; l < p->n_launches; l++) k += !p->launches[l].empty;
+  uint32_t iters = out->iters;
+  fu_rt_ptr flush = 0;
+  event_set ev = {0};
+  double *samples = fu_mem_calloc(&rt->alloc, (size_t)(k + 1) * iters, sizeof *samples);
+  out->kernels = fu_mem_calloc(&rt->alloc, k ? k : 1, sizeof *out->kernels);
+  fu_status st = samples && out->kernels ? FU_OK : FU_ERR_NOMEM;
+  if (out->kernels) out->n_kernels = k;
+
+  /* The copy roofline first, so the fusion's timing runs on a settled
+   * device. */
+  out->copy_bytes = copy_size(rt, o.copy_bytes ? o.copy_bytes : (size_t)1 << 30);
+  if (st == FU_OK) st = fu_rt_copy_bandwidth(rt, out->copy_bytes, 20, &out->copy_gbs);
+
+  if (!o.no_flush && st == FU_OK) {
+    size_t l2 = rt->info.desc.l2_bytes ? rt->info.desc.l2_bytes : (size_t)64 << 20;
+    out->flush_bytes = (2 * l2 + 3) & ~(size_t)3;
+    st = fu_rt_mem_alloc(rt, out->flush_bytes, &flush);
+  }
+  if (st == FU_OK) st = events_create(rt, &ev, k + 1);
+  for (uint32_t i = 0; i < out->warmup && st == FU_OK; i++) st = fu_rt_exec_launch_all(e, false);
+  if (st == FU_OK) st = fu_rt_synchronize(rt);
+
+  for (uint32_t it = 0; it < iters && st == FU_OK; it++) {
+    if (flush) {
+      char what[64];
+      snprintf(what, sizeof what, "cuMemsetD32Async(%zu bytes)", out->flush_bytes);
+      st = fu_rt_check(rt, rt->api.memset_d32_async((CUdeviceptr)flush, 0x01010101u * (it & 0xff), out->flush_bytes / 4,
+                                                    rt->stream),
+                       what);
+    }
+    uint32_t j = 0;
+    if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_record(ev.ev[0], rt->stream), "cuEventRecord");
+    for (uint32_t l = 0; l < p->n_launches && st == FU_OK; l++) {
+      const fu_rt_launch_plan *lp = &p->launches[l];
+      if (lp->empty) continue;
+      st = fu_rt_launch(rt, &e->launches[l].fn, &lp->config, e->launches[l].params);
+      if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_record(ev.ev[++j], rt->stream), "cuEventRecord");
+    }
+    if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_synchronize(ev.ev[k]), "cuEventSynchronize");
+    for (uint32_t i = 0; i < k && st == FU_OK; i++) st = elapsed_us(rt, ev.ev[i], ev.ev[i + 1], &samples[(size_t)i * iters + it]);
+    if (st == FU_OK) st = elapsed_us(rt, ev.ev[0], ev.ev[k], &samples[(size_t)k * iters + it]);
+  }
+
+  if (st == FU_OK) {
+    uint32_t i = 0;
+    for (uint32_t l = 0; l < p->n_launches; l++) {
+      const fu_rt_launch_plan *lp = &p->launches[l];
+      if (lp->empty) continue;
+      set_timing(&out->kernels[i], lp->kernel->name, &samples[(size_t)i * iters], iters,
+                 lp->bytes_read + lp->bytes_written, out->copy_gbs);
+      i++;
+    }
+    if (k)
+      set_timing(&out->total, "total", &samples[(size_t)k * iters], iters, p->bytes_read + p->bytes_written,
+                 out->copy_gbs);
+    else
+      out->total.name = "total";
+  }
+  events_destroy(rt, &ev, k + 1);
+  fu_rt_mem_free(rt, flush);
+  if (samples) fu_mem_free(&rt->alloc, samples, (size_t)(k + 1) * iters * sizeof *samples);
+  rt->diag = saved;
+  if (st != FU_OK) fu_rt_bench_result_free(out);
+  return st;
+}
+
+void fu_rt_bench_result_free(fu_rt_bench_result *r) {
+  if (!r || !r->kernels) return;
+  fu_mem_free(&r->alloc, r->kernels, (r->n_kernels ? r->n_kernels : 1) * sizeof *r->kernels);
+  r->kernels = NULL;
+  r->n_kernels = 0;
+}

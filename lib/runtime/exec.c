@@ -1,0 +1,229 @@
+/* fuser runtime: a plan on the device.
+ *
+ * Allocation, upload (re-laying out inputs whose strides differ from the
+ * layout the kernels were compiled for), poisoning, launching in order and
+ * downloading.  Host aliases cost nothing here: the plan already gave them
+ * their operand's buffer with their own shape and strides. */
+#include <stdio.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+static fu_loc seg_loc(const fu_rt_launch_plan *lp) { return lp->segment ? lp->segment->loc : fu_loc_none(); }
+
+/* Upload input `buf`: as it is when the data's strides are the plan's on
+ * every dim that matters, else through a staging copy in the plan's
+ * layout. */
+static fu_status upload_input(fu_rt_exec *e, uint32_t bi) {
+  const fu_rt_plan *p = e->plan;
+  const fu_rt_buffer *buf = &p->buffers[bi];
+  const fu_host_tensor *t = &e->inputs[buf->input_index].tensor;
+  const fu_rt_view *v = &p->views[buf->root->id];
+  size_t es = fu_dtype_size(v->dtype);
+  int64_t span_plan, span_data;
+  if (!fu_rt_span_elems(v->rank, v->shape, v->strides, &span_plan) ||
+      !fu_rt_span_elems(t->rank, t->shape, t->strides, &span_data))
+    return FU_ERR_INVALID_ARG;
+  if (span_plan == 0) return FU_OK;
+  bool same = true;
+  for (int32_t d = 0; d < v->rank; d++)
+    if (v->shape[d] > 1 && v->strides[d] != t->strides[d]) same = false;
+  if (same && span_data == span_plan) return fu_rt_mem_upload(e->rt, e->ptrs[bi], t->data, (size_t)span_plan * es);
+  size_t bytes = (size_t)span_plan * es;
+  unsigned char *staging = fu_mem_calloc(&e->rt->alloc, bytes, 1);
+  if (!staging) return FU_ERR_NOMEM;
+  fu_rt_strided_copy(staging, v->strides, t->data, t->strides, v->rank, v->shape, es);
+  fu_status st = fu_rt_mem_upload(e->rt, e->ptrs[bi], staging, bytes);
+  fu_mem_free(&e->rt->alloc, staging, bytes);
+  return st;
+}
+
+void fu_rt_exec_free(fu_rt_exec *e) {
+  if (!e) return;
+  fu_allocator *a = &e->rt->alloc;
+  const fu_rt_plan *p = e->plan;
+  if (e->ptrs) {
+    for (uint32_t i = 0; i < p->n_buffers; i++) fu_rt_mem_free(e->rt, e->ptrs[i]);
+    fu_mem_free(a, e->ptrs, (p->n_buffers ? p->n_buffers : 1) * sizeof *e->ptrs);
+  }
+  if (e->launches) {
+    for (uint32_t l = 0; l < p->n_launches; l++) {
+      fu_rt_exec_launch *x = &e->launches[l];
+      uint32_t n = p->launches[l].n_args ? p->launches[l].n_args : 1;
+      if (x->params) fu_mem_free(a, x->params, n * sizeof *x->params);
+      if (x->slots) fu_mem_free(a, x->slots, n * sizeof *x->slots);
+    }
+    fu_mem_free(a, e->launches, (p->n_launches ? p->n_launches : 1) * sizeof *e->launches);
+  }
+  fu_mem_free(a, e, sizeof *e);
+}
+
+fu_status fu_rt_exec_new(fu_rt *rt, const fu_rt_plan *plan, fu_rt_module *mod, const fu_arg *inputs,
+                         fu_diag_engine *diag, fu_rt_exec **out) {
+  *out = NULL;
+  fu_allocator *a = &rt->alloc;
+  if (plan->n_launches && !mod) {
+    fu_error(diag, plan->fusion->loc, "fusion '@%s' has kernels but no module was loaded for them",
+             plan->fusion->name ? plan->fusion->name : "");
+    return FU_ERR_INVALID_ARG;
+  }
+  fu_rt_exec *e = fu_mem_calloc(a, 1, sizeof *e);
+  if (!e) return FU_ERR_NOMEM;
+  e->rt = rt;
+  e->plan = plan;
+  e->mod = mod;
+  e->inputs = inputs;
+  e->diag = diag;
+  fu_diag_engine *saved = rt->diag;
+  rt->diag = diag;
+  fu_status st = FU_OK;
+  e->ptrs = fu_mem_calloc(a, plan->n_buffers ? plan->n_buffers : 1, sizeof *e->ptrs);
+  e->launches = fu_mem_calloc(a, plan->n_launches ? plan->n_launches : 1, sizeof *e->launches);
+  if (!e->ptrs || !e->launches) {
+    st = FU_ERR_NOMEM;
+    goto done;
+  }
+  for (uint32_t i = 0; i < plan->n_buffers && st == FU_OK; i++) {
+    st = fu_rt_mem_alloc(rt, plan->buffers[i].bytes, &e->ptrs[i]);
+    if (st != FU_OK)
+      fu_note(diag, fu_loc_none(), "while allocating the buffer of '%%%s'",
+              plan->buffers[i].root->name ? plan->buffers[i].root->name : "?");
+  }
+  for (uint32_t i = 0; i < plan->n_buffers && st == FU_OK; i++)
+    if (plan->buffers[i].kind == FU_RT_BUF_INPUT) st = upload_input(e, i);
+  for (uint32_t l = 0; l < plan->n_launches && st == FU_OK; l++) {
+    const fu_rt_launch_plan *lp = &plan->launches[l];
+    fu_rt_exec_launch *x = &e->launches[l];
+    uint32_t n = lp->n_args ? lp->n_args : 1;
+    x->params = fu_mem_calloc(a, n, sizeof *x->params);
+    x->slots = fu_mem_calloc(a, n, sizeof *x->slots);
+    if (!x->params || !x->slots) {
+      st = FU_ERR_NOMEM;
+      break;
+    }
+    for (uint32_t i = 0; i < lp->n_args; i++) {
+      const fu_rt_karg *ka = &lp->args[i];
+      if (ka->buffer >= 0) {
+        CUdeviceptr dp = (CUdeviceptr)e->ptrs[ka->buffer];
+        memcpy(x->slots[i].bytes, &dp, sizeof dp);
+      } else {
+        memcpy(x->slots[i].bytes, ka->bytes, sizeof ka->bytes);
+      }
+      x->params[i] = x->slots[i].bytes;
+    }
+    st = fu_rt_module_function(mod, lp->kernel->name, &x->fn);
+    if (st != FU_OK) fu_note(diag, seg_loc(lp), "the kernel of this segment");
+  }
+done:
+  rt->diag = saved;
+  if (st != FU_OK) {
+    fu_rt_exec_free(e);
+    return st;
+  }
+  *out = e;
+  return FU_OK;
+}
+
+fu_status fu_rt_exec_poison(fu_rt_exec *e, uint8_t byte) {
+  fu_diag_engine *saved = e->rt->diag;
+  e->rt->diag = e->diag;
+  fu_status st = FU_OK;
+  for (uint32_t i = 0; i < e->plan->n_buffers && st == FU_OK; i++)
+    if (e->plan->buffers[i].kind == FU_RT_BUF_KERNEL) st = fu_rt_mem_fill(e->rt, e->ptrs[i], byte, e->plan->buffers[i].bytes);
+  e->rt->diag = saved;
+  return st;
+}
+
+fu_status fu_rt_exec_launch_all(fu_rt_exec *e, bool sync_each) {
+  fu_status st = FU_OK;
+  for (uint32_t l = 0; l < e->plan->n_launches && st == FU_OK; l++) {
+    const fu_rt_launch_plan *lp = &e->plan->launches[l];
+    if (lp->empty) continue;
+    st = fu_rt_launch(e->rt, &e->launches[l].fn, &lp->config, e->launches[l].params);
+    if (st == FU_OK && sync_each) st = fu_rt_synchronize(e->rt);
+    if (st != FU_OK)
+      fu_note(e->diag, seg_loc(lp), "while running kernel '@%s' of segment '@%s'", lp->kernel->name,
+              lp->segment->u.segment.name ? lp->segment->u.segment.name : "?");
+  }
+  return st;
+}
+
+/* Synchronizing after every kernel costs little for a checked run and
+ * makes an asynchronous failure (an illegal address) name its kernel. */
+fu_status fu_rt_exec_run(fu_rt_exec *e) {
+  fu_diag_engine *saved = e->rt->diag;
+  e->rt->diag = e->diag;
+  fu_status st = fu_rt_exec_launch_all(e, true);
+  e->rt->diag = saved;
+  return st;
+}
+
+fu_status fu_rt_exec_outputs(fu_rt_exec *e, fu_allocator alloc, fu_arg **outputs, uint32_t *n_outputs) {
+  *outputs = NULL;
+  *n_outputs = 0;
+  const fu_rt_plan *p = e->plan;
+  fu_diag_engine *saved = e->rt->diag;
+  e->rt->diag = e->diag;
+  fu_status st = FU_OK;
+  uint32_t n = p->n_outputs;
+  fu_arg *res = fu_mem_calloc(&alloc, n ? n : 1, sizeof *res);
+  if (!res) {
+    e->rt->diag = saved;
+    return FU_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < n && st == FU_OK; i++) {
+    const fu_value *v = p->outputs[i];
+    if (v->type.rank < 0) {
+      /* A scalar input passed through. */
+      uint32_t pos = 0;
+      for (fu_op *op = p->fusion->body.first; op; op = op->next) {
+        if (op->kind != FU_OP_INPUT) continue;
+        if (op->results[0] == v) res[i] = e->inputs[pos];
+        pos++;
+      }
+      continue;
+    }
+    const fu_rt_view *view = &p->views[v->id];
+    size_t es = fu_dtype_size(view->dtype);
+    fu_host_tensor t;
+    if ((st = fu_host_tensor_alloc(&t, alloc, view->dtype, view->rank, view->shape)) != FU_OK) break;
+    int64_t span;
+    if (!fu_rt_span_elems(view->rank, view->shape, view->strides, &span)) {
+      fu_host_tensor_free(&t);
+      st = FU_ERR_INVALID_ARG;
+      break;
+    }
+    if (span > 0) {
+      size_t bytes = (size_t)span * es;
+      unsigned char *staging = fu_mem_alloc(&e->rt->alloc, bytes);
+      if (!staging) {
+        fu_host_tensor_free(&t);
+        st = FU_ERR_NOMEM;
+        break;
+      }
+      st = fu_rt_mem_download(e->rt, staging, e->ptrs[view->buffer], bytes);
+      if (st == FU_OK) fu_rt_strided_copy(t.data, t.strides, staging, view->strides, view->rank, view->shape, es);
+      fu_mem_free(&e->rt->alloc, staging, bytes);
+    }
+    if (st != FU_OK) {
+      fu_host_tensor_free(&t);
+      break;
+    }
+    res[i] = fu_arg_tensor(t);
+  }
+  e->rt->diag = saved;
+  if (st != FU_OK) {
+    /* Scalars copied from the inputs own nothing; tensors made here do. */
+    for (uint32_t i = 0; i < n; i++)
+      if (res[i].kind == FU_ARG_TENSOR) fu_arg_free(&res[i]);
+    fu_mem_free(&alloc, res, (n ? n : 1) * sizeof *res);
+    return st;
+  }
+  if (n == 0) {
+    fu_mem_free(&alloc, res, sizeof *res);
+    return FU_OK;
+  }
+  *outputs = res;
+  *n_outputs = n;
+  return FU_OK;
+}

@@ -1,0 +1,50 @@
+/* fuser runtime: state shared by the files of lib/runtime. */
+#ifndef FUSER_RUNTIME_INTERNAL_H
+#define FUSER_RUNTIME_INTERNAL_H
+
+#include "cuda_api.h"
+#include "fuser/runtime.h"
+
+struct fu_rt {
+  fu_allocator alloc;
+  fu_diag_engine *diag;
+  fu_cuda_api api;
+  void *lib;            /* dlopen handle; NULL when the caller gave the table */
+  CUdevice device;
+  CUcontext ctx;        /* the primary context, retained */
+  bool ctx_retained;
+  CUstream stream;
+  fu_rt_device_info info;
+};
+
+struct fu_rt_module {
+  fu_rt *rt;
+  CUmodule module;
+  char *name;
+  char *info_log;
+};
+
+/* Reports a failed driver call `what` ("cuMemAlloc(1024 bytes)") at `loc`
+ * as "<what> failed: CUDA_ERROR_X: <description>" and returns
+ * FU_ERR_RUNTIME; returns FU_OK for CUDA_SUCCESS. */
+fu_status fu_rt_check_at(fu_rt *rt, CUresult r, fu_loc loc, const char *what);
+static inline fu_status fu_rt_check(fu_rt *rt, CUresult r, const char *what) {
+  return fu_rt_check_at(rt, r, fu_loc_none(), what);
+}
+/* "CUDA_ERROR_NO_DEVICE" (or "CUresult 999" when the driver has no name). */
+const char *fu_rt_error_name(const fu_cuda_api *api, CUresult r);
+
+/* Loads the driver's entry points from `path` into `api`.  False with the
+ * reason in `why` (dlerror's text, or the missing symbol). */
+bool fu_cuda_api_load(const char *path, fu_cuda_api *api, void **lib, fu_strbuf *why);
+void fu_cuda_api_unload(void *lib);
+
+/* Strided element copy between two host layouts of the same shape: element
+ * by element, bytes as they are (no conversion, NaN payloads kept). */
+void fu_rt_strided_copy(void *dst, const int64_t *dst_strides, const void *src, const int64_t *src_strides,
+                        int32_t rank, const int64_t *shape, size_t elem_size);
+/* Elements spanned by a layout: 1 + sum (shape-1)*stride, 0 when empty;
+ * false on overflow. */
+bool fu_rt_span_elems(int32_t rank, const int64_t *shape, const int64_t *strides, int64_t *out);
+
+#endif

@@ -1,0 +1,323 @@
+/* fuser: the `schedule` pass and the schedule verifier.
+ *
+ * The pass gives every pointwise segment that has no schedule one from the
+ * pointwise scheduler (schedule_pointwise.c), tuned for the device named by
+ * its `device` option (`fuser-opt --device=`).  A schedule already present
+ * (hand-written, or from an earlier run) is kept: running the pass twice
+ * changes nothing.  Segments of other kinds are left for their schedulers.
+ *
+ * The verifier checks a schedule against its segment; the .fir parser runs
+ * it on every schedule it reads, so a hand-written schedule is checked
+ * before any pass sees it. */
+#include <string.h>
+
+#include "fuser/index_graph.h"
+#include "fuser/schedule.h"
+
+const fu_pass_option_def fu_pass_options_schedule[] = {
+    {"device", "the target: h100, h200, a100, sm_80, sm_90, or a device file (key = value lines)", "h100"},
+    {NULL, NULL, NULL},
+};
+
+fu_status fu_pass_run_schedule(fu_module *m, fu_pass_context *ctx);
+
+const fu_pass_def fu_pass_schedule = {
+    "schedule",
+    "pick the pointwise scheduler's parameters for each segment and write the transforms into the IR",
+    fu_pass_options_schedule,
+    fu_pass_run_schedule,
+};
+
+/* ---- verification -------------------------------------------------------------- */
+
+static const char *seg_name(const fu_op *seg) { return seg->u.segment.name ? seg->u.segment.name : "?"; }
+
+static bool in_segment(const fu_op *seg, const fu_value *v) {
+  if (!v) return false;
+  for (uint32_t i = 0; i < seg->n_operands; i++)
+    if (seg->operands[i] == v) return true;
+  return v->def && v->def->parent == seg->u.segment.body;
+}
+
+static bool is_segment_output(const fu_op *seg, const fu_value *v) {
+  for (uint32_t i = 0; i < seg->u.segment.n_outputs; i++)
+    if (seg->u.segment.outputs[i] == v) return true;
+  return false;
+}
+
+static bool is_segment_input(const fu_op *seg, const fu_value *v) {
+  for (uint32_t i = 0; i < seg->n_operands; i++)
+    if (seg->operands[i] == v) return true;
+  return false;
+}
+
+/* The structure: axes used once, loop = leaves, parallel types. */
+static bool verify_structure(fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
+  bool ok = true;
+  uint32_t na = s->n_axes;
+  if (na > 4096) return false;
+  int32_t used_by[4096];
+  for (uint32_t a = 0; a < na; a++) used_by[a] = -1;
+  for (uint32_t t = 0; t < s->n_xforms; t++) {
+    const fu_sxform *x = &s->xforms[t];
+    uint32_t nin = x->kind == FU_SX_MERGE ? 2 : 1;
+    for (uint32_t k = 0; k < nin; k++) {
+      uint32_t a = x->in[k];
+      if (a >= na) return false;
+      if (used_by[a] >= 0) {
+        fu_error(diag, x->loc, "axis '%s' is transformed twice", s->axes[a].name);
+        fu_note(diag, s->xforms[used_by[a]].loc, "first use of '%s' is here", s->axes[a].name);
+        ok = false;
+      }
+      used_by[a] = (int32_t)t;
+    }
+    if (x->kind == FU_SX_MERGE && x->in[0] == x->in[1]) {
+      fu_error(diag, x->loc, "'merge' of axis '%s' with itself", s->axes[x->in[0]].name);
+      ok = false;
+    }
+  }
+  bool in_loop[4096];
+  memset(in_loop, 0, na * sizeof in_loop[0]);
+  int32_t per_ptype[FU_PT_COUNT];
+  for (int p = 0; p < FU_PT_COUNT; p++) per_ptype[p] = -1;
+  for (uint32_t i = 0; i < s->n_loops; i++) {
+    const fu_sloop *l = &s->loops[i];
+    if (l->axis >= na) return false;
+    const char *an = s->axes[l->axis].name;
+    if (in_loop[l->axis]) {
+      fu_error(diag, l->loc, "axis '%s' appears twice in the loop", an);
+      ok = false;
+    }
+    in_loop[l->axis] = true;
+    if (used_by[l->axis] >= 0) {
+      fu_error(diag, l->loc, "axis '%s' is not a loop axis: it is transformed further", an);
+      fu_note(diag, s->xforms[used_by[l->axis]].loc, "'%s' is used here", an);
+      ok = false;
+    }
+    if (l->ptype != FU_PT_SERIAL && l->ptype != FU_PT_UNROLL) {
+      if (per_ptype[l->ptype] >= 0) {
+        fu_error(diag, l->loc, "two loop axes are bound to %s", fu_ptype_name(l->ptype));
+        ok = false;
+      }
+      per_ptype[l->ptype] = (int32_t)i;
+    }
+    if (l->ptype == FU_PT_VECTORIZE && i + 1 != s->n_loops) {
+      fu_error(diag, l->loc, "the vectorized axis '%s' must be the innermost loop axis", an);
+      ok = false;
+    }
+  }
+  for (uint32_t a = 0; a < na; a++)
+    if (used_by[a] < 0 && !in_loop[a]) {
+      fu_error(diag, s->axes[a].loc, "axis '%s' is neither transformed nor in the loop", s->axes[a].name);
+      ok = false;
+    }
+  for (uint32_t i = 0; i < s->n_tensors; i++) {
+    const fu_stensor *t = &s->tensors[i];
+    if (!in_segment(seg, t->value)) {
+      fu_error(diag, t->loc, "'%%%s' is not a tensor of segment '@%s'", t->value->name ? t->value->name : "?",
+               seg_name(seg));
+      ok = false;
+      continue;
+    }
+    bool global = is_segment_input(seg, t->value) || is_segment_output(seg, t->value);
+    if (global && t->memory != FU_MEM_GLOBAL) {
+      fu_error(diag, t->loc, "'%%%s' is an input or output of the segment: its memory is global",
+               t->value->name ? t->value->name : "?");
+      ok = false;
+    }
+    if (!global && t->memory != FU_MEM_LOCAL) {
+      fu_error(diag, t->loc,
+               "'%%%s' is an intermediate: the pointwise lowering keeps intermediates in registers (memory=local)",
+               t->value->name ? t->value->name : "?");
+      ok = false;
+    }
+    if (!global && t->access != FU_ACCESS_DEFAULT) {
+      fu_error(diag, t->loc, "'access' is for global tensors; '%%%s' is an intermediate",
+               t->value->name ? t->value->name : "?");
+      ok = false;
+    }
+    if (t->inline_pos > (int32_t)s->n_loops) {
+      fu_error(diag, t->loc, "inline position %d is out of range: the loop has %u axes", (int)t->inline_pos, s->n_loops);
+      ok = false;
+    }
+  }
+  if (s->reference && !in_segment(seg, s->reference)) {
+    fu_error(diag, s->loc, "the reference '%%%s' is not a tensor of segment '@%s'",
+             s->reference->name ? s->reference->name : "?", seg_name(seg));
+    ok = false;
+  }
+  return ok;
+}
+
+/* What needs extents and layouts: exact splits, thread and vector axes,
+ * vector accesses, the index type. */
+static bool verify_indexing(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
+  fu_igraph *g = NULL;
+  fu_status st = fu_igraph_build(f, seg, s, diag->alloc, diag, &g);
+  if (st != FU_OK) return false;
+  bool ok = true;
+  fu_ix_ctx *ix = fu_igraph_ix(g);
+  for (uint32_t t = 0; t < s->n_xforms; t++) {
+    const fu_sxform *x = &s->xforms[t];
+    if (x->kind != FU_SX_SPLIT || x->tail != FU_TAIL_EXACT) continue;
+    const fu_ix *e = fu_igraph_axis_extent(g, x->in[0]);
+    if (!fu_ix_divides(fu_ix_const(ix, x->factor), e)) {
+      fu_strbuf sb;
+      fu_strbuf_init(&sb, diag->alloc);
+      fu_ix_print(&sb, e);
+      fu_error(diag, x->loc,
+               "split of '%s' by %lld is marked tail=exact, but %lld does not provably divide its extent %s "
+               "(use tail=guard)",
+               s->axes[x->in[0]].name, (long long)x->factor, (long long)x->factor, sb.data ? sb.data : "?");
+      fu_strbuf_free(&sb);
+      ok = false;
+    }
+  }
+  int64_t threads = 1;
+  for (uint32_t i = 0; i < s->n_loops; i++) {
+    const fu_sloop *l = &s->loops[i];
+    const fu_ix *e = fu_igraph_axis_extent(g, l->axis);
+    int64_t v = 0;
+    bool c = fu_ix_is_const(e, &v);
+    const char *an = s->axes[l->axis].name;
+    switch (l->ptype) {
+    case FU_PT_THREAD_X:
+    case FU_PT_THREAD_Y:
+      if (!c || v < 1 || v > 1024) {
+        fu_error(diag, l->loc, "axis '%s' bound to %s needs a constant extent between 1 and 1024", an,
+                 fu_ptype_name(l->ptype));
+        ok = false;
+      } else {
+        threads *= v;
+      }
+      break;
+    case FU_PT_VECTORIZE:
+      if (!c || (v != 1 && v != 2 && v != 4 && v != 8 && v != 16)) {
+        fu_error(diag, l->loc, "the vectorized axis '%s' needs a constant extent of 1, 2, 4, 8 or 16", an);
+        ok = false;
+      }
+      break;
+    case FU_PT_UNROLL:
+      if (!c || v < 1 || v > 64) {
+        fu_error(diag, l->loc, "the unrolled axis '%s' needs a constant extent between 1 and 64", an);
+        ok = false;
+      }
+      break;
+    default: break;
+    }
+  }
+  if (threads > 1024) {
+    fu_error(diag, s->loc, "the block has %lld threads; the limit is 1024", (long long)threads);
+    ok = false;
+  }
+  /* vector accesses */
+  int32_t vl = fu_schedule_loop_of(s, FU_PT_VECTORIZE);
+  int64_t width = 1;
+  fu_igraph_lane_var(g, &width);
+  if (ok && vl >= 0 && width > 1) {
+    for (uint32_t i = 0; i < fu_igraph_num_accesses(g); i++) {
+      const fu_iaccess *a = fu_igraph_access(g, i);
+      const fu_stensor *t = fu_schedule_tensor(s, a->value);
+      if (t && t->access == FU_ACCESS_SCALAR) continue;
+      if (a->mode == FU_AM_VECTOR || a->mode == FU_AM_UNIFORM) continue;
+      if (a->mode == FU_AM_UNIFORM && a->is_store) continue;
+      fu_loc loc = t ? t->loc : s->loops[vl].loc;
+      fu_error(diag, loc, "cannot vectorize %s of '%%%s' along axis '%s' (width %lld): %s",
+               a->is_store ? "the store" : "a load", a->value->name ? a->value->name : "?",
+               s->axes[s->loops[vl].axis].name, (long long)width, a->why_not_vector ? a->why_not_vector : "not contiguous");
+      if (!t) fu_note(diag, s->loc, "mark it 'tensor %%%s {memory=global, access=scalar}' to access it element by element",
+                      a->value->name ? a->value->name : "?");
+      ok = false;
+    }
+  }
+  if (s->index_dtype == FU_DT_I32 && fu_igraph_index_dtype(g) == FU_DT_I64) {
+    bool all_const = true;
+    for (uint32_t a = 0; a < s->n_axes; a++)
+      if (!fu_ix_is_const(fu_igraph_axis_extent(g, a), NULL)) all_const = false;
+    if (all_const) {
+      fu_error(diag, s->loc, "index=i32, but a tensor or loop index of this segment reaches 2^31: use index=i64");
+      ok = false;
+    }
+  }
+  fu_igraph_free(g);
+  return ok;
+}
+
+fu_status fu_schedule_verify(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
+  if (!f || !seg || !s || seg->kind != FU_OP_SEGMENT) return FU_ERR_INVALID_ARG;
+  if (!s->reference) {
+    fu_error(diag, s->loc, "the schedule has no reference");
+    return FU_ERR_VERIFY;
+  }
+  if (s->reference->type.rank < 0) {
+    fu_error(diag, s->loc, "the reference must be a tensor");
+    return FU_ERR_VERIFY;
+  }
+  if (!verify_structure(seg, s, diag)) return FU_ERR_VERIFY;
+  return verify_indexing(f, seg, s, diag) ? FU_OK : FU_ERR_VERIFY;
+}
+
+fu_status fu_schedule_verify_fusion(fu_fusion *f, fu_diag_engine *diag) {
+  fu_status st = FU_OK;
+  for (fu_op *op = fu_walk_first(&f->body); op; op = fu_walk_next(op)) {
+    if (op->kind != FU_OP_SEGMENT || !op->u.segment.schedule) continue;
+    fu_status s2 = fu_schedule_verify(f, op, op->u.segment.schedule, diag);
+    if (s2 != FU_OK && st == FU_OK) st = s2;
+  }
+  return st;
+}
+
+/* ---- the pass ---------------------------------------------------------------------- */
+
+fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine *diag, FILE *debug) {
+  fu_device def = fu_device_default();
+  if (!dev) dev = &def;
+  for (fu_fusion *f = m->first; f; f = f->next) {
+    for (fu_op *op = f->body.first; op; op = op->next) {
+      if (op->kind != FU_OP_SEGMENT) continue;
+      fu_segment_info *si = &op->u.segment;
+      if (si->schedule) continue;
+      if (!si->scheduler || strcmp(si->scheduler, "pointwise") != 0) {
+        if (debug)
+          fprintf(debug, "schedule: @%s: segment '@%s' is a %s segment; its scheduler comes later\n",
+                  f->name ? f->name : "?", seg_name(op), si->scheduler ? si->scheduler : "?");
+        continue;
+      }
+      fu_schedule *s = NULL;
+      fu_status st = fu_schedule_pointwise(f, op, dev, diag, debug, &s);
+      if (st != FU_OK) return st;
+      /* What the scheduler wrote must pass the verifier a parser would run. */
+      st = fu_schedule_verify(f, op, s, diag);
+      if (st != FU_OK) {
+        fu_error(diag, op->loc, "internal error: the pointwise scheduler wrote an invalid schedule for '@%s'",
+                 seg_name(op));
+        return st;
+      }
+      si->schedule = s;
+    }
+  }
+  return FU_OK;
+}
+
+fu_status fu_pass_run_schedule(fu_module *m, fu_pass_context *ctx) {
+  const char *spec = fu_pass_option_value(ctx, &fu_pass_schedule, "device");
+  fu_device dev;
+  fu_status st = fu_device_from_spec(spec ? spec : "h100", m->alloc, &dev, ctx->diag);
+  if (st != FU_OK) return st;
+  FILE *debug = fu_pass_debug_enabled(ctx, "schedule") ? ctx->debug_out : NULL;
+  return fu_schedule_module(m, &dev, ctx->diag, debug);
+}
+
+fu_status fu_schedule_retarget(fu_module *m, const fu_device *dev) {
+  char arch[16];
+  fu_device_arch(dev, arch, sizeof arch);
+  const char *a = fu_arena_strdup(m->arena, arch), *n = fu_arena_strdup(m->arena, dev->name);
+  if (!a || !n) return FU_ERR_NOMEM;
+  for (fu_fusion *f = m->first; f; f = f->next)
+    for (fu_op *op = fu_walk_first(&f->body); op; op = fu_walk_next(op))
+      if (op->kind == FU_OP_SEGMENT && op->u.segment.schedule) {
+        op->u.segment.schedule->arch = a;
+        op->u.segment.schedule->device = n;
+      }
+  return FU_OK;
+}

@@ -1,0 +1,477 @@
+/* fuser: the pointwise scheduler.
+ *
+ * Decisions, in order (docs/passes.md, "schedule"):
+ *   1. reference: the largest output (elements at the example sizes when
+ *      the extents are symbolic), first one on ties;
+ *   2. shape: all reference dims merged into one axis (1-D), or two merged
+ *      groups when an input is broadcast along a prefix or a suffix of the
+ *      dims (a bias broadcast along rows, a per-row scale): the break point
+ *      between them makes that input's index a plain axis index instead of
+ *      a division (2-D: the outer group on blockIdx.y);
+ *   3. vector width: 16 bytes over the widest dtype accessed, narrowed until
+ *      every output can be written with whole vectors; inputs that cannot be
+ *      read as vectors (non-contiguous along the vector, or crossing a dim
+ *      boundary) are read element by element;
+ *   4. block: 128 threads on threadIdx.x;
+ *   5. unroll: enough bytes in flight (about 32 KB per SM at full
+ *      occupancy), but not so much that the grid falls under one wave;
+ *   6. grid: whatever covers the merged axis (lower adds a grid-stride loop
+ *      where a block index may exceed the launch limit).
+ * Splits are `tail=exact` where the factor provably divides the extent and
+ * `tail=guard` otherwise, so the kernel is right for every size the fusion
+ * allows.  Every candidate schedule is checked by building its index graph,
+ * which is also what decides vector legality. */
+#include <stdio.h>
+#include <string.h>
+
+#include "fuser/index_graph.h"
+#include "fuser/schedule.h"
+
+enum { BLOCK = 128, MAX_SAXES = 64 };
+
+/* Symbol values from the inputs' example shapes, for estimates only. */
+typedef struct binding {
+  const char *sym[64];
+  int64_t val[64];
+  uint32_t n;
+} binding;
+
+static void bind_examples(fu_fusion *f, binding *b) {
+  b->n = 0;
+  for (fu_op *op = f->body.first; op; op = op->next) {
+    if (op->kind != FU_OP_INPUT || !op->n_results) continue;
+    const fu_type *t = &op->results[0]->type;
+    const fu_example *ex = &op->u.input.example;
+    if (ex->rank != t->rank || !ex->shape) continue;
+    for (int32_t d = 0; d < t->rank; d++) {
+      const char *s = t->dims[d].sym;
+      if (!s) continue;
+      bool known = false;
+      for (uint32_t i = 0; i < b->n; i++)
+        if (strcmp(b->sym[i], s) == 0) known = true;
+      if (!known && b->n < 64) {
+        b->sym[b->n] = s;
+        b->val[b->n++] = ex->shape[d];
+      }
+    }
+  }
+}
+
+/* Extent at the example sizes; unbound symbols count as 4096. */
+static double estimate_extent(const binding *b, fu_extent e) {
+  if (!e.sym) return (double)e.value;
+  for (uint32_t i = 0; i < b->n; i++)
+    if (strcmp(b->sym[i], e.sym) == 0) return (double)b->val[i];
+  return 4096.0;
+}
+
+static double estimate_numel(const binding *b, const fu_type *t) {
+  double n = 1;
+  for (int32_t d = 0; d < t->rank; d++) n *= estimate_extent(b, t->dims[d]);
+  return n;
+}
+
+/* ---- building schedules ---------------------------------------------------------- */
+
+typedef struct sbuild {
+  fu_saxis axes[MAX_SAXES];
+  uint32_t n_axes;
+  fu_sxform xf[MAX_SAXES];
+  uint32_t n_xf;
+  fu_sloop loops[8];
+  uint32_t n_loops;
+  char names[MAX_SAXES][16];
+} sbuild;
+
+static uint32_t axis(sbuild *b, const char *name, int32_t ref_dim, int32_t def) {
+  uint32_t a = b->n_axes++;
+  snprintf(b->names[a], sizeof b->names[a], "%s", name);
+  b->axes[a].name = b->names[a];
+  b->axes[a].ref_dim = ref_dim;
+  b->axes[a].def = def;
+  b->axes[a].loc = fu_loc_none();
+  return a;
+}
+
+static uint32_t merge(sbuild *b, uint32_t x, uint32_t y, const char *name) {
+  fu_sxform *t = &b->xf[b->n_xf];
+  memset(t, 0, sizeof *t);
+  t->kind = FU_SX_MERGE;
+  t->in[0] = x;
+  t->in[1] = y;
+  t->out[0] = axis(b, name, -1, (int32_t)b->n_xf);
+  b->n_xf++;
+  return t->out[0];
+}
+
+/* Splits x by f; the tail is decided later from the extents. */
+static void split(sbuild *b, uint32_t x, int64_t f, const char *outer, const char *inner, uint32_t *o, uint32_t *i) {
+  fu_sxform *t = &b->xf[b->n_xf];
+  memset(t, 0, sizeof *t);
+  t->kind = FU_SX_SPLIT;
+  t->in[0] = x;
+  t->factor = f;
+  t->tail = FU_TAIL_GUARD;
+  t->out[0] = *o = axis(b, outer, -1, (int32_t)b->n_xf);
+  t->out[1] = *i = axis(b, inner, -1, (int32_t)b->n_xf);
+  b->n_xf++;
+}
+
+static void loop(sbuild *b, uint32_t a, fu_ptype p) {
+  b->loops[b->n_loops].axis = a;
+  b->loops[b->n_loops].ptype = p;
+  b->loops[b->n_loops].loc = fu_loc_none();
+  b->n_loops++;
+}
+
+/* Merges reference dims [lo, hi) into one axis (named `name` if merged). */
+static uint32_t merge_range(sbuild *b, const uint32_t *dims, int32_t lo, int32_t hi, const char *name) {
+  uint32_t cur = dims[lo];
+  char nm[16];
+  for (int32_t d = lo + 1; d < hi; d++) {
+    if (d + 1 == hi)
+      snprintf(nm, sizeof nm, "%s", name);
+    else
+      snprintf(nm, sizeof nm, "%s_%d", name, (int)d);
+    cur = merge(b, cur, dims[d], nm);
+  }
+  return cur;
+}
+
+typedef struct plan {
+  int32_t brk; /* 0: 1-D; else the first dim of the inner group */
+  int64_t vec, unroll;
+} plan;
+
+/* The inner group's loops: split by the vector width, the block, the
+ * unroll factor; adds bx, u, tx, v in loop order. */
+static void inner_loops(sbuild *b, uint32_t g, const plan *p, bool with_block_y, uint32_t outer) {
+  uint32_t rest = g, v = 0, tx = 0, bx = 0, u = 0;
+  bool has_v = p->vec > 1, has_u = p->unroll > 1;
+  if (has_v) split(b, rest, p->vec, "s0", "v", &rest, &v);
+  split(b, rest, BLOCK, has_u ? "s1" : "bx", "tx", &rest, &tx);
+  if (has_u)
+    split(b, rest, p->unroll, "bx", "u", &bx, &u);
+  else
+    bx = rest;
+  if (with_block_y) loop(b, outer, FU_PT_BLOCK_Y);
+  loop(b, bx, FU_PT_BLOCK_X);
+  if (has_u) loop(b, u, FU_PT_UNROLL);
+  loop(b, tx, FU_PT_THREAD_X);
+  if (has_v) loop(b, v, FU_PT_VECTORIZE);
+}
+
+/* The schedule of plan p in m's arena (tails all `guard` for now). */
+static fu_schedule *make_schedule(fu_module *m, const fu_value *ref, const plan *p) {
+  sbuild *b = fu_mem_calloc(&m->alloc, 1, sizeof *b);
+  if (!b) return NULL;
+  int32_t r = ref->type.rank;
+  uint32_t dims[FU_MAX_RANK];
+  for (int32_t d = 0; d < r; d++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "d%d", (int)d);
+    dims[d] = axis(b, nm, d, -1);
+  }
+  if (r > 0) {
+    if (p->brk > 0) {
+      uint32_t outer = merge_range(b, dims, 0, p->brk, "by");
+      uint32_t inner = merge_range(b, dims, p->brk, r, "m");
+      inner_loops(b, inner, p, true, outer);
+    } else {
+      uint32_t g = merge_range(b, dims, 0, r, "m");
+      inner_loops(b, g, p, false, 0);
+    }
+  }
+  fu_schedule *s = fu_arena_calloc(m->arena, 1, sizeof *s);
+  if (s) {
+    s->reference = (fu_value *)ref;
+    s->loc = fu_loc_none();
+    s->axes = fu_arena_memdup(m->arena, b->axes, b->n_axes, sizeof *b->axes);
+    s->xforms = fu_arena_memdup(m->arena, b->xf, b->n_xf, sizeof *b->xf);
+    s->loops = fu_arena_memdup(m->arena, b->loops, b->n_loops, sizeof *b->loops);
+    s->n_axes = b->n_axes;
+    s->n_xforms = b->n_xf;
+    s->n_loops = b->n_loops;
+    for (uint32_t a = 0; s->axes && a < s->n_axes; a++)
+      if (!(s->axes[a].name = fu_arena_strdup(m->arena, b->names[a]))) s = NULL;
+    if (s && ((b->n_axes && !s->axes) || (b->n_xf && !s->xforms) || (b->n_loops && !s->loops))) s = NULL;
+  }
+  fu_mem_free(&m->alloc, b, sizeof *b);
+  return s;
+}
+
+/* ---- analysis helpers ---------------------------------------------------------------- */
+
+static bool is_output(const fu_op *seg, const fu_value *v) {
+  for (uint32_t i = 0; i < seg->u.segment.n_outputs; i++)
+    if (seg->u.segment.outputs[i] == v) return true;
+  return false;
+}
+
+static bool is_input(const fu_op *seg, const fu_value *v) {
+  for (uint32_t i = 0; i < seg->n_operands; i++)
+    if (seg->operands[i] == v) return true;
+  return false;
+}
+
+/* Which reference dims each input's offset depends on, from a probe
+ * schedule with one serial loop per reference dim (so offsets are written
+ * in the reference's own coordinates).  mask[i] for access i, or false
+ * when the probe cannot be built. */
+typedef struct probe {
+  uint32_t n;
+  const fu_value *v[64];
+  uint32_t mask[64];
+} probe;
+
+static bool run_probe(fu_fusion *f, fu_op *seg, const fu_value *ref, fu_diag_engine *diag, probe *out) {
+  out->n = 0;
+  fu_module *m = f->module;
+  int32_t r = ref->type.rank;
+  if (r == 0) return true;
+  sbuild *b = fu_mem_calloc(&m->alloc, 1, sizeof *b);
+  if (!b) return false;
+  for (int32_t d = 0; d < r; d++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "d%d", (int)d);
+    loop(b, axis(b, nm, d, -1), FU_PT_SERIAL);
+  }
+  fu_schedule s;
+  memset(&s, 0, sizeof s);
+  s.reference = (fu_value *)ref;
+  s.axes = b->axes;
+  s.n_axes = b->n_axes;
+  s.loops = b->loops;
+  s.n_loops = b->n_loops;
+  fu_igraph *g = NULL;
+  bool ok = fu_igraph_build(f, seg, &s, m->alloc, diag, &g) == FU_OK;
+  for (uint32_t i = 0; ok && i < fu_igraph_num_accesses(g) && out->n < 64; i++) {
+    const fu_iaccess *a = fu_igraph_access(g, i);
+    if (a->is_store) continue;
+    uint32_t mask = 0;
+    fu_ix_ctx *ix = fu_igraph_ix(g);
+    for (int32_t d = 0; d < r; d++) {
+      /* offset depends on d iff substituting another value changes it */
+      const fu_ix *var = fu_igraph_loop_var(g, (uint32_t)d);
+      const fu_ix *o1 = fu_ix_subst(ix, a->offset, var, fu_ix_const(ix, 0));
+      if (o1 != a->offset) mask |= 1u << d;
+    }
+    out->v[out->n] = a->value;
+    out->mask[out->n++] = mask;
+  }
+  fu_igraph_free(g);
+  fu_mem_free(&m->alloc, b, sizeof *b);
+  return ok;
+}
+
+/* The break point for a 2-D schedule, or 0: an input whose offset depends
+ * exactly on a proper suffix of the dims (a bias), or a proper prefix (a
+ * per-row value), of a reference whose inner group is long enough to fill
+ * a block with vectors. */
+static int32_t choose_break(const fu_value *ref, const probe *pr, const binding *bind) {
+  int32_t r = ref->type.rank;
+  uint32_t all = r >= 32 ? 0xffffffffu : (1u << r) - 1;
+  int32_t best = 0;
+  uint32_t best_votes = 0;
+  for (int32_t k = 1; k < r; k++) {
+    uint32_t suffix = all & ~((1u << k) - 1), prefix = (1u << k) - 1;
+    uint32_t votes = 0;
+    for (uint32_t i = 0; i < pr->n; i++)
+      if (pr->mask[i] == suffix || pr->mask[i] == prefix) votes++;
+    double inner = 1;
+    for (int32_t d = k; d < r; d++) inner *= estimate_extent(bind, ref->type.dims[d]);
+    if (votes > best_votes && inner >= 32.0 * 4) {
+      best = k;
+      best_votes = votes;
+    }
+  }
+  return best;
+}
+
+/* Sets tails (exact where divisible) and tensor entries on candidate s, and
+ * reports whether every output is written with whole vectors; *n_scalar
+ * receives the number of inputs that must be read element by element. */
+static fu_status evaluate(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_diag_engine *diag, bool *outputs_ok,
+                          uint32_t *n_scalar) {
+  fu_module *m = f->module;
+  fu_igraph *g = NULL;
+  /* tails first: exact where the factor divides (a property of extents
+   * only, so a graph of the all-guard schedule decides it) */
+  fu_status st = fu_igraph_build(f, seg, s, m->alloc, diag, &g);
+  if (st != FU_OK) return st;
+  fu_ix_ctx *ix = fu_igraph_ix(g);
+  for (uint32_t t = 0; t < s->n_xforms; t++) {
+    fu_sxform *x = &s->xforms[t];
+    if (x->kind == FU_SX_SPLIT && fu_ix_divides(fu_ix_const(ix, x->factor), fu_igraph_axis_extent(g, x->in[0])))
+      x->tail = FU_TAIL_EXACT;
+  }
+  *outputs_ok = true;
+  *n_scalar = 0;
+  uint32_t n = 0;
+  fu_stensor tens[256];
+  int64_t width = 1;
+  fu_igraph_lane_var(g, &width);
+  /* global tensors: inputs in the segment's operand order, then outputs */
+  uint32_t n_glob = seg->n_operands + seg->u.segment.n_outputs;
+  for (uint32_t gi = 0; gi < n_glob; gi++) {
+    const fu_value *gv = gi < seg->n_operands ? seg->operands[gi] : seg->u.segment.outputs[gi - seg->n_operands];
+    for (uint32_t i = 0; i < fu_igraph_num_accesses(g) && n < 256; i++) {
+      const fu_iaccess *a = fu_igraph_access(g, i);
+      if (a->value != gv || a->is_store != (gi >= seg->n_operands)) continue;
+      bool seen = false;
+      for (uint32_t k = 0; k < n; k++)
+        if (tens[k].value == a->value) {
+          seen = true;
+          if (a->mode == FU_AM_LANES) tens[k].access = FU_ACCESS_SCALAR;
+        }
+      if (seen) continue;
+      fu_stensor t;
+      memset(&t, 0, sizeof t);
+      t.value = (fu_value *)a->value;
+      t.memory = FU_MEM_GLOBAL;
+      t.inline_pos = -1;
+      t.loc = fu_loc_none();
+      t.access = width > 1 ? (a->mode == FU_AM_LANES ? FU_ACCESS_SCALAR : FU_ACCESS_VECTOR) : FU_ACCESS_DEFAULT;
+      tens[n++] = t;
+    }
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    if (tens[k].access != FU_ACCESS_SCALAR) continue;
+    /* bool tensors are never vector accesses: they do not narrow the rest */
+    if (tens[k].value->type.dtype == FU_DT_BOOL) continue;
+    if (is_output(seg, tens[k].value)) *outputs_ok = false;
+    else (*n_scalar)++;
+  }
+  /* intermediates: registers, inlined into every loop axis */
+  for (fu_op *op = seg->u.segment.body->first; op && n < 256; op = op->next)
+    for (uint32_t r = 0; r < op->n_results && n < 256; r++) {
+      fu_value *v = op->results[r];
+      if (!fu_type_is_tensor(&v->type) || is_output(seg, v) || is_input(seg, v)) continue;
+      fu_stensor t;
+      memset(&t, 0, sizeof t);
+      t.value = v;
+      t.memory = FU_MEM_LOCAL;
+      t.inline_pos = (int32_t)s->n_loops;
+      t.loc = fu_loc_none();
+      tens[n++] = t;
+    }
+  s->tensors = fu_arena_memdup(m->arena, tens, n, sizeof *tens);
+  s->n_tensors = s->tensors ? n : 0;
+  s->index_dtype = fu_igraph_index_dtype(g);
+  fu_igraph_free(g);
+  return n && !s->tensors ? FU_ERR_NOMEM : FU_OK;
+}
+
+fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                                fu_schedule **out) {
+  *out = NULL;
+  fu_module *m = f->module;
+  const fu_segment_info *si = &seg->u.segment;
+  binding bind;
+  bind_examples(f, &bind);
+  /* 1. reference */
+  const fu_value *ref = NULL;
+  double ref_n = -1;
+  for (uint32_t i = 0; i < si->n_outputs; i++) {
+    const fu_value *o = si->outputs[i];
+    if (!fu_type_is_tensor(&o->type)) continue;
+    double n = estimate_numel(&bind, &o->type);
+    if (n > ref_n) {
+      ref = o;
+      ref_n = n;
+    }
+  }
+  if (!ref) {
+    fu_error(diag, seg->loc, "pointwise segment '@%s' has no tensor output to schedule", si->name ? si->name : "?");
+    return FU_ERR_UNSUPPORTED;
+  }
+  /* 2. shape */
+  probe pr;
+  if (!run_probe(f, seg, ref, diag, &pr)) return FU_ERR_VERIFY;
+  plan p = {choose_break(ref, &pr, &bind), 1, 1};
+  /* 3. vector width: 16 bytes over the widest dtype of the segment's global
+   * tensors (bool tensors are accessed element by element and do not count;
+   * with nothing but bools there is no vector) */
+  size_t widest = 0;
+  for (uint32_t i = 0; i < seg->n_operands + si->n_outputs; i++) {
+    const fu_value *v = i < seg->n_operands ? seg->operands[i] : si->outputs[i - seg->n_operands];
+    if (fu_type_is_tensor(&v->type) && v->type.dtype != FU_DT_BOOL && fu_dtype_size(v->type.dtype) > widest)
+      widest = fu_dtype_size(v->type.dtype);
+  }
+  int64_t vmax = widest ? (int64_t)(16 / widest) : 1;
+  if (widest == 0) widest = 1;
+  if (ref->type.rank == 0) vmax = 1;
+  fu_schedule *best = NULL;
+  for (int64_t v = vmax; v >= 1; v /= 2) {
+    plan q = p;
+    q.vec = v;
+    fu_schedule *s = make_schedule(m, ref, &q);
+    if (!s) return FU_ERR_NOMEM;
+    bool outputs_ok;
+    uint32_t n_scalar;
+    fu_status st = evaluate(f, seg, s, diag, &outputs_ok, &n_scalar);
+    if (st != FU_OK) return st;
+    if (debug)
+      fprintf(debug, "schedule: @%s: width %lld: outputs %s, %u input(s) element by element\n",
+              si->name ? si->name : "?", (long long)v, outputs_ok ? "vectorized" : "not vectorizable", n_scalar);
+    if (outputs_ok || v == 1) {
+      best = s;
+      p = q;
+      if (n_scalar == 0 || v == 1) break;
+      /* a narrower vector might read every input whole: try it, keep this
+       * one unless that works */
+      plan q2 = q;
+      q2.vec = v / 2;
+      fu_schedule *s2 = make_schedule(m, ref, &q2);
+      if (!s2) return FU_ERR_NOMEM;
+      bool ok2;
+      uint32_t ns2;
+      if ((st = evaluate(f, seg, s2, diag, &ok2, &ns2)) != FU_OK) return st;
+      if (ok2 && ns2 < n_scalar && q2.vec > 1) {
+        best = s2;
+        p = q2;
+      }
+      break;
+    }
+  }
+  /* 5. unroll for bytes in flight, keeping at least one full wave */
+  uint32_t n_loaded = 0;
+  for (uint32_t i = 0; i < best->n_tensors; i++)
+    if (best->tensors[i].memory == FU_MEM_GLOBAL && is_input(seg, best->tensors[i].value)) n_loaded++;
+  double per_thread = (double)(p.vec * (int64_t)widest) * (n_loaded ? n_loaded : 1);
+  uint32_t threads_per_sm = dev->max_threads_per_sm;
+  if (dev->max_blocks_per_sm * BLOCK < threads_per_sm) threads_per_sm = dev->max_blocks_per_sm * BLOCK;
+  double want = 32768.0 / threads_per_sm;
+  int64_t unroll = 1;
+  while (unroll < 4 && per_thread * (double)unroll < want) unroll *= 2;
+  double elems = ref_n;
+  double wave = (double)dev->n_sms * (threads_per_sm / BLOCK);
+  while (unroll > 1 && elems / (double)(BLOCK * p.vec * unroll) < wave) unroll /= 2;
+  if (unroll > 1 && ref->type.rank > 0) {
+    plan q = p;
+    q.unroll = unroll;
+    fu_schedule *s = make_schedule(m, ref, &q);
+    if (!s) return FU_ERR_NOMEM;
+    bool ok;
+    uint32_t ns;
+    fu_status st = evaluate(f, seg, s, diag, &ok, &ns);
+    if (st != FU_OK) return st;
+    best = s;
+    p = q;
+  }
+  if (debug)
+    fprintf(debug,
+            "schedule: @%s: reference %%%s (%.0f elements), %s, vector %lld, block %d, unroll %lld, %u input(s), "
+            "index %s\n",
+            si->name ? si->name : "?", ref->name ? ref->name : "?", ref_n,
+            p.brk ? "2-D (outer group on blockIdx.y)" : "1-D", (long long)p.vec, BLOCK, (long long)p.unroll,
+            n_loaded, fu_dtype_name(best->index_dtype));
+  char arch[16];
+  fu_device_arch(dev, arch, sizeof arch);
+  best->device = fu_arena_strdup(m->arena, dev->name);
+  best->arch = fu_arena_strdup(m->arena, arch);
+  best->loc = seg->loc;
+  if (!best->device || !best->arch) return FU_ERR_NOMEM;
+  *out = best;
+  return FU_OK;
+}

@@ -1,0 +1,257 @@
+/* A fake CUDA driver library for tests on machines with no GPU.
+ *
+ * Built as a shared library (fuser_fake_cuda) that fuser-run loads in place
+ * of libcuda.so.1 (FUSER_LIBCUDA=path), so the tool's whole GPU path --
+ * device query, module load with JIT logs, allocation, upload, poison,
+ * launch, download, events, the copy-bandwidth measurement -- runs on the
+ * host.  "Device memory" is host memory; a "module" is any PTX text (one
+ * containing "bad" fails to load with a JIT error log); kernels are the C
+ * functions below, looked up by entry name, following the kernel ABI of
+ * include/fuser/backend.h.  Including cuda.h makes each function here
+ * export the versioned symbol cuda.h maps its name to (cuMemAlloc ->
+ * cuMemAlloc_v2), with the declared signature.
+ *
+ * FAKE_CUDA_INIT=<n> makes cuInit return CUresult n (100: no device);
+ * FAKE_CUDA_ANY_KERNEL=1 makes every unknown entry a kernel that writes
+ * nothing (so --check must fail on every output it should have written). */
+#include <cuda.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef void (*fake_fn)(const unsigned grid[3], const unsigned block[3], void **params);
+
+static void *ptr_arg(void **params, int i) {
+  CUdeviceptr p;
+  memcpy(&p, params[i], sizeof p);
+  return (void *)(uintptr_t)p;
+}
+
+static int64_t i64_arg(void **params, int i) {
+  int64_t v;
+  memcpy(&v, params[i], sizeof v);
+  return v;
+}
+
+/* (in: f32*, out: f32*, s: f32, n: i64): out[i] = in[i] * s, for i below
+ * n - skip, one element per thread. */
+static void scale(const unsigned grid[3], const unsigned block[3], void **params, int64_t skip) {
+  const float *in = ptr_arg(params, 0);
+  float *out = ptr_arg(params, 1);
+  float s;
+  memcpy(&s, params[2], sizeof s);
+  int64_t n = i64_arg(params, 3) - skip;
+  for (uint64_t t = 0; t < (uint64_t)grid[0] * block[0]; t++)
+    if ((int64_t)t < n) out[t] = in[t] * s;
+}
+static void k_scale(const unsigned g[3], const unsigned b[3], void **p) { scale(g, b, p, 0); }
+static void k_scale_skip(const unsigned g[3], const unsigned b[3], void **p) { scale(g, b, p, 1); }
+
+/* (in: i32*, out: i32*, n: i64): out[i] = in[i] + 1 */
+/* (a, b, c: f32*, n: u32): c[i] = a[i] + b[i] (test_gpu_runtime's vadd) */
+static void k_vadd(const unsigned grid[3], const unsigned block[3], void **params) {
+  const float *a = ptr_arg(params, 0), *b = ptr_arg(params, 1);
+  float *c = ptr_arg(params, 2);
+  uint32_t n;
+  memcpy(&n, params[3], sizeof n);
+  for (uint64_t t = 0; t < (uint64_t)grid[0] * block[0]; t++)
+    if (t < n) c[t] = a[t] + b[t];
+}
+
+static void k_nothing(const unsigned grid[3], const unsigned block[3], void **params) {}
+
+static void k_inc_i32(const unsigned grid[3], const unsigned block[3], void **params) {
+  const int32_t *in = ptr_arg(params, 0);
+  int32_t *out = ptr_arg(params, 1);
+  int64_t n = i64_arg(params, 2);
+  for (uint64_t t = 0; t < (uint64_t)grid[0] * block[0]; t++)
+    if ((int64_t)t < n) out[t] = in[t] + 1;
+}
+
+typedef struct fake_kernel {
+  const char *name;
+  fake_fn fn;
+} fake_kernel;
+
+static const fake_kernel kernels[] = {
+    {"fake_scale", k_scale},
+    {"fake_scale_skip", k_scale_skip},
+    {"fake_inc_i32", k_inc_i32},
+    /* the hand-written PTX kernels of test_gpu_runtime.c */
+    {"vadd", k_vadd},
+    {"f_g0", k_scale},
+    {"f_g0_skip", k_scale_skip},
+};
+static const fake_kernel nothing = {"nothing", k_nothing};
+
+static double fake_clock_us; /* advanced by copies and launches; events read it */
+
+EXPORT CUresult cuGetErrorName(CUresult r, const char **s) {
+  switch (r) {
+  case CUDA_ERROR_NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_PTX: *s = "CUDA_ERROR_INVALID_PTX"; return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return CUDA_SUCCESS;
+  case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; return CUDA_SUCCESS;
+  default: *s = NULL; return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+EXPORT CUresult cuGetErrorString(CUresult r, const char **s) {
+  *s = r == CUDA_ERROR_NO_DEVICE ? "no CUDA-capable device is detected" : "fake driver error";
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuInit(unsigned flags) {
+  const char *e = getenv("FAKE_CUDA_INIT");
+  return e && *e ? (CUresult)atoi(e) : CUDA_SUCCESS;
+}
+EXPORT CUresult cuDriverGetVersion(int *v) {
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuDeviceGetCount(int *n) {
+  *n = 1;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+  snprintf(name, (size_t)len, "Fake H100 (host memory)");
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d) {
+  switch (a) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *v = 2048; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *v = 32; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *v = 65536; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 232448; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *v = 233472; break;
+  case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *v = 1 << 20; break;
+  case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *v = 1980000; break;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: *v = 2619000; break;
+  case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: *v = 5120; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 2147483647; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: *v = 65535; break;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
+  default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuDeviceTotalMem(size_t *b, CUdevice d) {
+  *b = (size_t)80 << 30;
+  return CUDA_SUCCESS;
+}
+static int ctx_token, stream_token, module_token;
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+  *c = (CUcontext)(void *)&ctx_token;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice d) { return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxSetCurrent(CUcontext c) { return CUDA_SUCCESS; }
+EXPORT CUresult cuMemGetInfo(size_t *f, size_t *t) {
+  *f = (size_t)256 << 20; /* keeps the copy-bandwidth measurement at 64 MiB */
+  *t = (size_t)80 << 30;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemAlloc(CUdeviceptr *p, size_t n) {
+  void *m = malloc(n ? n : 1);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemFree(CUdeviceptr p) {
+  free((void *)(uintptr_t)p);
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) {
+  memcpy((void *)(uintptr_t)d, s, n);
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpyDtoH(void *d, CUdeviceptr s, size_t n) {
+  memcpy(d, (const void *)(uintptr_t)s, n);
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+  fake_clock_us += (double)n / 1e6; /* 2 TB/s counting reads and writes */
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemsetD8(CUdeviceptr d, unsigned char v, size_t n) {
+  memset((void *)(uintptr_t)d, v, n);
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream st) {
+  unsigned *p = (unsigned *)(uintptr_t)d;
+  for (size_t i = 0; i < n; i++) p[i] = v;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, CUjit_option *opts, void **vals) {
+  const char *text = image;
+  int bad = strstr(text, "bad") != NULL || strstr(text, "frobnicate") != NULL;
+  for (unsigned i = 0; i < n; i++) {
+    if (bad && opts[i] == CU_JIT_ERROR_LOG_BUFFER)
+      snprintf(vals[i], 80, "ptxas fatal: fake JIT rejects '%s'\n", strstr(text, "frobnicate") ? "frobnicate" : "bad");
+    if (!bad && opts[i] == CU_JIT_INFO_LOG_BUFFER) snprintf(vals[i], 80, "ptxas info: fake JIT, 0 registers");
+  }
+  if (bad) return CUDA_ERROR_INVALID_PTX;
+  *m = (CUmodule)(void *)&module_token;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuModuleUnload(CUmodule m) { return CUDA_SUCCESS; }
+EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+  for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
+    if (strcmp(kernels[i].name, name) == 0) {
+      *f = (CUfunction)(void *)&kernels[i];
+      return CUDA_SUCCESS;
+    }
+  const char *any = getenv("FAKE_CUDA_ANY_KERNEL");
+  if (any && *any == '1') {
+    *f = (CUfunction)(void *)&nothing;
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_NOT_FOUND;
+}
+EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) { return CUDA_SUCCESS; }
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned smem, CUstream s, void **params, void **extra) {
+  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  const fake_kernel *k = (const fake_kernel *)(const void *)f;
+  k->fn(grid, block, params);
+  fake_clock_us += 5.0;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
+  *s = (CUstream)(void *)&stream_token;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuStreamDestroy(CUstream s) { return CUDA_SUCCESS; }
+EXPORT CUresult cuStreamSynchronize(CUstream s) { return CUDA_SUCCESS; }
+EXPORT CUresult cuEventCreate(CUevent *e, unsigned flags) {
+  double *t = calloc(1, sizeof *t);
+  if (!t) return CUDA_ERROR_OUT_OF_MEMORY;
+  *e = (CUevent)(void *)t;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuEventDestroy(CUevent e) {
+  free((void *)e);
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+  *(double *)(void *)e = fake_clock_us;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuEventSynchronize(CUevent e) { return CUDA_SUCCESS; }
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  *ms = (float)((*(double *)(void *)b - *(double *)(void *)a) / 1e3);
+  return CUDA_SUCCESS;
+}
