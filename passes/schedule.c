@@ -55,7 +55,10 @@ static bool is_segment_input(const fu_op *seg, const fu_value *v) {
 static bool verify_structure(fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
   bool ok = true;
   uint32_t na = s->n_axes;
-  if (na > 4096) return false;
+  if (na > 4096) {
+    fu_error(diag, s->loc, "the schedule has %u axes; the limit is 4096", na);
+    return false;
+  }
   int32_t used_by[4096];
   for (uint32_t a = 0; a < na; a++) used_by[a] = -1;
   for (uint32_t t = 0; t < s->n_xforms; t++) {
