@@ -24,6 +24,9 @@ import os
 import statistics
 import sys
 
+# About 1 ms of GPU spinning at 2 GHz: longer than any Python dispatch here.
+SPIN_CYCLES = 2_000_000
+
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -63,6 +66,10 @@ def main():
         for i in range(iters):
             if flush_l2:
                 flush.fill_(i & 0xFF)
+            # Keep the GPU busy while Python dispatches the call, so the events
+            # time the kernels and not the host's launch overhead (which
+            # torch.compile's guards would otherwise add to every run).
+            torch.cuda._sleep(SPIN_CYCLES)
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()

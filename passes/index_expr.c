@@ -665,7 +665,16 @@ fu_ix_lane fu_ix_lane_analyze(const fu_ix *x, const fu_ix *lane, int64_t width) 
     r.align = align_gcd(a.align, b.align);
     return r;
   case FU_IX_MUL:
-    if (!fu_ix_is_const(x->b, &q)) return lane_fail();
+    if (!fu_ix_is_const(x->b, &q)) {
+      /* lane-invariant times something that does not name the lane (a
+       * symbolic stride): lane-invariant */
+      if (mentions(x->b, lane)) return lane_fail();
+      a = fu_ix_lane_analyze(x->a, lane, width);
+      if (!a.ok || a.stride != 0) return lane_fail();
+      r.stride = 0;
+      r.align = 1;
+      return r;
+    }
     a = fu_ix_lane_analyze(x->a, lane, width);
     if (!a.ok || __builtin_mul_overflow(a.stride, q, &r.stride)) return lane_fail();
     r.align = a.align == 0 ? 0 : a.align * q;
@@ -673,9 +682,17 @@ fu_ix_lane fu_ix_lane_analyze(const fu_ix *x, const fu_ix *lane, int64_t width) 
   case FU_IX_DIV:
   case FU_IX_MOD: {
     mono mq;
-    if (!to_mono(x->b, &mq) || mq.c <= 0) return lane_fail();
     a = fu_ix_lane_analyze(x->a, lane, width);
     if (!a.ok) return lane_fail();
+    /* An operand that names the lane but is the same in every lane (a
+     * quotient such as (v + 4*t) / 64) gives the same result in every lane:
+     * the dims above a contiguous innermost dim of a permuted layout. */
+    if (a.stride == 0 && !mentions(x->b, lane)) {
+      r.stride = 0;
+      r.align = 1;
+      return r;
+    }
+    if (!to_mono(x->b, &mq) || mq.c <= 0) return lane_fail();
     int64_t span;
     if (__builtin_mul_overflow(a.stride, width, &span) || span <= 0) return lane_fail();
     /* All lanes stay in one block of q when the lane-0 value is a multiple

@@ -1,5 +1,10 @@
 /* fuser: the `lower` pass (include/fuser/lower.h): every scheduled segment
- * to kernel IR, with the pointwise lowering of lower_pointwise.c. */
+ * to kernel IR, with the pointwise lowering of lower_pointwise.c.  That
+ * includes transpose segments, which the schedule pass gives the pointwise
+ * scheduler's schedule as an uncoalesced correctness fallback: the index
+ * graph maps permutes inside the segment, and the layouts of
+ * fuser/view_layout.h give the offsets of permuted inputs and of outputs
+ * written permuted for host permutes, so the same lowering serves. */
 #include <string.h>
 
 #include "fuser/lower.h"
@@ -33,8 +38,10 @@ fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {
       if (st != FU_OK) return st;
       si->kernel = k;
       if (debug)
-        fprintf(debug, "lower: @%s: segment '@%s' -> kernel '@%s' (%u parameters, index %s)\n",
-                f->name ? f->name : "?", si->name ? si->name : "?", k->name, k->n_params, fu_dtype_name(k->index_dtype));
+        fprintf(debug, "lower: @%s: segment '@%s' -> kernel '@%s' (%u parameters, index %s)%s\n",
+                f->name ? f->name : "?", si->name ? si->name : "?", k->name, k->n_params, fu_dtype_name(k->index_dtype),
+                si->scheduler && strcmp(si->scheduler, "transpose") == 0 ? " (transpose: the uncoalesced pointwise fallback)"
+                                                                         : "");
     }
   }
   return FU_OK;

@@ -329,25 +329,7 @@ static fu_kval *scalar_as(lw *L, const fu_value *v, fu_kval *x, fu_dtype t) {
   return out;
 }
 
-static int category(fu_dtype t) { return fu_dtype_is_float(t) ? 2 : fu_dtype_is_int(t) ? 1 : 0; }
 
-/* The operands' common dtype under the weak-scalar rule: tensors promote
- * among themselves; scalars (a float scalar counting as f32) only raise
- * the category.  As the interpreter decides a comparison's compute dtype. */
-static fu_dtype common_dtype(fu_value *const *vals, uint32_t n) {
-  fu_dtype tensors = FU_DT_NONE, scalars = FU_DT_NONE, plain = FU_DT_NONE;
-  for (uint32_t i = 0; i < n; i++) {
-    const fu_type *t = &vals[i]->type;
-    plain = fu_dtype_promote(plain, t->dtype);
-    if (fu_type_is_tensor(t))
-      tensors = fu_dtype_promote(tensors, t->dtype);
-    else
-      scalars = fu_dtype_promote(scalars, fu_dtype_is_float(t->dtype) ? FU_DT_F32 : t->dtype);
-  }
-  if (tensors == FU_DT_NONE) return plain;
-  if (scalars != FU_DT_NONE && category(scalars) > category(tensors)) return fu_dtype_promote(tensors, scalars);
-  return tensors;
-}
 
 static fu_kval *eval(lw *L, const fu_value *v, const fu_ix *const *c, uint32_t lane);
 
@@ -425,7 +407,7 @@ static fu_kval *pointwise(lw *L, const fu_op *op, fu_kval **args, char *name) {
   if (op->kind == FU_OP_SET) return cast_to(L, args[0], rt);
   fu_dtype c;
   if (fu_op_has(op->kind, FU_OF_BOOL_RESULT)) {
-    fu_dtype cd = op->n_operands == 1 ? op->operands[0]->type.dtype : common_dtype(op->operands, op->n_operands);
+    fu_dtype cd = op->n_operands == 1 ? op->operands[0]->type.dtype : fu_dtype_common(op->operands, op->n_operands);
     c = fu_dtype_is_float(cd) ? compute_of(cd) : FU_DT_I64;
   } else if (fu_dtype_is_float(rt)) {
     c = compute_of(rt);

@@ -2,9 +2,14 @@
  *
  * The pass gives every pointwise segment that has no schedule one from the
  * pointwise scheduler (schedule_pointwise.c), tuned for the device named by
- * its `device` option (`fuser-opt --device=`).  A schedule already present
- * (hand-written, or from an earlier run) is kept: running the pass twice
- * changes nothing.  Segments of other kinds are left for their schedulers.
+ * its `device` option (`fuser-opt --device=`).  Transpose segments get one
+ * from the same scheduler as a correctness fallback: an uncoalesced kernel
+ * (the accesses that are not contiguous along the reference's innermost
+ * dim go element by element, strided) until the tiled shared-memory
+ * transpose scheduler exists; the schedule records the kind (`kind=
+ * transpose`).  A schedule already present (hand-written, or from an
+ * earlier run) is kept: running the pass twice changes nothing.  Segments
+ * of other kinds are left for their schedulers.
  *
  * The verifier checks a schedule against its segment; the .fir parser runs
  * it on every schedule it reads, so a hand-written schedule is checked
@@ -23,7 +28,8 @@ fu_status fu_pass_run_schedule(fu_module *m, fu_pass_context *ctx);
 
 const fu_pass_def fu_pass_schedule = {
     "schedule",
-    "pick the pointwise scheduler's parameters for each segment and write the transforms into the IR",
+    "pick the pointwise scheduler's parameters for each pointwise (and, as a fallback, transpose) segment and write "
+    "the transforms into the IR",
     fu_pass_options_schedule,
     fu_pass_run_schedule,
 };
@@ -252,6 +258,16 @@ fu_status fu_schedule_verify(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_
     fu_error(diag, s->loc, "the schedule has no reference");
     return FU_ERR_VERIFY;
   }
+  /* A recorded kind must be the segment's: a segment re-kinded by hand (or
+   * a schedule pasted into another segment) would otherwise keep a
+   * schedule made for something else.  No kind recorded: a hand-written
+   * schedule, accepted for any segment the lowering can handle. */
+  const char *sk = seg->u.segment.scheduler ? seg->u.segment.scheduler : "?";
+  if (s->kind && strcmp(s->kind, sk) != 0) {
+    fu_error(diag, s->loc, "the schedule was made for a %s segment, but segment '@%s' is a %s segment", s->kind,
+             seg_name(seg), sk);
+    return FU_ERR_VERIFY;
+  }
   if (s->reference->type.rank < 0) {
     fu_error(diag, s->loc, "the reference must be a tensor");
     return FU_ERR_VERIFY;
@@ -272,6 +288,10 @@ fu_status fu_schedule_verify_fusion(fu_fusion *f, fu_diag_engine *diag) {
 
 /* ---- the pass ---------------------------------------------------------------------- */
 
+bool fu_schedule_kind_supported(const char *kind) {
+  return kind && (strcmp(kind, "pointwise") == 0 || strcmp(kind, "transpose") == 0);
+}
+
 fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine *diag, FILE *debug) {
   fu_device def = fu_device_default();
   if (!dev) dev = &def;
@@ -280,7 +300,7 @@ fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine 
       if (op->kind != FU_OP_SEGMENT) continue;
       fu_segment_info *si = &op->u.segment;
       if (si->schedule) continue;
-      if (!si->scheduler || strcmp(si->scheduler, "pointwise") != 0) {
+      if (!fu_schedule_kind_supported(si->scheduler)) {
         if (debug)
           fprintf(debug, "schedule: @%s: segment '@%s' is a %s segment; its scheduler comes later\n",
                   f->name ? f->name : "?", seg_name(op), si->scheduler ? si->scheduler : "?");

@@ -20,7 +20,17 @@
  * Splits are `tail=exact` where the factor provably divides the extent and
  * `tail=guard` otherwise, so the kernel is right for every size the fusion
  * allows.  Every candidate schedule is checked by building its index graph,
- * which is also what decides vector legality. */
+ * which is also what decides vector legality.
+ *
+ * Transpose segments (something permuted: a permute inside, an input read
+ * in a permuted layout, an output written permuted for a host permute) get
+ * this scheduler too, as a correctness fallback until the tiled
+ * shared-memory transpose scheduler exists.  It is uncoalesced: the loop
+ * follows the reference (the largest output, in its logical order), so the
+ * tensors whose memory order disagrees with it are read or written element
+ * by element with strided addresses.  Step 3 differs: the width is the one
+ * that reads or writes the most tensors as whole vectors (outputs may be
+ * written lane by lane), none meaning no vector at all. */
 #include <stdio.h>
 #include <string.h>
 
@@ -290,9 +300,11 @@ static int32_t choose_break(const fu_value *ref, const probe *pr, const binding 
 
 /* Sets tails (exact where divisible) and tensor entries on candidate s, and
  * reports whether every output is written with whole vectors; *n_scalar
- * receives the number of inputs that must be read element by element. */
+ * receives the number of inputs that must be read element by element, and
+ * *n_vector the number of global tensors (inputs and outputs, not bool)
+ * accessed with whole vectors at least once and never lane by lane. */
 static fu_status evaluate(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_diag_engine *diag, bool *outputs_ok,
-                          uint32_t *n_scalar) {
+                          uint32_t *n_scalar, uint32_t *n_vector) {
   fu_module *m = f->module;
   fu_igraph *g = NULL;
   /* tails first: exact where the factor divides (a property of extents
@@ -307,8 +319,10 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_diag_engi
   }
   *outputs_ok = true;
   *n_scalar = 0;
+  *n_vector = 0;
   uint32_t n = 0;
   fu_stensor tens[256];
+  bool whole[256]; /* some access of tens[k] is a whole vector */
   int64_t width = 1;
   fu_igraph_lane_var(g, &width);
   /* global tensors: inputs in the segment's operand order, then outputs */
@@ -323,6 +337,7 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_diag_engi
         if (tens[k].value == a->value) {
           seen = true;
           if (a->mode == FU_AM_LANES) tens[k].access = FU_ACCESS_SCALAR;
+          if (a->mode == FU_AM_VECTOR) whole[k] = true;
         }
       if (seen) continue;
       fu_stensor t;
@@ -332,10 +347,12 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_diag_engi
       t.inline_pos = -1;
       t.loc = fu_loc_none();
       t.access = width > 1 ? (a->mode == FU_AM_LANES ? FU_ACCESS_SCALAR : FU_ACCESS_VECTOR) : FU_ACCESS_DEFAULT;
+      whole[n] = a->mode == FU_AM_VECTOR;
       tens[n++] = t;
     }
   }
   for (uint32_t k = 0; k < n; k++) {
+    if (tens[k].access == FU_ACCESS_VECTOR && whole[k] && tens[k].value->type.dtype != FU_DT_BOOL) (*n_vector)++;
     if (tens[k].access != FU_ACCESS_SCALAR) continue;
     /* bool tensors are never vector accesses: they do not narrow the rest */
     if (tens[k].value->type.dtype == FU_DT_BOOL) continue;
@@ -382,7 +399,8 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     }
   }
   if (!ref) {
-    fu_error(diag, seg->loc, "pointwise segment '@%s' has no tensor output to schedule", si->name ? si->name : "?");
+    fu_error(diag, seg->loc, "%s segment '@%s' has no tensor output to schedule",
+             si->scheduler ? si->scheduler : "pointwise", si->name ? si->name : "?");
     return FU_ERR_UNSUPPORTED;
   }
   /* 2. shape */
@@ -402,14 +420,51 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   if (widest == 0) widest = 1;
   if (ref->type.rank == 0) vmax = 1;
   fu_schedule *best = NULL;
-  for (int64_t v = vmax; v >= 1; v /= 2) {
+  bool transpose = !si->scheduler || strcmp(si->scheduler, "pointwise") != 0;
+  if (transpose) {
+    /* the fallback: the width that accesses the most tensors with whole
+     * vectors (ties: the wider); outputs written permuted are stored lane
+     * by lane; none at any width: no vector */
+    uint32_t best_vec = 0, n_eligible = 0;
+    for (uint32_t i = 0; i < seg->n_operands + si->n_outputs; i++) {
+      const fu_value *gv = i < seg->n_operands ? seg->operands[i] : si->outputs[i - seg->n_operands];
+      if (fu_type_is_tensor(&gv->type) && gv->type.dtype != FU_DT_BOOL) n_eligible++;
+    }
+    for (int64_t v = vmax; v >= 2 && best_vec < n_eligible; v /= 2) {
+      plan q = p;
+      q.vec = v;
+      fu_schedule *s = make_schedule(m, ref, &q);
+      if (!s) return FU_ERR_NOMEM;
+      bool outputs_ok;
+      uint32_t n_scalar, n_vec;
+      fu_status st = evaluate(f, seg, s, diag, &outputs_ok, &n_scalar, &n_vec);
+      if (st != FU_OK) return st;
+      if (debug)
+        fprintf(debug, "schedule: @%s: width %lld: %u tensor(s) as whole vectors, outputs %s (transpose fallback)\n",
+                si->name ? si->name : "?", (long long)v, n_vec, outputs_ok ? "vectorized" : "lane by lane");
+      if (n_vec > best_vec) {
+        best = s;
+        best_vec = n_vec;
+        p.vec = v;
+      }
+    }
+    if (!best) {
+      p.vec = 1;
+      if (!(best = make_schedule(m, ref, &p))) return FU_ERR_NOMEM;
+      bool outputs_ok;
+      uint32_t n_scalar, n_vec;
+      fu_status st = evaluate(f, seg, best, diag, &outputs_ok, &n_scalar, &n_vec);
+      if (st != FU_OK) return st;
+    }
+  }
+  for (int64_t v = vmax; v >= 1 && !transpose; v /= 2) {
     plan q = p;
     q.vec = v;
     fu_schedule *s = make_schedule(m, ref, &q);
     if (!s) return FU_ERR_NOMEM;
     bool outputs_ok;
-    uint32_t n_scalar;
-    fu_status st = evaluate(f, seg, s, diag, &outputs_ok, &n_scalar);
+    uint32_t n_scalar, n_vec;
+    fu_status st = evaluate(f, seg, s, diag, &outputs_ok, &n_scalar, &n_vec);
     if (st != FU_OK) return st;
     if (debug)
       fprintf(debug, "schedule: @%s: width %lld: outputs %s, %u input(s) element by element\n",
@@ -425,8 +480,8 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       fu_schedule *s2 = make_schedule(m, ref, &q2);
       if (!s2) return FU_ERR_NOMEM;
       bool ok2;
-      uint32_t ns2;
-      if ((st = evaluate(f, seg, s2, diag, &ok2, &ns2)) != FU_OK) return st;
+      uint32_t ns2, nv2;
+      if ((st = evaluate(f, seg, s2, diag, &ok2, &ns2, &nv2)) != FU_OK) return st;
       if (ok2 && ns2 < n_scalar && q2.vec > 1) {
         best = s2;
         p = q2;
@@ -453,8 +508,8 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     fu_schedule *s = make_schedule(m, ref, &q);
     if (!s) return FU_ERR_NOMEM;
     bool ok;
-    uint32_t ns;
-    fu_status st = evaluate(f, seg, s, diag, &ok, &ns);
+    uint32_t ns, nv;
+    fu_status st = evaluate(f, seg, s, diag, &ok, &ns, &nv);
     if (st != FU_OK) return st;
     best = s;
     p = q;
@@ -462,16 +517,18 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   if (debug)
     fprintf(debug,
             "schedule: @%s: reference %%%s (%.0f elements), %s, vector %lld, block %d, unroll %lld, %u input(s), "
-            "index %s\n",
+            "index %s%s\n",
             si->name ? si->name : "?", ref->name ? ref->name : "?", ref_n,
             p.brk ? "2-D (outer group on blockIdx.y)" : "1-D", (long long)p.vec, BLOCK, (long long)p.unroll,
-            n_loaded, fu_dtype_name(best->index_dtype));
+            n_loaded, fu_dtype_name(best->index_dtype),
+            transpose ? " (transpose segment: the pointwise scheduler's uncoalesced fallback)" : "");
   char arch[16];
   fu_device_arch(dev, arch, sizeof arch);
   best->device = fu_arena_strdup(m->arena, dev->name);
   best->arch = fu_arena_strdup(m->arena, arch);
   best->loc = seg->loc;
   if (!best->device || !best->arch) return FU_ERR_NOMEM;
+  if (transpose && si->scheduler && !(best->kind = fu_arena_strdup(m->arena, si->scheduler))) return FU_ERR_NOMEM;
   *out = best;
   return FU_OK;
 }

@@ -176,6 +176,9 @@ typedef struct fu_opt_args {
   bool print_index_graph;      /* --print-index-graph: the index-graph pass prints to stderr */
   const char *index_graph_dot; /* --index-graph-dot=FILE */
   /* ---- end codegen ---- */
+  /* ---- segments: what fuser-opt does with them after the pipeline ---- */
+  const char *extract_segment; /* --extract-segment=@NAME: the output is that segment alone (fu_segment_extract) */
+  const char *segment_dot;     /* --segment-dot=FILE: fu_segment_write_dot of every fusion, to FILE */
 } fu_opt_args;
 
 /* Parses argv[1..argc) into `a` (initialise nothing first; free with

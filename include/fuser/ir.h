@@ -49,6 +49,14 @@ bool fu_dtype_is_bool(fu_dtype t);
  * f16 with bf16 gives f32. */
 fu_dtype fu_dtype_promote(fu_dtype a, fu_dtype b);
 
+typedef struct fu_value fu_value;
+/* The dtype a pointwise op over `vals` computes in, with nvFuser's and
+ * PyTorch's weak-scalar rule: tensors promote among themselves, scalars
+ * (a float scalar counting as f32) only raise the category; scalar-only
+ * operand lists promote plainly.  One rule for inference, the interpreter
+ * and lowering (lib/ir/promote.c). */
+fu_dtype fu_dtype_common(fu_value *const *vals, uint32_t n);
+
 /* ---- shapes ---------------------------------------------------------- */
 
 /* A logical extent: a constant (sym == NULL) or a named symbol bound at run
@@ -92,7 +100,7 @@ typedef union fu_scalar_value {
   bool b;
 } fu_scalar_value;
 
-typedef struct fu_value {
+struct fu_value {
   const char *name; /* without the '%'; NULL for literals */
   fu_type type;
   fu_op *def;          /* defining op; NULL for literals */
@@ -102,7 +110,7 @@ typedef struct fu_value {
   bool literal_typed;  /* printed as dtype(value), else bare */
   fu_scalar_value literal; /* f for float dtypes, i for ints, b for bool */
   fu_loc loc;
-} fu_value;
+};
 
 /* ---- ops ------------------------------------------------------------- */
 

@@ -115,6 +115,10 @@ typedef struct fu_schedule {
   uint32_t n_loops;
   fu_stensor *tensors;
   uint32_t n_tensors;
+  /* The kind of segment it was made for (the segment's scheduler name, e.g.
+   * "transpose" for a transpose segment given the pointwise scheduler's
+   * fallback), or NULL: a pointwise segment (the default, not printed). */
+  const char *kind;
 } fu_schedule;
 
 /* ---- text (lib/text/schedule_text.c) ------------------------------------- */
@@ -156,12 +160,20 @@ fu_status fu_schedule_verify_fusion(fu_fusion *f, fu_diag_engine *diag);
 extern const fu_pass_def fu_pass_schedule;
 
 /* Schedules every pointwise segment of `m` that has no schedule yet for
- * device `dev` (NULL: the default).  Segments of other kinds are left as
+ * device `dev` (NULL: the default), and every transpose segment with the
+ * pointwise scheduler as a correctness fallback (uncoalesced: the tiled
+ * transpose scheduler comes later).  Segments of other kinds are left as
  * they are (their schedulers come later), with a remark when `debug` is
  * set. */
 fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine *diag, FILE *debug);
 
-/* The pointwise scheduler for one segment: builds *out in m's arena. */
+/* True for the segment kinds fu_schedule_module schedules today:
+ * "pointwise", and "transpose" (with the pointwise scheduler). */
+bool fu_schedule_kind_supported(const char *kind);
+
+/* The pointwise scheduler for one segment: builds *out in m's arena.  For
+ * a segment of another kind (transpose) it records that kind in
+ * (*out)->kind. */
 fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                 fu_schedule **out);
 

@@ -24,6 +24,7 @@ typedef enum opt_id {
   O_PRINT_BEFORE_ALL, O_PRINT_AFTER_ALL, O_PRINT_BEFORE, O_PRINT_AFTER, O_TIMING, O_DEBUG, O_PRINT_LOCS,
   O_LIST_PASSES, O_HELP, O_VERSION,
   O_DEVICE, O_PRINT_INDEX_GRAPH, O_INDEX_GRAPH_DOT, /* codegen */
+  O_EXTRACT_SEGMENT, O_SEGMENT_DOT,                 /* segments */
 } opt_id;
 
 typedef enum arg_kind { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL } arg_kind;
@@ -59,6 +60,10 @@ static const struct option_def {
     {"print-index-graph", O_PRINT_INDEX_GRAPH, ARG_NONE, NULL, "print each segment's index graph to stderr"},
     {"index-graph-dot", O_INDEX_GRAPH_DOT, ARG_REQUIRED, "FILE", "write the index graphs as Graphviz to FILE"},
     /* ---- end codegen ---- */
+    {"extract-segment", O_EXTRACT_SEGMENT, ARG_REQUIRED, "@NAME",
+     "after the pipeline, output segment @NAME alone, as a standalone fusion that parses and runs"},
+    {"segment-dot", O_SEGMENT_DOT, ARG_REQUIRED, "FILE",
+     "after the pipeline, write every fusion's segments as Graphviz to FILE"},
     {"help", O_HELP, ARG_NONE, NULL, "show this help (also -h)"},
     {"version", O_VERSION, ARG_NONE, NULL, "show the version"},
 };
@@ -344,6 +349,20 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
     case O_PRINT_INDEX_GRAPH: a->print_index_graph = true; break;
     case O_INDEX_GRAPH_DOT: a->index_graph_dot = value; break;
     /* ---- end codegen ---- */
+    case O_EXTRACT_SEGMENT:
+      if (!value[0] || (value[0] == '@' && !value[1])) {
+        usage_error(err, cfg, "--extract-segment needs a segment name, such as @g0");
+        return FU_ERR_INVALID_ARG;
+      }
+      a->extract_segment = value;
+      break;
+    case O_SEGMENT_DOT:
+      if (!value[0]) {
+        usage_error(err, cfg, "--segment-dot needs a file name");
+        return FU_ERR_INVALID_ARG;
+      }
+      a->segment_dot = value;
+      break;
     }
   }
   return apply_codegen_args(a, cfg, err);

@@ -13,6 +13,7 @@
 #include "fuser/schedule.h" /* codegen */
 #include "fuser/parse.h"
 #include "fuser/print.h"
+#include "fuser/segment.h"  /* --extract-segment, --segment-dot */
 #include "fuser/verify.h"
 
 typedef struct opt_state {
@@ -21,7 +22,66 @@ typedef struct opt_state {
   fu_allocator alloc;
   FILE *err;
   fu_timing timing;
+  FILE *segment_dot; /* --segment-dot, opened at the first chunk that gets there */
 } opt_state;
+
+/* --segment-dot: every fusion's segment graph, appended to the file (one
+ * digraph per fusion, every chunk's in turn). */
+static fu_status write_segment_dot(opt_state *s, fu_module *m, const fu_source *src, fu_diag_engine *diag) {
+  const char *path = s->args->segment_dot;
+  fu_loc here = {src, 0, 0}; /* the input file, no line */
+  if (!s->segment_dot && !(s->segment_dot = fopen(path, "w"))) {
+    fu_error(diag, here, "cannot open the segment dot file '%s' for writing: %s", path, strerror(errno));
+    return FU_ERR_IO;
+  }
+  for (fu_fusion *f = m->first; f; f = f->next)
+    if (fu_segment_write_dot(f, s->segment_dot) != FU_OK) {
+      fu_error(diag, here, "cannot write the segment dot file '%s'", path);
+      return FU_ERR_IO;
+    }
+  return FU_OK;
+}
+
+/* --extract-segment: replaces *m by the standalone fusion of one segment
+ * (fu_segment_extract), verified.  A name that is not there is an error
+ * that lists the segments there are. */
+static fu_status extract_segment(opt_state *s, fu_module **m, const fu_source *src, fu_diag_engine *diag) {
+  fu_loc here = {src, 0, 0}; /* the input file, no line */
+  const char *want = s->args->extract_segment;
+  const char *name = want[0] == '@' ? want + 1 : want;
+  bool found = false;
+  fu_strbuf names;
+  fu_strbuf_init(&names, s->alloc);
+  uint32_t n = 0;
+  for (fu_fusion *f = (*m)->first; f; f = f->next)
+    for (fu_op *op = f->body.first; op; op = op->next) {
+      if (op->kind != FU_OP_SEGMENT || !op->u.segment.name) continue;
+      if (strcmp(op->u.segment.name, name) == 0) found = true;
+      fu_strbuf_printf(&names, "%s@%s", n++ ? ", " : "", op->u.segment.name);
+    }
+  if (!found) {
+    if (n)
+      fu_error(diag, here, "no segment '@%s' in the input; segments are: %s", name,
+               names.data ? names.data : "?");
+    else
+      fu_error(diag, here,
+               "no segment '@%s' in the input; it has no segments (run the segment pass first, e.g. --pass=all)", name);
+  }
+  fu_strbuf_free(&names);
+  if (!found) return FU_ERR_INVALID_ARG;
+  fu_module *x = NULL;
+  fu_status st = fu_segment_extract(*m, name, s->alloc, diag, &x);
+  if (st != FU_OK) return st;
+  st = fu_verify_module(x, diag);
+  if (st != FU_OK) {
+    fu_error(diag, here, "internal error: the fusion extracted from segment '@%s' does not verify", name);
+    fu_module_free(x);
+    return st;
+  }
+  fu_module_free(*m);
+  *m = x;
+  return FU_OK;
+}
 
 /* Parse, verify, run and print one chunk into `out`.  Returns whether it
  * succeeded; all problems went to `diag`. */
@@ -39,6 +99,8 @@ static bool process_chunk(opt_state *s, const fu_source *src, fu_diag_engine *di
   st = fu_verify_module(m, diag);
   fu_timing_add(&s->timing, "verify", fu_timing_now() - t0);
   if (st == FU_OK) st = fu_pipeline_run(&a->pipeline, m, &a->run, &s->timing, src, diag);
+  if (st == FU_OK && a->segment_dot) st = write_segment_dot(s, m, src, diag);
+  if (st == FU_OK && a->extract_segment) st = extract_segment(s, &m, src, diag);
   if (st == FU_OK) {
     t0 = fu_timing_now();
     if (a->emit == FU_EMIT_FIR) {
@@ -186,6 +248,11 @@ int fu_opt_main(int argc, char *const *argv, const fu_opt_config *cfg_in, FILE *
     fu_timing_report(&s.timing, args.timing, &rep);
     fputs(rep.data ? rep.data : "", err);
     fu_strbuf_free(&rep);
+  }
+  if (s.segment_dot && fclose(s.segment_dot) != 0) {
+    fprintf(err, "%s: error: cannot write the segment dot file '%s': %s\n", cfg.tool_name, args.segment_dot,
+            strerror(errno));
+    rc = 1;
   }
   if (chunks) fu_mem_free(&s.alloc, chunks, n_chunks * sizeof *chunks);
   fu_mem_free(&s.alloc, data, len + 1);

@@ -317,7 +317,7 @@ static fu_status eval_pointwise(fu_interp *I, fu_op *op) {
     kind = fu_interp_ck(ins[0].dtype); /* load exact, round once on store */
   } else if (info->flags & FU_OF_BOOL_RESULT) {
     fu_dtype cd = op->n_operands == 1 ? op->operands[0]->type.dtype
-                                      : fu_interp_common_dtype(op->operands, op->n_operands);
+                                      : fu_dtype_common(op->operands, op->n_operands);
     kind = fu_interp_ck(cd);
   } else {
     kind = fu_interp_ck(rdt);

@@ -84,10 +84,6 @@ typedef struct fu_interp_vstr {
 
 const char *fu_interp_value_str(fu_interp_vstr *b, const fu_value *v);
 
-/* The dtype a pointwise op computes in from its operands, with the IR's
- * weak-scalar rule: tensors promote among themselves, scalars (a float
- * scalar counting as f32) only raise the category. */
-fu_dtype fu_interp_common_dtype(fu_value *const *vals, uint32_t n);
 
 /* ---- interpreter state (interp.c, eval_shape.c) ---------------------------- */
 

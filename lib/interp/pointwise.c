@@ -261,19 +261,4 @@ const char *fu_interp_value_str(fu_interp_vstr *b, const fu_value *v) {
   return b->s;
 }
 
-static int category(fu_dtype t) { return fu_dtype_is_float(t) ? 2 : fu_dtype_is_int(t) ? 1 : 0; }
 
-fu_dtype fu_interp_common_dtype(fu_value *const *vals, uint32_t n) {
-  fu_dtype tensors = FU_DT_NONE, scalars = FU_DT_NONE, plain = FU_DT_NONE;
-  for (uint32_t i = 0; i < n; i++) {
-    const fu_type *t = &vals[i]->type;
-    plain = fu_dtype_promote(plain, t->dtype);
-    if (fu_type_is_tensor(t))
-      tensors = fu_dtype_promote(tensors, t->dtype);
-    else
-      scalars = fu_dtype_promote(scalars, fu_dtype_is_float(t->dtype) ? FU_DT_F32 : t->dtype);
-  }
-  if (tensors == FU_DT_NONE) return plain;
-  if (scalars != FU_DT_NONE && category(scalars) > category(tensors)) return fu_dtype_promote(tensors, scalars);
-  return tensors;
-}

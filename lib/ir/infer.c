@@ -321,7 +321,7 @@ static fu_status infer_binary(ictx *c, fu_type *out) {
       if (need_int_or_bool(c, i)) return FU_ERR_VERIFY;
   static const uint32_t idx[2] = {0, 1};
   fu_status s = pointwise_shape(c, idx, 2, out);
-  out->dtype = flag_dtype(c->op->kind, fu_ir_common_dtype(c->op->operands, 2));
+  out->dtype = flag_dtype(c->op->kind, fu_dtype_common(c->op->operands, 2));
   return s;
 }
 
@@ -339,10 +339,10 @@ static fu_status infer_ternary(ictx *c, fu_type *out) {
   fu_status s = pointwise_shape(c, idx, 3, out);
   if (s) return s;
   switch (op->kind) {
-  case FU_OP_WHERE: out->dtype = fu_ir_common_dtype(op->operands + 1, 2); break;
+  case FU_OP_WHERE: out->dtype = fu_dtype_common(op->operands + 1, 2); break;
   case FU_OP_CLAMP: out->dtype = op->operands[0]->type.dtype; break;
   default: { /* lerp: a float result */
-    fu_dtype d = fu_ir_common_dtype(op->operands, 3);
+    fu_dtype d = fu_dtype_common(op->operands, 3);
     out->dtype = fu_dtype_is_float(d) ? d : FU_DT_F32;
   }
   }

@@ -20,7 +20,7 @@ static fu_dtype combine(fu_dtype tensors, fu_dtype scalars) {
  * counting as the default float f32, the way PyTorch treats a Python float),
  * and then the scalars may only raise the category.  Scalar-only operand
  * lists promote plainly: f64 + f64 is f64. */
-fu_dtype fu_ir_common_dtype(fu_value *const *vals, uint32_t n) {
+fu_dtype fu_dtype_common(fu_value *const *vals, uint32_t n) {
   fu_dtype tensors = FU_DT_NONE, scalars = FU_DT_NONE, plain = FU_DT_NONE;
   for (uint32_t i = 0; i < n; i++) {
     const fu_type *t = &vals[i]->type;

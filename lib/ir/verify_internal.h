@@ -30,13 +30,6 @@ typedef struct fu_ir_liststr {
 
 const char *fu_ir_list_str(fu_ir_liststr *buf, const int64_t *v, uint32_t n);
 
-/* The dtype a pointwise op computes in, from its operands: tensors promote
- * among themselves; scalars (literals and scalar values) are "weak" and only
- * matter when they are of a higher category (bool < int < float) than every
- * tensor, where an int scalar keeps its own dtype and a float scalar gives
- * the default float f32.  With no tensor operand, scalars promote normally.
- * FU_DT_NONE when n == 0. */
-fu_dtype fu_ir_common_dtype(fu_value *const *vals, uint32_t n);
 
 /* The inference proper.  Result extents go into `scratch` (FU_MAX_RANK
  * extents per result, at most 2 results) instead of the arena, so the

@@ -167,7 +167,11 @@ fu_status fu_rt_open(const fu_rt_options *opts, fu_allocator alloc, fu_diag_engi
     goto fail;
   rt->ctx_retained = true;
   if ((st = fu_rt_check(rt, rt->api.ctx_set_current(rt->ctx), "cuCtxSetCurrent")) != FU_OK) goto fail;
-  if ((st = fu_rt_check(rt, rt->api.stream_create(&rt->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate")) != FU_OK)
+  /* A blocking stream: the synchronous copies and memsets (cuMemcpyHtoD,
+   * cuMemsetD8: legacy default stream) are then ordered with the kernels
+   * launched here.  A non-blocking stream let the output poisoning race
+   * with the kernel that writes the output. */
+  if ((st = fu_rt_check(rt, rt->api.stream_create(&rt->stream, CU_STREAM_DEFAULT), "cuStreamCreate")) != FU_OK)
     goto fail;
   *out = rt;
   return FU_OK;

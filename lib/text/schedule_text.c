@@ -97,6 +97,11 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
     fu_strbuf_puts(out, n++ ? ", " : " {");
     fu_strbuf_printf(out, "index=%s", fu_dtype_name(s->index_dtype));
   }
+  if (s->kind && strcmp(s->kind, "pointwise") != 0) {
+    fu_strbuf_puts(out, n++ ? ", " : " {");
+    fu_strbuf_puts(out, "kind=");
+    put_word(out, s->kind);
+  }
   if (n) fu_strbuf_putc(out, '}');
   fu_strbuf_puts(out, " {\n");
   if (s->reference) {
@@ -356,9 +361,11 @@ static void header_attrs(sparser *p, fu_schedule *s) {
       if (is_word(&a[i].value, "i32")) s->index_dtype = FU_DT_I32;
       else if (is_word(&a[i].value, "i64")) s->index_dtype = FU_DT_I64;
       else bad_attr_value(p, &a[i], "i32 or i64");
+    } else if (fu_txt_tok_is(&a[i].name, "kind")) {
+      if (!(s->kind = attr_word(p, &a[i].value)) && !p->nomem) bad_attr_value(p, &a[i], "a segment kind such as transpose");
     } else {
-      serr(p, &a[i].name, "unknown attribute '%.*s' for 'schedule'; valid: device, arch, index", (int)a[i].name.len,
-           a[i].name.p);
+      serr(p, &a[i].name, "unknown attribute '%.*s' for 'schedule'; valid: device, arch, index, kind",
+           (int)a[i].name.len, a[i].name.p);
     }
   }
 }
