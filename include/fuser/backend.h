@@ -1,11 +1,12 @@
 /* fuser: the LLVM backend: kernel IR -> LLVM IR -> PTX (NVPTX).
  *
  * A backend context owns one LLVMContext, the target machines it created
- * (one per sm), and libdevice, parsed once on first use and kept for the
- * context's life.  Each emit call builds a fresh module from the kernels,
- * copies in only the libdevice functions the kernels call, marks every
- * non-kernel function internal, runs the optimization pipeline (which
- * inlines and drops them) and prints LLVM IR or PTX.
+ * (one per sm), and libdevice, opened lazily on first use and kept for the
+ * context's life (a function's body is read from the bitcode the first
+ * time a kernel calls it, and stays).  Each emit call builds a fresh module
+ * from the kernels, copies in only the libdevice functions the kernels
+ * call, marks every non-kernel function internal, runs the optimization
+ * pipeline (which inlines and drops them) and prints LLVM IR or PTX.
  *
  * A context is used by one thread at a time (it owns an LLVMContext);
  * threads that compile concurrently each make their own.
@@ -37,7 +38,9 @@ typedef struct fu_backend_options {
   /* libdevice.10.bc; NULL: $FUSER_LIBDEVICE, else the path found at
    * configure time (FUSER_LIBDEVICE_PATH). */
   const char *libdevice_path;
-  /* The new-pass-manager pipeline; NULL: "default<O3>". */
+  /* The new-pass-manager pipeline; NULL: fuser's default, LLVM 19's
+   * default<O3> without the passes that cannot change a fuser module
+   * (lib/backend/context.c lists them); it gives the same PTX. */
   const char *pipeline;
   /* The sm used by fu_backend_emit_llvm (NULL: "sm_90"). */
   const char *default_sm;
@@ -51,11 +54,16 @@ typedef struct fu_backend_options {
    * to this many iterations in the backend (0: 1024); longer ones get
    * llvm.loop unroll metadata instead. */
   uint32_t max_self_unroll;
+  /* Parse all of libdevice when it is first needed (the behaviour before
+   * lazy loading: 30-55 ms) instead of reading only the functions kernels
+   * call; for tests and measurements. */
+  bool libdevice_whole;
 } fu_backend_options;
 
 /* Where the time of the last emit call went, in milliseconds. */
 typedef struct fu_backend_timing {
-  double libdevice_load_ms; /* 0 unless this call loaded libdevice */
+  double libdevice_load_ms; /* reading libdevice in this call: opening it (first use in the
+                             * context) and the bodies of functions read for the first time */
   double build_ms;          /* kernel IR -> LLVM IR, libdevice copies, verifier */
   double opt_ms;            /* the optimization pipeline */
   double codegen_ms;        /* NVPTX code generation (PTX only) */
@@ -75,8 +83,9 @@ fu_status fu_backend_emit_llvm(fu_backend *be, const fu_kernel *const *kernels, 
 fu_status fu_backend_emit_ptx(fu_backend *be, const fu_kernel *const *kernels, uint32_t n, const char *sm,
                               fu_strbuf *out);
 
-/* Loads libdevice now (it is otherwise loaded by the first emit that needs
- * a libdevice function), so that its cost can be measured apart. */
+/* Opens libdevice now (it is otherwise opened by the first emit that needs
+ * a libdevice function), so that its cost can be measured apart.  Function
+ * bodies are still read on first use (all of them with libdevice_whole). */
 fu_status fu_backend_load_libdevice(fu_backend *be);
 /* The path libdevice is (or would be) loaded from. */
 const char *fu_backend_libdevice_path(const fu_backend *be);

@@ -15,6 +15,55 @@
 
 static const char *const nvptx_triple = "nvptx64-nvidia-cuda";
 
+/* The default optimization pipeline: LLVM 19's default<O3> for this target
+ * (`opt -mtriple=nvptx64-nvidia-cuda -passes='default<O3>'
+ * -print-pipeline-passes`), written out in the same order, without the
+ * passes that cannot change a fuser module, which holds kernels and internal
+ * libdevice copies only (no coroutines, OpenMP, indirect calls, libcalls,
+ * available_externally globals or profile data): annotation2metadata,
+ * forceattrs, inferattrs, coro-*, openmp-opt*, called-value-propagation,
+ * argpromotion, globals-aa, libcalls-shrinkwrap, tailcallelim,
+ * move-auto-init, chr, lower-constant-intrinsics, loop-distribute,
+ * inject-tli-mappings, transform-warning, loop-sink, elim-avail-extern,
+ * cg-profile, rel-lookup-table-converter and annotation-remarks; also
+ * nvvm-reflect (the libdevice copier answers __nvvm_reflect) and
+ * loop-vectorize (NVPTX has no vector registers and interleaves nothing, so
+ * it only runs its cost model).  The function simplification pipeline is
+ * LLVM's own `function-simplification<O3>`, so that its loop passes keep
+ * their O3 thresholds (the textual loop-unroll-full has O2's).  It gives
+ * byte-identical PTX to default<O3> on the seeds, the lit/backend kernels
+ * and the kernels of test/gpu (test_backend checks a few) for 5-6% less
+ * optimization time; the rest of O3's time goes to passes that do change
+ * the code (docs/performance.md, "Compile time"). */
+#define BK_SIMPLIFYCFG(x) "simplifycfg<bonus-inst-threshold=1;" x ";speculate-blocks;simplify-cond-branch"
+#define BK_INSTCOMBINE "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>"
+static const char *const default_pipeline =
+    "function(nvvm-intr-range),"
+    /* each function alone, libdevice copies before they are inlined */
+    "function<eager-inv>(lower-expect,"
+    BK_SIMPLIFYCFG("no-forward-switch-cond;no-switch-range-to-icmp;no-switch-to-lookup;keep-loops;"
+                   "no-hoist-common-insts;no-sink-common-insts") ";no-speculate-unpredictables>,"
+    "sroa<modify-cfg>,early-cse<>,callsite-splitting),"
+    "ipsccp,globalopt,"
+    "function<eager-inv>(mem2reg," BK_INSTCOMBINE ","
+    BK_SIMPLIFYCFG("no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lookup;keep-loops;"
+                   "no-hoist-common-insts;no-sink-common-insts") ";no-speculate-unpredictables>),"
+    /* inline, then simplify the kernels */
+    "always-inline,"
+    "cgscc(devirt<4>(inline,function-attrs<skip-non-recursive-function-attrs>,"
+    "function<eager-inv;no-rerun>(function-simplification<O3>),function-attrs)),"
+    "deadargelim,globalopt,globaldce,rpo-function-attrs,"
+    /* O3's module optimization pipeline, per function */
+    "function<eager-inv>(float2int,loop(loop-rotate<header-duplication;no-prepare-for-lto>,loop-deletion),"
+    "infer-alignment,loop-load-elim," BK_INSTCOMBINE ","
+    BK_SIMPLIFYCFG("forward-switch-cond;switch-range-to-icmp;switch-to-lookup;no-keep-loops;"
+                   "hoist-common-insts;sink-common-insts") ";no-speculate-unpredictables>,"
+    "slp-vectorizer,vector-combine," BK_INSTCOMBINE ",loop-unroll<O3>,sroa<preserve-cfg>,infer-alignment,"
+    BK_INSTCOMBINE ",loop-mssa(licm<allowspeculation>),alignment-from-assumptions,instsimplify,div-rem-pairs,"
+    BK_SIMPLIFYCFG("no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lookup;keep-loops;"
+                   "no-hoist-common-insts;no-sink-common-insts") ";speculate-unpredictables>),"
+    "globaldce,constmerge";
+
 double bk_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -99,11 +148,12 @@ fu_status fu_backend_new(const fu_backend_options *opts, fu_allocator alloc, fu_
   if (!ld) ld = getenv("FUSER_LIBDEVICE");
   if (!ld || !*ld) ld = FUSER_LIBDEVICE_PATH;
   be->libdevice_path = dup_str(&alloc, ld);
-  be->pipeline = dup_str(&alloc, opts->pipeline ? opts->pipeline : "default<O3>");
+  be->pipeline = dup_str(&alloc, opts->pipeline ? opts->pipeline : default_pipeline);
   be->default_sm = dup_str(&alloc, sm);
   be->features = dup_str(&alloc, opts->features ? opts->features : "");
   be->llvm_before_opt = opts->llvm_before_opt;
   be->max_self_unroll = opts->max_self_unroll ? opts->max_self_unroll : 1024;
+  be->libdevice_whole = opts->libdevice_whole;
   if (!be->libdevice_path || !be->pipeline || !be->default_sm || !be->features) {
     fu_backend_free(be);
     return FU_ERR_NOMEM;
@@ -121,6 +171,7 @@ fu_status fu_backend_new(const fu_backend_options *opts, fu_allocator alloc, fu_
 void fu_backend_free(fu_backend *be) {
   if (!be) return;
   for (unsigned i = 0; i < be->n_tms; i++) LLVMDisposeTargetMachine(be->tms[i].tm);
+  if (be->libdevice_reader) LLVMDisposePassManager(be->libdevice_reader);
   if (be->libdevice) LLVMDisposeModule(be->libdevice);
   if (be->ctx) LLVMContextDispose(be->ctx);
   free_str(&be->alloc, be->libdevice_path);

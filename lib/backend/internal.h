@@ -13,7 +13,12 @@ struct fu_backend {
   fu_allocator alloc;
   fu_diag_engine *diag;
   LLVMContextRef ctx;
-  LLVMModuleRef libdevice; /* parsed once, read only; NULL until needed */
+  /* libdevice, opened lazily on first need and kept for the context's life:
+   * a function's body is read from the bitcode the first time a kernel
+   * calls it (or a function it calls), and stays; read only otherwise. */
+  LLVMModuleRef libdevice;
+  LLVMPassManagerRef libdevice_reader; /* empty function pass manager: materializes */
+  bool libdevice_whole;                /* parse it all at once instead (the old way) */
   char *libdevice_path;
   char *pipeline;
   char *default_sm;
