@@ -11,8 +11,9 @@
 #include "fuser/schedule.h"
 
 /* ---- --emit=llvm|ptx through the LLVM backend ------------------------------
- * One backend per process, made on first use, so libdevice is parsed once
- * however many chunks are emitted.  The kernels of every lowered segment go
+ * One backend per process, made on first use, so libdevice is opened once
+ * and each function body in it is read once, however many chunks are
+ * emitted.  The kernels of every lowered segment go
  * into one module; the PTX architecture is the one the schedules were made
  * for (--device changes it), sm_90 when they name none. */
 typedef struct emit_state {
@@ -93,7 +94,7 @@ int main(int argc, char **argv) {
     if (strncmp(argv[i], "--timing", 8) == 0 || strncmp(argv[i], "-timing", 7) == 0) timing = true;
   if (timing && es.calls)
     fprintf(stderr,
-            "emit breakdown: libdevice load %.3f ms (once per process), kernel IR to LLVM %.3f ms, "
+            "emit breakdown: libdevice load %.3f ms (opening it and reading the bodies used), kernel IR to LLVM %.3f ms, "
             "optimization %.3f ms, code generation %.3f ms, total without libdevice %.3f ms (cpu %.3f ms)\n",
             es.total.libdevice_load_ms, es.total.build_ms, es.total.opt_ms, es.total.codegen_ms,
             es.total.total_ms - es.total.libdevice_load_ms, es.total.cpu_ms);

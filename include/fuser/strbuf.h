@@ -27,5 +27,9 @@ void fu_strbuf_vprintf(fu_strbuf *sb, const char *fmt, va_list ap);
 /* Shortest text that reads back as the same double ("%.17g" fallback),
  * always with a '.', 'e', "inf" or "nan" so it lexes as a float. */
 void fu_strbuf_put_double(fu_strbuf *sb, double v);
+/* The same text into a fixed buffer of at least FU_DOUBLE_TEXT_MAX bytes
+ * (for callers that must not allocate, such as diagnostics formatting). */
+enum { FU_DOUBLE_TEXT_MAX = 40 };
+void fu_format_double(char *buf, double v);
 
 #endif

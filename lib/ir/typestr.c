@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuser/strbuf.h"
 #include "verify_internal.h"
 
 /* Appends to a fixed buffer; once full, the text ends in "..." so a
@@ -54,23 +55,10 @@ const char *fu_ir_type_str(fu_ir_tystr *buf, const fu_type *t) {
   return buf->s;
 }
 
-/* Shortest "%.*g" spelling that reads back as the same double, with a '.'
- * added where it would otherwise lex as an integer (as the printer does). */
+/* The printer's spelling of a double (it reads back as the same value). */
 static void put_double(sink *k, double v) {
-  if (isnan(v)) {
-    put(k, "nan");
-    return;
-  }
-  if (isinf(v)) {
-    put(k, v < 0 ? "-inf" : "inf");
-    return;
-  }
-  char tmp[40];
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-    if (strtod(tmp, NULL) == v) break;
-  }
-  if (!strpbrk(tmp, ".eEn")) strcat(tmp, ".0");
+  char tmp[FU_DOUBLE_TEXT_MAX];
+  fu_format_double(tmp, v);
   put(k, "%s", tmp);
 }
 

@@ -78,20 +78,24 @@ void fu_strbuf_printf(fu_strbuf *sb, const char *fmt, ...) {
 
 /* Shortest round-tripping decimal: try increasing precision until the text
  * reads back as the same double. */
-void fu_strbuf_put_double(fu_strbuf *sb, double v) {
+void fu_format_double(char *buf, double v) {
   if (isnan(v)) {
-    fu_strbuf_puts(sb, "nan");
+    strcpy(buf, "nan");
     return;
   }
   if (isinf(v)) {
-    fu_strbuf_puts(sb, v < 0 ? "-inf" : "inf");
+    strcpy(buf, v < 0 ? "-inf" : "inf");
     return;
   }
-  char buf[40];
   for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, v);
+    snprintf(buf, FU_DOUBLE_TEXT_MAX, "%.*g", prec, v);
     if (strtod(buf, NULL) == v) break;
   }
   if (!strpbrk(buf, ".eE")) strcat(buf, ".0");
+}
+
+void fu_strbuf_put_double(fu_strbuf *sb, double v) {
+  char buf[FU_DOUBLE_TEXT_MAX];
+  fu_format_double(buf, v);
   fu_strbuf_puts(sb, buf);
 }
