@@ -13,7 +13,14 @@ set(FUSER_TOOL_EXTRA_LIBS "")
 
 # ---- LLVM 19 ------------------------------------------------------------------
 option(FUSER_ENABLE_LLVM "Build the LLVM NVPTX backend when LLVM 19 is found" ON)
-option(FUSER_LLVM_STATIC "Link LLVM's static component libraries instead of libLLVM-19.so" OFF)
+option(FUSER_LLVM_STATIC "Link LLVM's static component libraries instead of libLLVM-19.so, tools and tests alike" OFF)
+# The tools (fuser-opt, ...) start a fresh process per fusion, and libLLVM-19.so
+# costs them 15-20 ms of dynamic linking and relocation per process; linked
+# with LLVM's static libraries, non-PIE, with a static libstdc++ and
+# --gc-sections, they start in 2-3 ms (docs/performance.md, "Compile time").
+# The unit tests keep libLLVM-19.so (when there is one) so that a full build
+# links fast.
+option(FUSER_LLVM_STATIC_TOOLS "Link the tools against LLVM's static libraries (the tests keep libLLVM-19.so)" ON)
 set(FUSER_LLVM_CONFIG "" CACHE FILEPATH "llvm-config of LLVM 19 (empty: llvm-config-19 or /usr/lib/llvm-19/bin/llvm-config)")
 
 set(FUSER_HAS_LLVM OFF)
@@ -47,13 +54,15 @@ else()
         set(_fuser_llvm_why "LLVM's C headers (llvm-c/Core.h) are missing under ${_fuser_llvm_includedir} (install llvm-19-dev)")
       else()
         set(_fuser_llvm_libs "")
+        set(_fuser_llvm_shared_libs "")
+        set(_fuser_llvm_static_ok OFF)
         if(NOT FUSER_LLVM_STATIC)
           find_library(_fuser_llvm_shared NAMES LLVM-19 LLVM PATHS "${_fuser_llvm_libdir}" NO_DEFAULT_PATH NO_CACHE)
           if(_fuser_llvm_shared)
-            set(_fuser_llvm_libs "${_fuser_llvm_shared}")
+            set(_fuser_llvm_shared_libs "${_fuser_llvm_shared}")
           endif()
         endif()
-        if(NOT _fuser_llvm_libs)
+        if(NOT _fuser_llvm_shared_libs OR FUSER_LLVM_STATIC_TOOLS)
           # Static components: the NVPTX target plus what the backend calls.
           execute_process(COMMAND "${_fuser_llvm_config}" --link-static --libs
                                   nvptx passes bitreader bitwriter linker analysis core target transformutils
@@ -88,11 +97,12 @@ else()
               endif()
             endforeach()
             list(APPEND _fuser_llvm_libs stdc++)
-          else()
+            set(_fuser_llvm_static_ok ON)
+          elseif(NOT _fuser_llvm_shared_libs)
             set(_fuser_llvm_why "neither libLLVM-19.so nor LLVM's static libraries were found in ${_fuser_llvm_libdir}")
           endif()
         endif()
-        if(_fuser_llvm_libs)
+        if(_fuser_llvm_libs OR _fuser_llvm_shared_libs)
           set(FUSER_HAS_LLVM ON)
         endif()
       endif()
@@ -111,10 +121,77 @@ if(FUSER_HAS_LLVM)
   add_library(fuser_backend STATIC ${FUSER_BACKEND_SOURCES})
   # SYSTEM: LLVM's headers are not ours to keep -Wpedantic clean.
   target_include_directories(fuser_backend SYSTEM PRIVATE "${_fuser_llvm_includedir}")
-  target_link_libraries(fuser_backend PUBLIC fuser_core ${_fuser_llvm_libs})
   add_compile_definitions(FUSER_HAS_LLVM=1)
   list(APPEND FUSER_TOOL_EXTRA_LIBS fuser_backend)
-  message(STATUS "fuser: LLVM ${_fuser_llvm_version} backend enabled (${_fuser_llvm_config}; ${_fuser_llvm_libs})")
+  if(NOT _fuser_llvm_shared_libs)
+    # Static everywhere: -DFUSER_LLVM_STATIC=ON, or no libLLVM-19.so.
+    target_link_libraries(fuser_backend PUBLIC fuser_core ${_fuser_llvm_libs})
+    message(STATUS "fuser: LLVM ${_fuser_llvm_version} backend enabled, linked statically (${_fuser_llvm_config}; ${_fuser_llvm_libs})")
+  elseif(NOT _fuser_llvm_static_ok)
+    # Shared everywhere: -DFUSER_LLVM_STATIC_TOOLS=OFF, or no static libraries.
+    target_link_libraries(fuser_backend PUBLIC fuser_core ${_fuser_llvm_shared_libs})
+    if(FUSER_LLVM_STATIC_TOOLS)
+      message(STATUS "fuser: LLVM's static libraries were not found: the tools link ${_fuser_llvm_shared_libs} "
+                     "(each process pays its dynamic linking, 15-20 ms)")
+    endif()
+    message(STATUS "fuser: LLVM ${_fuser_llvm_version} backend enabled (${_fuser_llvm_config}; ${_fuser_llvm_shared_libs})")
+  else()
+    # The default: a target with the property FUSER_LLVM_LINK_STATIC (the
+    # tools, set below once they exist) links LLVM's static libraries, every
+    # other target libLLVM-19.so.  One binary never gets both.
+    set(_fuser_tool_llvm_libs "")
+    foreach(_lib ${_fuser_llvm_libs})
+      if(_lib STREQUAL "stdc++" AND NOT FUSER_SANITIZE)
+        # A static libstdc++ saves the tools the relocation of libstdc++.so
+        # (about 2 M instructions per process).
+        execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libstdc++.a
+                        OUTPUT_VARIABLE _fuser_libstdcxx_a OUTPUT_STRIP_TRAILING_WHITESPACE)
+        if(IS_ABSOLUTE "${_fuser_libstdcxx_a}" AND EXISTS "${_fuser_libstdcxx_a}")
+          set(_lib "${_fuser_libstdcxx_a}")
+        endif()
+      endif()
+      list(APPEND _fuser_tool_llvm_libs "${_lib}")
+    endforeach()
+    set(_fuser_static_sel "$<BOOL:$<TARGET_PROPERTY:FUSER_LLVM_LINK_STATIC>>")
+    target_link_libraries(fuser_backend PUBLIC fuser_core
+                          "$<${_fuser_static_sel}:${_fuser_tool_llvm_libs}>"
+                          "$<$<NOT:${_fuser_static_sel}>:${_fuser_llvm_shared_libs}>")
+    set(_fuser_tool_link_options "")
+    if(NOT FUSER_SANITIZE)
+      # Non-PIE: no run-time relocation of LLVM's 60000 pointers (vtables,
+      # option tables); libgcc statically for the same reason as libstdc++.
+      include(CheckLinkerFlag)
+      check_linker_flag(C "-no-pie" FUSER_LINKER_HAS_NO_PIE)
+      if(FUSER_LINKER_HAS_NO_PIE)
+        list(APPEND _fuser_tool_link_options -no-pie)
+      endif()
+      list(APPEND _fuser_tool_link_options -static-libgcc)
+      # Unused LLVM code left out: a smaller binary, 20% fewer page faults.
+      check_linker_flag(C "-Wl,--gc-sections" FUSER_LINKER_HAS_GC_SECTIONS)
+      if(FUSER_LINKER_HAS_GC_SECTIONS)
+        list(APPEND _fuser_tool_link_options -Wl,--gc-sections)
+      endif()
+    endif()
+    # Runs when the top-level CMakeLists.txt is done, after the tools exist.
+    function(_fuser_link_tools_llvm_static)
+      file(GLOB _srcs CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/tools/*.c")
+      foreach(_src ${_srcs})
+        get_filename_component(_tool "${_src}" NAME_WE)
+        if(TARGET ${_tool})
+          set_target_properties(${_tool} PROPERTIES FUSER_LLVM_LINK_STATIC ON)
+          target_link_options(${_tool} PRIVATE ${_fuser_tool_link_options})
+        endif()
+      endforeach()
+    endfunction()
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _fuser_link_tools_llvm_static)
+    set(_fuser_how "${_fuser_tool_link_options}")
+    if(NOT _fuser_how)
+      set(_fuser_how "PIE with the shared C++ runtime in a sanitizer build")
+    endif()
+    message(STATUS "fuser: LLVM ${_fuser_llvm_version} backend enabled (${_fuser_llvm_config}): the tools link "
+                   "LLVM's static libraries (${_fuser_how}), the tests ${_fuser_llvm_shared_libs} "
+                   "(-DFUSER_LLVM_STATIC_TOOLS=OFF: all shared; -DFUSER_LLVM_STATIC=ON: all static)")
+  endif()
 else()
   message(STATUS "fuser: building WITHOUT the LLVM backend: ${_fuser_llvm_why}. "
                  "--emit=llvm/--emit=ptx will report that this build has no LLVM backend, "
