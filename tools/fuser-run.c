@@ -528,6 +528,26 @@ static void json_arg(fu_strbuf *sb, const fu_value *v, const fu_arg *a, const ch
   fu_strbuf_putc(sb, '}');
 }
 
+/* The "inputs" list's entries, then the "outputs" key and its entries, as
+ * both the CPU and the GPU paths print them with --json. */
+static void json_inputs_outputs(fu_strbuf *out, const run_args *a, fu_allocator al, fu_op *const *in_ops,
+                                const fu_arg *in, uint32_t n_in, fu_value *const *outs, const fu_arg *res,
+                                uint32_t n_res) {
+  for (uint32_t i = 0; i < n_in; i++) {
+    fu_strbuf src;
+    fu_strbuf_init(&src, al);
+    describe_source(&src, a, in_ops[i]);
+    fu_strbuf_puts(out, i ? ", " : "");
+    json_arg(out, in_ops[i]->results[0], &in[i], src.data ? src.data : "", a);
+    fu_strbuf_free(&src);
+  }
+  fu_strbuf_puts(out, "],\n   \"outputs\": [");
+  for (uint32_t i = 0; i < n_res; i++) {
+    fu_strbuf_puts(out, i ? ",\n               " : "");
+    json_arg(out, outs[i], &res[i], NULL, a);
+  }
+}
+
 /* ---- saving -------------------------------------------------------------------- */
 
 static bool make_dir(const char *dir) {
@@ -634,19 +654,7 @@ static int run_cpu(fu_fusion *f, const run_args *a, bool several, fu_diag_engine
     fu_strbuf_puts(out, "  {\"fusion\": ");
     put_json_string(out, f->name ? f->name : "");
     fu_strbuf_puts(out, ", \"device\": \"cpu\", \"inputs\": [");
-    for (uint32_t i = 0; i < n_in; i++) {
-      fu_strbuf src;
-      fu_strbuf_init(&src, al);
-      describe_source(&src, a, in_ops[i]);
-      fu_strbuf_puts(out, i ? ", " : "");
-      json_arg(out, in_vals[i], &in[i], src.data ? src.data : "", a);
-      fu_strbuf_free(&src);
-    }
-    fu_strbuf_puts(out, "],\n   \"outputs\": [");
-    for (uint32_t i = 0; i < n_res; i++) {
-      fu_strbuf_puts(out, i ? ",\n               " : "");
-      json_arg(out, outs[i], &res[i], NULL, a);
-    }
+    json_inputs_outputs(out, a, al, in_ops, in, n_in, outs, res, n_res);
     fu_strbuf_puts(out, "]}");
   } else {
     fu_strbuf_printf(out, "fusion @%s: %u input%s, %u output%s (cpu reference interpreter)\n", f->name ? f->name : "",
@@ -1043,19 +1051,7 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
     fu_strbuf_puts(out, ", \"device\": \"gpu\", \"gpu\": ");
     put_json_string(out, dev->name);
     fu_strbuf_puts(out, ", \"inputs\": [");
-    for (uint32_t i = 0; i < n_in; i++) {
-      fu_strbuf src;
-      fu_strbuf_init(&src, al);
-      describe_source(&src, a, in_ops[i]);
-      fu_strbuf_puts(out, i ? ", " : "");
-      json_arg(out, in_vals[i], &in[i], src.data ? src.data : "", a);
-      fu_strbuf_free(&src);
-    }
-    fu_strbuf_puts(out, "],\n   \"outputs\": [");
-    for (uint32_t i = 0; i < n_res; i++) {
-      fu_strbuf_puts(out, i ? ",\n               " : "");
-      json_arg(out, outs[i], &res[i], NULL, a);
-    }
+    json_inputs_outputs(out, a, al, in_ops, in, n_in, outs, res, n_res);
     fu_strbuf_puts(out, "],\n   \"launches\": [");
     for (uint32_t l = 0; l < plan.n_launches; l++) {
       const fu_rt_launch_plan *lp = &plan.launches[l];
