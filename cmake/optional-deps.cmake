@@ -230,6 +230,36 @@ if(FUSER_CUDA_ROOT)
   if(FUSER_PTXAS_PATH)
     add_compile_definitions("FUSER_PTXAS_PATH=\"${FUSER_PTXAS_PATH}\"")
   endif()
+  # The libdevice functions lib/backend/math.c calls, with everything they
+  # call, extracted into the build tree: opening this 80 KB subset reads the
+  # declarations of 54 functions instead of libdevice's 350 (about 7 M
+  # instructions less per compiling process), with byte-identical PTX.  A
+  # function missing from the list is not an error: the backend then reads
+  # the whole libdevice, with a warning (test_backend checks that the ops it
+  # compiles never need that).
+  set(FUSER_LIBDEVICE_SUBSET_FUNCTIONS
+      exp exp2 expm1 log log2 log10 log1p rsqrt sin cos tan tanh sinh cosh asin acos atan
+      erf erfc floor ceil rint trunc pow fmod atan2)
+  if(FUSER_HAS_LLVM AND EXISTS "${FUSER_LIBDEVICE}")
+    execute_process(COMMAND "${_fuser_llvm_config}" --bindir OUTPUT_VARIABLE _fuser_llvm_bindir
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    find_program(FUSER_LLVM_EXTRACT llvm-extract HINTS "${_fuser_llvm_bindir}" NO_DEFAULT_PATH NO_CACHE)
+    if(FUSER_LLVM_EXTRACT)
+      string(JOIN "|" _fuser_ld_names ${FUSER_LIBDEVICE_SUBSET_FUNCTIONS})
+      set(_fuser_ld_subset "${CMAKE_BINARY_DIR}/libdevice.fuser.bc")
+      add_custom_command(OUTPUT "${_fuser_ld_subset}"
+                         COMMAND "${FUSER_LLVM_EXTRACT}" --recursive "--rglob=.*" "--rfunc=^__nv_(${_fuser_ld_names})f?$"
+                                 "${FUSER_LIBDEVICE}" -o "${_fuser_ld_subset}"
+                         DEPENDS "${FUSER_LIBDEVICE}"
+                         COMMENT "Extracting fuser's libdevice subset"
+                         VERBATIM)
+      add_custom_target(fuser_libdevice_subset ALL DEPENDS "${_fuser_ld_subset}")
+      add_dependencies(fuser_backend fuser_libdevice_subset)
+      target_compile_definitions(fuser_backend PRIVATE "FUSER_LIBDEVICE_SUBSET_PATH=\"${_fuser_ld_subset}\"")
+    else()
+      message(STATUS "fuser: no llvm-extract next to ${_fuser_llvm_config}: the backend reads all of libdevice")
+    endif()
+  endif()
   message(STATUS "fuser: CUDA Toolkit at ${FUSER_CUDA_ROOT} (libdevice: ${FUSER_LIBDEVICE}; ptxas: ${FUSER_PTXAS_PATH})")
 else()
   message(STATUS "fuser: no CUDA Toolkit found (looked in CUDAToolkit_ROOT and /usr/local/cuda): "

@@ -36,11 +36,14 @@ typedef struct fu_backend fu_backend;
 
 typedef struct fu_backend_options {
   /* libdevice.10.bc; NULL: $FUSER_LIBDEVICE, else the path found at
-   * configure time (FUSER_LIBDEVICE_PATH). */
+   * configure time (FUSER_LIBDEVICE_PATH), read through the build's
+   * subset of it (the functions the math lowering calls, extracted at
+   * build time) when the build made one; a function the subset lacks makes
+   * the backend warn and read the whole file. */
   const char *libdevice_path;
-  /* The new-pass-manager pipeline; NULL: fuser's default, LLVM 19's
-   * default<O3> without the passes that cannot change a fuser module
-   * (lib/backend/context.c lists them); it gives the same PTX. */
+  /* The new-pass-manager pipeline; NULL: fuser's default, a short pipeline
+   * made for fuser's kernels (lib/backend/context.c says what it runs and
+   * why); "default<O3>" gives LLVM's standard one. */
   const char *pipeline;
   /* The sm used by fu_backend_emit_llvm (NULL: "sm_90"). */
   const char *default_sm;

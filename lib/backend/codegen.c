@@ -368,10 +368,9 @@ fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k) {
     unsigned idx = i + 1;
     if (p->kind == FU_KV_TENSOR_PARAM) {
       if (p->noalias) add_enum_attr(m, fn, idx, "noalias", 0);
-      if (p->readonly) {
-        add_enum_attr(m, fn, idx, "readonly", 0);
-        add_enum_attr(m, fn, idx, "nocapture", 0);
-      }
+      /* kernel IR has no pointer values: no kernel stores or returns one */
+      add_enum_attr(m, fn, idx, "nocapture", 0);
+      if (p->readonly) add_enum_attr(m, fn, idx, "readonly", 0);
       add_enum_attr(m, fn, idx, "align", p->align ? p->align : fu_dtype_size(p->dtype));
       kc.vals[p->id] = a;
     } else if (p->dtype == FU_DT_BOOL) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <llvm-c/Target.h>
 
@@ -15,54 +16,39 @@
 
 static const char *const nvptx_triple = "nvptx64-nvidia-cuda";
 
-/* The default optimization pipeline: LLVM 19's default<O3> for this target
- * (`opt -mtriple=nvptx64-nvidia-cuda -passes='default<O3>'
- * -print-pipeline-passes`), written out in the same order, without the
- * passes that cannot change a fuser module, which holds kernels and internal
- * libdevice copies only (no coroutines, OpenMP, indirect calls, libcalls,
- * available_externally globals or profile data): annotation2metadata,
- * forceattrs, inferattrs, coro-*, openmp-opt*, called-value-propagation,
- * argpromotion, globals-aa, libcalls-shrinkwrap, tailcallelim,
- * move-auto-init, chr, lower-constant-intrinsics, loop-distribute,
- * inject-tli-mappings, transform-warning, loop-sink, elim-avail-extern,
- * cg-profile, rel-lookup-table-converter and annotation-remarks; also
- * nvvm-reflect (the libdevice copier answers __nvvm_reflect) and
- * loop-vectorize (NVPTX has no vector registers and interleaves nothing, so
- * it only runs its cost model).  The function simplification pipeline is
- * LLVM's own `function-simplification<O3>`, so that its loop passes keep
- * their O3 thresholds (the textual loop-unroll-full has O2's).  It gives
- * byte-identical PTX to default<O3> on the seeds, the lit/backend kernels
- * and the kernels of test/gpu (test_backend checks a few) for 5-6% less
- * optimization time; the rest of O3's time goes to passes that do change
- * the code (docs/performance.md, "Compile time"). */
-#define BK_SIMPLIFYCFG(x) "simplifycfg<bonus-inst-threshold=1;" x ";speculate-blocks;simplify-cond-branch"
-#define BK_INSTCOMBINE "instcombine<max-iterations=1;no-use-loop-info;no-verify-fixpoint>"
+/* The default optimization pipeline, made for what fuser's kernels are:
+ * straight-line bodies of pointwise math (already folded and CSE'd by the
+ * canonicalize pass), index arithmetic, a guarded tail, at most a
+ * grid-stride and a tail loop, and libdevice copies that are all
+ * always-inline.  In order:
+ *   - on each function alone, before inlining (as default<O3> starts):
+ *     nvvm-intr-range (ranges on tid/ctaid, so index math narrows), and
+ *     simplifycfg, sroa, early-cse, which fold the libdevice copies'
+ *     answered __nvvm_reflect branches and give each math function the
+ *     shape O3 gives it (erf keeps its two polynomial paths as branches,
+ *     tanh becomes selects; both measured on an H100, docs/performance.md);
+ *   - always-inline: the libdevice copies and fuser's own helpers;
+ *   - instcombine, simplifycfg: the per-lane and index clean-up;
+ *   - licm: what the grid-stride loop need not recompute;
+ *   - loop-unroll, full unrolling only: the `unroll` loops the backend
+ *     leaves to LLVM (llvm.loop.unroll.full) and constant short loops;
+ *     fuser's schedules decide unrolling, so no partial or runtime
+ *     unrolling of the grid-stride and tail loops;
+ *   - early-cse with MemorySSA, instcombine, simplifycfg: the rest.
+ * LLVM's default<O3> (`fuser-kir --pipeline='default<O3>'`) runs about 90
+ * passes for the same kernels: on the 33 kernels of test/gpu, the seeds and
+ * a bias-GELU in f16, the sm_90 code ptxas makes from its PTX is 10% larger
+ * in total (21 kernels larger, one 3% smaller), and compiling
+ * seed000_gelu_bwd_bias's kernel takes 66% more instructions; on an H100
+ * the kernels of five fusions run as fast or faster with this pipeline
+ * (docs/performance.md, "Compile time"). */
+#define BK_INSTCOMBINE "instcombine<max-iterations=1;no-verify-fixpoint>"
 static const char *const default_pipeline =
-    "function(nvvm-intr-range),"
-    /* each function alone, libdevice copies before they are inlined */
-    "function<eager-inv>(lower-expect,"
-    BK_SIMPLIFYCFG("no-forward-switch-cond;no-switch-range-to-icmp;no-switch-to-lookup;keep-loops;"
-                   "no-hoist-common-insts;no-sink-common-insts") ";no-speculate-unpredictables>,"
-    "sroa<modify-cfg>,early-cse<>,callsite-splitting),"
-    "ipsccp,globalopt,"
-    "function<eager-inv>(mem2reg," BK_INSTCOMBINE ","
-    BK_SIMPLIFYCFG("no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lookup;keep-loops;"
-                   "no-hoist-common-insts;no-sink-common-insts") ";no-speculate-unpredictables>),"
-    /* inline, then simplify the kernels */
-    "always-inline,"
-    "cgscc(devirt<4>(inline,function-attrs<skip-non-recursive-function-attrs>,"
-    "function<eager-inv;no-rerun>(function-simplification<O3>),function-attrs)),"
-    "deadargelim,globalopt,globaldce,rpo-function-attrs,"
-    /* O3's module optimization pipeline, per function */
-    "function<eager-inv>(float2int,loop(loop-rotate<header-duplication;no-prepare-for-lto>,loop-deletion),"
-    "infer-alignment,loop-load-elim," BK_INSTCOMBINE ","
-    BK_SIMPLIFYCFG("forward-switch-cond;switch-range-to-icmp;switch-to-lookup;no-keep-loops;"
-                   "hoist-common-insts;sink-common-insts") ";no-speculate-unpredictables>,"
-    "slp-vectorizer,vector-combine," BK_INSTCOMBINE ",loop-unroll<O3>,sroa<preserve-cfg>,infer-alignment,"
-    BK_INSTCOMBINE ",loop-mssa(licm<allowspeculation>),alignment-from-assumptions,instsimplify,div-rem-pairs,"
-    BK_SIMPLIFYCFG("no-forward-switch-cond;switch-range-to-icmp;no-switch-to-lookup;keep-loops;"
-                   "no-hoist-common-insts;no-sink-common-insts") ";speculate-unpredictables>),"
-    "globaldce,constmerge";
+    "function(nvvm-intr-range,simplifycfg,sroa,early-cse<>),always-inline,"
+    "function(" BK_INSTCOMBINE ",simplifycfg,loop-mssa(licm<allowspeculation>),"
+    "loop-unroll<O3;no-partial;no-runtime;no-upperbound;no-peeling>,early-cse<memssa>," BK_INSTCOMBINE ","
+    "simplifycfg),"
+    "globaldce";
 
 double bk_now_ms(void) {
   struct timespec ts;
@@ -146,7 +132,17 @@ fu_status fu_backend_new(const fu_backend_options *opts, fu_allocator alloc, fu_
   be->diag = diag;
   const char *ld = opts->libdevice_path;
   if (!ld) ld = getenv("FUSER_LIBDEVICE");
-  if (!ld || !*ld) ld = FUSER_LIBDEVICE_PATH;
+  if (!ld || !*ld) {
+    ld = FUSER_LIBDEVICE_PATH;
+#ifdef FUSER_LIBDEVICE_SUBSET_PATH
+    /* The configured libdevice, read through the build's subset of it. */
+    if (!opts->libdevice_whole && access(FUSER_LIBDEVICE_SUBSET_PATH, R_OK) == 0) {
+      be->libdevice_full_path = dup_str(&alloc, ld);
+      ld = FUSER_LIBDEVICE_SUBSET_PATH;
+      if (!be->libdevice_full_path) ld = NULL;
+    }
+#endif
+  }
   be->libdevice_path = dup_str(&alloc, ld);
   be->pipeline = dup_str(&alloc, opts->pipeline ? opts->pipeline : default_pipeline);
   be->default_sm = dup_str(&alloc, sm);
@@ -175,6 +171,7 @@ void fu_backend_free(fu_backend *be) {
   if (be->libdevice) LLVMDisposeModule(be->libdevice);
   if (be->ctx) LLVMContextDispose(be->ctx);
   free_str(&be->alloc, be->libdevice_path);
+  free_str(&be->alloc, be->libdevice_full_path);
   free_str(&be->alloc, be->pipeline);
   free_str(&be->alloc, be->default_sm);
   free_str(&be->alloc, be->features);
@@ -202,8 +199,14 @@ LLVMTargetMachineRef bk_target_machine(fu_backend *be, const char *sm) {
     LLVMDisposeMessage(err);
     return NULL;
   }
+  /* Code generation at LLVM's default level, not Aggressive: NVPTX then
+   * cleans up after LSR with early-cse instead of GVN; ptxas makes as many
+   * sm_90 instructions from either PTX on each of the kernels above, for
+   * less compile time.  None
+   * (-O0) would save a third of the compile time, but ptxas does not
+   * recover everything it skips: a bias-GELU in f16 ran 10% slower. */
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, nvptx_triple, sm, be->features,
-                                                    LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                                    LLVMCodeGenLevelDefault, LLVMRelocDefault,
                                                     LLVMCodeModelDefault);
   if (!tm) {
     bk_error(be, "could not create an NVPTX target machine for %s", sm);

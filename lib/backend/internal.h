@@ -19,7 +19,11 @@ struct fu_backend {
   LLVMModuleRef libdevice;
   LLVMPassManagerRef libdevice_reader; /* empty function pass manager: materializes */
   bool libdevice_whole;                /* parse it all at once instead (the old way) */
-  char *libdevice_path;
+  char *libdevice_path;                /* the file `libdevice` is (being) read from */
+  /* With the build's libdevice subset (the functions fuser's math lowering
+   * calls, extracted at build time) in libdevice_path: the whole libdevice,
+   * read instead if a kernel ever needs a function the subset lacks. */
+  char *libdevice_full_path;
   char *pipeline;
   char *default_sm;
   char *features;

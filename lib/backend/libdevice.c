@@ -368,6 +368,26 @@ static void clone_body(copier *c, LLVMValueRef src) {
   vmap_free(&map);
 }
 
+/* The build's libdevice subset lacks a function a kernel calls (the math
+ * lowering calls one the subset's list in cmake/optional-deps.cmake does not
+ * name): the subset is dropped and the whole libdevice read in its place.
+ * Functions already copied into modules are copies, so nothing refers to
+ * the dropped module. */
+static fu_status switch_to_full_libdevice(fu_backend *be) {
+  fu_warning(be->diag, fu_loc_none(),
+             "libdevice subset '%s' lacks a function a kernel calls; reading all of '%s' (the subset's "
+             "function list needs the name)",
+             be->libdevice_path, be->libdevice_full_path);
+  if (be->libdevice_reader) LLVMDisposePassManager(be->libdevice_reader);
+  LLVMDisposeModule(be->libdevice);
+  be->libdevice_reader = NULL;
+  be->libdevice = NULL;
+  fu_mem_free(&be->alloc, be->libdevice_path, strlen(be->libdevice_path) + 1);
+  be->libdevice_path = be->libdevice_full_path;
+  be->libdevice_full_path = NULL;
+  return bk_libdevice_load(be);
+}
+
 LLVMValueRef bk_libdevice_function(bk_module *m, const char *name) {
   fu_backend *be = m->be;
   LLVMValueRef have = LLVMGetNamedFunction(m->M, name);
@@ -377,6 +397,13 @@ LLVMValueRef bk_libdevice_function(bk_module *m, const char *name) {
     return NULL;
   }
   LLVMValueRef src = LLVMGetNamedFunction(be->libdevice, name);
+  if ((!src || LLVMIsDeclaration(src)) && be->libdevice_full_path) {
+    if (switch_to_full_libdevice(be) != FU_OK) {
+      m->failed = true;
+      return NULL;
+    }
+    src = LLVMGetNamedFunction(be->libdevice, name);
+  }
   if (!src || LLVMIsDeclaration(src)) {
     bk_error(be, "libdevice '%s' has no function '%s'", be->libdevice_path, name);
     m->failed = true;

@@ -3,8 +3,8 @@
  * Semantics follow PyTorch's CUDA kernels (the reference the interpreter
  * also follows): NaN propagates through maximum/minimum/clamp/relu, int div
  * and fmod truncate, remainder takes the divisor's sign, bool + is `or`.
- * Transcendentals call libdevice (__nv_expf ...), whose copies the O3
- * pipeline inlines; cheap exact operations use instructions or NVVM
+ * Transcendentals call libdevice (__nv_expf ...), whose copies the
+ * optimization pipeline inlines (always-inline); cheap exact operations use instructions or NVVM
  * intrinsics directly (llvm.exp2-style LLVM intrinsics do not lower on
  * NVPTX). */
 #include <math.h>
@@ -57,7 +57,7 @@ static LLVMValueRef fminmax(const mctx *x, bool is_max, LLVMValueRef a, LLVMValu
 }
 
 /* Integer power by squaring, emitted once per module as an internal
- * function; a negative exponent gives 1/b^-e truncated (1, -1 or 0). */
+ * always-inline function; a negative exponent gives 1/b^-e truncated (1, -1 or 0). */
 static LLVMValueRef ipow_function(const mctx *x) {
   bk_module *m = x->m;
   const char *name = x->C == FU_DT_I64 ? "fuser.ipow.i64" : "fuser.ipow.i32";
@@ -67,6 +67,9 @@ static LLVMValueRef ipow_function(const mctx *x) {
   LLVMTypeRef params[2] = {T, T};
   fn = LLVMAddFunction(m->M, name, LLVMFunctionType(T, params, 2, 0));
   LLVMSetLinkage(fn, LLVMInternalLinkage);
+  /* inlined by the pipeline's always-inline, as libdevice's functions are */
+  unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->C, always, 0));
   LLVMBuilderRef B = LLVMCreateBuilderInContext(m->C);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->C, fn, "entry");
   LLVMBasicBlockRef neg = LLVMAppendBasicBlockInContext(m->C, fn, "neg");
