@@ -201,8 +201,8 @@ LLVMTargetMachineRef bk_target_machine(fu_backend *be, const char *sm) {
   }
   /* Code generation at LLVM's default level, not Aggressive: NVPTX then
    * cleans up after LSR with early-cse instead of GVN; ptxas makes as many
-   * sm_90 instructions from either PTX on each of the kernels above, for
-   * less compile time.  None
+   * sm_90 instructions in total from either PTX over the kernels above,
+   * for less compile time.  None
    * (-O0) would save a third of the compile time, but ptxas does not
    * recover everything it skips: a bias-GELU in f16 ran 10% slower. */
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, nvptx_triple, sm, be->features,
