@@ -80,7 +80,6 @@ def main():
     seeds = sorted(f[:-3] for f in os.listdir(a.seeds) if f.endswith(".py"))
     translate = os.path.join(os.path.dirname(a.builds[0][1]), "fuser-translate")
     work = tempfile.mkdtemp(prefix="fuser-compile-time.")
-    status = 0
     try:
         firs = {}
         for s in seeds:
@@ -130,7 +129,7 @@ def main():
             print(f"\nNo kernel to emit (no pointwise segment): {', '.join(no_kernel)}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return status
+    return 0
 
 
 if __name__ == "__main__":

@@ -32,10 +32,6 @@ static LLVMTypeRef param_type(bk_module *m, const fu_kval *p) {
   return bk_reg_type(m, p->dtype);
 }
 
-static void add_enum_attr(bk_module *m, LLVMValueRef fn, unsigned idx, const char *name, uint64_t val) {
-  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-  if (kind) LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(m->C, kind, val));
-}
 
 static LLVMValueRef sreg(bk_kernel *kc, fu_special sp) {
   static const char *const names[] = {
@@ -353,7 +349,7 @@ fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k) {
   LLVMValueRef fn = LLVMAddFunction(m->M, k->name, LLVMFunctionType(m->t_void, pts, k->n_params, 0));
   kc.fn = fn;
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
-  add_enum_attr(m, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+  bk_add_enum_attr(m, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
   annotate(m, fn, "kernel", 1);
   annotate(m, fn, "maxntidx", k->block[0]);
   annotate(m, fn, "maxntidy", k->block[1]);
@@ -367,11 +363,11 @@ fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k) {
     if (p->name) LLVMSetValueName2(a, p->name, strlen(p->name));
     unsigned idx = i + 1;
     if (p->kind == FU_KV_TENSOR_PARAM) {
-      if (p->noalias) add_enum_attr(m, fn, idx, "noalias", 0);
+      if (p->noalias) bk_add_enum_attr(m, fn, idx, "noalias", 0);
       /* kernel IR has no pointer values: no kernel stores or returns one */
-      add_enum_attr(m, fn, idx, "nocapture", 0);
-      if (p->readonly) add_enum_attr(m, fn, idx, "readonly", 0);
-      add_enum_attr(m, fn, idx, "align", p->align ? p->align : fu_dtype_size(p->dtype));
+      bk_add_enum_attr(m, fn, idx, "nocapture", 0);
+      if (p->readonly) bk_add_enum_attr(m, fn, idx, "readonly", 0);
+      bk_add_enum_attr(m, fn, idx, "align", p->align ? p->align : fu_dtype_size(p->dtype));
       kc.vals[p->id] = a;
     } else if (p->dtype == FU_DT_BOOL) {
       kc.vals[p->id] = LLVMBuildICmp(m->B, LLVMIntNE, a, LLVMConstNull(m->t_i8), "");

@@ -84,6 +84,9 @@ fu_dtype bk_compute_dtype(fu_dtype t);
 LLVMValueRef bk_convert(bk_module *m, LLVMValueRef v, fu_dtype from, fu_dtype to);
 LLVMValueRef bk_to_bool(bk_module *m, LLVMValueRef v, fu_dtype from);
 /* Declares (once) and calls an intrinsic; overloaded ones take their types. */
+/* The enum attribute `name` (value `val`) on fn's return (0), function
+ * (LLVMAttributeFunctionIndex) or parameter i (i + 1). */
+void bk_add_enum_attr(bk_module *m, LLVMValueRef fn, unsigned idx, const char *name, uint64_t val);
 LLVMValueRef bk_call_intrinsic(bk_module *m, const char *name, LLVMTypeRef *overload, unsigned n_overload,
                                LLVMValueRef *args, unsigned n_args);
 

@@ -68,8 +68,7 @@ static LLVMValueRef ipow_function(const mctx *x) {
   fn = LLVMAddFunction(m->M, name, LLVMFunctionType(T, params, 2, 0));
   LLVMSetLinkage(fn, LLVMInternalLinkage);
   /* inlined by the pipeline's always-inline, as libdevice's functions are */
-  unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->C, always, 0));
+  bk_add_enum_attr(m, fn, LLVMAttributeFunctionIndex, "alwaysinline", 0);
   LLVMBuilderRef B = LLVMCreateBuilderInContext(m->C);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->C, fn, "entry");
   LLVMBasicBlockRef neg = LLVMAppendBasicBlockInContext(m->C, fn, "neg");

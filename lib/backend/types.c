@@ -80,3 +80,8 @@ LLVMValueRef bk_call_intrinsic(bk_module *m, const char *name, LLVMTypeRef *over
   LLVMTypeRef fty = LLVMIntrinsicGetType(m->C, id, overload, n_overload);
   return LLVMBuildCall2(m->B, fty, decl, args, n_args, "");
 }
+
+void bk_add_enum_attr(bk_module *m, LLVMValueRef fn, unsigned idx, const char *name, uint64_t val) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  if (kind) LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(m->C, kind, val));
+}
