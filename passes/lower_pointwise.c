@@ -902,8 +902,9 @@ static void loops_from(lw *L, uint32_t i) {
   switch (l->ptype) {
   case FU_PT_BLOCK_X:
   case FU_PT_BLOCK_Y: {
-    int64_t e = 0, lim = l->ptype == FU_PT_BLOCK_X ? 2147483647 : 65535;
-    bool direct = fu_ix_is_const(ext, &e) && e <= lim;
+    /* one block per iteration unless the schedule asks for a grid-stride
+     * loop (the runtime refuses a grid over the limit) */
+    bool direct = !l->grid_stride;
     fu_kval *bid = chk(L, fu_kb_special(&L->b, direct ? an : NULL, special_of(l->ptype, false), L->idx));
     if (!bid) return;
     if (direct) {
@@ -1021,13 +1022,14 @@ static bool make_launch(lw *L) {
       break;
     case FU_PT_BLOCK_X:
     case FU_PT_BLOCK_Y: {
-      int64_t lim = l->ptype == FU_PT_BLOCK_X ? 2147483647 : 65535;
+      int64_t lim = fu_block_axis_limit(l->ptype);
       fu_lexpr *g = fu_ix_to_lexpr(L->m, ext);
       if (!g) {
         fu_error(L->diag, l->loc, "the extent of axis '%s' cannot be evaluated on the host", s->axes[l->axis].name);
         return false;
       }
-      if (!(fu_ix_is_const(ext, &e) && e <= lim)) g = fu_lexpr_binary(L->m, FU_LX_MIN, g, fu_lexpr_const(L->m, lim));
+      if (l->grid_stride && !(fu_ix_is_const(ext, &e) && e <= lim))
+        g = fu_lexpr_binary(L->m, FU_LX_MIN, g, fu_lexpr_const(L->m, lim));
       if (!g) return oom(L);
       L->k->grid[l->ptype == FU_PT_BLOCK_X ? 0 : 1] = g;
       break;

@@ -206,6 +206,15 @@ static bool verify_indexing(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_d
         ok = false;
       }
       break;
+    case FU_PT_BLOCK_X:
+    case FU_PT_BLOCK_Y:
+      if (c && !l->grid_stride && v > fu_block_axis_limit(l->ptype)) {
+        fu_error(diag, l->loc, "axis '%s' has %lld iterations, more than the %lld blocks a launch may have along %s",
+                 an, (long long)v, (long long)fu_block_axis_limit(l->ptype), fu_ptype_name(l->ptype));
+        fu_note(diag, l->loc, "bind it '%s: %s {grid=stride}' for a grid-stride loop", an, fu_ptype_name(l->ptype));
+        ok = false;
+      }
+      break;
     case FU_PT_UNROLL:
       if (!c || v < 1 || v > 64) {
         fu_error(diag, l->loc, "the unrolled axis '%s' needs a constant extent between 1 and 64", an);

@@ -31,6 +31,7 @@
  * by element with strided addresses.  Step 3 differs: the width is the one
  * that reads or writes the most tensors as whole vectors (outputs may be
  * written lane by lane), none meaning no vector at all. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -298,13 +299,75 @@ static int32_t choose_break(const fu_value *ref, const probe *pr, const binding 
   return best;
 }
 
+/* A bound on the extent of schedule axis `a` as alpha * P + beta, where P
+ * is the product of the extents of the reference dims the axis is made of
+ * (each dim feeds one chain of transforms, so P is at most the reference's
+ * element count when no extent is 0).  A reference dim is P itself; a merge
+ * multiplies, and since P_x <= P_x * P_y when extents are at least 1,
+ *   (a P_x + b)(c P_y + d) <= (ac + ad + bc) P_x P_y + bd;
+ * a split's outer axis is ceil(x / F) <= (x + F - 1) / F, its inner axis
+ * the constant F. */
+static void axis_bound(const fu_schedule *s, uint32_t a, double *alpha, double *beta) {
+  const fu_saxis *ax = &s->axes[a];
+  if (ax->def < 0) {
+    *alpha = 1;
+    *beta = 0;
+    return;
+  }
+  const fu_sxform *x = &s->xforms[ax->def];
+  double a1, b1, a2, b2;
+  if (x->kind == FU_SX_MERGE) {
+    axis_bound(s, x->in[0], &a1, &b1);
+    axis_bound(s, x->in[1], &a2, &b2);
+    *alpha = a1 * a2 + a1 * b2 + b1 * a2;
+    *beta = b1 * b2;
+  } else if (a == x->out[1]) {
+    *alpha = 0;
+    *beta = (double)x->factor;
+  } else {
+    axis_bound(s, x->in[0], &a1, &b1);
+    *alpha = a1 / (double)x->factor;
+    *beta = (b1 + (double)(x->factor - 1)) / (double)x->factor;
+  }
+}
+
+/* Block axes bind one block per iteration unless some size the fusion
+ * allows could exceed the launch limit; then a grid-stride loop.  The
+ * reference is an output, which the runtime allocates, so its element
+ * count is at most the device memory over its element size; axis_bound
+ * turns that into a bound per axis.  Symbolic sizes thus get a direct grid
+ * when it stays under the limit (a 1-D grid of 512-element blocks does for
+ * any tensor in memory): no loop around the kernel body, which also costs
+ * the backend less to compile.  A zero extent makes some grid axis 0, and
+ * the runtime skips such a launch whatever the other axes say. */
+static void bind_block_axes(const fu_igraph *g, fu_schedule *s, const fu_device *dev) {
+  size_t elem = fu_dtype_size(s->reference->type.dtype);
+  double max_elements = floor((double)dev->mem_bytes / (double)(elem ? elem : 1));
+  for (uint32_t i = 0; i < s->n_loops; i++) {
+    fu_sloop *l = &s->loops[i];
+    if (l->ptype != FU_PT_BLOCK_X && l->ptype != FU_PT_BLOCK_Y) continue;
+    int64_t lim = fu_block_axis_limit(l->ptype);
+    int64_t dev_lim = l->ptype == FU_PT_BLOCK_X ? dev->max_grid_x : dev->max_grid_yz;
+    if (dev_lim > 0 && dev_lim < lim) lim = dev_lim;
+    int64_t e = 0;
+    double alpha = 0, beta = 0;
+    if (fu_ix_is_const(fu_igraph_axis_extent(g, l->axis), &e)) {
+      l->grid_stride = e > lim;
+      continue;
+    }
+    axis_bound(s, l->axis, &alpha, &beta);
+    /* the margin covers rounding, orders of magnitude over */
+    l->grid_stride = !(alpha * max_elements * (1 + 1e-9) + beta + 1 <= (double)lim);
+  }
+}
+
 /* Sets tails (exact where divisible) and tensor entries on candidate s, and
  * reports whether every output is written with whole vectors; *n_scalar
  * receives the number of inputs that must be read element by element, and
  * *n_vector the number of global tensors (inputs and outputs, not bool)
  * accessed with whole vectors at least once and never lane by lane. */
-static fu_status evaluate(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_diag_engine *diag, bool *outputs_ok,
-                          uint32_t *n_scalar, uint32_t *n_vector) {
+static fu_status evaluate(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_schedule *s, fu_diag_engine *diag,
+                          bool *outputs_ok, uint32_t *n_scalar, uint32_t *n_vector) {
   fu_module *m = f->module;
   fu_igraph *g = NULL;
   /* tails first: exact where the factor divides (a property of extents
@@ -317,6 +380,7 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_diag_engi
     if (x->kind == FU_SX_SPLIT && fu_ix_divides(fu_ix_const(ix, x->factor), fu_igraph_axis_extent(g, x->in[0])))
       x->tail = FU_TAIL_EXACT;
   }
+  bind_block_axes(g, s, dev);
   *outputs_ok = true;
   *n_scalar = 0;
   *n_vector = 0;
@@ -379,6 +443,17 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_diag_engi
   return n && !s->tensors ? FU_ERR_NOMEM : FU_OK;
 }
 
+/* "direct", or which block axes stride, for --debug=schedule. */
+static const char *grid_binding(const fu_schedule *s) {
+  bool x = false, y = false;
+  for (uint32_t i = 0; i < s->n_loops; i++)
+    if (s->loops[i].grid_stride) {
+      if (s->loops[i].ptype == FU_PT_BLOCK_X) x = true;
+      else y = true;
+    }
+  return x && y ? "grid-stride in x and y" : x ? "grid-stride in x" : y ? "grid-stride in y" : "direct";
+}
+
 fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                 fu_schedule **out) {
   *out = NULL;
@@ -437,7 +512,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       if (!s) return FU_ERR_NOMEM;
       bool outputs_ok;
       uint32_t n_scalar, n_vec;
-      fu_status st = evaluate(f, seg, s, diag, &outputs_ok, &n_scalar, &n_vec);
+      fu_status st = evaluate(f, seg, dev, s, diag, &outputs_ok, &n_scalar, &n_vec);
       if (st != FU_OK) return st;
       if (debug)
         fprintf(debug, "schedule: @%s: width %lld: %u tensor(s) as whole vectors, outputs %s (transpose fallback)\n",
@@ -453,7 +528,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       if (!(best = make_schedule(m, ref, &p))) return FU_ERR_NOMEM;
       bool outputs_ok;
       uint32_t n_scalar, n_vec;
-      fu_status st = evaluate(f, seg, best, diag, &outputs_ok, &n_scalar, &n_vec);
+      fu_status st = evaluate(f, seg, dev, best, diag, &outputs_ok, &n_scalar, &n_vec);
       if (st != FU_OK) return st;
     }
   }
@@ -464,7 +539,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     if (!s) return FU_ERR_NOMEM;
     bool outputs_ok;
     uint32_t n_scalar, n_vec;
-    fu_status st = evaluate(f, seg, s, diag, &outputs_ok, &n_scalar, &n_vec);
+    fu_status st = evaluate(f, seg, dev, s, diag, &outputs_ok, &n_scalar, &n_vec);
     if (st != FU_OK) return st;
     if (debug)
       fprintf(debug, "schedule: @%s: width %lld: outputs %s, %u input(s) element by element\n",
@@ -481,7 +556,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       if (!s2) return FU_ERR_NOMEM;
       bool ok2;
       uint32_t ns2, nv2;
-      if ((st = evaluate(f, seg, s2, diag, &ok2, &ns2, &nv2)) != FU_OK) return st;
+      if ((st = evaluate(f, seg, dev, s2, diag, &ok2, &ns2, &nv2)) != FU_OK) return st;
       if (ok2 && ns2 < n_scalar && q2.vec > 1) {
         best = s2;
         p = q2;
@@ -509,7 +584,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     if (!s) return FU_ERR_NOMEM;
     bool ok;
     uint32_t ns, nv;
-    fu_status st = evaluate(f, seg, s, diag, &ok, &ns, &nv);
+    fu_status st = evaluate(f, seg, dev, s, diag, &ok, &ns, &nv);
     if (st != FU_OK) return st;
     best = s;
     p = q;
@@ -517,10 +592,10 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   if (debug)
     fprintf(debug,
             "schedule: @%s: reference %%%s (%.0f elements), %s, vector %lld, block %d, unroll %lld, %u input(s), "
-            "index %s%s\n",
+            "index %s, grid %s%s\n",
             si->name ? si->name : "?", ref->name ? ref->name : "?", ref_n,
             p.brk ? "2-D (outer group on blockIdx.y)" : "1-D", (long long)p.vec, BLOCK, (long long)p.unroll,
-            n_loaded, fu_dtype_name(best->index_dtype),
+            n_loaded, fu_dtype_name(best->index_dtype), grid_binding(best),
             transpose ? " (transpose segment: the pointwise scheduler's uncoalesced fallback)" : "");
   char arch[16];
   fu_device_arch(dev, arch, sizeof arch);

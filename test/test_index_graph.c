@@ -251,7 +251,7 @@ static void test_graph_errors(void) {
   if (!ok) return;
   fu_op *seg = first_segment(p.m);
   fu_saxis ax = {"r", 0, -1, fu_loc_none()};
-  fu_sloop lp = {0, FU_PT_SERIAL, fu_loc_none()};
+  fu_sloop lp = {.axis = 0, .ptype = FU_PT_SERIAL, .loc = fu_loc_none()};
   fu_schedule s;
   memset(&s, 0, sizeof s);
   s.reference = seg->u.segment.outputs[0];

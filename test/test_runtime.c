@@ -511,6 +511,14 @@ static void test_plan_errors(void) {
   CHECK_EQ_INT(fu_rt_plan_build(fx.f, fx.inputs, fx.n_inputs, fu_default_allocator(), &diag, &p), FU_OK);
   CHECK(p.n_launches == 1 && p.launches[0].empty);
   fu_rt_plan_free(&p);
+  /* An empty axis beside one over the limit: still skipped, not refused
+   * (a zero extent leaves the other dims unbounded). */
+  k->grid[1] = fu_lexpr_const(fx.m, 70000);
+  diag = capture_engine(&c);
+  CHECK_EQ_INT(fu_rt_plan_build(fx.f, fx.inputs, fx.n_inputs, fu_default_allocator(), &diag, &p), FU_OK);
+  CHECK(p.n_launches == 1 && p.launches[0].empty);
+  CHECK(!strstr(c.text, "outside"));
+  fu_rt_plan_free(&p);
   fixture_free(&fx);
 }
 
@@ -527,6 +535,7 @@ static void test_exec_fake(void) {
   CHECK_EQ_INT(d->desc.sm, 90);
   CHECK_EQ_INT(d->desc.n_sms, 132);
   CHECK_NEAR(d->desc.mem_bandwidth_gbs, 3352.32, 0.01);
+  CHECK(d->desc.mem_bytes == d->total_mem_bytes && d->desc.mem_bytes > 0);
   CHECK(!d->bandwidth_from_preset);
   CHECK(fu_device_valid(&d->desc, NULL)); /* the schedulers can take it as it is */
   char arch[16];

@@ -40,7 +40,9 @@ static void test_presets(void) {
   CHECK_EQ_INT(d.n_sms, 132);
   CHECK_EQ_INT(d.l2_bytes, 50ull * 1024 * 1024);
   CHECK_NEAR(d.mem_bandwidth_gbs, 3350.0, 1e-9);
+  CHECK_EQ_INT(d.mem_bytes, 80ull << 30);
   CHECK(fu_device_preset("h200", &d));
+  CHECK_EQ_INT(d.mem_bytes, 141ull << 30);
   CHECK_EQ_INT(d.n_sms, 132);
   CHECK_EQ_INT(d.l2_bytes, 60ull * 1024 * 1024);
   CHECK_NEAR(d.mem_bandwidth_gbs, 4800.0, 1e-9);
@@ -65,7 +67,8 @@ static void test_device_file(void) {
                      "sms = 114\n"
                      "sm = sm_90\n"
                      "l2_mb = 25\n"
-                     "mem_bandwidth_tbs = 2.0\n";
+                     "mem_bandwidth_tbs = 2.0\n"
+                     "mem_gib = 24\n";
   fu_source src = {"dev.txt", text, strlen(text), 1};
   fu_device d;
   CHECK_EQ_INT(fu_device_parse(&src, &d, &diag), FU_OK);
@@ -74,6 +77,7 @@ static void test_device_file(void) {
   CHECK_EQ_INT(d.sm, 90);
   CHECK_EQ_INT(d.l2_bytes, 25ull * 1024 * 1024);
   CHECK_NEAR(d.mem_bandwidth_gbs, 2000.0, 1e-9);
+  CHECK_EQ_INT(d.mem_bytes, 24ull << 30);
   CHECK_EQ_INT(d.max_threads_per_sm, 2048); /* from the base */
   /* printing gives a file that parses to the same device */
   fu_strbuf sb;
@@ -235,17 +239,21 @@ static void test_parse_errors(void) {
 
 /* ---- the pointwise scheduler --------------------------------------------------- */
 
-static fu_module *scheduled(const char *text, const char *device, fu_diag_engine *diag, fu_source *src) {
+static fu_module *scheduled_on(const char *text, const fu_device *d, fu_diag_engine *diag, fu_source *src) {
   fu_module *m = parse(text, diag, src);
   if (!m) return NULL;
-  fu_device d;
-  fu_device_preset(device, &d);
   if (fu_verify_module(m, diag) != FU_OK || fu_strip_bookend_views(m, NULL) != FU_OK ||
-      fu_segment_fusion(m->first, diag, NULL, NULL) != FU_OK || fu_schedule_module(m, &d, diag, NULL) != FU_OK) {
+      fu_segment_fusion(m->first, diag, NULL, NULL) != FU_OK || fu_schedule_module(m, d, diag, NULL) != FU_OK) {
     fu_module_free(m);
     return NULL;
   }
   return m;
+}
+
+static fu_module *scheduled(const char *text, const char *device, fu_diag_engine *diag, fu_source *src) {
+  fu_device d;
+  fu_device_preset(device, &d);
+  return scheduled_on(text, &d, diag, src);
 }
 
 static const fu_sxform *split_of(const fu_schedule *s, const char *outer) {
@@ -331,6 +339,80 @@ static void test_scheduler(void) {
   if (cap.len) fprintf(stderr, "%s", cap.text);
 }
 
+/* Whether the scheduled segment of `text` on device `d` strides along
+ * block axis `p`: 1 yes, 0 no (direct), -1 no such axis or no schedule. */
+static int strides(const char *text, const fu_device *d, fu_ptype p) {
+  capture cap;
+  fu_diag_engine diag;
+  diag_capture(&diag, &cap);
+  fu_source src;
+  fu_module *m = scheduled_on(text, d, &diag, &src);
+  int r = -1;
+  if (m) {
+    const fu_schedule *s = segment_of(m)->u.segment.schedule;
+    int32_t l = s ? fu_schedule_loop_of(s, p) : -1;
+    if (l >= 0) r = s->loops[l].grid_stride ? 1 : 0;
+    fu_module_free(m);
+  } else {
+    fprintf(stderr, "%s", cap.text);
+  }
+  return r;
+}
+
+/* Block axes stride only where a tensor that fits in the device's memory
+ * could give more blocks than a launch may have. */
+static void test_grid_binding(void) {
+  static const char *flat = "fusion @f {\n"
+                            "  %T0 = input f32[A, B, C]\n"
+                            "  %T1 = tanh %T0 : f32[A, B, C]\n"
+                            "  output %T1\n"
+                            "}\n";
+  static const char *rows = "fusion @f {\n"
+                            "  %T0 = input f32[N, 4096]\n"
+                            "  %T1 = input f32[N, 1]\n"
+                            "  %T2 = mul %T0, %T1 : f32[N, 4096]\n"
+                            "  output %T2\n"
+                            "}\n";
+  static const char *rows_const = "fusion @f {\n"
+                                  "  %T0 = input f32[60000, 4096]\n"
+                                  "  %T1 = input f32[60000, 1]\n"
+                                  "  %T2 = mul %T0, %T1 : f32[60000, 4096]\n"
+                                  "  output %T2\n"
+                                  "}\n";
+  fu_device h100 = fu_device_default();
+  /* symbolic 1-D: 80 GiB of f32 in blocks of 512 elements is 2^25 blocks */
+  CHECK_EQ_INT(strides(flat, &h100, FU_PT_BLOCK_X), 0);
+  /* symbolic rows on blockIdx.y: N may exceed 65535 within 80 GiB */
+  CHECK_EQ_INT(strides(rows, &h100, FU_PT_BLOCK_Y), 1);
+  CHECK_EQ_INT(strides(rows, &h100, FU_PT_BLOCK_X), 0);
+  /* constant rows under the limit: direct */
+  CHECK_EQ_INT(strides(rows_const, &h100, FU_PT_BLOCK_Y), 0);
+  /* a device with 200 KB of memory holds at most 50000 f32: N <= 50000 rows */
+  fu_device small = h100;
+  small.mem_bytes = 200000;
+  CHECK_EQ_INT(strides(rows, &small, FU_PT_BLOCK_Y), 0);
+  small.mem_bytes = 4 * 65536; /* 65536 f32: as many rows as one more than the limit */
+  CHECK_EQ_INT(strides(rows, &small, FU_PT_BLOCK_Y), 1);
+  /* a device whose grid is narrower than the 2^31 - 1 of the launch API */
+  fu_device narrow = h100;
+  narrow.max_grid_x = 1000;
+  CHECK_EQ_INT(strides(flat, &narrow, FU_PT_BLOCK_X), 1);
+  /* wider elements mean fewer of them in memory */
+  fu_device mid = h100;
+  mid.mem_bytes = 512ull * 2147483647ull * 2; /* half the limit's blocks of 512 f32 */
+  CHECK_EQ_INT(strides(flat, &mid, FU_PT_BLOCK_X), 0);
+  static const char *flat16 = "fusion @f {\n"
+                              "  %T0 = input f16[A, B, C]\n"
+                              "  %T1 = neg %T0 : f16[A, B, C]\n"
+                              "  output %T1\n"
+                              "}\n";
+  /* f16: vectors of 8, blocks of 1024 elements; 2^32 f16 elements fit */
+  mid.mem_bytes = 1024ull * 2147483648ull * 2 * 2; /* 2^32 blocks of 1024 f16 */
+  CHECK_EQ_INT(strides(flat16, &mid, FU_PT_BLOCK_X), 1);
+  mid.mem_bytes = 1024ull * 2147483000ull * 2;
+  CHECK_EQ_INT(strides(flat16, &mid, FU_PT_BLOCK_X), 0);
+}
+
 /* The verifier on a schedule built in memory (no locations): errors still
  * name the problem. */
 static void test_verify_api(void) {
@@ -346,7 +428,8 @@ static void test_verify_api(void) {
   fu_op *seg = segment_of(m);
   fu_saxis axes[3] = {{"n", 0, -1, fu_loc_none()}, {"o", -1, 0, fu_loc_none()}, {"i", -1, 0, fu_loc_none()}};
   fu_sxform x = {FU_SX_SPLIT, {0, 0}, {1, 2}, 48, FU_TAIL_EXACT, fu_loc_none()};
-  fu_sloop loops[2] = {{1, FU_PT_THREAD_X, fu_loc_none()}, {2, FU_PT_THREAD_X, fu_loc_none()}};
+  fu_sloop loops[2] = {{.axis = 1, .ptype = FU_PT_THREAD_X, .loc = fu_loc_none()},
+                      {.axis = 2, .ptype = FU_PT_THREAD_X, .loc = fu_loc_none()}};
   fu_schedule s;
   memset(&s, 0, sizeof s);
   s.reference = seg->u.segment.outputs[0];
@@ -371,4 +454,4 @@ static void test_verify_api(void) {
 }
 
 FU_TEST_MAIN(FU_TEST(test_presets), FU_TEST(test_device_file), FU_TEST(test_text_roundtrip), FU_TEST(test_parse_errors),
-             FU_TEST(test_scheduler), FU_TEST(test_verify_api))
+             FU_TEST(test_scheduler), FU_TEST(test_grid_binding), FU_TEST(test_verify_api))

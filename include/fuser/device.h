@@ -32,6 +32,7 @@ typedef struct fu_device {
   uint32_t smem_per_sm;           /* bytes */
   uint64_t l2_bytes;
   double mem_bandwidth_gbs;       /* peak DRAM bandwidth, GB/s (1e9 bytes) */
+  uint64_t mem_bytes;             /* global memory: bounds every tensor's size */
   uint32_t max_grid_x;            /* 2^31 - 1 */
   uint32_t max_grid_yz;           /* 65535 */
 } fu_device;
@@ -53,7 +54,7 @@ fu_device fu_device_default(void);
  * max_threads_per_block, max_threads_per_sm, max_blocks_per_sm,
  * regs_per_sm, max_regs_per_thread, smem_per_block, smem_per_sm,
  * l2_bytes (or l2_mb), mem_bandwidth_gbs (or mem_bandwidth_tbs),
- * max_grid_x, max_grid_yz.  Unknown keys, bad numbers and duplicate keys
+ * mem_bytes (or mem_gib), max_grid_x, max_grid_yz.  Unknown keys, bad numbers and duplicate keys
  * are located errors (FU_ERR_PARSE). */
 fu_status fu_device_parse(const fu_source *src, fu_device *out, fu_diag_engine *diag);
 

@@ -50,6 +50,10 @@ typedef enum fu_ptype {
 } fu_ptype;
 
 const char *fu_ptype_name(fu_ptype p);
+
+/* The most blocks a launch may have along a block axis (blockIdx.x:
+ * 2^31 - 1, blockIdx.y: 65535, on every architecture fuser targets). */
+static inline int64_t fu_block_axis_limit(fu_ptype p) { return p == FU_PT_BLOCK_X ? 2147483647 : 65535; }
 /* FU_PT_COUNT when `name` (length len) is not a parallel type. */
 fu_ptype fu_ptype_from_name(const char *name, size_t len);
 
@@ -80,9 +84,15 @@ typedef struct fu_saxis {
   fu_loc loc;
 } fu_saxis;
 
+/* A block axis binds one block per iteration, and the runtime refuses a
+ * launch whose grid exceeds the device's limit; with grid_stride (printed
+ * `{grid=stride}`) it becomes a loop over the axis stepping by the grid
+ * size, launched with at most the limit's blocks.  The scheduler strides
+ * only where a tensor that fits in device memory could exceed the limit. */
 typedef struct fu_sloop {
   uint32_t axis;
   fu_ptype ptype;
+  bool grid_stride; /* block axes only */
   fu_loc loc;
 } fu_sloop;
 

@@ -10,9 +10,11 @@
 #include "fuser/device.h"
 
 /* Numbers from the vendors' data sheets (SXM parts).  The H200 shares the
- * H100's SMs; its L2 figure follows the project's design notes. */
+ * H100's SMs; its L2 figure follows the project's design notes.  Memory
+ * sizes are rounded up to whole GiB (the 141 GB H200 as 141 GiB): they
+ * bound tensor sizes, where a bound too high is only less precise. */
 static fu_device make(const char *name, uint32_t sm, uint32_t sms, uint32_t smem_block, uint32_t smem_sm,
-                      uint64_t l2, double bw) {
+                      uint64_t l2, double bw, uint64_t mem) {
   fu_device d;
   memset(&d, 0, sizeof d);
   snprintf(d.name, sizeof d.name, "%s", name);
@@ -28,25 +30,27 @@ static fu_device make(const char *name, uint32_t sm, uint32_t sms, uint32_t smem
   d.smem_per_sm = smem_sm;
   d.l2_bytes = l2;
   d.mem_bandwidth_gbs = bw;
+  d.mem_bytes = mem;
   d.max_grid_x = 2147483647u;
   d.max_grid_yz = 65535;
   return d;
 }
 
 #define MB (1024ull * 1024ull)
+#define GIB (1024ull * MB)
 
 bool fu_device_preset(const char *name, fu_device *out) {
   if (!name) return false;
   if (strcmp(name, "h100") == 0 || strcmp(name, "h100-sxm") == 0 || strcmp(name, "sm_90") == 0) {
-    *out = make(strcmp(name, "sm_90") == 0 ? "sm_90" : "h100", 90, 132, 232448, 233472, 50 * MB, 3350.0);
+    *out = make(strcmp(name, "sm_90") == 0 ? "sm_90" : "h100", 90, 132, 232448, 233472, 50 * MB, 3350.0, 80 * GIB);
     return true;
   }
   if (strcmp(name, "h200") == 0) {
-    *out = make("h200", 90, 132, 232448, 233472, 60 * MB, 4800.0);
+    *out = make("h200", 90, 132, 232448, 233472, 60 * MB, 4800.0, 141 * GIB);
     return true;
   }
   if (strcmp(name, "a100") == 0 || strcmp(name, "sm_80") == 0) {
-    *out = make(strcmp(name, "sm_80") == 0 ? "sm_80" : "a100", 80, 108, 166912, 167936, 40 * MB, 2039.0);
+    *out = make(strcmp(name, "sm_80") == 0 ? "sm_80" : "a100", 80, 108, 166912, 167936, 40 * MB, 2039.0, 80 * GIB);
     return true;
   }
   return false;
@@ -74,6 +78,7 @@ bool fu_device_valid(const fu_device *d, fu_strbuf *why) {
   else if (d->max_blocks_per_sm == 0) bad = "max_blocks_per_sm must be positive";
   else if (d->regs_per_sm == 0 || d->max_regs_per_thread == 0) bad = "register counts must be positive";
   else if (d->mem_bandwidth_gbs <= 0) bad = "mem_bandwidth_gbs must be positive";
+  else if (d->mem_bytes == 0) bad = "mem_bytes must be positive";
   else if (d->max_grid_x == 0 || d->max_grid_yz == 0) bad = "grid limits must be positive";
   if (bad && why) fu_strbuf_puts(why, bad);
   return bad == NULL;
@@ -85,13 +90,14 @@ void fu_device_print(fu_strbuf *out, const fu_device *d) {
                    d->max_threads_per_block, d->max_threads_per_sm, d->max_blocks_per_sm);
   fu_strbuf_printf(out, "regs_per_sm = %u\nmax_regs_per_thread = %u\nsmem_per_block = %u\nsmem_per_sm = %u\n",
                    d->regs_per_sm, d->max_regs_per_thread, d->smem_per_block, d->smem_per_sm);
-  fu_strbuf_printf(out, "l2_bytes = %" PRIu64 "\nmem_bandwidth_gbs = %g\nmax_grid_x = %u\nmax_grid_yz = %u\n",
-                   d->l2_bytes, d->mem_bandwidth_gbs, d->max_grid_x, d->max_grid_yz);
+  fu_strbuf_printf(out, "l2_bytes = %" PRIu64 "\nmem_bandwidth_gbs = %g\nmem_bytes = %" PRIu64 "\n", d->l2_bytes,
+                   d->mem_bandwidth_gbs, d->mem_bytes);
+  fu_strbuf_printf(out, "max_grid_x = %u\nmax_grid_yz = %u\n", d->max_grid_x, d->max_grid_yz);
 }
 
 /* ---- device files ------------------------------------------------------- */
 
-typedef enum key_kind { K_NAME, K_BASE, K_SM, K_U32, K_U64, K_BW_GB, K_BW_TB, K_L2_MB } key_kind;
+typedef enum key_kind { K_NAME, K_BASE, K_SM, K_U32, K_U64, K_BW_GB, K_BW_TB, K_L2_MB, K_MEM_GIB } key_kind;
 
 typedef struct key_def {
   const char *name;
@@ -116,6 +122,8 @@ static const key_def keys[] = {
     {"l2_mb", K_L2_MB, 0},
     {"mem_bandwidth_gbs", K_BW_GB, 0},
     {"mem_bandwidth_tbs", K_BW_TB, 0},
+    {"mem_bytes", K_U64, offsetof(fu_device, mem_bytes)},
+    {"mem_gib", K_MEM_GIB, 0},
     {"max_grid_x", K_U32, offsetof(fu_device, max_grid_x)},
     {"max_grid_yz", K_U32, offsetof(fu_device, max_grid_yz)},
 };
@@ -216,6 +224,13 @@ static bool apply(const fu_source *src, uint32_t line, uint32_t vcol, const key_
       return false;
     }
     d->l2_bytes = (uint64_t)(x * (double)MB);
+    return true;
+  case K_MEM_GIB:
+    if (!parse_double(v, n, &x) || x > 1e6) {
+      fu_error(diag, at(src, line, vcol), "'mem_gib' must be a positive number of GiB (at most 1e6)");
+      return false;
+    }
+    d->mem_bytes = (uint64_t)(x * (double)GIB);
     return true;
   case K_BW_GB:
   case K_BW_TB:

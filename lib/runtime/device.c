@@ -92,6 +92,7 @@ static fu_status query_device(fu_rt *rt) {
   f->smem_per_block = (uint32_t)smem_blk;
   f->smem_per_sm = (uint32_t)smem_sm;
   f->l2_bytes = (uint64_t)l2;
+  f->mem_bytes = d->total_mem_bytes;
   /* DDR: two transfers per memory clock over the whole bus. */
   f->mem_bandwidth_gbs = 2.0 * (double)d->mem_clock_khz * 1e3 * ((double)d->bus_width_bits / 8.0) / 1e9;
   f->max_grid_x = (uint32_t)gx;

@@ -380,23 +380,31 @@ static fu_status plan_grid(builder *b, const fu_op *seg, const fu_kernel *k, fu_
   static const int64_t limit[3] = {2147483647, 65535, 65535};
   static const char axis[3] = {'x', 'y', 'z'};
   fu_status st = FU_OK;
+  int64_t g[3] = {1, 1, 1};
   for (int i = 0; i < 3 && st == FU_OK; i++) {
-    int64_t g = 1;
     const char *bad = NULL;
-    if (k->grid[i]) st = fu_lexpr_eval(k->grid[i], lb, p->bindings.n, &g, &bad);
+    if (k->grid[i]) st = fu_lexpr_eval(k->grid[i], lb, p->bindings.n, &g[i], &bad);
     if (st == FU_ERR_INVALID_ARG) {
       fu_error(b->diag, op_loc(seg), "kernel '@%s': grid.%c uses symbol '%s', which no input binds", kn, axis[i],
                bad ? bad : "?");
     } else if (st != FU_OK) {
       fu_error(b->diag, op_loc(seg), "kernel '@%s': grid.%c cannot be evaluated (overflow or a division by zero)", kn,
                axis[i]);
-    } else if (g < 0 || g > limit[i]) {
-      fu_error(b->diag, op_loc(seg), "kernel '@%s': grid.%c = %lld is outside [0, %lld]", kn, axis[i], (long long)g,
+    } else if (g[i] == 0) {
+      lp->empty = true;
+    }
+  }
+  /* An empty axis means no block runs, whatever the others say (a zero
+   * extent with a huge one beside it): the launch is skipped, not refused.
+   * Otherwise a grid over the limit is refused: a kernel bound one block
+   * per iteration would leave the rest undone. */
+  for (int i = 0; i < 3 && st == FU_OK; i++) {
+    if (g[i] < 0 || (!lp->empty && g[i] > limit[i])) {
+      fu_error(b->diag, op_loc(seg), "kernel '@%s': grid.%c = %lld is outside [0, %lld]", kn, axis[i], (long long)g[i],
                (long long)limit[i]);
       st = FU_ERR_RUNTIME;
     } else {
-      lp->config.grid[i] = (uint32_t)g;
-      if (g == 0) lp->empty = true;
+      lp->config.grid[i] = (uint32_t)(g[i] > limit[i] ? limit[i] : g[i]);
     }
   }
   fu_mem_free(&p->alloc, lb, (p->bindings.n ? p->bindings.n : 1) * sizeof *lb);

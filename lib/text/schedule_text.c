@@ -5,7 +5,7 @@
  *   stmt     ::= 'reference' VALUE '[' AXIS (',' AXIS)* ']'
  *              | 'merge' AXIS ',' AXIS '->' AXIS
  *              | 'split' AXIS ',' INT '->' AXIS ',' AXIS attrs?      {tail=exact|guard}
- *              | 'loop' '[' (AXIS ':' PTYPE (',' AXIS ':' PTYPE)*)? ']'
+ *              | 'loop' '[' (AXIS ':' PTYPE attrs? (',' ...)*)? ']'  {grid=direct|stride}
  *              | 'tensor' VALUE attrs?               {memory=..., inline=N, access=...}
  *   attrs    ::= '{' IDENT '=' (IDENT | INT | STRING) (',' ...)* '}'
  *
@@ -134,6 +134,7 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
   for (uint32_t i = 0; i < s->n_loops; i++) {
     if (i) fu_strbuf_puts(out, ", ");
     fu_strbuf_printf(out, "%s: %s", axis_name(s, s->loops[i].axis), fu_ptype_name(s->loops[i].ptype));
+    if (s->loops[i].grid_stride) fu_strbuf_puts(out, " {grid=stride}");
   }
   fu_strbuf_puts(out, "]\n");
   for (uint32_t i = 0; i < s->n_tensors; i++) {
@@ -467,6 +468,27 @@ static bool parse_split(sparser *p, const fu_token *kw) {
   return true;
 }
 
+/* `{grid=direct|stride}` after a block axis's parallel type. */
+static bool parse_loop_attrs(sparser *p, fu_sloop *l) {
+  sattr a[4];
+  uint32_t n;
+  if (!parse_attrs(p, a, 4, &n)) return false;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!fu_txt_tok_is(&a[i].name, "grid")) {
+      serr(p, &a[i].name, "unknown attribute '%.*s' for a loop axis; valid: grid", (int)a[i].name.len, a[i].name.p);
+    } else if (l->ptype != FU_PT_BLOCK_X && l->ptype != FU_PT_BLOCK_Y) {
+      serr(p, &a[i].name, "'grid' is for axes bound to blockIdx.x or blockIdx.y, not %s", fu_ptype_name(l->ptype));
+    } else if (is_word(&a[i].value, "stride")) {
+      l->grid_stride = true;
+    } else if (is_word(&a[i].value, "direct")) {
+      l->grid_stride = false;
+    } else {
+      serr(p, &a[i].value, "unknown grid binding '%.*s'; valid: direct, stride", (int)a[i].value.len, a[i].value.p);
+    }
+  }
+  return true;
+}
+
 static bool parse_loop(sparser *p, const fu_token *kw) {
   next(p);
   if (p->have_loop) serr(p, kw, "the schedule has a 'loop' already");
@@ -491,6 +513,8 @@ static bool parse_loop(sparser *p, const fu_token *kw) {
       l.ptype = FU_PT_SERIAL;
     }
     next(p);
+    l.grid_stride = false;
+    if (p->tok.kind == FU_TOK_LBRACE && !parse_loop_attrs(p, &l)) return false;
     if (p->n_loops == MAX_STMTS) {
       serr(p, kw, "too many loop axes");
       return false;
