@@ -402,15 +402,60 @@ static void test_grid_binding(void) {
   mid.mem_bytes = 512ull * 2147483647ull * 2; /* half the limit's blocks of 512 f32 */
   CHECK_EQ_INT(strides(flat, &mid, FU_PT_BLOCK_X), 0);
   static const char *flat16 = "fusion @f {\n"
-                              "  %T0 = input f16[A, B, C]\n"
+                              "  %T0 = input f16[A, B, C] {example=randn, example_shape=[4, 4, 4]}\n"
                               "  %T1 = neg %T0 : f16[A, B, C]\n"
                               "  output %T1\n"
                               "}\n";
-  /* f16: vectors of 8, blocks of 1024 elements; 2^32 f16 elements fit */
+  /* f16 at small example sizes: vectors of 8, 128-thread blocks of 1024
+   * elements; 2^32 f16 elements fit */
   mid.mem_bytes = 1024ull * 2147483648ull * 2 * 2; /* 2^32 blocks of 1024 f16 */
   CHECK_EQ_INT(strides(flat16, &mid, FU_PT_BLOCK_X), 1);
   mid.mem_bytes = 1024ull * 2147483000ull * 2;
   CHECK_EQ_INT(strides(flat16, &mid, FU_PT_BLOCK_X), 0);
+}
+
+/* The threads per block of the scheduled segment of `text` (h100), or -1. */
+static int64_t block_threads(const char *text) {
+  capture cap;
+  fu_diag_engine diag;
+  diag_capture(&diag, &cap);
+  fu_source src;
+  fu_module *m = scheduled(text, "h100", &diag, &src);
+  int64_t r = -1;
+  const fu_schedule *s = m ? segment_of(m)->u.segment.schedule : NULL;
+  int32_t l = s ? fu_schedule_loop_of(s, FU_PT_THREAD_X) : -1;
+  for (uint32_t i = 0; l >= 0 && i < s->n_xforms; i++)
+    if (s->xforms[i].kind == FU_SX_SPLIT && s->xforms[i].out[1] == s->loops[l].axis) r = s->xforms[i].factor;
+  if (!m) fprintf(stderr, "%s", cap.text);
+  fu_module_free(m);
+  return r;
+}
+
+/* 512-thread blocks for 1-D schedules whose grid of them fills the GPU at
+ * full occupancy (132 SMs x 4 blocks of 512 x 4 f32 = 1081344 elements on
+ * the H100), 128 otherwise and for 2-D schedules. */
+static void test_block_size(void) {
+  CHECK_EQ_INT(block_threads("fusion @f {\n  %T0 = input f32[8192, 3072]\n  %T1 = exp %T0 : f32[8192, 3072]\n"
+                             "  output %T1\n}\n"),
+               512);
+  CHECK_EQ_INT(block_threads("fusion @f {\n  %T0 = input f32[1081344]\n  %T1 = exp %T0 : f32[1081344]\n"
+                             "  output %T1\n}\n"),
+               512);
+  CHECK_EQ_INT(block_threads("fusion @f {\n  %T0 = input f32[1081340]\n  %T1 = exp %T0 : f32[1081340]\n"
+                             "  output %T1\n}\n"),
+               128);
+  /* symbolic sizes follow the example sizes */
+  CHECK_EQ_INT(block_threads("fusion @f {\n  %T0 = input f32[N] {example=randn, example_shape=[1000]}\n"
+                             "  %T1 = exp %T0 : f32[N]\n  output %T1\n}\n"),
+               128);
+  CHECK_EQ_INT(block_threads("fusion @f {\n  %T0 = input f32[N] {example=randn, example_shape=[16777216]}\n"
+                             "  %T1 = exp %T0 : f32[N]\n  output %T1\n}\n"),
+               512);
+  /* a bias along rows makes a 2-D schedule: 128 */
+  CHECK_EQ_INT(block_threads("fusion @f {\n  %T0 = input f32[8192, 3072]\n  %T1 = input f32[3072]\n"
+                             "  %T2 = broadcast_in_dim %T1 {broadcast_dims=[1]} : f32[8192, 3072]\n"
+                             "  %T3 = add %T0, %T2 : f32[8192, 3072]\n  output %T3\n}\n"),
+               128);
 }
 
 /* The verifier on a schedule built in memory (no locations): errors still
@@ -454,4 +499,5 @@ static void test_verify_api(void) {
 }
 
 FU_TEST_MAIN(FU_TEST(test_presets), FU_TEST(test_device_file), FU_TEST(test_text_roundtrip), FU_TEST(test_parse_errors),
-             FU_TEST(test_scheduler), FU_TEST(test_grid_binding), FU_TEST(test_verify_api))
+             FU_TEST(test_scheduler), FU_TEST(test_grid_binding), FU_TEST(test_block_size),
+             FU_TEST(test_verify_api))
