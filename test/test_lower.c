@@ -21,6 +21,7 @@
 #include "fuser/segment.h"
 #include "fuser/verify.h"
 #include "harness.h"
+#include "kernel_compare.h"
 
 typedef struct capture {
   char text[16384];
@@ -113,41 +114,7 @@ static void run_case_tol(const char *name, const char *text, run_result *r, doub
     fu_input_options io;
     memset(&io, 0, sizeof io);
     io.seed = 7;
-    fu_arg *in = NULL;
-    uint32_t n_in = 0;
-    if (fu_interp_make_inputs(f, &io, fu_default_allocator(), &diag, &in, &n_in) != FU_OK) {
-      fu_test_fail(__FILE__, __LINE__, "%s: no inputs:\n%s", name, cap.text);
-      all_ok = false;
-      break;
-    }
-    fu_arg *want = NULL, *got = NULL;
-    uint32_t n_want = 0, n_got = 0;
-    fu_status s1 = fu_interp_run(f, in, n_in, NULL, fu_default_allocator(), &diag, &want, &n_want);
-    fu_status s2 = fu_kir_run_fusion(f, in, n_in, fu_default_allocator(), &diag, &got, &n_got, &r->stats);
-    if (s1 != FU_OK || s2 != FU_OK || n_want != n_got) {
-      fu_test_fail(__FILE__, __LINE__, "%s: run failed (interp %s, kernels %s):\n%s", name, fu_status_name(s1),
-                   fu_status_name(s2), cap.text);
-      all_ok = false;
-    } else {
-      for (uint32_t i = 0; i < n_want; i++) {
-        fu_compare_result cr;
-        if (want[i].kind != FU_ARG_TENSOR || got[i].kind != FU_ARG_TENSOR ||
-            fu_host_tensor_compare(&got[i].tensor, &want[i].tensor, rtol, 0.0, &cr) != FU_OK) {
-          fu_test_fail(__FILE__, __LINE__, "%s: output %u cannot be compared", name, i);
-          all_ok = false;
-          continue;
-        }
-        fu_test_checks++;
-        if (cr.n_mismatch) {
-          fu_test_fail(__FILE__, __LINE__, "%s: output %u: %lld mismatches, first at %lld (max abs err %g)", name, i,
-                       (long long)cr.n_mismatch, (long long)cr.first_mismatch, cr.max_abs_err);
-          all_ok = false;
-        }
-      }
-    }
-    if (want) fu_args_free(want, n_want, fu_default_allocator());
-    if (got) fu_args_free(got, n_got, fu_default_allocator());
-    fu_args_free(in, n_in, fu_default_allocator());
+    if (!compare_with_kernels(name, f, &io, rtol, &diag, cap.text, &r->stats)) all_ok = false;
   }
   r->ok = all_ok;
   if (!all_ok) fprintf(stderr, "---- %s ----\n%s\n", name, p1.data);
