@@ -12,38 +12,20 @@
 #include "fuser/interp.h"
 #include "fuser/parse.h"
 #include "fuser/verify.h"
+#include "diag_capture.h"
 #include "harness.h"
-
-/* Diagnostics captured as text ("error: msg\n" lines) for asserts. */
-typedef struct ti_capture {
-  char text[8192];
-  size_t len;
-  int n_errors;
-} ti_capture;
-
-static inline void ti_capture_handler(void *user, const fu_diagnostic *d) {
-  ti_capture *c = user;
-  if (d->severity == FU_SEV_ERROR) c->n_errors++;
-  int n = snprintf(c->text + c->len, sizeof c->text - c->len, "%s: %s\n", fu_severity_name(d->severity), d->message);
-  if (n > 0 && c->len + (size_t)n < sizeof c->text) c->len += (size_t)n;
-}
 
 typedef struct ti_prog {
   fu_module *m;
   fu_fusion *f;
   fu_source src;
-  ti_capture cap;
+  capture cap; /* diagnostics as text, for asserts */
   fu_diag_engine diag;
   fu_arg *out;
   uint32_t n_out;
 } ti_prog;
 
-static inline void ti_diag_init(ti_prog *p) {
-  memset(&p->cap, 0, sizeof p->cap);
-  fu_diag_init(&p->diag, fu_default_allocator());
-  p->diag.handler = ti_capture_handler;
-  p->diag.user = &p->cap;
-}
+static inline void ti_diag_init(ti_prog *p) { diag_capture(&p->diag, &p->cap); }
 
 /* Parse and verify `text`; the fusion is the first one.  Prints the
  * diagnostics and returns false on failure. */

@@ -20,22 +20,9 @@
 #include "fuser/schedule.h"
 #include "fuser/segment.h"
 #include "fuser/verify.h"
+#include "diag_capture.h"
 #include "harness.h"
 #include "kernel_compare.h"
-
-typedef struct capture {
-  char text[16384];
-  size_t len;
-  int n_errors;
-} capture;
-
-static void capture_handler(void *user, const fu_diagnostic *d) {
-  capture *c = user;
-  if (d->severity == FU_SEV_ERROR) c->n_errors++;
-  int n = snprintf(c->text + c->len, sizeof c->text - c->len, "%d:%d: %s: %s\n", (int)d->loc.line, (int)d->loc.col,
-                   fu_severity_name(d->severity), d->message);
-  if (n > 0 && c->len + (size_t)n < sizeof c->text) c->len += (size_t)n;
-}
 
 typedef struct run_result {
   bool ok;
@@ -79,11 +66,8 @@ static void run_case(const char *name, const char *text, run_result *r) { run_ca
 static void run_case_tol(const char *name, const char *text, run_result *r, double rtol) {
   memset(r, 0, sizeof *r);
   capture cap;
-  memset(&cap, 0, sizeof cap);
   fu_diag_engine diag;
-  fu_diag_init(&diag, fu_default_allocator());
-  diag.handler = capture_handler;
-  diag.user = &cap;
+  diag_capture(&diag, &cap);
   fu_source src1, src2;
   fu_module *m = parse_text(name, text, &diag, &src1);
   if (!m || !compile(m, "h100", &diag)) {

@@ -25,29 +25,9 @@
 #include "fuser/schedule.h"
 #include "fuser/segment.h"
 #include "fuser/verify.h"
+#include "diag_capture.h"
 #include "harness.h"
 #include "kernel_compare.h"
-
-typedef struct capture {
-  char text[16384];
-  size_t len;
-  int n_errors;
-} capture;
-
-static void capture_handler(void *user, const fu_diagnostic *d) {
-  capture *c = user;
-  if (d->severity == FU_SEV_ERROR) c->n_errors++;
-  int n = snprintf(c->text + c->len, sizeof c->text - c->len, "%d:%d: %s: %s\n", (int)d->loc.line, (int)d->loc.col,
-                   fu_severity_name(d->severity), d->message);
-  if (n > 0 && c->len + (size_t)n < sizeof c->text) c->len += (size_t)n;
-}
-
-static void diag_init(fu_diag_engine *diag, capture *cap) {
-  memset(cap, 0, sizeof *cap);
-  fu_diag_init(diag, fu_default_allocator());
-  diag->handler = capture_handler;
-  diag->user = cap;
-}
 
 typedef struct result {
   bool ok;
@@ -168,7 +148,7 @@ static void run_fir_mode(const char *name, const char *text, int run, result *r)
   memset(r, 0, sizeof *r);
   capture cap;
   fu_diag_engine diag;
-  diag_init(&diag, &cap);
+  diag_capture(&diag, &cap);
   fu_source src;
   fu_module *m = parse_text(name, text, &diag, &src);
   if (!m) {
@@ -201,7 +181,7 @@ static void run_py(const char *name, const char *text, int run, result *r) {
   memset(r, 0, sizeof *r);
   capture cap;
   fu_diag_engine diag;
-  diag_init(&diag, &cap);
+  diag_capture(&diag, &cap);
   fu_source src = {name, text, strlen(text), 1};
   fu_module *m = NULL;
   if (fu_py_import(&src, fu_default_allocator(), &diag, NULL, &m) != FU_OK || !m) {
@@ -565,7 +545,7 @@ static void test_lane_analysis(void) {
 static void test_schedule_kind(void) {
   capture cap;
   fu_diag_engine diag;
-  diag_init(&diag, &cap);
+  diag_capture(&diag, &cap);
   fu_source src;
   /* a schedule made for a transpose segment, in a pointwise segment */
   fu_module *m = parse_text("mismatch",
@@ -588,7 +568,7 @@ static void test_schedule_kind(void) {
   if (m) fu_module_free(m);
   /* the same schedule without a kind is a hand-written one: accepted in a
    * transpose segment, and lowered */
-  diag_init(&diag, &cap);
+  diag_capture(&diag, &cap);
   result *r = calloc(1, sizeof *r);
   run_fir("hand",
           "fusion @hand {\n"
@@ -608,7 +588,7 @@ static void test_schedule_kind(void) {
   CHECK(has(r, "    schedule {\n"));
   CHECK_EQ_INT(r->n_kind_recorded, 0);
   /* an unknown header attribute still names every valid one */
-  diag_init(&diag, &cap);
+  diag_capture(&diag, &cap);
   m = parse_text("bad",
                  "fusion @f {\n"
                  "  %T0 = input f32[8, 4]\n"

@@ -10,26 +10,8 @@
 #include "fuser/schedule.h"
 #include "fuser/segment.h"
 #include "fuser/verify.h"
+#include "diag_capture.h"
 #include "harness.h"
-
-typedef struct capture {
-  char text[8192];
-  size_t len;
-} capture;
-
-static void capture_handler(void *user, const fu_diagnostic *d) {
-  capture *c = user;
-  int n = snprintf(c->text + c->len, sizeof c->text - c->len, "%u:%u: %s: %s\n", d->loc.line, d->loc.col,
-                   fu_severity_name(d->severity), d->message);
-  if (n > 0 && c->len + (size_t)n < sizeof c->text) c->len += (size_t)n;
-}
-
-static void diag_capture(fu_diag_engine *e, capture *c) {
-  memset(c, 0, sizeof *c);
-  fu_diag_init(e, fu_default_allocator());
-  e->handler = capture_handler;
-  e->user = c;
-}
 
 /* ---- devices -------------------------------------------------------------- */
 
