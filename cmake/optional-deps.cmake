@@ -111,10 +111,10 @@ else()
 endif()
 
 if(FUSER_HAS_LLVM)
-  file(GLOB FUSER_BACKEND_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/lib/backend/*.c)
+  file(GLOB FUSER_BACKEND_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/lib/target/llvm/*.c)
   if(NOT FUSER_BACKEND_SOURCES)
     set(FUSER_HAS_LLVM OFF)
-    set(_fuser_llvm_why "lib/backend has no sources")
+    set(_fuser_llvm_why "lib/target/llvm has no sources")
   endif()
 endif()
 if(FUSER_HAS_LLVM)
@@ -230,7 +230,7 @@ if(FUSER_CUDA_ROOT)
   if(FUSER_PTXAS_PATH)
     add_compile_definitions("FUSER_PTXAS_PATH=\"${FUSER_PTXAS_PATH}\"")
   endif()
-  # The libdevice functions lib/backend/math.c calls, with everything they
+  # The libdevice functions lib/target/llvm/math.c calls, with everything they
   # call, extracted into the build tree: opening this 80 KB subset reads the
   # declarations of 54 functions instead of libdevice's 350 (about 7 M
   # instructions less per compiling process), with byte-identical PTX.  A

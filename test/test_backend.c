@@ -534,7 +534,7 @@ static void test_lazy_libdevice_same_ptx(void) {
   fu_backend_free(whole_raw);
 }
 
-/* The default pipeline (fuser's own, lib/backend/context.c) against LLVM's
+/* The default pipeline (fuser's own, lib/target/llvm/context.c) against LLVM's
  * default<O3>, on libdevice calls, 16-byte vectors, loops (unrolled by the
  * backend, by LLVM, and a dynamic one) and every pointwise op on f32: both
  * assemble, the default leaves no calls, keeps the vectors, unrolls the

@@ -1,5 +1,5 @@
 /* Tests of transpose segments compiled with the pointwise scheduler's
- * fallback (passes/schedule.c, passes/schedule_pointwise.c): every fusion
+ * fallback (passes/schedule/schedule.c, passes/schedule/pointwise.c): every fusion
  * below goes through strip-bookend-views, segment, schedule and lower, is
  * printed and parsed back, and its kernels run in the kernel IR interpreter
  * on the inputs' example data; the outputs must equal the fusion

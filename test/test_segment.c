@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../passes/segment_internal.h"
+#include "../passes/segment/internal.h"
 #include "fuser/parse.h"
 #include "fuser/print.h"
 #include "fuser/segment.h"

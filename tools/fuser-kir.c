@@ -34,7 +34,7 @@ static void usage(FILE *out) {
         "  --emit=ptx    PTX for --sm (default sm_90)\n"
         "  --timing      print compile times to stderr\n"
         "  --repeat=N    compile N times (with --timing: median and minimum)\n"
-        "  --pipeline=P  LLVM pass pipeline (default: fuser's own, see lib/backend/context.c; 'default<O3>': LLVM's)\n"
+        "  --pipeline=P  LLVM pass pipeline (default: fuser's own, see lib/target/llvm/context.c; 'default<O3>': LLVM's)\n"
         "  --split-input-file  handle each `// -----` chunk on its own\n",
         out);
 }

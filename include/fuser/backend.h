@@ -42,7 +42,7 @@ typedef struct fu_backend_options {
    * the backend warn and read the whole file. */
   const char *libdevice_path;
   /* The new-pass-manager pipeline; NULL: fuser's default, a short pipeline
-   * made for fuser's kernels (lib/backend/context.c says what it runs and
+   * made for fuser's kernels (lib/target/llvm/context.c says what it runs and
    * why); "default<O3>" gives LLVM's standard one. */
   const char *pipeline;
   /* The sm used by fu_backend_emit_llvm (NULL: "sm_90"). */

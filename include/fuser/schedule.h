@@ -165,7 +165,7 @@ fu_status fu_schedule_verify(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_
 /* Every schedule of every segment of `f`. */
 fu_status fu_schedule_verify_fusion(fu_fusion *f, fu_diag_engine *diag);
 
-/* ---- the pass (passes/schedule.c, passes/schedule_pointwise.c) ------------ */
+/* ---- the pass (passes/schedule/schedule.c, passes/schedule/pointwise.c) ------------ */
 
 extern const fu_pass_def fu_pass_schedule;
 

@@ -21,17 +21,6 @@
 
 /* ---- names ---------------------------------------------------------------- */
 
-static const char *const ptype_names[FU_PT_COUNT] = {"serial",      "blockIdx.x", "blockIdx.y", "threadIdx.x",
-                                                     "threadIdx.y", "vectorize",  "unroll"};
-
-const char *fu_ptype_name(fu_ptype p) { return (unsigned)p < FU_PT_COUNT ? ptype_names[p] : "?"; }
-
-fu_ptype fu_ptype_from_name(const char *name, size_t len) {
-  for (int i = 0; i < FU_PT_COUNT; i++)
-    if (strlen(ptype_names[i]) == len && memcmp(ptype_names[i], name, len) == 0) return (fu_ptype)i;
-  return FU_PT_COUNT;
-}
-
 static const char *memory_name(fu_mem_space s) {
   return s == FU_MEM_SHARED ? "shared" : s == FU_MEM_LOCAL ? "local" : "global";
 }
@@ -150,26 +139,6 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
   }
   indent_to(out, indent);
   fu_strbuf_puts(out, "}\n");
-}
-
-/* ---- queries ------------------------------------------------------------------ */
-
-const fu_stensor *fu_schedule_tensor(const fu_schedule *s, const fu_value *v) {
-  for (uint32_t i = 0; s && i < s->n_tensors; i++)
-    if (s->tensors[i].value == v) return &s->tensors[i];
-  return NULL;
-}
-
-int32_t fu_schedule_axis(const fu_schedule *s, const char *name) {
-  for (uint32_t i = 0; s && name && i < s->n_axes; i++)
-    if (s->axes[i].name && strcmp(s->axes[i].name, name) == 0) return (int32_t)i;
-  return -1;
-}
-
-int32_t fu_schedule_loop_of(const fu_schedule *s, fu_ptype p) {
-  for (uint32_t i = 0; s && i < s->n_loops; i++)
-    if (s->loops[i].ptype == p) return (int32_t)i;
-  return -1;
 }
 
 /* ---- parsing -------------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /* fuser: the `segment` pass (see include/fuser/segment.h and the "segment"
  * section of docs/passes.md).
  *
- * This file is the pass entry and the last stage: once segment_merge.c has
+ * This file is the pass entry and the last stage: once merge.c has
  * partitioned the compute ops into groups, it writes the groups into the IR
  * as segment ops, in a topological order of the groups and of the ops left
  * outside (inputs, host ops, outputs, existing segments), named g0, g1, ...
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fuser/print.h"
-#include "segment_internal.h"
+#include "internal.h"
 
 const fu_pass_option_def fu_pass_options_segment[] = {
     {"dot", "write a Graphviz graph of the segments of every fusion to this file", NULL},

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fuser/view_layout.h"
-#include "segment_internal.h"
+#include "internal.h"
 
 /* ---- small helpers -------------------------------------------------------- */
 

@@ -1,17 +1,17 @@
-/* fuser: internals of the segment pass, shared by passes/segment*.c and the
+/* fuser: internals of the segment pass, shared by the files of passes/segment/ and the
  * unit tests (test/test_segment.c).  Not a public API.
  *
  * Files:
- *   segment.c             the pass entry, options, writing segments into the IR
- *   segment_analysis.c    per-op and per-value facts (iteration spaces, bytes,
- *                         layouts of inputs and host values)
- *   segment_schedulers.c  group summaries and the table of scheduler checks
- *   segment_graph.c       the group graph: union-find, topological order,
- *                         cycle check, priority queue, rejection cache
- *   segment_merge.c       the algorithm (steps 1-4)
- *   segment_debug.c       the --debug=segment explanation
- *   segment_dot.c         Graphviz output
- *   segment_extract.c     one segment as a standalone fusion */
+ *   segment.c     the pass entry, options, writing segments into the IR
+ *   analysis.c    per-op and per-value facts (iteration spaces, bytes,
+ *                 layouts of inputs and host values)
+ *   schedulers.c  group summaries and the table of scheduler checks
+ *   graph.c       the group graph: union-find, topological order,
+ *                 cycle check, priority queue, rejection cache
+ *   merge.c       the algorithm (steps 1-4)
+ *   debug.c       the --debug=segment explanation
+ *   dot.c         Graphviz output
+ *   extract.c     one segment as a standalone fusion */
 #ifndef FUSER_SEGMENT_INTERNAL_H
 #define FUSER_SEGMENT_INTERNAL_H
 
@@ -323,7 +323,7 @@ typedef struct fu_seg_env {
   uint32_t *fmt_uf;
 } fu_seg_env;
 
-/* segment_analysis.c */
+/* analysis.c */
 fu_status fu_seg_env_init(fu_seg_env *env, fu_fusion *f, fu_diag_engine *diag, FILE *dbg);
 void fu_seg_env_free(fu_seg_env *env);
 uint32_t fu_seg_node_of(const fu_seg_env *env, const fu_op *op);
@@ -335,7 +335,7 @@ bool fu_seg_perm_is_trivial(const fu_op *permute);
 /* Layout facts (FU_SEG_VF_*) of a host view's result from its operand's. */
 uint8_t fu_seg_view_result_flags(const fu_op *op, uint8_t operand_flags);
 
-/* segment_schedulers.c */
+/* schedulers.c */
 /* Summary of one node alone (its own group). */
 void fu_seg_summary_single(fu_seg_env *env, uint32_t n, fu_seg_summary *out);
 /* Summary of a set of compute nodes (sorted by index), computed by scanning
@@ -348,12 +348,12 @@ bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b);
  * input nor the output space, into s. */
 void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_in, int32_t red_out, fu_seg_summary *s);
 
-/* segment_merge.c */
+/* merge.c */
 fu_status fu_seg_partition(fu_seg_env *env);
 /* Members of root r, sorted by node index, into out (cleared first). */
 fu_status fu_seg_members_sorted(fu_seg_env *env, uint32_t r, fu_seg_vec *out);
 
-/* segment_debug.c */
+/* debug.c */
 void fu_seg_put_op(fu_strbuf *sb, const fu_op *op);   /* "%T19 = sum" */
 void fu_seg_put_bytes(fu_strbuf *sb, uint64_t bytes); /* "128 MiB" */
 /* "{%T8,%T10}" for the union of roots a and b (b may be FU_SEG_NONE). */

@@ -1,38 +1,13 @@
-/* fuser: the `schedule` pass and the schedule verifier.
- *
- * The pass gives every pointwise segment that has no schedule one from the
- * pointwise scheduler (schedule_pointwise.c), tuned for the device named by
- * its `device` option (`fuser-opt --device=`).  Transpose segments get one
- * from the same scheduler as a correctness fallback: an uncoalesced kernel
- * (the accesses that are not contiguous along the reference's innermost
- * dim go element by element, strided) until the tiled shared-memory
- * transpose scheduler exists; the schedule records the kind (`kind=
- * transpose`).  A schedule already present (hand-written, or from an
- * earlier run) is kept: running the pass twice changes nothing.  Segments
- * of other kinds are left for their schedulers.
- *
- * The verifier checks a schedule against its segment; the .fir parser runs
- * it on every schedule it reads, so a hand-written schedule is checked
- * before any pass sees it. */
+/* fuser: the schedule verifier (include/fuser/schedule.h).  It checks a
+ * schedule against its segment: the structure (axes used once, loops are
+ * the leaves, parallel types) and that every access can be indexed.  The
+ * .fir parser runs it on every schedule it reads, so a hand-written
+ * schedule is checked before any pass sees it; the schedule pass runs it
+ * on what its schedulers write. */
 #include <string.h>
 
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
-
-const fu_pass_option_def fu_pass_options_schedule[] = {
-    {"device", "the target: h100, h200, a100, sm_80, sm_90, or a device file (key = value lines)", "h100"},
-    {NULL, NULL, NULL},
-};
-
-fu_status fu_pass_run_schedule(fu_module *m, fu_pass_context *ctx);
-
-const fu_pass_def fu_pass_schedule = {
-    "schedule",
-    "pick the pointwise scheduler's parameters for each pointwise (and, as a fallback, transpose) segment and write "
-    "the transforms into the IR",
-    fu_pass_options_schedule,
-    fu_pass_run_schedule,
-};
 
 /* ---- verification -------------------------------------------------------------- */
 
@@ -295,61 +270,3 @@ fu_status fu_schedule_verify_fusion(fu_fusion *f, fu_diag_engine *diag) {
   return st;
 }
 
-/* ---- the pass ---------------------------------------------------------------------- */
-
-bool fu_schedule_kind_supported(const char *kind) {
-  return kind && (strcmp(kind, "pointwise") == 0 || strcmp(kind, "transpose") == 0);
-}
-
-fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine *diag, FILE *debug) {
-  fu_device def = fu_device_default();
-  if (!dev) dev = &def;
-  for (fu_fusion *f = m->first; f; f = f->next) {
-    for (fu_op *op = f->body.first; op; op = op->next) {
-      if (op->kind != FU_OP_SEGMENT) continue;
-      fu_segment_info *si = &op->u.segment;
-      if (si->schedule) continue;
-      if (!fu_schedule_kind_supported(si->scheduler)) {
-        if (debug)
-          fprintf(debug, "schedule: @%s: segment '@%s' is a %s segment; its scheduler comes later\n",
-                  f->name ? f->name : "?", seg_name(op), si->scheduler ? si->scheduler : "?");
-        continue;
-      }
-      fu_schedule *s = NULL;
-      fu_status st = fu_schedule_pointwise(f, op, dev, diag, debug, &s);
-      if (st != FU_OK) return st;
-      /* What the scheduler wrote must pass the verifier a parser would run. */
-      st = fu_schedule_verify(f, op, s, diag);
-      if (st != FU_OK) {
-        fu_error(diag, op->loc, "internal error: the pointwise scheduler wrote an invalid schedule for '@%s'",
-                 seg_name(op));
-        return st;
-      }
-      si->schedule = s;
-    }
-  }
-  return FU_OK;
-}
-
-fu_status fu_pass_run_schedule(fu_module *m, fu_pass_context *ctx) {
-  const char *spec = fu_pass_option_value(ctx, &fu_pass_schedule, "device");
-  fu_device dev;
-  fu_status st = fu_device_from_spec(spec ? spec : "h100", m->alloc, &dev, ctx->diag);
-  if (st != FU_OK) return st;
-  FILE *debug = fu_pass_debug_enabled(ctx, "schedule") ? ctx->debug_out : NULL;
-  return fu_schedule_module(m, &dev, ctx->diag, debug);
-}
-
-fu_status fu_schedule_retarget(fu_module *m, const fu_device *dev) {
-  char arch[16];
-  fu_device_arch(dev, arch, sizeof arch);
-  const char *a = fu_arena_strdup(m->arena, arch), *n = fu_arena_strdup(m->arena, dev->name);
-  if (!a || !n) return FU_ERR_NOMEM;
-  for (fu_fusion *f = m->first; f; f = f->next)
-    for (fu_op *op = fu_walk_first(&f->body); op; op = fu_walk_next(op))
-      if (op->kind == FU_OP_SEGMENT && op->u.segment.schedule) {
-        op->u.segment.schedule->arch = a;
-        op->u.segment.schedule->device = n;
-      }
-  return FU_OK;
-}

@@ -5,11 +5,11 @@
  * proportional to what crosses between the two groups.  All checks are in
  * the table fu_seg_schedulers below, one function per scheduler kind, in
  * preference order; a check returns FU_SEG_ACCEPT or the reason it refuses
- * (fu_seg_verdict) naming ops by node index, which segment_debug.c turns into
+ * (fu_seg_verdict) naming ops by node index, which debug.c turns into
  * text.  Later refinements of a scheduler's limits belong here. */
 #include <string.h>
 
-#include "segment_internal.h"
+#include "internal.h"
 
 /* ---- summaries ------------------------------------------------------------- */
 

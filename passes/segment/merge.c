@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "fuser/print.h"
-#include "segment_internal.h"
+#include "internal.h"
 
 typedef enum merge_mode { MODE_PRODUCER, MODE_HORIZONTAL } merge_mode;
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "segment_internal.h"
+#include "internal.h"
 
 fu_status fu_seg_graph_init(fu_seg_graph *g, uint32_t n, fu_allocator alloc) {
   memset(g, 0, sizeof *g);

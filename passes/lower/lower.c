@@ -1,5 +1,5 @@
 /* fuser: the `lower` pass (include/fuser/lower.h): every scheduled segment
- * to kernel IR, with the pointwise lowering of lower_pointwise.c.  That
+ * to kernel IR, with the pointwise lowering of pointwise.c.  That
  * includes transpose segments, which the schedule pass gives the pointwise
  * scheduler's schedule as an uncoalesced correctness fallback: the index
  * graph maps permutes inside the segment, and the layouts of

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuser/print.h"
-#include "segment_internal.h"
+#include "internal.h"
 
 void fu_seg_debug_line(fu_seg_env *env) {
   if (!env->dbg) return;

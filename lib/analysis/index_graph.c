@@ -1,0 +1,1089 @@
+/* fuser: the index graph of a scheduled segment (include/fuser/index_graph.h).
+ *
+ * Built in five steps, each a function below:
+ *   1. domains: one iteration domain per (tensor, dim) of the segment;
+ *   2. exprs: what each op does to them (exact maps, broadcasts, new dims,
+ *      the merges and splits a reshape implies), and exact groups by
+ *      union-find over the maps (a cycle through resize exprs, later, only
+ *      puts more domains in one group and never loops);
+ *   3. loops: the schedule's axes on the reference, their extents, and the
+ *      index of every axis in terms of the loop variables, walking the
+ *      transforms backward; predicates where a guarded split may run past
+ *      an extent;
+ *   4. coordinates: a breadth-first walk over the ops from the reference,
+ *      through each op's back map (consumer to operand) and forward map
+ *      (operand to consumer), gives every tensor its coordinates;
+ *   5. accesses: from each output, a walk back through the ops at the
+ *      coordinates each op needs of its operands, keyed by (value,
+ *      coordinates), lists every load of a segment input with its offset,
+ *      so one input read at two different indices (a rotation and a
+ *      residual) is two accesses.
+ * Offsets use the tensors' layouts (fuser/view_layout.h): constant and
+ * symbolic strides are folded in; a stride the compiler cannot know
+ * becomes a variable that lower turns into a stride parameter. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuser/index_graph.h"
+#include "fuser/print.h"
+#include "fuser/view_layout.h"
+
+struct fu_igraph {
+  fu_allocator alloc;
+  fu_arena *arena;
+  fu_ix_ctx *ix;
+  fu_fusion *f;
+  fu_op *seg;
+  const fu_schedule *s;
+  fu_diag_engine *diag;
+  fu_layout_analysis la;
+  bool la_ok;
+  /* values of the segment: inputs, then op results in order */
+  uint32_t n_fvals;
+  int32_t *slot; /* fusion value id -> local index, -1 */
+  const fu_value **vals;
+  uint32_t n_vals, cap_vals;
+  uint32_t *id_base;      /* local -> first domain */
+  const fu_ix ***coords;  /* local -> coordinates (rank entries) or NULL */
+  const fu_ix ***strides; /* local -> strides (rank entries) or NULL */
+  bool *is_input;         /* local: a segment input */
+  /* domains and exprs */
+  fu_id *ids;
+  uint32_t n_ids, cap_ids;
+  fu_iexpr *exprs;
+  uint32_t n_exprs, cap_exprs;
+  uint32_t *uf;
+  /* schedule */
+  const fu_ix **axis_ext, **axis_idx;
+  uint32_t *axis_id;
+  const fu_ix **loop_var;
+  const fu_ix *lane;
+  int64_t width;
+  uint32_t n_preds;
+  const fu_ix **pred_idx, **pred_ext;
+  /* accesses */
+  fu_iaccess *acc;
+  uint32_t n_acc, cap_acc;
+  /* interned coordinate tuples, and (value, tuple) pairs already walked:
+   * open addressing over entries */
+  struct tuple_ent {
+    const fu_ix **t;
+    uint32_t rank;
+  } *tuples;
+  uint32_t n_tuples, cap_tuples; /* cap a power of two */
+  struct visit_ent {
+    uint32_t v;
+    const fu_ix *const *c;
+  } *visited;
+  uint32_t n_visited, cap_visited;
+  bool *implied; /* per axis: bounded by an ancestor's predicate */
+  fu_dtype index_dtype;
+  bool nomem;
+};
+
+/* ---- small helpers -------------------------------------------------------------- */
+
+static bool grow_array(fu_igraph *g, void **arr, uint32_t *cap, uint32_t need, size_t elem) {
+  if (need <= *cap) return true;
+  uint32_t nc = *cap ? *cap * 2 : 16;
+  while (nc < need) nc *= 2;
+  void *p = fu_mem_realloc(&g->alloc, *arr, (size_t)*cap * elem, (size_t)nc * elem);
+  if (!p) {
+    g->nomem = true;
+    return false;
+  }
+  *arr = p;
+  *cap = nc;
+  return true;
+}
+
+static int32_t local_of(const fu_igraph *g, const fu_value *v) {
+  if (!v || v->is_literal || v->id >= g->n_fvals) return -1;
+  int32_t l = g->slot[v->id];
+  return l >= 0 && g->vals[l] == v ? l : -1;
+}
+
+static const char *vname(const fu_value *v) { return v && v->name ? v->name : "?"; }
+
+static fu_loc seg_loc(const fu_igraph *g) { return g->s && fu_loc_known(g->s->loc) ? g->s->loc : g->seg->loc; }
+
+static const fu_ix **new_tuple(fu_igraph *g, uint32_t rank) {
+  const fu_ix **t = fu_arena_calloc(g->arena, rank ? rank : 1, sizeof *t);
+  if (!t) g->nomem = true;
+  return t;
+}
+
+static uint64_t tuple_hash(const fu_ix *const *c, uint32_t rank) {
+  uint64_t h = 1469598103934665603ull ^ rank;
+  for (uint32_t i = 0; i < rank; i++) h = (h ^ (c[i] ? c[i]->id + 1u : 0u)) * 1099511628211ull;
+  return h;
+}
+
+/* The canonical copy of a coordinate tuple, so tuples compare by pointer. */
+static const fu_ix *const *intern_tuple(fu_igraph *g, const fu_ix *const *c, uint32_t rank) {
+  if ((g->n_tuples + 1) * 2 > g->cap_tuples) {
+    uint32_t cap = g->cap_tuples ? g->cap_tuples * 2 : 64;
+    struct tuple_ent *t = fu_mem_calloc(&g->alloc, cap, sizeof *t);
+    if (!t) {
+      g->nomem = true;
+      return NULL;
+    }
+    for (uint32_t i = 0; i < g->cap_tuples; i++) {
+      if (!g->tuples[i].t) continue;
+      uint32_t j = (uint32_t)tuple_hash(g->tuples[i].t, g->tuples[i].rank) & (cap - 1);
+      while (t[j].t) j = (j + 1) & (cap - 1);
+      t[j] = g->tuples[i];
+    }
+    fu_mem_free(&g->alloc, g->tuples, g->cap_tuples * sizeof *g->tuples);
+    g->tuples = t;
+    g->cap_tuples = cap;
+  }
+  uint32_t j = (uint32_t)tuple_hash(c, rank) & (g->cap_tuples - 1);
+  for (; g->tuples[j].t; j = (j + 1) & (g->cap_tuples - 1))
+    if (g->tuples[j].rank == rank && (rank == 0 || memcmp(g->tuples[j].t, c, rank * sizeof *c) == 0))
+      return g->tuples[j].t;
+  const fu_ix **t = new_tuple(g, rank);
+  if (!t) return NULL;
+  if (rank) memcpy(t, c, rank * sizeof *c);
+  g->tuples[j].t = t;
+  g->tuples[j].rank = rank;
+  g->n_tuples++;
+  return t;
+}
+
+/* Marks (v, c) walked; false when it was already. */
+static bool first_visit(fu_igraph *g, uint32_t v, const fu_ix *const *c) {
+  if ((g->n_visited + 1) * 2 > g->cap_visited) {
+    uint32_t cap = g->cap_visited ? g->cap_visited * 2 : 64;
+    struct visit_ent *t = fu_mem_calloc(&g->alloc, cap, sizeof *t);
+    if (!t) {
+      g->nomem = true;
+      return false;
+    }
+    for (uint32_t i = 0; i < g->cap_visited; i++) {
+      if (!g->visited[i].c) continue;
+      uint32_t j = (uint32_t)((g->visited[i].v * 2654435761u) ^ (uintptr_t)g->visited[i].c) & (cap - 1);
+      while (t[j].c) j = (j + 1) & (cap - 1);
+      t[j] = g->visited[i];
+    }
+    fu_mem_free(&g->alloc, g->visited, g->cap_visited * sizeof *g->visited);
+    g->visited = t;
+    g->cap_visited = cap;
+  }
+  uint32_t j = (uint32_t)((v * 2654435761u) ^ (uintptr_t)c) & (g->cap_visited - 1);
+  for (; g->visited[j].c; j = (j + 1) & (g->cap_visited - 1))
+    if (g->visited[j].v == v && g->visited[j].c == c) return false;
+  g->visited[j].v = v;
+  g->visited[j].c = c;
+  g->n_visited++;
+  return true;
+}
+
+/* ---- 1. domains ------------------------------------------------------------------ */
+
+static uint32_t add_id(fu_igraph *g, fu_id_kind k, const fu_value *v, int32_t dim, const fu_ix *ext) {
+  if (!grow_array(g, (void **)&g->ids, &g->cap_ids, g->n_ids + 1, sizeof *g->ids)) return UINT32_MAX;
+  fu_id *d = &g->ids[g->n_ids];
+  memset(d, 0, sizeof *d);
+  d->kind = k;
+  d->value = v;
+  d->dim = dim;
+  d->axis = -1;
+  d->extent = ext;
+  d->group = g->n_ids; /* its own group until build_groups merges it */
+  return g->n_ids++;
+}
+
+static bool add_value(fu_igraph *g, const fu_value *v) {
+  if (!v || v->is_literal || v->id >= g->n_fvals || local_of(g, v) >= 0) return true;
+  if (!grow_array(g, (void **)&g->vals, &g->cap_vals, g->n_vals + 1, sizeof *g->vals)) return false;
+  g->slot[v->id] = (int32_t)g->n_vals;
+  g->vals[g->n_vals++] = v;
+  return true;
+}
+
+static bool collect_values(fu_igraph *g) {
+  fu_segment_info *si = &g->seg->u.segment;
+  for (uint32_t i = 0; i < g->seg->n_operands; i++)
+    if (!add_value(g, g->seg->operands[i])) return false;
+  uint32_t n_inputs = g->n_vals;
+  for (fu_op *op = si->body ? si->body->first : NULL; op; op = op->next)
+    for (uint32_t r = 0; r < op->n_results; r++)
+      if (!add_value(g, op->results[r])) return false;
+  g->id_base = fu_arena_calloc(g->arena, g->n_vals + 1, sizeof *g->id_base);
+  g->coords = fu_arena_calloc(g->arena, g->n_vals + 1, sizeof *g->coords);
+  g->strides = fu_arena_calloc(g->arena, g->n_vals + 1, sizeof *g->strides);
+  g->is_input = fu_arena_calloc(g->arena, g->n_vals + 1, sizeof *g->is_input);
+  if (!g->id_base || !g->coords || !g->strides || !g->is_input) {
+    g->nomem = true;
+    return false;
+  }
+  for (uint32_t l = 0; l < g->n_vals; l++) {
+    g->is_input[l] = l < n_inputs;
+    g->id_base[l] = g->n_ids;
+    const fu_value *v = g->vals[l];
+    for (int32_t d = 0; d < v->type.rank; d++)
+      if (add_id(g, FU_ID_TENSOR, v, d, fu_ix_extent(g->ix, v->type.dims[d])) == UINT32_MAX) return false;
+  }
+  return true;
+}
+
+uint32_t fu_igraph_tensor_id(const fu_igraph *g, const fu_value *v, int32_t dim) {
+  int32_t l = local_of(g, v);
+  if (l < 0 || dim < 0 || dim >= v->type.rank) return UINT32_MAX;
+  return g->id_base[l] + (uint32_t)dim;
+}
+
+/* ---- 2. exprs ---------------------------------------------------------------------- */
+
+static void add_expr(fu_igraph *g, fu_iexpr_kind k, const fu_op *op, uint32_t in0, uint32_t in1, uint32_t out0,
+                     uint32_t out1, const fu_ix *factor) {
+  if (!grow_array(g, (void **)&g->exprs, &g->cap_exprs, g->n_exprs + 1, sizeof *g->exprs)) return;
+  fu_iexpr *e = &g->exprs[g->n_exprs++];
+  memset(e, 0, sizeof *e);
+  e->kind = k;
+  e->op = op;
+  e->in[0] = in0;
+  e->in[1] = in1;
+  e->out[0] = out0;
+  e->out[1] = out1;
+  e->n_in = in1 != UINT32_MAX ? 2 : in0 != UINT32_MAX ? 1 : 0;
+  e->n_out = out1 != UINT32_MAX ? 2 : out0 != UINT32_MAX ? 1 : 0;
+  e->factor = factor;
+}
+
+static bool is_bcast_dim(const fu_value *operand, int32_t od, const fu_value *result, int32_t rd) {
+  return fu_extent_is_one(operand->type.dims[od]) && !fu_extent_is_one(result->type.dims[rd]);
+}
+
+/* Maps operand dim od to result dim rd: an exact map, or a broadcast. */
+static void map_dim(fu_igraph *g, const fu_op *op, const fu_value *x, int32_t od, const fu_value *r, int32_t rd) {
+  uint32_t a = fu_igraph_tensor_id(g, x, od), b = fu_igraph_tensor_id(g, r, rd);
+  if (a == UINT32_MAX || b == UINT32_MAX) return;
+  add_expr(g, is_bcast_dim(x, od, r, rd) ? FU_IE_BROADCAST : FU_IE_MAP, op, a, UINT32_MAX, b, UINT32_MAX, NULL);
+}
+
+/* The groups of a reshape: operand dims [oa, ob) match result dims [ra, rb)
+ * when their extent products are provably equal.  Dims of extent 1 are
+ * left out of groups.  Writes up to FU_MAX_RANK groups; a product that
+ * cannot be matched ends in one group of everything left. */
+typedef struct rgroup {
+  int32_t o[FU_MAX_RANK], r[FU_MAX_RANK];
+  int32_t no, nr;
+} rgroup;
+
+static uint32_t reshape_groups(fu_igraph *g, const fu_type *from, const fu_type *to, rgroup *out) {
+  int32_t od[FU_MAX_RANK], rd[FU_MAX_RANK], no = 0, nr = 0;
+  for (int32_t i = 0; i < from->rank; i++)
+    if (!fu_extent_is_one(from->dims[i])) od[no++] = i;
+  for (int32_t i = 0; i < to->rank; i++)
+    if (!fu_extent_is_one(to->dims[i])) rd[nr++] = i;
+  uint32_t n = 0;
+  int32_t i = 0, j = 0;
+  while (i < no || j < nr) {
+    rgroup *gr = &out[n];
+    gr->no = gr->nr = 0;
+    const fu_ix *po = fu_ix_const(g->ix, 1), *pr = fu_ix_const(g->ix, 1);
+    bool matched = false;
+    while (i < no || j < nr) {
+      /* grow the side whose product is provably smaller (divides the other) */
+      bool take_o;
+      if (i >= no) take_o = false;
+      else if (j >= nr) take_o = true;
+      else if (gr->no == 0) take_o = true;
+      else if (gr->nr == 0) take_o = false;
+      else take_o = fu_ix_divides(po, pr) && po != pr;
+      if (take_o) {
+        gr->o[gr->no++] = od[i];
+        po = fu_ix_mul(g->ix, po, fu_ix_extent(g->ix, from->dims[od[i++]]));
+      } else {
+        gr->r[gr->nr++] = rd[j];
+        pr = fu_ix_mul(g->ix, pr, fu_ix_extent(g->ix, to->dims[rd[j++]]));
+      }
+      if (gr->no && gr->nr && po == pr) {
+        matched = true;
+        break;
+      }
+      /* neither divides the other: give up on finer groups */
+      if (gr->no && gr->nr && !fu_ix_divides(po, pr) && !fu_ix_divides(pr, po)) {
+        while (i < no) gr->o[gr->no++] = od[i++];
+        while (j < nr) gr->r[gr->nr++] = rd[j++];
+        break;
+      }
+    }
+    (void)matched;
+    n++;
+  }
+  return n;
+}
+
+/* A reshape's exprs: per group, merge the operand dims into one domain and
+ * split it into the result dims. */
+static void reshape_exprs(fu_igraph *g, const fu_op *op) {
+  const fu_value *x = op->operands[0], *r = op->results[0];
+  rgroup gr[2 * FU_MAX_RANK];
+  uint32_t n = reshape_groups(g, &x->type, &r->type, gr);
+  for (uint32_t k = 0; k < n; k++) {
+    rgroup *q = &gr[k];
+    if (q->no == 1 && q->nr == 1) {
+      map_dim(g, op, x, q->o[0], r, q->r[0]);
+      continue;
+    }
+    uint32_t cur = q->no ? fu_igraph_tensor_id(g, x, q->o[0]) : UINT32_MAX;
+    const fu_ix *ext = q->no ? g->ids[cur].extent : fu_ix_const(g->ix, 1);
+    for (int32_t a = 1; a < q->no; a++) {
+      uint32_t nxt = fu_igraph_tensor_id(g, x, q->o[a]);
+      ext = fu_ix_mul(g->ix, ext, g->ids[nxt].extent);
+      uint32_t m = add_id(g, FU_ID_RESHAPE, r, -1, ext);
+      if (m == UINT32_MAX) return;
+      add_expr(g, FU_IE_MERGE, op, cur, nxt, m, UINT32_MAX, NULL);
+      cur = m;
+    }
+    for (int32_t b = 0; b + 1 < q->nr; b++) {
+      const fu_ix *inner = fu_ix_const(g->ix, 1);
+      for (int32_t c = b + 1; c < q->nr; c++) inner = fu_ix_mul(g->ix, inner, fu_ix_extent(g->ix, r->type.dims[q->r[c]]));
+      uint32_t outer = fu_igraph_tensor_id(g, r, q->r[b]);
+      uint32_t rest = b + 2 == q->nr ? fu_igraph_tensor_id(g, r, q->r[b + 1]) : add_id(g, FU_ID_RESHAPE, r, -1, inner);
+      if (rest == UINT32_MAX) return;
+      add_expr(g, FU_IE_SPLIT, op, cur, UINT32_MAX, outer, rest, inner);
+      cur = rest;
+    }
+    if (q->nr == 1 && cur != UINT32_MAX) {
+      uint32_t only = fu_igraph_tensor_id(g, r, q->r[0]);
+      add_expr(g, FU_IE_MAP, op, cur, UINT32_MAX, only, UINT32_MAX, NULL);
+    }
+  }
+  for (int32_t d = 0; d < r->type.rank; d++)
+    if (fu_extent_is_one(r->type.dims[d]))
+      add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX, NULL);
+}
+
+static bool build_exprs(fu_igraph *g) {
+  for (fu_op *op = g->seg->u.segment.body ? g->seg->u.segment.body->first : NULL; op; op = op->next) {
+    const fu_op_info *info = fu_op_info_of(op->kind);
+    const fu_value *r = op->n_results ? op->results[0] : NULL;
+    if (!r || !fu_type_is_tensor(&r->type)) {
+      if (op->kind == FU_OP_SEGMENT || fu_op_has(op->kind, FU_OF_REDUCTION) || fu_op_has(op->kind, FU_OF_RESIZE)) goto unsupported;
+      continue;
+    }
+    if (fu_op_has(op->kind, FU_OF_POINTWISE)) {
+      for (uint32_t i = 0; i < op->n_operands; i++) {
+        const fu_value *x = op->operands[i];
+        bool repeated = false; /* `add %T1, %T1` relates T1 and the result once */
+        for (uint32_t j = 0; j < i; j++)
+          if (op->operands[j] == x) repeated = true;
+        if (!fu_type_is_tensor(&x->type) || repeated) continue;
+        for (int32_t d = 0; d < r->type.rank && d < x->type.rank; d++) map_dim(g, op, x, d, r, d);
+      }
+      continue;
+    }
+    const fu_value *x = op->n_operands ? op->operands[0] : NULL;
+    switch (info->cls) {
+    case FU_OC_BROADCAST_IN_DIM: {
+      bool used[FU_MAX_RANK] = {false};
+      for (uint32_t i = 0; i < op->u.broadcast_in_dim.broadcast_dims.n; i++) {
+        int32_t rd = (int32_t)op->u.broadcast_in_dim.broadcast_dims.v[i];
+        if (rd >= 0 && rd < r->type.rank) {
+          used[rd] = true;
+          map_dim(g, op, x, (int32_t)i, r, rd);
+        }
+      }
+      for (int32_t d = 0; d < r->type.rank; d++)
+        if (!used[d]) add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX, NULL);
+      break;
+    }
+    case FU_OC_BROADCAST: {
+      int32_t od = 0;
+      for (int32_t d = 0; d < r->type.rank; d++) {
+        if (d < (int32_t)op->u.broadcast.n && op->u.broadcast.is_broadcast[d])
+          add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX, NULL);
+        else
+          map_dim(g, op, x, od++, r, d);
+      }
+      break;
+    }
+    case FU_OC_EXPAND:
+      for (int32_t d = 0; d < r->type.rank; d++) map_dim(g, op, x, d, r, d);
+      break;
+    case FU_OC_SQUEEZE: {
+      int32_t rd = 0;
+      for (int32_t d = 0; d < x->type.rank; d++) {
+        bool gone = false;
+        for (uint32_t k = 0; k < op->u.squeeze.dims.n; k++)
+          if (op->u.squeeze.dims.v[k] == d) gone = true;
+        if (!gone) map_dim(g, op, x, d, r, rd++);
+      }
+      break;
+    }
+    case FU_OC_PERMUTE:
+      for (int32_t d = 0; d < r->type.rank; d++) map_dim(g, op, x, (int32_t)op->u.permute.dims.v[d], r, d);
+      break;
+    case FU_OC_RESHAPE: reshape_exprs(g, op); break;
+    case FU_OC_FULL:
+    case FU_OC_IOTA:
+      for (int32_t d = 0; d < r->type.rank; d++)
+        add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX, NULL);
+      break;
+    default: goto unsupported;
+    }
+    continue;
+  unsupported:
+    fu_error(g->diag, op->loc, "'%s' cannot be indexed in a pointwise segment (its scheduler comes later)", info->name);
+    return false;
+  }
+  return !g->nomem;
+}
+
+static uint32_t uf_find(uint32_t *uf, uint32_t x) {
+  while (uf[x] != x) {
+    uf[x] = uf[uf[x]];
+    x = uf[x];
+  }
+  return x;
+}
+
+static bool build_groups(fu_igraph *g) {
+  g->uf = fu_mem_alloc(&g->alloc, (g->n_ids ? g->n_ids : 1) * sizeof *g->uf);
+  if (!g->uf) {
+    g->nomem = true;
+    return false;
+  }
+  for (uint32_t i = 0; i < g->n_ids; i++) g->uf[i] = i;
+  for (uint32_t e = 0; e < g->n_exprs; e++) {
+    const fu_iexpr *x = &g->exprs[e];
+    if (x->kind != FU_IE_MAP) continue;
+    uint32_t a = uf_find(g->uf, x->in[0]), b = uf_find(g->uf, x->out[0]);
+    if (a != b) g->uf[a > b ? a : b] = a < b ? a : b;
+  }
+  for (uint32_t i = 0; i < g->n_ids; i++) g->ids[i].group = uf_find(g->uf, i);
+  return true;
+}
+
+/* ---- 3. loops -------------------------------------------------------------------------- */
+
+static bool build_loops(fu_igraph *g) {
+  const fu_schedule *s = g->s;
+  uint32_t na = s->n_axes;
+  g->axis_ext = fu_arena_calloc(g->arena, na + 1, sizeof *g->axis_ext);
+  g->axis_idx = fu_arena_calloc(g->arena, na + 1, sizeof *g->axis_idx);
+  g->axis_id = fu_arena_calloc(g->arena, na + 1, sizeof *g->axis_id);
+  g->loop_var = fu_arena_calloc(g->arena, s->n_loops + 1, sizeof *g->loop_var);
+  g->pred_idx = fu_arena_calloc(g->arena, na + 1, sizeof *g->pred_idx);
+  g->pred_ext = fu_arena_calloc(g->arena, na + 1, sizeof *g->pred_ext);
+  bool *pred = fu_arena_calloc(g->arena, na + 1, sizeof *pred);
+  g->implied = fu_arena_calloc(g->arena, na + 1, sizeof *g->implied);
+  if (!g->axis_ext || !g->axis_idx || !g->axis_id || !g->loop_var || !g->pred_idx || !g->pred_ext || !pred ||
+      !g->implied) {
+    g->nomem = true;
+    return false;
+  }
+  const fu_value *ref = s->reference;
+  int32_t lref = local_of(g, ref);
+  if (lref < 0) {
+    fu_error(g->diag, seg_loc(g), "the reference '%%%s' is not a tensor of segment '@%s'", vname(ref),
+             g->seg->u.segment.name ? g->seg->u.segment.name : "?");
+    return false;
+  }
+  /* extents, forward */
+  for (uint32_t a = 0; a < na; a++) {
+    const fu_saxis *ax = &s->axes[a];
+    if (ax->ref_dim >= 0) {
+      if (ax->ref_dim >= ref->type.rank) return false;
+      g->axis_ext[a] = fu_ix_extent(g->ix, ref->type.dims[ax->ref_dim]);
+      g->axis_id[a] = fu_igraph_tensor_id(g, ref, ax->ref_dim);
+      g->ids[g->axis_id[a]].axis = (int32_t)a;
+    }
+  }
+  for (uint32_t t = 0; t < s->n_xforms; t++) {
+    const fu_sxform *x = &s->xforms[t];
+    if (x->kind == FU_SX_MERGE) {
+      g->axis_ext[x->out[0]] = fu_ix_mul(g->ix, g->axis_ext[x->in[0]], g->axis_ext[x->in[1]]);
+    } else {
+      const fu_ix *f = fu_ix_const(g->ix, x->factor);
+      g->axis_ext[x->out[0]] = fu_ix_ceildiv(g->ix, g->axis_ext[x->in[0]], f);
+      g->axis_ext[x->out[1]] = f;
+    }
+    for (uint32_t k = 0; k < (x->kind == FU_SX_MERGE ? 1u : 2u); k++) {
+      uint32_t o = x->out[k];
+      g->axis_id[o] = add_id(g, FU_ID_AXIS, ref, -1, g->axis_ext[o]);
+      if (g->axis_id[o] == UINT32_MAX) return false;
+      g->ids[g->axis_id[o]].axis = (int32_t)o;
+    }
+    if (x->kind == FU_SX_MERGE)
+      add_expr(g, FU_IE_MERGE, NULL, g->axis_id[x->in[0]], g->axis_id[x->in[1]], g->axis_id[x->out[0]], UINT32_MAX, NULL);
+    else
+      add_expr(g, FU_IE_SPLIT, NULL, g->axis_id[x->in[0]], UINT32_MAX, g->axis_id[x->out[0]], g->axis_id[x->out[1]],
+               g->axis_ext[x->out[1]]);
+  }
+  /* loop variables */
+  for (uint32_t i = 0; i < s->n_loops; i++) {
+    uint32_t a = s->loops[i].axis;
+    int64_t bound = 0;
+    fu_ix_is_const(g->axis_ext[a], &bound);
+    g->loop_var[i] = fu_ix_var(g->ix, s->axes[a].name, FU_IG_VAR_LOOP, &s->loops[i], (int32_t)i, bound);
+    g->axis_idx[a] = g->loop_var[i];
+    if (s->loops[i].ptype == FU_PT_VECTORIZE) {
+      g->lane = g->loop_var[i];
+      g->width = bound > 0 ? bound : 1;
+    }
+  }
+  /* indices, backward; predicates where a guarded split may overrun */
+  for (uint32_t t = s->n_xforms; t-- > 0;) {
+    const fu_sxform *x = &s->xforms[t];
+    if (x->kind == FU_SX_SPLIT) {
+      const fu_ix *o = g->axis_idx[x->out[0]], *in = g->axis_idx[x->out[1]];
+      if (!o || !in) continue;
+      /* in linear canonical form, the form offsets and reshapes produce,
+       * so that equal indices reached two ways are one ix */
+      g->axis_idx[x->in[0]] =
+          fu_ix_simplify_linear(g->ix, fu_ix_add(g->ix, fu_ix_mul(g->ix, o, fu_ix_const(g->ix, x->factor)), in));
+      bool exact = fu_ix_divides(fu_ix_const(g->ix, x->factor), g->axis_ext[x->in[0]]);
+      if (!exact) pred[x->in[0]] = true;
+    } else {
+      const fu_ix *m = g->axis_idx[x->out[0]];
+      if (!m) continue;
+      g->axis_idx[x->in[0]] = fu_ix_div(g->ix, m, g->axis_ext[x->in[1]]);
+      g->axis_idx[x->in[1]] = fu_ix_mod(g->ix, m, g->axis_ext[x->in[1]]);
+    }
+  }
+  /* a predicate on the outer output of a predicated split is implied:
+   * idx(in) < ext(in) gives idx(outer) <= idx(in) / f < ceil(ext(in) / f) */
+  for (uint32_t t = 0; t < s->n_xforms; t++) {
+    const fu_sxform *x = &s->xforms[t];
+    if (x->kind == FU_SX_SPLIT && (pred[x->in[0]] || g->implied[x->in[0]])) {
+      pred[x->out[0]] = false;
+      g->implied[x->out[0]] = true;
+    }
+  }
+  for (uint32_t a = 0; a < na; a++) {
+    if (!pred[a]) continue;
+    g->pred_idx[g->n_preds] = g->axis_idx[a];
+    g->pred_ext[g->n_preds] = g->axis_ext[a];
+    g->n_preds++;
+  }
+  for (uint32_t a = 0; a < na; a++)
+    if (!g->axis_idx[a] || !g->axis_ext[a]) {
+      fu_error(g->diag, s->axes[a].loc, "axis '%s' is not reached from the loop axes", s->axes[a].name);
+      return false;
+    }
+  /* the reference's coordinates */
+  const fu_ix **rc = new_tuple(g, (uint32_t)ref->type.rank);
+  if (!rc) return false;
+  for (uint32_t a = 0; a < na; a++)
+    if (s->axes[a].ref_dim >= 0) rc[s->axes[a].ref_dim] = g->axis_idx[a];
+  for (int32_t d = 0; d < ref->type.rank; d++)
+    if (!rc[d]) rc[d] = fu_ix_const(g->ix, 0);
+  g->coords[lref] = (const fu_ix **)intern_tuple(g, rc, (uint32_t)ref->type.rank);
+  return g->coords[lref] != NULL && !fu_ix_failed(g->ix);
+}
+
+/* ---- 4. coordinates ------------------------------------------------------------------ */
+
+/* Linear index of coordinates c over the dims idx[0..n) of type t. */
+static const fu_ix *linearize(fu_igraph *g, const fu_type *t, const int32_t *idx, int32_t n, const fu_ix *const *c) {
+  const fu_ix *lin = fu_ix_const(g->ix, 0);
+  for (int32_t k = 0; k < n; k++)
+    lin = fu_ix_add(g->ix, fu_ix_mul(g->ix, lin, fu_ix_extent(g->ix, t->dims[idx[k]])), c[idx[k]]);
+  return lin;
+}
+
+/* Coordinates of dims idx[0..n) of type t from linear index lin (mixed
+ * radix, innermost last; the outermost takes the quotient). */
+static void delinearize(fu_igraph *g, const fu_type *t, const int32_t *idx, int32_t n, const fu_ix *lin,
+                        const fu_ix **out) {
+  for (int32_t k = n - 1; k >= 0; k--) {
+    const fu_ix *e = fu_ix_extent(g->ix, t->dims[idx[k]]);
+    if (k == 0) {
+      out[idx[k]] = lin;
+    } else {
+      out[idx[k]] = fu_ix_mod(g->ix, lin, e);
+      lin = fu_ix_div(g->ix, lin, e);
+    }
+  }
+}
+
+/* Coordinates of `to` from those of `from` through a reshape between them
+ * (either direction: reshape groups are symmetric). */
+static const fu_ix **reshape_map(fu_igraph *g, const fu_type *from, const fu_ix *const *fc, const fu_type *to) {
+  const fu_ix **out = new_tuple(g, (uint32_t)to->rank);
+  if (!out) return NULL;
+  for (int32_t d = 0; d < to->rank; d++) out[d] = fu_ix_const(g->ix, 0);
+  rgroup gr[2 * FU_MAX_RANK];
+  uint32_t n = reshape_groups(g, from, to, gr);
+  for (uint32_t k = 0; k < n; k++) {
+    /* folded, so that a split undone by a merge gives back the same index
+     * (and the same coordinates: the demand-driven walk then meets) */
+    const fu_ix *lin = fu_ix_simplify_linear(g->ix, linearize(g, from, gr[k].o, gr[k].no, fc));
+    delinearize(g, to, gr[k].r, gr[k].nr, lin, out);
+  }
+  return out;
+}
+
+const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand, const fu_ix *const *rc) {
+  const fu_value *x = op->operands[operand], *r = op->results[0];
+  if (!fu_type_is_tensor(&x->type) || !rc) return NULL;
+  const fu_ix **c = NULL;
+  const fu_ix *zero = fu_ix_const(g->ix, 0);
+  int32_t xr = x->type.rank;
+  if (fu_op_has(op->kind, FU_OF_POINTWISE)) {
+    if (xr != r->type.rank) return NULL;
+    if (!(c = new_tuple(g, (uint32_t)xr))) return NULL;
+    for (int32_t d = 0; d < xr; d++) c[d] = fu_extent_is_one(x->type.dims[d]) ? zero : rc[d];
+    return c;
+  }
+  if (!(c = new_tuple(g, (uint32_t)xr))) return NULL;
+  for (int32_t d = 0; d < xr; d++) c[d] = zero;
+  switch (fu_op_info_of(op->kind)->cls) {
+  case FU_OC_BROADCAST_IN_DIM:
+    for (uint32_t i = 0; i < op->u.broadcast_in_dim.broadcast_dims.n && (int32_t)i < xr; i++)
+      if (!fu_extent_is_one(x->type.dims[i])) c[i] = rc[op->u.broadcast_in_dim.broadcast_dims.v[i]];
+    return c;
+  case FU_OC_BROADCAST: {
+    int32_t od = 0;
+    for (int32_t d = 0; d < r->type.rank && od < xr; d++)
+      if (!(d < (int32_t)op->u.broadcast.n && op->u.broadcast.is_broadcast[d])) {
+        if (!fu_extent_is_one(x->type.dims[od])) c[od] = rc[d];
+        od++;
+      }
+    return c;
+  }
+  case FU_OC_EXPAND:
+    for (int32_t d = 0; d < xr; d++)
+      if (!fu_extent_is_one(x->type.dims[d])) c[d] = rc[d];
+    return c;
+  case FU_OC_SQUEEZE: {
+    int32_t rd = 0;
+    for (int32_t d = 0; d < xr; d++) {
+      bool gone = false;
+      for (uint32_t k = 0; k < op->u.squeeze.dims.n; k++)
+        if (op->u.squeeze.dims.v[k] == d) gone = true;
+      if (!gone) c[d] = rc[rd++];
+    }
+    return c;
+  }
+  case FU_OC_PERMUTE:
+    for (int32_t d = 0; d < r->type.rank; d++) c[op->u.permute.dims.v[d]] = rc[d];
+    return c;
+  case FU_OC_RESHAPE: return reshape_map(g, &r->type, rc, &x->type);
+  default: return NULL;
+  }
+}
+
+/* The result's coordinates from the (already known) coordinates of op's
+ * tensor operands; NULL when some result dim is not determined. */
+static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
+  const fu_value *r = op->results[0];
+  int32_t rr = r->type.rank;
+  const fu_ix **c = new_tuple(g, (uint32_t)rr);
+  if (!c) return NULL;
+  const fu_ix *zero = fu_ix_const(g->ix, 0);
+  if (fu_op_has(op->kind, FU_OF_POINTWISE)) {
+    for (int32_t d = 0; d < rr; d++) {
+      if (fu_extent_is_one(r->type.dims[d])) c[d] = zero;
+      for (uint32_t i = 0; i < op->n_operands && !c[d]; i++) {
+        const fu_value *x = op->operands[i];
+        int32_t l = local_of(g, x);
+        if (l < 0 || !g->coords[l] || x->type.rank != rr || fu_extent_is_one(x->type.dims[d])) continue;
+        c[d] = g->coords[l][d];
+      }
+      if (!c[d]) return NULL;
+    }
+    return c;
+  }
+  const fu_value *x = op->n_operands ? op->operands[0] : NULL;
+  int32_t l = local_of(g, x);
+  if (l < 0 || !g->coords[l]) return NULL;
+  const fu_ix *const *xc = g->coords[l];
+  for (int32_t d = 0; d < rr; d++)
+    if (fu_extent_is_one(r->type.dims[d])) c[d] = zero;
+  switch (fu_op_info_of(op->kind)->cls) {
+  case FU_OC_BROADCAST_IN_DIM:
+    for (uint32_t i = 0; i < op->u.broadcast_in_dim.broadcast_dims.n; i++) {
+      int32_t rd = (int32_t)op->u.broadcast_in_dim.broadcast_dims.v[i];
+      if (!is_bcast_dim(x, (int32_t)i, r, rd)) c[rd] = xc[i];
+    }
+    break;
+  case FU_OC_BROADCAST: {
+    int32_t od = 0;
+    for (int32_t d = 0; d < rr; d++)
+      if (!(d < (int32_t)op->u.broadcast.n && op->u.broadcast.is_broadcast[d])) {
+        if (!is_bcast_dim(x, od, r, d)) c[d] = xc[od];
+        od++;
+      }
+    break;
+  }
+  case FU_OC_EXPAND:
+    for (int32_t d = 0; d < rr; d++)
+      if (!is_bcast_dim(x, d, r, d)) c[d] = xc[d];
+    break;
+  case FU_OC_SQUEEZE: {
+    int32_t rd = 0;
+    for (int32_t d = 0; d < x->type.rank; d++) {
+      bool gone = false;
+      for (uint32_t k = 0; k < op->u.squeeze.dims.n; k++)
+        if (op->u.squeeze.dims.v[k] == d) gone = true;
+      if (!gone) c[rd++] = xc[d];
+    }
+    break;
+  }
+  case FU_OC_PERMUTE:
+    for (int32_t d = 0; d < rr; d++) c[d] = xc[op->u.permute.dims.v[d]];
+    break;
+  case FU_OC_RESHAPE: return reshape_map(g, &x->type, xc, &r->type);
+  default: return NULL;
+  }
+  for (int32_t d = 0; d < rr; d++)
+    if (!c[d]) return NULL;
+  return c;
+}
+
+static bool set_coords(fu_igraph *g, int32_t l, const fu_ix **c, uint32_t *queue, uint32_t *qn) {
+  if (l < 0 || g->coords[l] || !c) return false;
+  g->coords[l] = (const fu_ix **)intern_tuple(g, c, (uint32_t)g->vals[l]->type.rank);
+  if (!g->coords[l]) return false;
+  queue[(*qn)++] = (uint32_t)l;
+  return true;
+}
+
+/* Breadth-first from the reference over back and forward maps.  The use
+ * lists are scanned per value through the segment's ops (segments are
+ * small; this stays linear in ops times uses). */
+static bool build_coords(fu_igraph *g) {
+  uint32_t *queue = fu_mem_alloc(&g->alloc, (g->n_vals + 1) * sizeof *queue);
+  if (!queue) {
+    g->nomem = true;
+    return false;
+  }
+  uint32_t qh = 0, qn = 0;
+  queue[qn++] = (uint32_t)local_of(g, g->s->reference);
+  fu_block *body = g->seg->u.segment.body;
+  while (qh < qn) {
+    uint32_t l = queue[qh++];
+    const fu_value *v = g->vals[l];
+    if (v->def && v->def->parent == body) {
+      const fu_op *op = v->def;
+      for (uint32_t i = 0; i < op->n_operands; i++) {
+        int32_t xl = local_of(g, op->operands[i]);
+        if (xl >= 0 && !g->coords[xl] && fu_type_is_tensor(&op->operands[i]->type))
+          set_coords(g, xl, fu_igraph_back_map(g, op, i, g->coords[l]), queue, &qn);
+      }
+    }
+    for (fu_op *op = body ? body->first : NULL; op; op = op->next) {
+      bool uses = false;
+      for (uint32_t i = 0; i < op->n_operands; i++)
+        if (op->operands[i] == v) uses = true;
+      if (!uses || !op->n_results || !fu_type_is_tensor(&op->results[0]->type)) continue;
+      int32_t rl = local_of(g, op->results[0]);
+      if (rl >= 0 && !g->coords[rl]) set_coords(g, rl, forward_map(g, op), queue, &qn);
+    }
+    if (g->nomem) break;
+  }
+  fu_mem_free(&g->alloc, queue, (g->n_vals + 1) * sizeof *queue);
+  return !g->nomem;
+}
+
+/* Every output of the segment gets coordinates: those of the walk, or, for
+ * one with no path to the reference, the reference's linear index
+ * re-read in the output's shape (same element count required). */
+static bool output_coords(fu_igraph *g) {
+  const fu_segment_info *si = &g->seg->u.segment;
+  const fu_value *ref = g->s->reference;
+  const fu_ix *ref_n = fu_ix_const(g->ix, 1);
+  for (int32_t d = 0; d < ref->type.rank; d++) ref_n = fu_ix_mul(g->ix, ref_n, fu_ix_extent(g->ix, ref->type.dims[d]));
+  for (uint32_t i = 0; i < si->n_outputs; i++) {
+    const fu_value *o = si->outputs[i];
+    int32_t l = local_of(g, o);
+    if (l < 0 || !fu_type_is_tensor(&o->type)) continue;
+    const fu_ix *n = fu_ix_const(g->ix, 1);
+    for (int32_t d = 0; d < o->type.rank; d++) n = fu_ix_mul(g->ix, n, fu_ix_extent(g->ix, o->type.dims[d]));
+    if (n != ref_n) {
+      fu_strbuf a, b;
+      fu_strbuf_init(&a, g->alloc);
+      fu_strbuf_init(&b, g->alloc);
+      fu_ix_print(&a, n);
+      fu_ix_print(&b, ref_n);
+      fu_error(g->diag, seg_loc(g),
+               "output '%%%s' has %s elements but the loop domain of reference '%%%s' covers %s: every output must "
+               "be written exactly once",
+               vname(o), a.data ? a.data : "?", vname(ref), b.data ? b.data : "?");
+      fu_strbuf_free(&a);
+      fu_strbuf_free(&b);
+      return false;
+    }
+    if (g->coords[l]) continue;
+    int32_t all_r[FU_MAX_RANK], all_o[FU_MAX_RANK];
+    for (int32_t d = 0; d < ref->type.rank; d++) all_r[d] = d;
+    for (int32_t d = 0; d < o->type.rank; d++) all_o[d] = d;
+    const fu_ix *lin = linearize(g, &ref->type, all_r, ref->type.rank, g->coords[local_of(g, ref)]);
+    const fu_ix **c = new_tuple(g, (uint32_t)o->type.rank);
+    if (!c) return false;
+    delinearize(g, &o->type, all_o, o->type.rank, lin, c);
+    g->coords[l] = (const fu_ix **)intern_tuple(g, c, (uint32_t)o->type.rank);
+  }
+  return !g->nomem;
+}
+
+const fu_ix *const *fu_igraph_coords(const fu_igraph *g, const fu_value *v) {
+  int32_t l = local_of(g, v);
+  return l >= 0 ? g->coords[l] : NULL;
+}
+
+/* ---- 5. layouts, offsets and accesses ------------------------------------------------ */
+
+/* The strides of global tensor v as ix: constant and symbolic strides
+ * folded, a stride holding a run-time input stride as a variable. */
+static const fu_ix **strides_of(fu_igraph *g, const fu_value *v) {
+  int32_t l = local_of(g, v);
+  if (l < 0) return NULL;
+  if (g->strides[l]) return g->strides[l];
+  fu_view_layout lay;
+  fu_strbuf why;
+  fu_strbuf_init(&why, g->alloc);
+  fu_status st = g->la_ok ? fu_layout_analysis_value(&g->la, v, &lay, &why) : FU_ERR_UNSUPPORTED;
+  if (st != FU_OK) {
+    if (st == FU_ERR_NOMEM) g->nomem = true;
+    else
+      fu_error(g->diag, seg_loc(g), "cannot index '%%%s': %s", vname(v), why.data ? why.data : "its layout is unknown");
+    fu_strbuf_free(&why);
+    return NULL;
+  }
+  fu_strbuf_free(&why);
+  const fu_ix **s = new_tuple(g, (uint32_t)v->type.rank);
+  if (!s) return NULL;
+  for (int32_t d = 0; d < v->type.rank; d++) {
+    const fu_stride *st_d = &lay.strides[d];
+    bool runtime = false;
+    for (uint32_t k = 0; k < st_d->n_atoms; k++)
+      if (!st_d->atoms[k].sym) runtime = true;
+    if (runtime) {
+      char name[96];
+      snprintf(name, sizeof name, "stride(%%%s, %d)", vname(v), (int)d);
+      s[d] = fu_ix_var(g->ix, name, FU_IG_VAR_STRIDE, v, d, 0);
+      continue;
+    }
+    const fu_ix *x = fu_ix_const(g->ix, st_d->coef);
+    for (uint32_t k = 0; k < st_d->n_atoms; k++) x = fu_ix_mul(g->ix, x, fu_ix_sym(g->ix, st_d->atoms[k].sym));
+    s[d] = x;
+  }
+  g->strides[l] = s;
+  return s;
+}
+
+const fu_ix *fu_igraph_offset(fu_igraph *g, const fu_value *v, const fu_ix *const *coords) {
+  const fu_ix **s = strides_of(g, v);
+  if (!s || !coords) return NULL;
+  const fu_ix *off = fu_ix_const(g->ix, 0);
+  for (int32_t d = 0; d < v->type.rank; d++) {
+    if (fu_extent_is_one(v->type.dims[d])) continue; /* index 0 */
+    off = fu_ix_add(g->ix, off, fu_ix_mul(g->ix, coords[d], s[d]));
+  }
+  return fu_ix_simplify_linear(g->ix, off);
+}
+
+fu_amode fu_igraph_access_mode(fu_igraph *g, const fu_value *v, const fu_ix *offset, const char **why) {
+  if (why) *why = NULL;
+  if (!g->lane || g->width <= 1) return FU_AM_LANES;
+  fu_ix_lane a = fu_ix_lane_analyze(offset, g->lane, g->width);
+  if (!a.ok) {
+    if (why) *why = "its index is not affine along the vector (the vector would cross a dim boundary)";
+    return FU_AM_LANES;
+  }
+  if (a.stride == 0) return FU_AM_UNIFORM;
+  if (a.stride != 1) {
+    if (why) *why = "it is not contiguous along the vector (stride along the vectorized axis is not 1)";
+    return FU_AM_LANES;
+  }
+  if (a.align != 0 && a.align % g->width != 0) {
+    if (why) *why = "its vectors are not aligned (the index of lane 0 is not a multiple of the vector width)";
+    return FU_AM_LANES;
+  }
+  int64_t bytes = g->width * (int64_t)fu_dtype_size(v->type.dtype);
+  if (bytes > 16 || (g->width & (g->width - 1)) != 0 || v->type.dtype == FU_DT_BOOL) {
+    if (why) *why = "the vector would be wider than 16 bytes (or of bool)";
+    return FU_AM_LANES;
+  }
+  return FU_AM_VECTOR;
+}
+
+static void add_access(fu_igraph *g, const fu_value *v, bool store, const fu_op *user, const fu_ix *const *c) {
+  for (uint32_t i = 0; i < g->n_acc; i++)
+    if (g->acc[i].value == v && g->acc[i].coords == c && g->acc[i].is_store == store) return;
+  if (!grow_array(g, (void **)&g->acc, &g->cap_acc, g->n_acc + 1, sizeof *g->acc)) return;
+  fu_iaccess *a = &g->acc[g->n_acc++];
+  memset(a, 0, sizeof *a);
+  a->value = v;
+  a->is_store = store;
+  a->user = user;
+  a->coords = (const fu_ix **)c;
+  a->offset = fu_igraph_offset(g, v, c);
+  a->mode = a->offset ? fu_igraph_access_mode(g, v, a->offset, &a->why_not_vector) : FU_AM_LANES;
+}
+
+/* Walks back from value l at coordinates c; each (value, c) once. */
+static void walk_back(fu_igraph *g, uint32_t l, const fu_ix *const *c, const fu_op *user, uint32_t depth) {
+  if (g->nomem || depth > 100000 || !first_visit(g, l, c)) return;
+  const fu_value *v = g->vals[l];
+  if (g->is_input[l]) {
+    if (fu_type_is_tensor(&v->type)) add_access(g, v, false, user, c);
+    return;
+  }
+  const fu_op *op = v->def;
+  if (!op) return;
+  for (uint32_t i = 0; i < op->n_operands; i++) {
+    int32_t xl = local_of(g, op->operands[i]);
+    if (xl < 0 || !fu_type_is_tensor(&op->operands[i]->type)) continue;
+    const fu_ix **xc = fu_igraph_back_map(g, op, i, c);
+    if (!xc) continue;
+    const fu_ix *const *t = intern_tuple(g, xc, (uint32_t)op->operands[i]->type.rank);
+    if (t) walk_back(g, (uint32_t)xl, t, op, depth + 1);
+  }
+}
+
+static bool build_accesses(fu_igraph *g) {
+  const fu_segment_info *si = &g->seg->u.segment;
+  for (uint32_t i = 0; i < si->n_outputs; i++) {
+    const fu_value *o = si->outputs[i];
+    int32_t l = local_of(g, o);
+    if (l < 0 || !fu_type_is_tensor(&o->type) || !g->coords[l]) continue;
+    add_access(g, o, true, NULL, g->coords[l]);
+  }
+  for (uint32_t i = 0; i < si->n_outputs; i++) {
+    const fu_value *o = si->outputs[i];
+    int32_t l = local_of(g, o);
+    if (l < 0 || !fu_type_is_tensor(&o->type) || !g->coords[l]) continue;
+    walk_back(g, (uint32_t)l, g->coords[l], NULL, 0);
+  }
+  for (uint32_t i = 0; i < g->n_acc; i++)
+    if (!g->acc[i].offset) return false;
+  return !g->nomem;
+}
+
+/* i32 when every access's largest offset, every axis index and every
+ * extent provably stays below 2^31. */
+static fu_dtype choose_index(fu_igraph *g) {
+  const int64_t lim = (int64_t)1 << 31;
+  for (uint32_t a = 0; g->s && a < g->s->n_axes; a++) {
+    int64_t e = 0;
+    if (!fu_ix_is_const(g->axis_ext[a], &e) || e >= lim) return FU_DT_I64;
+  }
+  for (uint32_t i = 0; i < g->s->n_loops; i++) {
+    int64_t u = fu_ix_upper(g->loop_var[i]);
+    if (u < 0 || u >= lim) return FU_DT_I64;
+  }
+  for (uint32_t i = 0; i < g->n_vals; i++) {
+    const fu_value *v = g->vals[i];
+    if (!fu_type_is_tensor(&v->type)) continue;
+    int64_t n = fu_type_numel(&v->type);
+    if (n < 0 || n >= lim) return FU_DT_I64;
+  }
+  for (uint32_t i = 0; i < g->n_acc; i++) {
+    int64_t u = fu_ix_upper(g->acc[i].offset);
+    if (u < 0 || u >= lim) return FU_DT_I64;
+  }
+  return FU_DT_I32;
+}
+
+/* ---- building ------------------------------------------------------------------------------ */
+
+fu_status fu_igraph_build(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_allocator alloc, fu_diag_engine *diag,
+                          fu_igraph **out) {
+  *out = NULL;
+  if (!f || !seg || seg->kind != FU_OP_SEGMENT || !s || !s->reference) return FU_ERR_INVALID_ARG;
+  fu_igraph *g = fu_mem_calloc(&alloc, 1, sizeof *g);
+  if (!g) return FU_ERR_NOMEM;
+  g->alloc = alloc;
+  g->f = f;
+  g->seg = seg;
+  g->s = s;
+  g->diag = diag;
+  g->width = 1;
+  g->n_fvals = f->next_value_id;
+  g->arena = fu_arena_new(alloc);
+  g->ix = fu_ix_ctx_new(alloc);
+  g->slot = fu_mem_alloc(&alloc, (g->n_fvals ? g->n_fvals : 1) * sizeof *g->slot);
+  fu_status st = FU_OK;
+  if (!g->arena || !g->ix || !g->slot) {
+    st = FU_ERR_NOMEM;
+    goto done;
+  }
+  for (uint32_t i = 0; i < g->n_fvals; i++) g->slot[i] = -1;
+  fu_status la = fu_layout_analysis_init(&g->la, f);
+  if (la == FU_ERR_NOMEM) {
+    st = la;
+    goto done;
+  }
+  g->la_ok = la == FU_OK;
+  unsigned errors = diag->n_errors;
+  if (!collect_values(g) || !build_exprs(g) || !build_groups(g) || !build_loops(g) || !build_coords(g) ||
+      !output_coords(g) || !build_accesses(g)) {
+    st = g->nomem || fu_ix_failed(g->ix) ? FU_ERR_NOMEM : FU_ERR_VERIFY;
+    if (st == FU_ERR_VERIFY && diag->n_errors == errors)
+      fu_error(diag, seg_loc(g), "segment '@%s' cannot be indexed under its schedule",
+               seg->u.segment.name ? seg->u.segment.name : "?");
+    goto done;
+  }
+  if (fu_ix_failed(g->ix) || g->nomem) {
+    st = FU_ERR_NOMEM;
+    goto done;
+  }
+  g->index_dtype = choose_index(g);
+done:
+  if (st != FU_OK) {
+    fu_igraph_free(g);
+    return st;
+  }
+  *out = g;
+  return FU_OK;
+}
+
+void fu_igraph_free(fu_igraph *g) {
+  if (!g) return;
+  fu_allocator a = g->alloc;
+  if (g->la_ok) fu_layout_analysis_free(&g->la);
+  fu_mem_free(&a, g->slot, (g->n_fvals ? g->n_fvals : 1) * sizeof *g->slot);
+  fu_mem_free(&a, g->vals, g->cap_vals * sizeof *g->vals);
+  fu_mem_free(&a, g->ids, g->cap_ids * sizeof *g->ids);
+  fu_mem_free(&a, g->exprs, g->cap_exprs * sizeof *g->exprs);
+  if (g->uf) fu_mem_free(&a, g->uf, (g->n_ids ? g->n_ids : 1) * sizeof *g->uf);
+  fu_mem_free(&a, g->acc, g->cap_acc * sizeof *g->acc);
+  fu_mem_free(&a, g->visited, g->cap_visited * sizeof *g->visited);
+  fu_mem_free(&a, g->tuples, g->cap_tuples * sizeof *g->tuples);
+  fu_ix_ctx_free(g->ix);
+  if (g->arena) fu_arena_free(g->arena);
+  fu_mem_free(&a, g, sizeof *g);
+}
+
+/* ---- queries ------------------------------------------------------------------------------ */
+
+fu_ix_ctx *fu_igraph_ix(fu_igraph *g) { return g->ix; }
+const fu_schedule *fu_igraph_schedule(const fu_igraph *g) { return g->s; }
+const fu_op *fu_igraph_segment(const fu_igraph *g) { return g->seg; }
+const fu_fusion *fu_igraph_fusion(const fu_igraph *g) { return g->f; }
+uint32_t fu_igraph_num_ids(const fu_igraph *g) { return g->n_ids; }
+const fu_id *fu_igraph_id(const fu_igraph *g, uint32_t i) { return i < g->n_ids ? &g->ids[i] : NULL; }
+uint32_t fu_igraph_num_exprs(const fu_igraph *g) { return g->n_exprs; }
+const fu_iexpr *fu_igraph_expr(const fu_igraph *g, uint32_t i) { return i < g->n_exprs ? &g->exprs[i] : NULL; }
+const fu_ix *fu_igraph_loop_var(const fu_igraph *g, uint32_t loop) {
+  return loop < g->s->n_loops ? g->loop_var[loop] : NULL;
+}
+const fu_ix *fu_igraph_axis_extent(const fu_igraph *g, uint32_t axis) {
+  return axis < g->s->n_axes ? g->axis_ext[axis] : NULL;
+}
+const fu_ix *fu_igraph_axis_index(const fu_igraph *g, uint32_t axis) {
+  return axis < g->s->n_axes ? g->axis_idx[axis] : NULL;
+}
+const fu_ix *fu_igraph_lane_var(const fu_igraph *g, int64_t *width) {
+  if (width) *width = g->lane ? g->width : 1;
+  return g->lane;
+}
+uint32_t fu_igraph_num_predicates(const fu_igraph *g) { return g->n_preds; }
+void fu_igraph_predicate(const fu_igraph *g, uint32_t i, const fu_ix **index, const fu_ix **extent) {
+  *index = i < g->n_preds ? g->pred_idx[i] : NULL;
+  *extent = i < g->n_preds ? g->pred_ext[i] : NULL;
+}
+uint32_t fu_igraph_num_accesses(const fu_igraph *g) { return g->n_acc; }
+const fu_iaccess *fu_igraph_access(const fu_igraph *g, uint32_t i) { return i < g->n_acc ? &g->acc[i] : NULL; }
+fu_dtype fu_igraph_index_dtype(const fu_igraph *g) { return g->index_dtype; }
+const fu_ix *const *fu_igraph_intern_coords(fu_igraph *g, const fu_ix *const *c, uint32_t rank) {
+  return c ? intern_tuple(g, c, rank) : NULL;
+}
