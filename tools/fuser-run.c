@@ -721,56 +721,19 @@ static uint32_t fusion_kernels(fu_fusion *f, const fu_kernel **out, uint32_t cap
 }
 
 #ifdef FUSER_HAS_LLVM
-/* Runs the pipeline `all` (or --pass) over the module, with the schedule
- * pass tuned for the GPU found: its description goes to a temporary device
- * file that `schedule{device=...}` reads. */
+/* Runs the pipeline `all` (or --pass) over the module, with the passes
+ * tuned for the GPU found (the run options' typed device). */
 static fu_status compile_module(fu_module *m, const run_args *a, const fu_device *dev, const fu_source *src,
                                 fu_diag_engine *diag) {
-  fu_allocator al = fu_default_allocator();
-  char path[] = "/tmp/fuser-run-device-XXXXXX";
-  fu_strbuf text, desc;
-  fu_strbuf_init(&text, al);
-  fu_strbuf_init(&desc, al);
-  bool have_file = false;
-  fu_status st = FU_OK;
-  if (a->pipeline) {
-    fu_strbuf_puts(&text, a->pipeline);
-  } else {
-    int fd = mkstemp(path);
-    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!fp) {
-      if (fd >= 0) close(fd);
-      fprintf(stderr, TOOL ": cannot create a temporary device file: %s\n", strerror(errno));
-      st = FU_ERR_IO;
-      goto done;
-    }
-    have_file = true;
-    fu_device_print(&desc, dev);
-    fwrite(desc.data ? desc.data : "", 1, desc.len, fp);
-    if (fclose(fp) != 0) {
-      fprintf(stderr, TOOL ": cannot write '%s': %s\n", path, strerror(errno));
-      st = FU_ERR_IO;
-      goto done;
-    }
-    size_t n = 0;
-    const fu_pass_def *passes = fu_pass_all(&n);
-    for (size_t i = 0; i < n; i++) {
-      fu_strbuf_printf(&text, "%s%s", i ? "," : "", passes[i].name);
-      if (strcmp(passes[i].name, "schedule") == 0) fu_strbuf_printf(&text, "{device=%s}", path);
-    }
-  }
   fu_pipeline p;
-  fu_pipeline_init(&p, al);
-  st = fu_pipeline_parse(&p, text.data ? text.data : "", "--pass", diag);
+  fu_pipeline_init(&p, fu_default_allocator());
+  fu_status st = fu_pipeline_parse(&p, a->pipeline ? a->pipeline : "all", "--pass", diag);
   if (st == FU_OK) {
     fu_run_options ro = fu_run_options_default();
+    ro.device = dev;
     st = fu_pipeline_run(&p, m, &ro, NULL, src, diag);
   }
   fu_pipeline_free(&p);
-done:
-  if (have_file) unlink(path);
-  fu_strbuf_free(&text);
-  fu_strbuf_free(&desc);
   return st;
 }
 #endif

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fuser/device.h"
 #include "fuser/diag.h"
 #include "fuser/ir.h"
 #include "fuser/pass.h"
@@ -90,6 +91,7 @@ typedef struct fu_run_options {
   const char *debug;           /* --debug list (pass names or "all"), or NULL */
   bool print_locs;             /* IR dumps carry `// line:col` comments */
   FILE *dump;                  /* where IR dumps and --debug output go */
+  const fu_device *device;     /* the target the passes tune for (NULL: their default) */
 } fu_run_options;
 
 /* Default options: verify after every pass, no dumps, dumps to stderr. */
@@ -173,6 +175,7 @@ typedef struct fu_opt_args {
   bool version;
   /* ---- codegen: the target and the index graph's outputs ---- */
   const char *device;          /* --device=NAME|FILE, or NULL (the passes' default) */
+  fu_device device_desc;       /* what --device names; run.device points here when given */
   bool print_index_graph;      /* --print-index-graph: the index-graph pass prints to stderr */
   const char *index_graph_dot; /* --index-graph-dot=FILE */
   /* ---- end codegen ---- */

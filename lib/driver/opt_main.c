@@ -109,11 +109,7 @@ static bool process_chunk(opt_state *s, const fu_source *src, fu_diag_engine *di
       fu_timing_add(&s->timing, "print", fu_timing_now() - t0);
     } else {
       /* ---- codegen: --device names the architecture the kernels are emitted for ---- */
-      if (a->device) {
-        fu_device dev;
-        st = fu_device_from_spec(a->device, s->alloc, &dev, diag);
-        if (st == FU_OK) st = fu_schedule_retarget(m, &dev);
-      }
+      if (a->run.device) st = fu_schedule_retarget(m, a->run.device);
       /* ---- end codegen ---- */
       if (st == FU_OK) st = s->cfg->emitters[a->emit](s->cfg->emit_user, m, a->emit, out, diag);
       fu_timing_add(&s->timing, "emit", fu_timing_now() - t0);
