@@ -315,6 +315,42 @@ static void test_split(void) {
   fu_mem_free(&a, chunks, n * sizeof *chunks);
 }
 
+/* Python chunks split at `# -----`, and `// -----` is then not a separator. */
+static void test_split_python(void) {
+  const char *text = "a\n# -----\nb\n// -----\n";
+  fu_source whole = {"x.py", text, strlen(text), 1};
+  fu_source *chunks = NULL;
+  uint32_t n = 0;
+  CHECK_EQ_INT(fu_split_input_at(&whole, "#", fu_default_allocator(), &chunks, &n), FU_OK);
+  CHECK_EQ_INT(n, 2);
+  if (n == 2) CHECK(chunks[1].len == strlen("b\n// -----\n") && chunks[1].first_line == 3);
+  fu_allocator a = fu_default_allocator();
+  fu_mem_free(&a, chunks, n * sizeof *chunks);
+}
+
+/* A compiler without a target (a build without backends, or an unknown
+ * name) says so, naming the input, instead of failing silently. */
+static void test_compiler_without_target(void) {
+  fu_compiler c;
+  fu_compiler_init(&c, "no-such-target", NULL, fu_default_allocator());
+  CHECK(c.target == NULL);
+  fu_diag_engine e;
+  captured cap;
+  capture_engine(&e, &cap);
+  fu_source src = {"k.kir", "", 0, 1};
+  fu_strbuf out;
+  fu_strbuf_init(&out, fu_default_allocator());
+  CHECK_EQ_INT(fu_compile_kernels(&c, NULL, 0, FU_TARGET_PTX, NULL, &src, &out, &e), FU_ERR_UNSUPPORTED);
+  CHECK_EQ_INT(cap.n, 1);
+  if (cap.n == 1) CHECK(strstr(cap.msg[0], "no code-generation backend is available in this build") != NULL);
+  fu_strbuf_free(&out);
+  fu_compiler_free(&c);
+  size_t n;
+  const fu_target_def *const *all = fu_target_all(&n);
+  for (size_t i = 0; i < n; i++) CHECK(fu_target_lookup(all[i]->name) == all[i] && all[i]->emit && all[i]->open);
+  CHECK(n == 0 || fu_target_lookup(NULL) == all[0]);
+}
+
 /* ---- expectations ---------------------------------------------------------------------- */
 
 static fu_loc at(const fu_source *s, uint32_t line, uint32_t col) {
@@ -520,4 +556,5 @@ static void test_opt_main(void) {
 }
 
 FU_TEST_MAIN(FU_TEST(test_pipeline_parse), FU_TEST(test_pipeline_errors), FU_TEST(test_registry),
-             FU_TEST(test_pipeline_run), FU_TEST(test_split), FU_TEST(test_expect), FU_TEST(test_opt_main))
+             FU_TEST(test_pipeline_run), FU_TEST(test_split), FU_TEST(test_split_python), FU_TEST(test_compiler_without_target),
+             FU_TEST(test_expect), FU_TEST(test_opt_main))

@@ -68,6 +68,19 @@ static const struct option_def {
     {"version", O_VERSION, ARG_NONE, NULL, "show the version"},
 };
 
+/* PTX from any target; a text kind from the target whose text it is. */
+bool fu_opt_target_output(const fu_opt_config *cfg, fu_emit_kind k, fu_target_output *what) {
+  const fu_target_def *t = cfg && cfg->compiler ? cfg->compiler->target : NULL;
+  if (!t || k == FU_EMIT_FIR) return false;
+  *what = k == FU_EMIT_PTX ? FU_TARGET_PTX : FU_TARGET_TEXT;
+  return k == FU_EMIT_PTX || strcmp(t->text_name, emit_names[k]) == 0;
+}
+
+bool fu_opt_can_emit(const fu_opt_config *cfg, fu_emit_kind k) {
+  fu_target_output what;
+  return k == FU_EMIT_FIR || (cfg && cfg->emitters[k]) || fu_opt_target_output(cfg, k, &what);
+}
+
 static const char *tool(const fu_opt_config *cfg) {
   return cfg && cfg->tool_name ? cfg->tool_name : "fuser-opt";
 }
@@ -96,7 +109,7 @@ void fu_opt_print_help(fu_strbuf *out, const fu_opt_config *cfg) {
   for (size_t i = 0; i < n; i++) fu_strbuf_printf(out, ", %s", all[i]->name);
   fu_strbuf_puts(out, "\n--emit kinds in this build: fir");
   for (int k = 1; k < FU_EMIT_COUNT; k++)
-    if (cfg && cfg->emitters[k]) fu_strbuf_printf(out, ", %s", emit_names[k]);
+    if (fu_opt_can_emit(cfg, (fu_emit_kind)k)) fu_strbuf_printf(out, ", %s", emit_names[k]);
   fu_strbuf_puts(out, "\n\nexit status: 0 success, 1 bad input or a failing pass (or unmet expectations with\n"
                       "--verify-diagnostics), 2 bad command line\n");
 }
@@ -300,7 +313,7 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
         usage_error(err, cfg, "unknown --emit kind '%s'; valid kinds: fir, llvm, ptx, cuda", value);
         return FU_ERR_INVALID_ARG;
       }
-      if (k != FU_EMIT_FIR && !(cfg && cfg->emitters[k])) {
+      if (k != FU_EMIT_FIR && !fu_opt_can_emit(cfg, k)) {
         usage_error(err, cfg,
                     "--emit=%s is not available in this build (fuser was built without the %s backend; "
                     "see README.md)",
