@@ -43,12 +43,21 @@
 #include "fuser/strbuf.h"
 #include "fuser/verify.h"
 
-const fu_pass_option_def fu_pass_options_canonicalize[] = {
+static const fu_pass_option_def options[] = {
     {"fold", "fold ops whose operands are all literals into a literal (true|false)", "true"},
     {"identities", "apply algebraic identities exact for every input: x*1, x/1, int x+0, ... (true|false)", "true"},
     {"cse", "merge ops with equal kind, operands, attributes and result types (true|false)", "true"},
     {"dce", "remove ops whose results are unused (true|false)", "true"},
     {NULL, NULL, NULL},
+};
+
+static fu_status run_canonicalize(fu_module *m, fu_pass_context *ctx);
+
+const fu_pass_def fu_pass_canonicalize = {
+    "canonicalize",
+    "fold scalar constants, apply exact algebraic identities, CSE, and remove dead ops",
+    options,
+    run_canonicalize,
 };
 
 typedef struct canon {
@@ -79,8 +88,7 @@ static void quiet_handler(void *user, const fu_diagnostic *d) {
 /* ---- options -------------------------------------------------------------- */
 
 static fu_status bool_option(fu_pass_context *ctx, const char *name, bool *out) {
-  const fu_pass_def *self = fu_pass_lookup("canonicalize", strlen("canonicalize"));
-  const char *v = fu_pass_option_value(ctx, self, name);
+  const char *v = fu_pass_option_value(ctx, name);
   if (!v || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) {
     *out = true;
     return FU_OK;
@@ -915,7 +923,7 @@ static fu_status canon_fusion(canon *c, fu_fusion *f) {
   return st;
 }
 
-fu_status fu_pass_run_canonicalize(fu_module *m, fu_pass_context *ctx) {
+static fu_status run_canonicalize(fu_module *m, fu_pass_context *ctx) {
   canon c;
   memset(&c, 0, sizeof c);
   c.m = m;
