@@ -115,7 +115,7 @@ struct fu_value {
 /* ---- ops ------------------------------------------------------------- */
 
 typedef enum fu_op_kind {
-#define FU_OP(id, name, cls, nops, flags) FU_OP_##id,
+#define FU_OP(id, name, cls, nops, flags, math) FU_OP_##id,
 #include "fuser/ops.def"
   FU_OP_COUNT
 } fu_op_kind;
@@ -158,7 +158,23 @@ typedef struct fu_op_info {
   fu_op_class cls;
   int num_operands; /* -1: variadic */
   unsigned flags;
+  const char *math; /* ops.def's MATH column as a string, NULL for `none` */
 } fu_op_info;
+
+/* A compile-time test on ops.def's MATH column, so an includer of ops.def
+ * can emit code for the rows that name a function and nothing for the
+ * others: FU_MATH_SELECT(m, A, B) is the macro name A when m is a function
+ * name, B when m is `none` (then call it: FU_MATH_SELECT(m, A, B)(args)). */
+#define FU_MATH_PROBE_none ~, 0
+#define FU_MATH_SECOND_(a, b, ...) b
+#define FU_MATH_SECOND(...) FU_MATH_SECOND_(__VA_ARGS__)
+#define FU_MATH_HAS(m) FU_MATH_SECOND(FU_MATH_PROBE_##m, 1, ~)
+#define FU_MATH_SELECT_0(a, b) b
+#define FU_MATH_SELECT_1(a, b) a
+#define FU_MATH_SELECT_(f, a, b) FU_MATH_SELECT_##f(a, b)
+#define FU_MATH_SELECT__(f, a, b) FU_MATH_SELECT_(f, a, b)
+#define FU_MATH_SELECT(m, a, b) FU_MATH_SELECT__(FU_MATH_HAS(m), a, b)
+#define FU_MATH_NOTHING(...)
 
 const fu_op_info *fu_op_info_of(fu_op_kind k);
 /* FU_OP_COUNT when unknown. */
