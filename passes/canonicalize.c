@@ -391,62 +391,6 @@ static uint64_t value_hash(const fu_value *v) {
   return mix(mix(2, (uint64_t)v->type.dtype * 2 + v->literal_typed), lit_bits(v));
 }
 
-static bool list_eq(fu_int_list a, fu_int_list b) {
-  return a.n == b.n && (a.n == 0 || memcmp(a.v, b.v, a.n * sizeof *a.v) == 0);
-}
-
-static uint64_t list_hash(uint64_t h, fu_int_list l) {
-  h = mix(h, l.n);
-  for (uint32_t i = 0; i < l.n; i++) h = mix(h, (uint64_t)l.v[i]);
-  return h;
-}
-
-/* The payload follows the op class (see fu_op in ir.h). */
-static bool payload_eq(const fu_op *a, const fu_op *b) {
-  switch (fu_op_info_of(a->kind)->cls) {
-  case FU_OC_REDUCE:
-    return list_eq(a->u.reduce.axes, b->u.reduce.axes) && a->u.reduce.keepdim == b->u.reduce.keepdim &&
-           a->u.reduce.dtype == b->u.reduce.dtype;
-  case FU_OC_VARIANCE:
-    return list_eq(a->u.variance.axes, b->u.variance.axes) && a->u.variance.keepdim == b->u.variance.keepdim &&
-           a->u.variance.correction == b->u.variance.correction;
-  case FU_OC_BROADCAST_IN_DIM:
-    return list_eq(a->u.broadcast_in_dim.broadcast_dims, b->u.broadcast_in_dim.broadcast_dims);
-  case FU_OC_BROADCAST:
-    return a->u.broadcast.n == b->u.broadcast.n &&
-           (a->u.broadcast.n == 0 ||
-            memcmp(a->u.broadcast.is_broadcast, b->u.broadcast.is_broadcast, a->u.broadcast.n * sizeof(bool)) == 0);
-  case FU_OC_PERMUTE: return list_eq(a->u.permute.dims, b->u.permute.dims);
-  case FU_OC_SQUEEZE: return list_eq(a->u.squeeze.dims, b->u.squeeze.dims);
-  case FU_OC_SLICE:
-    return list_eq(a->u.slice.starts, b->u.slice.starts) && list_eq(a->u.slice.ends, b->u.slice.ends) &&
-           list_eq(a->u.slice.steps, b->u.slice.steps);
-  case FU_OC_CAT: return a->u.cat.dim == b->u.cat.dim;
-  case FU_OC_PAD: return list_eq(a->u.pad.widths, b->u.pad.widths);
-  default: return true;
-  }
-}
-
-static uint64_t payload_hash(const fu_op *op) {
-  uint64_t h = 7;
-  switch (fu_op_info_of(op->kind)->cls) {
-  case FU_OC_REDUCE: return mix(list_hash(h, op->u.reduce.axes), op->u.reduce.keepdim * 16u + op->u.reduce.dtype);
-  case FU_OC_VARIANCE:
-    return mix(list_hash(h, op->u.variance.axes), (uint64_t)op->u.variance.correction * 2 + op->u.variance.keepdim);
-  case FU_OC_BROADCAST_IN_DIM: return list_hash(h, op->u.broadcast_in_dim.broadcast_dims);
-  case FU_OC_BROADCAST:
-    for (uint32_t i = 0; i < op->u.broadcast.n; i++) h = mix(h, op->u.broadcast.is_broadcast[i]);
-    return h;
-  case FU_OC_PERMUTE: return list_hash(h, op->u.permute.dims);
-  case FU_OC_SQUEEZE: return list_hash(h, op->u.squeeze.dims);
-  case FU_OC_SLICE:
-    return list_hash(list_hash(list_hash(h, op->u.slice.starts), op->u.slice.ends), op->u.slice.steps);
-  case FU_OC_CAT: return mix(h, (uint64_t)op->u.cat.dim);
-  case FU_OC_PAD: return list_hash(h, op->u.pad.widths);
-  default: return h;
-  }
-}
-
 /* Operand order matters except for commutative ops whose result does not
  * depend on it bit for bit (maximum/minimum may pick either signed zero). */
 static bool swappable(const fu_op *op) {
@@ -465,7 +409,7 @@ static uint64_t op_hash(const fu_op *op) {
   }
   for (uint32_t i = 0; i < op->n_results; i++)
     h = mix(h, (uint64_t)op->results[i]->type.dtype * 64 + (uint64_t)(op->results[i]->type.rank + 1));
-  return mix(h, payload_hash(op));
+  return fu_op_attrs_hash(op, h);
 }
 
 static bool op_eq(const fu_op *a, const fu_op *b) {
@@ -479,7 +423,7 @@ static bool op_eq(const fu_op *a, const fu_op *b) {
   if (!same) return false;
   for (uint32_t i = 0; i < a->n_results; i++)
     if (!fu_type_equal(&a->results[i]->type, &b->results[i]->type)) return false;
-  return payload_eq(a, b);
+  return fu_op_attrs_equal(a, b);
 }
 
 typedef struct cse_table {

@@ -247,8 +247,9 @@ struct fu_op {
    * ops always stay outside segments. */
   bool host;
   /* Per-class payload; which member is live follows fu_op_info_of(kind)->cls
-   * (and kind for the META ops). */
-  union {
+   * (and kind for the META ops); the attribute table (fu_op_attr_spec)
+   * describes the members of each class. */
+  union fu_op_payload {
     struct { fu_layout layout; fu_example example; } input;          /* INPUT */
     fu_segment_info segment;                                          /* SEGMENT */
     struct { fu_int_list axes; bool keepdim; fu_dtype dtype; } reduce; /* REDUCE; dtype NONE = default */
@@ -262,6 +263,43 @@ struct fu_op {
     struct { fu_int_list widths; } pad; /* pairs (before, after), innermost dim first as in nvFuser */
   } u;
 };
+
+/* ---- op attributes: one table per class --------------------------------- */
+
+/* The attributes of an op are its class's payload (fu_op.u): each class
+ * describes its members once, and printing, equality (CSE), hashing and
+ * copying (segment extraction) all go through that description.  META ops
+ * (input, output, segment) carry structure, not attributes: they are never
+ * equal to another op and their owners copy them. */
+typedef enum fu_attr_kind {
+  FU_AK_INT,       /* int64_t */
+  FU_AK_BOOL,      /* bool */
+  FU_AK_DTYPE,     /* fu_dtype */
+  FU_AK_INT_LIST,  /* fu_int_list */
+  FU_AK_BOOL_LIST, /* bool * at `offset`, its uint32_t count at `count_offset` */
+} fu_attr_kind;
+
+typedef struct fu_attr_field {
+  const char *name; /* the .fir attribute name */
+  fu_attr_kind kind;
+  size_t offset;       /* of the member in fu_op.u */
+  size_t count_offset; /* FU_AK_BOOL_LIST only */
+  bool print_always;   /* else printed only when not false / FU_DT_NONE */
+} fu_attr_field;
+
+typedef struct fu_attr_spec {
+  const fu_attr_field *fields; /* in canonical (printing) order */
+  uint32_t n;
+} fu_attr_spec;
+
+fu_attr_spec fu_op_attr_spec(fu_op_class cls);
+/* Equal kinds with equal attributes (false for META ops other than a == b). */
+bool fu_op_attrs_equal(const fu_op *a, const fu_op *b);
+/* `h` mixed with op's attributes. */
+uint64_t fu_op_attrs_hash(const fu_op *op, uint64_t h);
+/* to's payload := a deep copy of from's in m's arena (to is of from's kind);
+ * META payloads are zeroed.  False on allocation failure. */
+bool fu_op_attrs_copy(fu_module *m, const fu_op *from, fu_op *to);
 
 struct fu_block {
   fu_op *first, *last;
