@@ -42,7 +42,7 @@ static fu_status emit_kernels(void *user, fu_module *m, fu_emit_kind kind, fu_st
       const fu_segment_info *si = &op->u.segment;
       if (!si->kernel)
         fu_warning(diag, op->loc, "segment '@%s' (%s) has no kernel: it is not in the output (its scheduler comes later)",
-                   si->name ? si->name : "?", si->scheduler ? si->scheduler : "?");
+                   si->name ? si->name : "?", fu_sched_kind_name(si->kind));
       else if (si->schedule && si->schedule->arch) {
         if (arch && strcmp(arch, si->schedule->arch) != 0 && st == FU_OK) {
           fu_error(diag, op->loc, "segment '@%s' was scheduled for %s, another for %s: one module has one target",

@@ -1191,6 +1191,11 @@ static bool parse_segment(parser *p, fu_block *b) {
     return false;
   }
   fu_token sched = p->tok;
+  fu_sched_kind kind = FU_SK_NONE;
+  if (!fu_sched_kind_from_name(sched.p, sched.len, &kind)) {
+    error_at(p, &sched, "unknown scheduler kind '%.*s'; valid: %s", (int)sched.len, sched.p, fu_sched_kind_names());
+    return false;
+  }
   advance(p);
   if (!parse_value_list(p, "'(' before the segment inputs")) goto done;
   for (size_t i = tbase; i < p->toks.n; i++) {
@@ -1218,7 +1223,7 @@ static bool parse_segment(parser *p, fu_block *b) {
   body->fusion = p->f;
   op->u.segment.body = body;
   op->u.segment.name = arena_strn(p, name.p + 1, name.len - 1);
-  op->u.segment.scheduler = arena_strn(p, sched.p, sched.len);
+  op->u.segment.kind = kind;
   if (op->u.segment.name) {
     if (fu_txt_symtab_get(&p->segments, name.p + 1, name.len - 1))
       error_at(p, &name, "redefinition of segment '%.*s'", (int)name.len, name.p);
