@@ -1173,6 +1173,13 @@ static bool parse_value_list(parser *p, const char *what) {
   }
 }
 
+/* Whether some segment of f carries a schedule. */
+static bool has_schedule(fu_fusion *f) {
+  for (fu_op *op = fu_walk_first(&f->body); op; op = fu_walk_next(op))
+    if (op->kind == FU_OP_SEGMENT && op->u.segment.schedule) return true;
+  return false;
+}
+
 /* segment ::= 'segment' '@' NAME KIND '(' values ')' '->' '(' values ')' '{' item* '}'
  * The inputs are resolved before the body, the outputs after it. */
 static bool parse_segment(parser *p, fu_block *b) {
@@ -1350,9 +1357,12 @@ static bool parse_fusion(parser *p) {
   unsigned errors_before = p->diag->n_errors;
   if (!parse_items(p, &p->f->body)) return false;
   advance(p); /* '}' */
-  /* ---- codegen: schedules are checked once their fusion is complete ---- */
-  if (p->diag->n_errors == errors_before && !p->nomem) fu_schedule_verify_fusion(p->f, p->diag);
-  /* ---- end codegen ---- */
+  /* Schedules are checked once their fusion is complete, and only over ops
+   * that verified: the index graph indexes arrays with the ops' attributes
+   * (a permute's dims), which only the op verifier bounds.  A fusion
+   * without schedules is left to the caller's verifier, as before. */
+  if (p->diag->n_errors == errors_before && !p->nomem && has_schedule(p->f) && fu_verify_fusion(p->f, p->diag) == FU_OK)
+    fu_schedule_verify_fusion(p->f, p->diag);
   return true;
 }
 
