@@ -237,6 +237,33 @@ static void test_graph(void) {
 }
 
 /* Unsupported ops and mismatched outputs are located errors. */
+/* A schedule of n serial loops, one per dim of ref, in ax and lp. */
+static void serial_schedule(fu_schedule *s, fu_value *ref, const char *const *names, fu_saxis *ax, fu_sloop *lp,
+                            uint32_t n) {
+  memset(s, 0, sizeof *s);
+  for (uint32_t i = 0; i < n; i++) {
+    ax[i] = (fu_saxis){names[i], (int32_t)i, -1, fu_loc_none()};
+    lp[i] = (fu_sloop){.axis = i, .ptype = FU_PT_SERIAL, .loc = fu_loc_none()};
+  }
+  s->reference = ref;
+  s->axes = ax;
+  s->n_axes = n;
+  s->loops = lp;
+  s->n_loops = n;
+}
+
+/* The graph of seg under s is refused with an error and no graph. */
+static void expect_refused(parsed *p, fu_op *seg, const fu_schedule *s) {
+  fu_igraph *g = NULL;
+  unsigned before = p->diag.n_errors;
+  fu_diag_engine quiet = p->diag;
+  quiet.stream = fopen("/dev/null", "w");
+  CHECK_EQ_INT(fu_igraph_build(p->m->first, seg, s, fu_default_allocator(), &quiet, &g), FU_ERR_VERIFY);
+  CHECK(quiet.n_errors > before);
+  CHECK(g == NULL);
+  if (quiet.stream) fclose(quiet.stream);
+}
+
 static void test_graph_errors(void) {
   parsed p;
   /* parsed without a schedule so the parser's verifier does not run first */
@@ -250,25 +277,42 @@ static void test_graph_errors(void) {
   CHECK(ok);
   if (!ok) return;
   fu_op *seg = first_segment(p.m);
-  fu_saxis ax = {"r", 0, -1, fu_loc_none()};
-  fu_sloop lp = {.axis = 0, .ptype = FU_PT_SERIAL, .loc = fu_loc_none()};
+  static const char *const names[] = {"r"};
+  fu_saxis ax[1];
+  fu_sloop lp[1];
   fu_schedule s;
-  memset(&s, 0, sizeof s);
-  s.reference = seg->u.segment.outputs[0];
-  s.axes = &ax;
-  s.n_axes = 1;
-  s.loops = &lp;
-  s.n_loops = 1;
-  fu_igraph *g = NULL;
-  unsigned before = p.diag.n_errors;
-  fu_diag_engine quiet = p.diag;
-  quiet.stream = fopen("/dev/null", "w");
-  CHECK_EQ_INT(fu_igraph_build(p.m->first, seg, &s, fu_default_allocator(), &quiet, &g), FU_ERR_VERIFY);
-  CHECK(quiet.n_errors > before);
-  CHECK(g == NULL);
-  if (quiet.stream) fclose(quiet.stream);
+  serial_schedule(&s, seg->u.segment.outputs[0], names, ax, lp, 1);
+  expect_refused(&p, seg, &s);
+  fu_module_free(p.m);
+}
+
+/* A permute whose dims escaped the op verifier (set after parsing) is an
+ * error of the graph, not an index out of bounds; the same for the back
+ * map lower uses. */
+static void test_graph_bad_dims(void) {
+  parsed p;
+  bool ok = parse(&p, "fusion @f {\n"
+                      "  %T0 = input f32[6, 10]\n"
+                      "  segment @g0 transpose (%T0) -> (%T1) {\n"
+                      "    %T1 = permute %T0 {dims=[1, 0]} : f32[10, 6]\n"
+                      "  }\n"
+                      "  output %T1\n"
+                      "}\n");
+  CHECK(ok);
+  if (!ok) return;
+  fu_op *seg = first_segment(p.m);
+  fu_op *perm = seg->u.segment.body->first;
+  perm->u.permute.dims.v[0] = 1000000;
+  static const char *const names[] = {"a", "b"};
+  fu_saxis ax[2];
+  fu_sloop lp[2];
+  fu_schedule s;
+  serial_schedule(&s, seg->u.segment.outputs[0], names, ax, lp, 2);
+  expect_refused(&p, seg, &s);
+  perm->u.permute.dims.n = 0;
+  expect_refused(&p, seg, &s);
   fu_module_free(p.m);
 }
 
 FU_TEST_MAIN(FU_TEST(test_ix_basics), FU_TEST(test_ix_linear), FU_TEST(test_ix_lanes), FU_TEST(test_graph),
-             FU_TEST(test_graph_errors))
+             FU_TEST(test_graph_errors), FU_TEST(test_graph_bad_dims))

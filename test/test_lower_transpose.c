@@ -76,9 +76,9 @@ static void count_segments(fu_module *m, result *r) {
         int64_t n = fu_type_numel(&si->outputs[i]->type);
         if (n > r->max_numel) r->max_numel = n;
       }
-      if (si->scheduler && strcmp(si->scheduler, "transpose") == 0) {
+      if (si->kind == FU_SK_TRANSPOSE) {
         r->n_transpose++;
-        if (si->schedule && si->schedule->kind && strcmp(si->schedule->kind, "transpose") == 0) r->n_kind_recorded++;
+        if (si->schedule && si->schedule->kind == FU_SK_TRANSPOSE) r->n_kind_recorded++;
       }
     }
 }

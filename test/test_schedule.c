@@ -5,6 +5,7 @@
 
 #include "fuser/bookend.h"
 #include "fuser/device.h"
+#include "fuser/lower.h"
 #include "fuser/parse.h"
 #include "fuser/print.h"
 #include "fuser/schedule.h"
@@ -480,6 +481,29 @@ static void test_verify_api(void) {
   fu_module_free(m);
 }
 
-FU_TEST_MAIN(FU_TEST(test_presets), FU_TEST(test_device_file), FU_TEST(test_text_roundtrip), FU_TEST(test_parse_errors),
+/* The kind table: names round-trip, and each kind dispatches to the entry
+ * points of its row of kinds.def. */
+static void test_kind_table(void) {
+  for (int k = 0; k < FU_SK_COUNT; k++) {
+    const char *n = fu_sched_kind_name((fu_sched_kind)k);
+    fu_sched_kind back = FU_SK_COUNT;
+    CHECK(fu_sched_kind_from_name(n, strlen(n), &back));
+    CHECK_EQ_INT(back, k);
+  }
+  fu_sched_kind dummy;
+  CHECK(!fu_sched_kind_from_name("point", 5, &dummy));
+  CHECK(!fu_sched_kind_from_name("pointwisex", 10, &dummy));
+  CHECK_STR(fu_sched_kind_name(FU_SK_COUNT), "?");
+  CHECK(fu_schedule_entry(FU_SK_POINTWISE) == fu_schedule_pointwise);
+  CHECK(fu_schedule_entry(FU_SK_TRANSPOSE) == fu_schedule_pointwise);
+  CHECK(fu_schedule_entry(FU_SK_REDUCTION) == NULL);
+  CHECK(fu_schedule_entry(FU_SK_NONE) == NULL);
+  CHECK(fu_lower_entry(FU_SK_POINTWISE) == fu_lower_pointwise);
+  CHECK(fu_lower_entry(FU_SK_TRANSPOSE) == fu_lower_pointwise);
+  CHECK(fu_lower_entry(FU_SK_PERSISTENT) == NULL);
+  CHECK(fu_lower_entry(FU_SK_COUNT) == NULL);
+}
+
+FU_TEST_MAIN(FU_TEST(test_presets), FU_TEST(test_kind_table), FU_TEST(test_device_file), FU_TEST(test_text_roundtrip), FU_TEST(test_parse_errors),
              FU_TEST(test_scheduler), FU_TEST(test_grid_binding), FU_TEST(test_block_size),
              FU_TEST(test_verify_api))

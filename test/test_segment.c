@@ -375,8 +375,8 @@ static void test_summaries_match_scan(void) {
       CHECK_EQ_INT(fu_seg_summary_scan(&env, mem.v, mem.n, &s), FU_OK);
       if (!fu_seg_summary_equal(&s, &env.sum[r])) bad++;
       /* every group is accepted by the kind it carries */
-      fu_seg_kind k = fu_seg_choose(&env, &s, NULL);
-      if (k != (fu_seg_kind)env.kind[r] && !env.host_group[r]) bad++;
+      fu_sched_kind k = fu_seg_choose(&env, &s, NULL);
+      if (k != (fu_sched_kind)env.kind[r] && !env.host_group[r]) bad++;
       groups_checked++;
     }
     CHECK_EQ_INT(bad, 0);

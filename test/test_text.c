@@ -423,7 +423,7 @@ static void test_segments(void) {
   fu_op *g0 = nth_op(&f->body, 2);
   CHECK_EQ_INT(g0->kind, FU_OP_SEGMENT);
   CHECK_STR(g0->u.segment.name, "g0");
-  CHECK_STR(g0->u.segment.scheduler, "pointwise");
+  CHECK_EQ_INT(g0->u.segment.kind, FU_SK_POINTWISE);
   CHECK_EQ_INT(g0->n_operands, 1);
   CHECK(g0->operands[0] == nth_op(&f->body, 1)->results[0]);
   CHECK_EQ_INT(g0->n_results, 0);
@@ -456,9 +456,9 @@ static void test_segments(void) {
   parsed_free(&r);
 
   /* nested segments parse and print (the verifier decides if they are valid) */
-  char *q = roundtrip("fusion @n {\n  %a = input f32[2]\n  segment @o k (%a) -> (%c) {\n"
-                      "    segment @i k (%a) -> (%c) {\n      %c = neg %a\n    }\n  }\n  output %c\n}\n");
-  if (q) CHECK(strstr(q, "    segment @i k (%a) -> (%c) {\n      %c = neg %a : f32[2]\n    }\n  }\n"));
+  char *q = roundtrip("fusion @n {\n  %a = input f32[2]\n  segment @o pointwise (%a) -> (%c) {\n"
+                      "    segment @i pointwise (%a) -> (%c) {\n      %c = neg %a\n    }\n  }\n  output %c\n}\n");
+  if (q) CHECK(strstr(q, "    segment @i pointwise (%a) -> (%c) {\n      %c = neg %a : f32[2]\n    }\n  }\n"));
   free(q);
 }
 
@@ -679,8 +679,8 @@ static void test_errors_syntax(void) {
     fu_strbuf sb;
     fu_strbuf_init(&sb, fu_default_allocator());
     fu_strbuf_puts(&sb, PRE);
-    for (int i = 0; i < 40; i++) fu_strbuf_printf(&sb, "segment @s%d k () -> () {\n", i);
-    EXPECT_ERROR(sb.data, "35:25: error: segments nested deeper than 32");
+    for (int i = 0; i < 40; i++) fu_strbuf_printf(&sb, "segment @s%d pointwise () -> () {\n", i);
+    EXPECT_ERROR(sb.data, "35:33: error: segments nested deeper than 32");
     fu_strbuf_free(&sb);
   }
 }
@@ -734,10 +734,12 @@ static void test_errors_semantic(void) {
   EXPECT_ERROR(PRE "  %a = add %T0, bool(1)\n}", "3:22: error: 'bool(...)' needs true or false");
   EXPECT_ERROR(PRE "  %a = add %T0, f32(true)\n}", "3:21: error: 'f32(...)' needs a number");
   EXPECT_ERROR("fusion @f {}\nfusion @f {}", "2:8: error: redefinition of fusion '@f'");
-  EXPECT_ERROR(PRE "  segment @g k () -> () {\n  }\n  segment @g k () -> () {\n  }\n}",
+  EXPECT_ERROR(PRE "  segment @g pointwise () -> () {\n  }\n  segment @g pointwise () -> () {\n  }\n}",
                "5:11: error: redefinition of segment '@g'");
-  EXPECT_ERROR(PRE "  segment @g k (%T0) -> (%zz) {\n  }\n}", "3:26: error: segment output '%zz' is not defined");
-  EXPECT_ERROR(PRE "  segment @g k (%nope) -> () {\n  }\n}", "3:17: error: use of undefined value '%nope'");
+  EXPECT_ERROR(PRE "  segment @g pointwise (%T0) -> (%zz) {\n  }\n}", "3:34: error: segment output '%zz' is not defined");
+  EXPECT_ERROR(PRE "  segment @g pointwise (%nope) -> () {\n  }\n}", "3:25: error: use of undefined value '%nope'");
+  EXPECT_ERROR(PRE "  segment @g k () -> () {\n  }\n}",
+               "3:14: error: unknown scheduler kind 'k'; valid: pointwise, transpose, reduction, persistent, resize, none");
 }
 
 static void test_errors_inputs(void) {

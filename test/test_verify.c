@@ -849,7 +849,7 @@ static fu_op *segment(fixture *x, const char *name, fu_value **ins, uint32_t n_i
   body->fusion = x->f;
   s->u.segment.body = body;
   s->u.segment.name = name;
-  s->u.segment.scheduler = "pointwise";
+  s->u.segment.kind = FU_SK_POINTWISE;
   fu_block_append(&x->f->body, s);
   return s;
 }

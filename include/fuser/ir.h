@@ -215,10 +215,31 @@ typedef struct fu_example {
   int64_t low, high;     /* FU_INIT_RANDINT */
 } fu_example;
 
+/* ---- scheduler kinds (kinds.def) -------------------------------------- */
+
+/* The kind of kernel a segment becomes, one per row of kinds.def.
+ * FU_SK_NONE (printed "none") is a segment built without a kind. */
+typedef enum fu_sched_kind {
+  FU_SK_NONE = 0,
+#define FU_SCHED_KIND(id, name, accept, schedule, lower) FU_SK_##id,
+#include "fuser/kinds.def"
+  FU_SK_COUNT
+} fu_sched_kind;
+
+/* The kind's name as written in the IR ("pointwise"; "none"; "?" when k is
+ * out of range). */
+const char *fu_sched_kind_name(fu_sched_kind k);
+/* The kind named name[0..len) (FU_SK_NONE for "none"); false if no kind
+ * has that name. */
+bool fu_sched_kind_from_name(const char *name, size_t len, fu_sched_kind *out);
+/* The valid names, comma separated, for error messages ("pointwise,
+ * transpose, ..."). */
+const char *fu_sched_kind_names(void);
+
 /* One segment: a region of ops compiled into one kernel by one scheduler. */
 typedef struct fu_segment_info {
-  const char *name;      /* without '@' */
-  const char *scheduler; /* kernel kind, e.g. "pointwise" */
+  const char *name;   /* without '@' */
+  fu_sched_kind kind; /* the scheduler kind that compiles it */
   fu_value **outputs;    /* values defined inside, used outside */
   uint32_t n_outputs;
   fu_block *body;

@@ -24,9 +24,21 @@
 extern const fu_pass_def fu_pass_lower;
 
 /* Lowers segment `seg` of f (which must have a schedule) into *out, in the
- * module's arena.  Errors are located at the op or schedule line that
- * cannot be lowered. */
+ * module's arena, with the lowering its kind's row of kinds.def names
+ * (FU_ERR_UNSUPPORTED, with an error, for a kind without one).  Errors are
+ * located at the op or schedule line that cannot be lowered. */
 fu_status fu_lower_segment(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
+
+/* A lowering: the LOWER column of kinds.def (same contract as
+ * fu_lower_segment). */
+typedef fu_status (*fu_lower_entry_fn)(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
+
+/* The lowering of kind k, or NULL while the kind has none. */
+fu_lower_entry_fn fu_lower_entry(fu_sched_kind k);
+
+/* The pointwise lowering (passes/lower/pointwise.c), also the transpose
+ * kind's fallback. */
+fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
 
 /* Lowers every scheduled segment of m (replacing a kernel already there:
  * lowering is deterministic, so running it twice changes nothing). */

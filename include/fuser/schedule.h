@@ -125,10 +125,11 @@ typedef struct fu_schedule {
   uint32_t n_loops;
   fu_stensor *tensors;
   uint32_t n_tensors;
-  /* The kind of segment it was made for (the segment's scheduler name, e.g.
-   * "transpose" for a transpose segment given the pointwise scheduler's
-   * fallback), or NULL: a pointwise segment (the default, not printed). */
-  const char *kind;
+  /* The kind of segment it was made for (e.g. FU_SK_TRANSPOSE for a
+   * transpose segment given the pointwise scheduler's fallback), or
+   * FU_SK_NONE: not recorded (a hand-written schedule).  Pointwise is the
+   * default and is not printed. */
+  fu_sched_kind kind;
 } fu_schedule;
 
 /* ---- text (lib/text/schedule_text.c) ------------------------------------- */
@@ -169,21 +170,24 @@ fu_status fu_schedule_verify_fusion(fu_fusion *f, fu_diag_engine *diag);
 
 extern const fu_pass_def fu_pass_schedule;
 
-/* Schedules every pointwise segment of `m` that has no schedule yet for
- * device `dev` (NULL: the default), and every transpose segment with the
- * pointwise scheduler as a correctness fallback (uncoalesced: the tiled
- * transpose scheduler comes later).  Segments of other kinds are left as
- * they are (their schedulers come later), with a remark when `debug` is
- * set. */
+/* Schedules every segment of `m` that has no schedule yet for device `dev`
+ * (NULL: the default), with the scheduler its kind's row of kinds.def
+ * names: the pointwise scheduler for pointwise segments, and for transpose
+ * segments as a correctness fallback (uncoalesced: the tiled transpose
+ * scheduler comes later).  Segments of kinds without a scheduler are left
+ * as they are, with a remark when `debug` is set. */
 fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine *diag, FILE *debug);
 
-/* True for the segment kinds fu_schedule_module schedules today:
- * "pointwise", and "transpose" (with the pointwise scheduler). */
-bool fu_schedule_kind_supported(const char *kind);
+/* A scheduler: the SCHEDULE column of kinds.def.  Builds *out for segment
+ * `seg` of f in the module's arena, recording seg's kind in (*out)->kind
+ * where it is not the scheduler's own. */
+typedef fu_status (*fu_schedule_entry_fn)(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
+                                          FILE *debug, fu_schedule **out);
 
-/* The pointwise scheduler for one segment: builds *out in m's arena.  For
- * a segment of another kind (transpose) it records that kind in
- * (*out)->kind. */
+/* The scheduler of kind k, or NULL while the kind has none. */
+fu_schedule_entry_fn fu_schedule_entry(fu_sched_kind k);
+
+/* The pointwise scheduler (passes/schedule/pointwise.c). */
 fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                 fu_schedule **out);
 

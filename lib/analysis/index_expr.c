@@ -284,7 +284,7 @@ int64_t fu_ix_upper(const fu_ix *x) {
   case FU_IX_CEILDIV:
     a = fu_ix_upper(x->a);
     if (a < 0 || !fu_ix_is_const(x->b, &b) || b <= 0) return -1;
-    return (a - 1 + b - 1) / b + 1;
+    return (a - 1) / b + ((a - 1) % b != 0) + 1; /* ceil((a - 1) / b) + 1 without overflow */
   }
   return -1;
 }
@@ -649,8 +649,7 @@ fu_ix_lane fu_ix_lane_analyze(const fu_ix *x, const fu_ix *lane, int64_t width) 
   case FU_IX_ADD:
     a = fu_ix_lane_analyze(x->a, lane, width);
     b = fu_ix_lane_analyze(x->b, lane, width);
-    if (!a.ok || !b.ok) return lane_fail();
-    r.stride = a.stride + b.stride;
+    if (!a.ok || !b.ok || __builtin_add_overflow(a.stride, b.stride, &r.stride)) return lane_fail();
     r.align = align_gcd(a.align, b.align);
     return r;
   case FU_IX_MUL:
@@ -666,7 +665,8 @@ fu_ix_lane fu_ix_lane_analyze(const fu_ix *x, const fu_ix *lane, int64_t width) 
     }
     a = fu_ix_lane_analyze(x->a, lane, width);
     if (!a.ok || __builtin_mul_overflow(a.stride, q, &r.stride)) return lane_fail();
-    r.align = a.align == 0 ? 0 : a.align * q;
+    if (a.align == 0) r.align = 0;
+    else if (__builtin_mul_overflow(a.align, q, &r.align)) r.align = 1; /* a multiple of 1, at least */
     return r;
   case FU_IX_DIV:
   case FU_IX_MOD: {

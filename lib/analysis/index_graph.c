@@ -358,6 +358,54 @@ static void reshape_exprs(fu_igraph *g, const fu_op *op) {
       add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX, NULL);
 }
 
+/* Whether squeeze op drops its operand's dim d. */
+static bool squeezed(const fu_op *op, int32_t d) {
+  for (uint32_t k = 0; k < op->u.squeeze.dims.n; k++)
+    if (op->u.squeeze.dims.v[k] == d) return true;
+  return false;
+}
+
+/* Whether the dims a data-movement op names are within its operand's and
+ * result's ranks.  The op verifier checks this; the graph checks again
+ * because it indexes arrays with them and may meet an unverified op (a
+ * caller that skipped the verifier), where a wrong dim must be an error,
+ * not a write out of bounds. */
+static bool op_dims_in_range(const fu_op *op) {
+  const fu_value *r = op->n_results ? op->results[0] : NULL;
+  const fu_value *x = op->n_operands ? op->operands[0] : NULL;
+  if (!r || !x || !fu_type_is_tensor(&x->type)) return op->n_operands > 0 || !r;
+  int32_t rr = r->type.rank, xr = x->type.rank;
+  switch (fu_op_info_of(op->kind)->cls) {
+  case FU_OC_PERMUTE: {
+    if (op->u.permute.dims.n != (uint32_t)rr || rr != xr) return false;
+    for (int32_t d = 0; d < rr; d++)
+      if (op->u.permute.dims.v[d] < 0 || op->u.permute.dims.v[d] >= xr) return false;
+    return true;
+  }
+  case FU_OC_BROADCAST_IN_DIM:
+    if (op->u.broadcast_in_dim.broadcast_dims.n > (uint32_t)xr) return false;
+    for (uint32_t i = 0; i < op->u.broadcast_in_dim.broadcast_dims.n; i++)
+      if (op->u.broadcast_in_dim.broadcast_dims.v[i] < 0 || op->u.broadcast_in_dim.broadcast_dims.v[i] >= rr)
+        return false;
+    return true;
+  case FU_OC_BROADCAST: {
+    int32_t kept = 0;
+    for (int32_t d = 0; d < rr; d++)
+      if (!(d < (int32_t)op->u.broadcast.n && op->u.broadcast.is_broadcast[d])) kept++;
+    return kept == xr;
+  }
+  case FU_OC_EXPAND: return rr == xr;
+  case FU_OC_SQUEEZE: {
+    int32_t kept = 0;
+    for (int32_t d = 0; d < xr; d++) {
+      if (!squeezed(op, d)) kept++;
+    }
+    return kept == rr;
+  }
+  default: return true;
+  }
+}
+
 static bool build_exprs(fu_igraph *g) {
   for (fu_op *op = g->seg->u.segment.body ? g->seg->u.segment.body->first : NULL; op; op = op->next) {
     const fu_op_info *info = fu_op_info_of(op->kind);
@@ -378,6 +426,10 @@ static bool build_exprs(fu_igraph *g) {
       continue;
     }
     const fu_value *x = op->n_operands ? op->operands[0] : NULL;
+    if (!op_dims_in_range(op)) {
+      fu_error(g->diag, op->loc, "'%s': its dims do not fit the ranks of its operand and result", info->name);
+      return false;
+    }
     switch (info->cls) {
     case FU_OC_BROADCAST_IN_DIM: {
       bool used[FU_MAX_RANK] = {false};
@@ -408,10 +460,7 @@ static bool build_exprs(fu_igraph *g) {
     case FU_OC_SQUEEZE: {
       int32_t rd = 0;
       for (int32_t d = 0; d < x->type.rank; d++) {
-        bool gone = false;
-        for (uint32_t k = 0; k < op->u.squeeze.dims.n; k++)
-          if (op->u.squeeze.dims.v[k] == d) gone = true;
-        if (!gone) map_dim(g, op, x, d, r, rd++);
+        if (!squeezed(op, d)) map_dim(g, op, x, d, r, rd++);
       }
       break;
     }
@@ -620,8 +669,9 @@ static const fu_ix **reshape_map(fu_igraph *g, const fu_type *from, const fu_ix 
 }
 
 const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand, const fu_ix *const *rc) {
+  if (operand >= op->n_operands || op->n_results == 0) return NULL;
   const fu_value *x = op->operands[operand], *r = op->results[0];
-  if (!fu_type_is_tensor(&x->type) || !rc) return NULL;
+  if (!fu_type_is_tensor(&x->type) || !rc || !op_dims_in_range(op)) return NULL;
   const fu_ix **c = NULL;
   const fu_ix *zero = fu_ix_const(g->ix, 0);
   int32_t xr = x->type.rank;
@@ -654,10 +704,7 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
   case FU_OC_SQUEEZE: {
     int32_t rd = 0;
     for (int32_t d = 0; d < xr; d++) {
-      bool gone = false;
-      for (uint32_t k = 0; k < op->u.squeeze.dims.n; k++)
-        if (op->u.squeeze.dims.v[k] == d) gone = true;
-      if (!gone) c[d] = rc[rd++];
+      if (!squeezed(op, d)) c[d] = rc[rd++];
     }
     return c;
   }
@@ -672,6 +719,7 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
 /* The result's coordinates from the (already known) coordinates of op's
  * tensor operands; NULL when some result dim is not determined. */
 static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
+  if (op->n_results == 0 || !op_dims_in_range(op)) return NULL;
   const fu_value *r = op->results[0];
   int32_t rr = r->type.rank;
   const fu_ix **c = new_tuple(g, (uint32_t)rr);
@@ -719,10 +767,7 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
   case FU_OC_SQUEEZE: {
     int32_t rd = 0;
     for (int32_t d = 0; d < x->type.rank; d++) {
-      bool gone = false;
-      for (uint32_t k = 0; k < op->u.squeeze.dims.n; k++)
-        if (op->u.squeeze.dims.v[k] == d) gone = true;
-      if (!gone) c[rd++] = xc[d];
+      if (!squeezed(op, d)) c[rd++] = xc[d];
     }
     break;
   }
@@ -897,8 +942,8 @@ fu_amode fu_igraph_access_mode(fu_igraph *g, const fu_value *v, const fu_ix *off
     if (why) *why = "its vectors are not aligned (the index of lane 0 is not a multiple of the vector width)";
     return FU_AM_LANES;
   }
-  int64_t bytes = g->width * (int64_t)fu_dtype_size(v->type.dtype);
-  if (bytes > 16 || (g->width & (g->width - 1)) != 0 || v->type.dtype == FU_DT_BOOL) {
+  int64_t bytes;
+  if (__builtin_mul_overflow(g->width, (int64_t)fu_dtype_size(v->type.dtype), &bytes) || bytes > 16 || (g->width & (g->width - 1)) != 0 || v->type.dtype == FU_DT_BOOL) {
     if (why) *why = "the vector would be wider than 16 bytes (or of bool)";
     return FU_AM_LANES;
   }

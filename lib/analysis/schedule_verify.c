@@ -246,10 +246,9 @@ fu_status fu_schedule_verify(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_
    * a schedule pasted into another segment) would otherwise keep a
    * schedule made for something else.  No kind recorded: a hand-written
    * schedule, accepted for any segment the lowering can handle. */
-  const char *sk = seg->u.segment.scheduler ? seg->u.segment.scheduler : "?";
-  if (s->kind && strcmp(s->kind, sk) != 0) {
-    fu_error(diag, s->loc, "the schedule was made for a %s segment, but segment '@%s' is a %s segment", s->kind,
-             seg_name(seg), sk);
+  if (s->kind != FU_SK_NONE && s->kind != seg->u.segment.kind) {
+    fu_error(diag, s->loc, "the schedule was made for a %s segment, but segment '@%s' is a %s segment",
+             fu_sched_kind_name(s->kind), seg_name(seg), fu_sched_kind_name(seg->u.segment.kind));
     return FU_ERR_VERIFY;
   }
   if (s->reference->type.rank < 0) {

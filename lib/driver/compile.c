@@ -82,7 +82,7 @@ static fu_status collect(const fu_module *m, const char *fusion, const fu_kernel
         if (!ks && diag)
           fu_warning(diag, op->loc,
                      "segment '@%s' (%s) has no kernel: it is not in the output (its scheduler comes later)",
-                     si->name ? si->name : "?", si->scheduler ? si->scheduler : "?");
+                     si->name ? si->name : "?", fu_sched_kind_name(si->kind));
         continue;
       }
       if (ks) ks[*n] = si->kernel;

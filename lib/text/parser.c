@@ -1173,6 +1173,13 @@ static bool parse_value_list(parser *p, const char *what) {
   }
 }
 
+/* Whether some segment of f carries a schedule. */
+static bool has_schedule(fu_fusion *f) {
+  for (fu_op *op = fu_walk_first(&f->body); op; op = fu_walk_next(op))
+    if (op->kind == FU_OP_SEGMENT && op->u.segment.schedule) return true;
+  return false;
+}
+
 /* segment ::= 'segment' '@' NAME KIND '(' values ')' '->' '(' values ')' '{' item* '}'
  * The inputs are resolved before the body, the outputs after it. */
 static bool parse_segment(parser *p, fu_block *b) {
@@ -1191,6 +1198,11 @@ static bool parse_segment(parser *p, fu_block *b) {
     return false;
   }
   fu_token sched = p->tok;
+  fu_sched_kind kind = FU_SK_NONE;
+  if (!fu_sched_kind_from_name(sched.p, sched.len, &kind)) {
+    error_at(p, &sched, "unknown scheduler kind '%.*s'; valid: %s", (int)sched.len, sched.p, fu_sched_kind_names());
+    return false;
+  }
   advance(p);
   if (!parse_value_list(p, "'(' before the segment inputs")) goto done;
   for (size_t i = tbase; i < p->toks.n; i++) {
@@ -1218,7 +1230,7 @@ static bool parse_segment(parser *p, fu_block *b) {
   body->fusion = p->f;
   op->u.segment.body = body;
   op->u.segment.name = arena_strn(p, name.p + 1, name.len - 1);
-  op->u.segment.scheduler = arena_strn(p, sched.p, sched.len);
+  op->u.segment.kind = kind;
   if (op->u.segment.name) {
     if (fu_txt_symtab_get(&p->segments, name.p + 1, name.len - 1))
       error_at(p, &name, "redefinition of segment '%.*s'", (int)name.len, name.p);
@@ -1345,9 +1357,12 @@ static bool parse_fusion(parser *p) {
   unsigned errors_before = p->diag->n_errors;
   if (!parse_items(p, &p->f->body)) return false;
   advance(p); /* '}' */
-  /* ---- codegen: schedules are checked once their fusion is complete ---- */
-  if (p->diag->n_errors == errors_before && !p->nomem) fu_schedule_verify_fusion(p->f, p->diag);
-  /* ---- end codegen ---- */
+  /* Schedules are checked once their fusion is complete, and only over ops
+   * that verified: the index graph indexes arrays with the ops' attributes
+   * (a permute's dims), which only the op verifier bounds.  A fusion
+   * without schedules is left to the caller's verifier, as before. */
+  if (p->diag->n_errors == errors_before && !p->nomem && has_schedule(p->f) && fu_verify_fusion(p->f, p->diag) == FU_OK)
+    fu_schedule_verify_fusion(p->f, p->diag);
   return true;
 }
 

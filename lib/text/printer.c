@@ -310,7 +310,7 @@ static void print_op(const pctx *c, const fu_op *op, int indent) {
       put_int(sb, op->id);
     }
     fu_strbuf_putc(sb, ' ');
-    fu_strbuf_puts(sb, s->scheduler && *s->scheduler ? s->scheduler : "none");
+    fu_strbuf_puts(sb, fu_sched_kind_name(s->kind));
     fu_strbuf_puts(sb, " (");
     put_values(c, op->operands, op->n_operands);
     fu_strbuf_puts(sb, ") -> (");

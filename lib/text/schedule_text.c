@@ -86,10 +86,10 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
     fu_strbuf_puts(out, n++ ? ", " : " {");
     fu_strbuf_printf(out, "index=%s", fu_dtype_name(s->index_dtype));
   }
-  if (s->kind && strcmp(s->kind, "pointwise") != 0) {
+  if (s->kind != FU_SK_NONE && s->kind != FU_SK_POINTWISE) {
     fu_strbuf_puts(out, n++ ? ", " : " {");
     fu_strbuf_puts(out, "kind=");
-    put_word(out, s->kind);
+    put_word(out, fu_sched_kind_name(s->kind));
   }
   if (n) fu_strbuf_putc(out, '}');
   fu_strbuf_puts(out, " {\n");
@@ -332,7 +332,13 @@ static void header_attrs(sparser *p, fu_schedule *s) {
       else if (is_word(&a[i].value, "i64")) s->index_dtype = FU_DT_I64;
       else bad_attr_value(p, &a[i], "i32 or i64");
     } else if (fu_txt_tok_is(&a[i].name, "kind")) {
-      if (!(s->kind = attr_word(p, &a[i].value)) && !p->nomem) bad_attr_value(p, &a[i], "a segment kind such as transpose");
+      const char *w = attr_word(p, &a[i].value);
+      if (!w) {
+        if (!p->nomem) bad_attr_value(p, &a[i], "a segment kind such as transpose");
+      } else if (!fu_sched_kind_from_name(w, strlen(w), &s->kind)) {
+        serr(p, &a[i].value, "unknown segment kind '%s' for 'kind'; valid: %s", w, fu_sched_kind_names());
+        s->kind = FU_SK_NONE;
+      }
     } else {
       serr(p, &a[i].name, "unknown attribute '%.*s' for 'schedule'; valid: device, arch, index, kind",
            (int)a[i].name.len, a[i].name.p);

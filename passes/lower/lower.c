@@ -1,12 +1,11 @@
 /* fuser: the `lower` pass (include/fuser/lower.h): every scheduled segment
- * to kernel IR, with the pointwise lowering of pointwise.c.  That
+ * to kernel IR, with its kind's lowering (the LOWER column of
+ * fuser/kinds.def): the pointwise lowering of pointwise.c so far.  That
  * includes transpose segments, which the schedule pass gives the pointwise
  * scheduler's schedule as an uncoalesced correctness fallback: the index
  * graph maps permutes inside the segment, and the layouts of
  * fuser/view_layout.h give the offsets of permuted inputs and of outputs
  * written permuted for host permutes, so the same lowering serves. */
-#include <string.h>
-
 #include "fuser/lower.h"
 
 static fu_status run_lower(fu_module *m, fu_pass_context *ctx);
@@ -18,6 +17,26 @@ const fu_pass_def fu_pass_lower = {
     run_lower,
 };
 
+/* The LOWER column of kinds.def. */
+static const fu_lower_entry_fn lowerings[FU_SK_COUNT] = {
+    NULL, /* FU_SK_NONE */
+#define FU_SCHED_KIND(id, name, accept, schedule, lower) lower,
+#include "fuser/kinds.def"
+};
+
+fu_lower_entry_fn fu_lower_entry(fu_sched_kind k) { return (unsigned)k < FU_SK_COUNT ? lowerings[k] : NULL; }
+
+fu_status fu_lower_segment(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
+  *out = NULL;
+  fu_lower_entry_fn entry = fu_lower_entry(seg->u.segment.kind);
+  if (!entry) {
+    fu_error(diag, seg->loc, "segment '@%s' is a %s segment; its lowering comes later",
+             seg->u.segment.name ? seg->u.segment.name : "?", fu_sched_kind_name(seg->u.segment.kind));
+    return FU_ERR_UNSUPPORTED;
+  }
+  return entry(f, seg, diag, out);
+}
+
 fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {
   for (fu_fusion *f = m->first; f; f = f->next) {
     for (fu_op *op = f->body.first; op; op = op->next) {
@@ -26,7 +45,13 @@ fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {
       if (!si->schedule) {
         if (debug)
           fprintf(debug, "lower: @%s: segment '@%s' (%s) has no schedule: not lowered\n", f->name ? f->name : "?",
-                  si->name ? si->name : "?", si->scheduler ? si->scheduler : "?");
+                  si->name ? si->name : "?", fu_sched_kind_name(si->kind));
+        continue;
+      }
+      if (!fu_lower_entry(si->kind)) {
+        if (debug)
+          fprintf(debug, "lower: @%s: segment '@%s' is a %s segment; its lowering comes later\n",
+                  f->name ? f->name : "?", si->name ? si->name : "?", fu_sched_kind_name(si->kind));
         continue;
       }
       fu_kernel *k = NULL;
@@ -36,8 +61,7 @@ fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {
       if (debug)
         fprintf(debug, "lower: @%s: segment '@%s' -> kernel '@%s' (%u parameters, index %s)%s\n",
                 f->name ? f->name : "?", si->name ? si->name : "?", k->name, k->n_params, fu_dtype_name(k->index_dtype),
-                si->scheduler && strcmp(si->scheduler, "transpose") == 0 ? " (transpose: the uncoalesced pointwise fallback)"
-                                                                         : "");
+                si->kind == FU_SK_TRANSPOSE ? " (transpose: the uncoalesced pointwise fallback)" : "");
     }
   }
   return FU_OK;

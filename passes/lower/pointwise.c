@@ -1047,7 +1047,7 @@ void fu_kernel_name_for(const fu_fusion *f, const fu_op *seg, char *buf, size_t 
   if (buf[0] >= '0' && buf[0] <= '9') buf[0] = '_';
 }
 
-fu_status fu_lower_segment(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
+fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
   *out = NULL;
   const fu_schedule *s = seg->u.segment.schedule;
   if (!s) return FU_ERR_INVALID_ARG;

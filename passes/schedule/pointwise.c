@@ -476,7 +476,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   }
   if (!ref) {
     fu_error(diag, seg->loc, "%s segment '@%s' has no tensor output to schedule",
-             si->scheduler ? si->scheduler : "pointwise", si->name ? si->name : "?");
+             si->kind == FU_SK_NONE ? "pointwise" : fu_sched_kind_name(si->kind), si->name ? si->name : "?");
     return FU_ERR_UNSUPPORTED;
   }
   /* 2. shape */
@@ -496,7 +496,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   if (widest == 0) widest = 1;
   if (ref->type.rank == 0) vmax = 1;
   fu_schedule *best = NULL;
-  bool transpose = !si->scheduler || strcmp(si->scheduler, "pointwise") != 0;
+  bool transpose = si->kind != FU_SK_POINTWISE;
   if (transpose) {
     /* the fallback: the width that accesses the most tensors with whole
      * vectors (ties: the wider); outputs written permuted are stored lane
@@ -616,7 +616,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   best->arch = fu_arena_strdup(m->arena, arch);
   best->loc = seg->loc;
   if (!best->device || !best->arch) return FU_ERR_NOMEM;
-  if (transpose && si->scheduler && !(best->kind = fu_arena_strdup(m->arena, si->scheduler))) return FU_ERR_NOMEM;
+  if (transpose) best->kind = si->kind;
   *out = best;
   return FU_OK;
 }

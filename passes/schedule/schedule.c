@@ -1,7 +1,7 @@
 /* fuser: the `schedule` pass.
  *
- * The pass gives every pointwise segment that has no schedule one from the
- * pointwise scheduler (pointwise.c), tuned for the device named by
+ * The pass gives every segment that has no schedule one from its kind's
+ * scheduler (the SCHEDULE column of fuser/kinds.def), tuned for the device named by
  * its `device` option (`fuser-opt --device=`).  Transpose segments get one
  * from the same scheduler as a correctness fallback: an uncoalesced kernel
  * (the accesses that are not contiguous along the reference's innermost
@@ -9,12 +9,10 @@
  * transpose scheduler exists; the schedule records the kind (`kind=
  * transpose`).  A schedule already present (hand-written, or from an
  * earlier run) is kept: running the pass twice changes nothing.  Segments
- * of other kinds are left for their schedulers.
+ * of kinds without a scheduler yet are left alone.
  *
  * What a scheduler writes must pass the verifier
  * (lib/analysis/schedule_verify.c) that the parser runs. */
-#include <string.h>
-
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
 
@@ -37,9 +35,14 @@ const fu_pass_def fu_pass_schedule = {
 
 static const char *seg_name(const fu_op *seg) { return seg->u.segment.name ? seg->u.segment.name : "?"; }
 
-bool fu_schedule_kind_supported(const char *kind) {
-  return kind && (strcmp(kind, "pointwise") == 0 || strcmp(kind, "transpose") == 0);
-}
+/* The SCHEDULE column of kinds.def. */
+static const fu_schedule_entry_fn schedulers[FU_SK_COUNT] = {
+    NULL, /* FU_SK_NONE */
+#define FU_SCHED_KIND(id, name, accept, schedule, lower) schedule,
+#include "fuser/kinds.def"
+};
+
+fu_schedule_entry_fn fu_schedule_entry(fu_sched_kind k) { return (unsigned)k < FU_SK_COUNT ? schedulers[k] : NULL; }
 
 fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine *diag, FILE *debug) {
   fu_device def = fu_device_default();
@@ -49,20 +52,21 @@ fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine 
       if (op->kind != FU_OP_SEGMENT) continue;
       fu_segment_info *si = &op->u.segment;
       if (si->schedule) continue;
-      if (!fu_schedule_kind_supported(si->scheduler)) {
+      fu_schedule_entry_fn entry = fu_schedule_entry(si->kind);
+      if (!entry) {
         if (debug)
           fprintf(debug, "schedule: @%s: segment '@%s' is a %s segment; its scheduler comes later\n",
-                  f->name ? f->name : "?", seg_name(op), si->scheduler ? si->scheduler : "?");
+                  f->name ? f->name : "?", seg_name(op), fu_sched_kind_name(si->kind));
         continue;
       }
       fu_schedule *s = NULL;
-      fu_status st = fu_schedule_pointwise(f, op, dev, diag, debug, &s);
+      fu_status st = entry(f, op, dev, diag, debug, &s);
       if (st != FU_OK) return st;
       /* What the scheduler wrote must pass the verifier a parser would run. */
       st = fu_schedule_verify(f, op, s, diag);
       if (st != FU_OK) {
-        fu_error(diag, op->loc, "internal error: the pointwise scheduler wrote an invalid schedule for '@%s'",
-                 seg_name(op));
+        fu_error(diag, op->loc, "internal error: the %s scheduler wrote an invalid schedule for '@%s'",
+                 fu_sched_kind_name(si->kind), seg_name(op));
         return st;
       }
       si->schedule = s;

@@ -10,23 +10,6 @@
 
 /* ---- small helpers -------------------------------------------------------- */
 
-bool fu_seg_vec_push(fu_seg_vec *v, const fu_allocator *a, uint32_t x) {
-  if (v->n == v->cap) {
-    uint32_t cap = v->cap ? v->cap * 2 : 4;
-    uint32_t *p = fu_mem_realloc(a, v->v, (size_t)v->cap * sizeof *p, (size_t)cap * sizeof *p);
-    if (!p) return false;
-    v->v = p;
-    v->cap = cap;
-  }
-  v->v[v->n++] = x;
-  return true;
-}
-
-void fu_seg_vec_free(fu_seg_vec *v, const fu_allocator *a) {
-  if (v->v) fu_mem_free(a, v->v, (size_t)v->cap * sizeof *v->v);
-  memset(v, 0, sizeof *v);
-}
-
 static uint64_t sat_mul(uint64_t a, uint64_t b) {
   if (a == 0 || b == 0) return 0;
   if (a > UINT64_MAX / b) return UINT64_MAX;
@@ -564,4 +547,13 @@ void fu_seg_env_free(fu_seg_env *env) {
   fu_seg_reject_free(&env->rejects);
   fu_seg_graph_free(&env->g);
   fu_strbuf_free(&env->sb);
+}
+
+/* The members of group root r in node order: for debug.c and merge.c, so
+ * it lives with the environment both use. */
+fu_status fu_seg_members_sorted(fu_seg_env *env, uint32_t r, fu_seg_vec *out) {
+  out->n = 0;
+  for (uint32_t n = env->mem_head[r]; n != FU_SEG_NONE; n = env->mem_next[n])
+    if (!fu_seg_vec_push(out, &env->alloc, n)) return FU_ERR_NOMEM;
+  return fu_seg_vec_sort(out, &env->alloc, NULL) ? FU_OK : FU_ERR_NOMEM;
 }

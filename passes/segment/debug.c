@@ -139,9 +139,9 @@ void fu_seg_put_group(fu_seg_env *env, fu_strbuf *sb, uint32_t a, uint32_t b) {
   fu_strbuf_putc(sb, '}');
 }
 
-void fu_seg_put_kind(fu_seg_env *env, fu_strbuf *sb, fu_seg_kind k, const fu_seg_summary *s) {
-  fu_strbuf_puts(sb, fu_seg_kind_name(k));
-  if ((k == FU_SEG_REDUCTION || k == FU_SEG_PERSISTENT) && s->first_red >= 0)
+void fu_seg_put_kind(fu_seg_env *env, fu_strbuf *sb, fu_sched_kind k, const fu_seg_summary *s) {
+  fu_strbuf_puts(sb, fu_sched_kind_name(k));
+  if ((k == FU_SK_REDUCTION || k == FU_SK_PERSISTENT) && s->first_red >= 0)
     fu_strbuf_puts(sb, env->nodes[s->first_red].red_inner ? " (inner)" : " (outer)");
 }
 

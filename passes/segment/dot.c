@@ -66,7 +66,7 @@ static void put_node(dot_ctx *c, FILE *out, uint32_t i) {
   } else if (op->kind == FU_OP_SEGMENT) {
     const fu_segment_info *s = &op->u.segment;
     uint32_t n = s->body ? count_ops(s->body) : 0;
-    fu_strbuf_printf(&c->sb, "@%s\n%s\n%u op%s", s->name ? s->name : "?", s->scheduler ? s->scheduler : "?", n,
+    fu_strbuf_printf(&c->sb, "@%s\n%s\n%u op%s", s->name ? s->name : "?", fu_sched_kind_name(s->kind), n,
                      n == 1 ? "" : "s");
     style = "rounded,bold";
   } else {

@@ -207,11 +207,6 @@ fu_seg_path fu_seg_graph_check(fu_seg_graph *g, uint32_t x, uint32_t y, uint32_t
   return p;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Appends src to dst (both adjacency lists of groups being merged), moving
  * the smaller into the larger so that each entry is copied O(log n) times. */
 static bool adj_absorb(fu_seg_graph *g, fu_seg_vec *dst, fu_seg_vec *src) {
@@ -242,16 +237,7 @@ static void adj_compact(fu_seg_graph *g, uint32_t root, fu_seg_vec *v) {
 }
 
 /* Sorts the groups in v by their position in the order. */
-static bool sort_by_ord(fu_seg_graph *g, fu_seg_vec *v) {
-  if (v->n < 2) return true;
-  uint64_t *tmp = fu_mem_alloc(&g->alloc, (size_t)v->n * sizeof *tmp);
-  if (!tmp) return false;
-  for (uint32_t i = 0; i < v->n; i++) tmp[i] = ((uint64_t)g->ord[v->v[i]] << 32) | v->v[i];
-  qsort(tmp, v->n, sizeof *tmp, cmp_u64);
-  for (uint32_t i = 0; i < v->n; i++) v->v[i] = (uint32_t)tmp[i];
-  fu_mem_free(&g->alloc, tmp, (size_t)v->n * sizeof *tmp);
-  return true;
-}
+static bool sort_by_ord(fu_seg_graph *g, fu_seg_vec *v) { return fu_seg_vec_sort(v, &g->alloc, g->ord); }
 
 fu_status fu_seg_graph_merge(fu_seg_graph *g, uint32_t x, uint32_t y, uint32_t root) {
   uint32_t other = root == x ? y : x;
@@ -289,7 +275,7 @@ fu_status fu_seg_graph_merge(fu_seg_graph *g, uint32_t x, uint32_t y, uint32_t r
       uint64_t *slots = fu_mem_alloc(&g->alloc, (size_t)np * sizeof *slots);
       if (!slots) return FU_ERR_NOMEM;
       for (uint32_t i = 0; i < np; i++) slots[i] = g->pool.v[i];
-      qsort(slots, np, sizeof *slots, cmp_u64);
+      qsort(slots, np, sizeof *slots, fu_seg_cmp_u64);
       if (!sort_by_ord(g, &g->bwd) || !sort_by_ord(g, &g->fwd)) {
         fu_mem_free(&g->alloc, slots, (size_t)np * sizeof *slots);
         return FU_ERR_NOMEM;

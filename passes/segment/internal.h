@@ -3,6 +3,7 @@
  *
  * Files:
  *   segment.c     the pass entry, options, writing segments into the IR
+ *   vec.c         the growable id vector and its sort (used by all)
  *   analysis.c    per-op and per-value facts (iteration spaces, bytes,
  *                 layouts of inputs and host values)
  *   schedulers.c  group summaries and the table of scheduler checks
@@ -46,21 +47,20 @@ typedef struct fu_seg_vec {
   uint32_t clean_n; /* length after the last compaction (adjacency lists) */
 } fu_seg_vec;
 
+/* vec.c */
 bool fu_seg_vec_push(fu_seg_vec *v, const fu_allocator *a, uint32_t x);
 void fu_seg_vec_free(fu_seg_vec *v, const fu_allocator *a);
+/* Sorts the ids in v by key[id] (by the id itself when key is NULL), ties
+ * by id. */
+bool fu_seg_vec_sort(fu_seg_vec *v, const fu_allocator *a, const uint32_t *key);
+/* qsort order of uint64_t. */
+int fu_seg_cmp_u64(const void *a, const void *b);
 
 /* ---- scheduler kinds ---------------------------------------------------- */
 
-typedef enum fu_seg_kind {
-  FU_SEG_POINTWISE,
-  FU_SEG_TRANSPOSE,
-  FU_SEG_REDUCTION,
-  FU_SEG_PERSISTENT,
-  FU_SEG_RESIZE,
-  FU_SEG_HOST,
-  FU_SEG_KIND_COUNT,
-  FU_SEG_KIND_NONE = -1
-} fu_seg_kind;
+/* The kinds are fu_sched_kind (fuser/kinds.def); the table below holds
+ * one row per kind, FU_SK_<ID> at row FU_SK_<ID> - 1. */
+enum { FU_SEG_KIND_COUNT = FU_SK_COUNT - 1 };
 
 /* ---- group summaries ------------------------------------------------------
  * Everything a scheduler check needs about a group, kept per group and
@@ -130,19 +130,25 @@ typedef struct fu_seg_verdict {
 
 struct fu_seg_env;
 
+typedef fu_seg_verdict (*fu_seg_accept_fn)(const struct fu_seg_env *env, const fu_seg_summary *s);
+
 typedef struct fu_seg_scheduler {
-  fu_seg_kind kind;
-  const char *name; /* the kind as written in the IR */
-  bool kernel;      /* false for host: used by step 4 only */
-  fu_seg_verdict (*check)(const struct fu_seg_env *env, const fu_seg_summary *s);
+  fu_sched_kind kind;
+  fu_seg_accept_fn check; /* the ACCEPT column of kinds.def */
 } fu_seg_scheduler;
+
+/* The ACCEPT column's checks (schedulers.c). */
+fu_seg_verdict fu_seg_accept_pointwise(const struct fu_seg_env *env, const fu_seg_summary *s);
+fu_seg_verdict fu_seg_accept_transpose(const struct fu_seg_env *env, const fu_seg_summary *s);
+fu_seg_verdict fu_seg_accept_reduction(const struct fu_seg_env *env, const fu_seg_summary *s);
+fu_seg_verdict fu_seg_accept_persistent(const struct fu_seg_env *env, const fu_seg_summary *s);
+fu_seg_verdict fu_seg_accept_resize(const struct fu_seg_env *env, const fu_seg_summary *s);
 
 /* The table, in preference order (first acceptance wins). */
 extern const fu_seg_scheduler fu_seg_schedulers[FU_SEG_KIND_COUNT];
-const char *fu_seg_kind_name(fu_seg_kind k);
-/* First kernel scheduler accepting s; FU_SEG_KIND_NONE if none.  When
+/* First kernel scheduler accepting s; FU_SK_NONE if none.  When
  * `verdicts` is not NULL it receives every kernel scheduler's verdict. */
-fu_seg_kind fu_seg_choose(const struct fu_seg_env *env, const fu_seg_summary *s,
+fu_sched_kind fu_seg_choose(const struct fu_seg_env *env, const fu_seg_summary *s,
                           fu_seg_verdict verdicts[FU_SEG_KIND_COUNT]);
 
 /* ---- the group graph -------------------------------------------------------
@@ -350,7 +356,8 @@ void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_in, int
 
 /* merge.c */
 fu_status fu_seg_partition(fu_seg_env *env);
-/* Members of root r, sorted by node index, into out (cleared first). */
+/* analysis.c: members of root r, sorted by node index, into out (cleared
+ * first). */
 fu_status fu_seg_members_sorted(fu_seg_env *env, uint32_t r, fu_seg_vec *out);
 
 /* debug.c */
@@ -362,7 +369,7 @@ void fu_seg_put_group(fu_seg_env *env, fu_strbuf *sb, uint32_t a, uint32_t b);
  * or every compute node when whole is true. */
 void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *v, uint32_t a, uint32_t b, bool whole);
 /* "reduction (inner)" style description of a group's kind. */
-void fu_seg_put_kind(fu_seg_env *env, fu_strbuf *sb, fu_seg_kind k, const fu_seg_summary *s);
+void fu_seg_put_kind(fu_seg_env *env, fu_strbuf *sb, fu_sched_kind k, const fu_seg_summary *s);
 void fu_seg_debug_line(fu_seg_env *env); /* writes env->sb as one line */
 
 #endif

@@ -28,7 +28,7 @@ typedef struct trial {
   uint32_t x, y; /* roots, ord[x] < ord[y] */
   uint64_t bytes;
   fu_seg_summary sum;
-  fu_seg_kind kind;
+  fu_sched_kind kind;
   fu_seg_verdict verdicts[FU_SEG_KIND_COUNT];
 } trial;
 
@@ -46,29 +46,9 @@ static uint32_t next_mark(fu_seg_env *env) {
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Sorts node ids by a key per node (ord or index). */
 static bool sort_nodes(fu_seg_env *env, fu_seg_vec *v, bool by_ord) {
-  if (v->n < 2) return true;
-  uint64_t *tmp = fu_mem_alloc(&env->alloc, (size_t)v->n * sizeof *tmp);
-  if (!tmp) return false;
-  for (uint32_t i = 0; i < v->n; i++)
-    tmp[i] = ((uint64_t)(by_ord ? env->g.ord[v->v[i]] : v->v[i]) << 32) | v->v[i];
-  qsort(tmp, v->n, sizeof *tmp, cmp_u64);
-  for (uint32_t i = 0; i < v->n; i++) v->v[i] = (uint32_t)tmp[i];
-  fu_mem_free(&env->alloc, tmp, (size_t)v->n * sizeof *tmp);
-  return true;
-}
-
-fu_status fu_seg_members_sorted(fu_seg_env *env, uint32_t r, fu_seg_vec *out) {
-  out->n = 0;
-  for (uint32_t n = env->mem_head[r]; n != FU_SEG_NONE; n = env->mem_next[n])
-    if (!fu_seg_vec_push(out, &env->alloc, n)) return FU_ERR_NOMEM;
-  return sort_nodes(env, out, false) ? FU_OK : FU_ERR_NOMEM;
+  return fu_seg_vec_sort(v, &env->alloc, by_ord ? env->g.ord : NULL);
 }
 
 /* Compute roots (groups), sorted by their topological position. */
@@ -282,9 +262,8 @@ static void log_line(fu_seg_env *env, const fu_strbuf *prefix, const char *fmt_t
 static void log_rejections(fu_seg_env *env, const fu_strbuf *prefix, const trial *t) {
   for (int i = 0; i < FU_SEG_KIND_COUNT; i++) {
     const fu_seg_scheduler *sc = &fu_seg_schedulers[i];
-    if (!sc->kernel) continue;
     log_line(env, prefix, "rejected by ");
-    fu_strbuf_printf(&env->sb, "%s: ", sc->name);
+    fu_strbuf_printf(&env->sb, "%s: ", fu_sched_kind_name(sc->kind));
     fu_seg_put_reason(env, &env->sb, &t->verdicts[i], t->x, t->y, false);
     fu_seg_debug_line(env);
   }
@@ -306,7 +285,7 @@ static fu_status decide(fu_seg_env *env, trial *t, int step, merge_mode mode, co
   if (env->dbg) log_prefix(env, &prefix, step, mode, t->x, t->y);
   uint32_t vx = env->g.version[t->x], vy = env->g.version[t->y];
   uint32_t lo = t->x < t->y ? t->x : t->y, hi = t->x < t->y ? t->y : t->x;
-  if (t->kind == FU_SEG_KIND_NONE) {
+  if (t->kind == FU_SK_NONE) {
     if (env->dbg) log_rejections(env, &prefix, t);
     trial_abort(env);
     fu_strbuf_free(&prefix);
@@ -380,8 +359,8 @@ static fu_status try_merge(fu_seg_env *env, uint32_t a, uint32_t b, int step, me
 
 /* ---- step 1 ----------------------------------------------------------------- */
 
-static void log_whole(fu_seg_env *env, fu_seg_kind kind, const fu_seg_summary *s, const fu_seg_verdict *verdicts) {
-  if (kind != FU_SEG_KIND_NONE) {
+static void log_whole(fu_seg_env *env, fu_sched_kind kind, const fu_seg_summary *s, const fu_seg_verdict *verdicts) {
+  if (kind != FU_SK_NONE) {
     fu_strbuf_clear(&env->sb);
     fu_strbuf_printf(&env->sb, "[segment] step 1: whole fusion (%u op%s): accepted by ", s->n_ops, s->n_ops == 1 ? "" : "s");
     fu_seg_put_kind(env, &env->sb, kind, s);
@@ -390,9 +369,8 @@ static void log_whole(fu_seg_env *env, fu_seg_kind kind, const fu_seg_summary *s
   }
   for (int i = 0; i < FU_SEG_KIND_COUNT; i++) {
     const fu_seg_scheduler *sc = &fu_seg_schedulers[i];
-    if (!sc->kernel) continue;
     fu_strbuf_clear(&env->sb);
-    fu_strbuf_printf(&env->sb, "[segment] step 1: whole fusion: rejected by %s: ", sc->name);
+    fu_strbuf_printf(&env->sb, "[segment] step 1: whole fusion: rejected by %s: ", fu_sched_kind_name(sc->kind));
     fu_seg_put_reason(env, &env->sb, &verdicts[i], FU_SEG_NONE, FU_SEG_NONE, true);
     fu_seg_debug_line(env);
   }
@@ -424,7 +402,7 @@ static fu_status frozen_between(fu_seg_env *env, uint32_t *out) {
 
 /* Every compute node in one group with root `root` (no graph merges: the
  * union-find parent is set directly). */
-static void make_single_group(fu_seg_env *env, const fu_seg_vec *all, const fu_seg_summary *s, fu_seg_kind kind) {
+static void make_single_group(fu_seg_env *env, const fu_seg_vec *all, const fu_seg_summary *s, fu_sched_kind kind) {
   uint32_t root = all->v[0];
   for (uint32_t i = 0; i < all->n; i++) {
     uint32_t n = all->v[i];
@@ -450,13 +428,13 @@ static fu_status init_groups(fu_seg_env *env) {
     env->mem_head[n] = env->mem_tail[n] = n;
     env->mem_next[n] = FU_SEG_NONE;
     env->mem_count[n] = 1;
-    env->kind[n] = FU_SEG_KIND_NONE;
+    env->kind[n] = FU_SK_NONE;
     if (!is_compute(env, n)) continue;
     fu_seg_summary_single(env, n, &env->sum[n]);
-    fu_seg_kind k = fu_seg_choose(env, &env->sum[n], NULL);
-    if (k == FU_SEG_KIND_NONE) {
+    fu_sched_kind k = fu_seg_choose(env, &env->sum[n], NULL);
+    if (k == FU_SK_NONE) {
       /* every single op has a scheduler; keep going if a new op kind lacks one */
-      k = FU_SEG_POINTWISE;
+      k = FU_SK_POINTWISE;
       if (env->dbg) {
         fu_strbuf_clear(&env->sb);
         fu_strbuf_puts(&env->sb, "[segment] note: no scheduler accepts ");
@@ -617,13 +595,13 @@ static fu_status step3_shared(fu_seg_env *env) {
 static fu_status step3_independent(fu_seg_env *env) {
   fu_seg_vec roots = {0};
   fu_status st = roots_by_ord(env, &roots);
-  uint32_t acc[FU_SEG_KIND_COUNT];
-  for (int k = 0; k < FU_SEG_KIND_COUNT; k++) acc[k] = FU_SEG_NONE;
+  uint32_t acc[FU_SK_COUNT];
+  for (int k = 0; k < FU_SK_COUNT; k++) acc[k] = FU_SEG_NONE;
   for (uint32_t i = 0; i < roots.n && st == FU_OK; i++) {
     uint32_t r = roots.v[i];
     if (find(env, r) != r) continue;
     int k = env->kind[r];
-    if (k < 0 || k >= FU_SEG_KIND_COUNT) continue;
+    if (k <= FU_SK_NONE || k >= FU_SK_COUNT) continue;
     if (acc[k] == FU_SEG_NONE) {
       acc[k] = r;
       continue;
@@ -747,8 +725,8 @@ fu_status fu_seg_partition(fu_seg_env *env) {
   uint32_t between = FU_SEG_NONE;
   if (st == FU_OK) st = frozen_between(env, &between);
   if (st == FU_OK) {
-    fu_seg_kind k = fu_seg_choose(env, &whole, env->dbg ? verdicts : NULL);
-    if (k != FU_SEG_KIND_NONE && between != FU_SEG_NONE) {
+    fu_sched_kind k = fu_seg_choose(env, &whole, env->dbg ? verdicts : NULL);
+    if (k != FU_SK_NONE && between != FU_SEG_NONE) {
       if (env->dbg) {
         fu_strbuf_clear(&env->sb);
         fu_strbuf_printf(&env->sb, "[segment] step 1: whole fusion (%u op%s): accepted by ", whole.n_ops,
@@ -759,11 +737,11 @@ fu_status fu_seg_partition(fu_seg_env *env) {
         fu_strbuf_puts(&env->sb, " stays outside and sits between its ops");
         fu_seg_debug_line(env);
       }
-      k = FU_SEG_KIND_NONE;
+      k = FU_SK_NONE;
     } else if (env->dbg) {
       log_whole(env, k, &whole, verdicts);
     }
-    if (k != FU_SEG_KIND_NONE) {
+    if (k != FU_SK_NONE) {
       make_single_group(env, &all, &whole, k);
       env->stats.whole_fusion = true;
     } else {

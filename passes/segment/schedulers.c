@@ -2,9 +2,9 @@
  *
  * A check never looks at the ops of a group: it reads the group's summary
  * (fu_seg_summary), which merging keeps up to date in O(1) plus the work
- * proportional to what crosses between the two groups.  All checks are in
- * the table fu_seg_schedulers below, one function per scheduler kind, in
- * preference order; a check returns FU_SEG_ACCEPT or the reason it refuses
+ * proportional to what crosses between the two groups.  The checks are the
+ * ACCEPT column of fuser/kinds.def, expanded into fu_seg_schedulers below
+ * in the table's (preference) order; a check returns FU_SEG_ACCEPT or the reason it refuses
  * (fu_seg_verdict) naming ops by node index, which debug.c turns into
  * text.  Later refinements of a scheduler's limits belong here. */
 #include <string.h>
@@ -254,7 +254,7 @@ static bool outputs_in_red_spaces(const fu_seg_summary *s) {
 
 /* pointwise: elementwise ops and views over one iteration space, written in
  * the order it is read (no reduction, no resize, nothing permuted). */
-static fu_seg_verdict check_pointwise(const fu_seg_env *env, const fu_seg_summary *s) {
+fu_seg_verdict fu_seg_accept_pointwise(const fu_seg_env *env, const fu_seg_summary *s) {
   (void)env;
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
@@ -266,7 +266,7 @@ static fu_seg_verdict check_pointwise(const fu_seg_env *env, const fu_seg_summar
 
 /* transpose: as pointwise, but data moves between a permuted and the
  * logical order (a permute inside, or an input read in a permuted layout). */
-static fu_seg_verdict check_transpose(const fu_seg_env *env, const fu_seg_summary *s) {
+fu_seg_verdict fu_seg_accept_transpose(const fu_seg_env *env, const fu_seg_summary *s) {
   (void)env;
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
@@ -290,7 +290,7 @@ static fu_seg_verdict check_reduction_common(const fu_seg_summary *s) {
 
 /* reduction: prologue -> reductions -> epilogue on the reduced space; the
  * reduction input is never needed again after it. */
-static fu_seg_verdict check_reduction(const fu_seg_env *env, const fu_seg_summary *s) {
+fu_seg_verdict fu_seg_accept_reduction(const fu_seg_env *env, const fu_seg_summary *s) {
   (void)env;
   fu_seg_verdict v = check_reduction_common(s);
   if (v.why != FU_SEG_ACCEPT) return v;
@@ -301,7 +301,7 @@ static fu_seg_verdict check_reduction(const fu_seg_env *env, const fu_seg_summar
 
 /* persistent: the reduced rows are used again after the reduction
  * (softmax, layernorm): they must fit on chip. */
-static fu_seg_verdict check_persistent(const fu_seg_env *env, const fu_seg_summary *s) {
+fu_seg_verdict fu_seg_accept_persistent(const fu_seg_env *env, const fu_seg_summary *s) {
   fu_seg_verdict v = check_reduction_common(s);
   if (v.why != FU_SEG_ACCEPT) return v;
   if (s->n_down_in == 0) return refuse(FU_SEG_WHY_NO_DOWN_IN, s->first_red, -1);
@@ -312,7 +312,7 @@ static fu_seg_verdict check_persistent(const fu_seg_env *env, const fu_seg_summa
 }
 
 /* resize: slice, pad and cat with pointwise ops around them. */
-static fu_seg_verdict check_resize(const fu_seg_env *env, const fu_seg_summary *s) {
+fu_seg_verdict fu_seg_accept_resize(const fu_seg_env *env, const fu_seg_summary *s) {
   (void)env;
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
   if (s->first_resize < 0) return refuse(FU_SEG_WHY_NO_RESIZE, -1, -1);
@@ -321,29 +321,21 @@ static fu_seg_verdict check_resize(const fu_seg_env *env, const fu_seg_summary *
   return accept();
 }
 
+/* The ACCEPT column of kinds.def, in its (preference) order. */
 const fu_seg_scheduler fu_seg_schedulers[FU_SEG_KIND_COUNT] = {
-    {FU_SEG_POINTWISE, "pointwise", true, check_pointwise},
-    {FU_SEG_TRANSPOSE, "transpose", true, check_transpose},
-    {FU_SEG_REDUCTION, "reduction", true, check_reduction},
-    {FU_SEG_PERSISTENT, "persistent", true, check_persistent},
-    {FU_SEG_RESIZE, "resize", true, check_resize},
-    /* host: metadata-only views, decided by step 4 from the layouts */
-    {FU_SEG_HOST, "host", false, NULL},
+#define FU_SCHED_KIND(id, name, accept, schedule, lower) {FU_SK_##id, accept},
+#include "fuser/kinds.def"
 };
 
-const char *fu_seg_kind_name(fu_seg_kind k) {
-  return k >= 0 && k < FU_SEG_KIND_COUNT ? fu_seg_schedulers[k].name : "none";
-}
-
-fu_seg_kind fu_seg_choose(const fu_seg_env *env, const fu_seg_summary *s, fu_seg_verdict verdicts[FU_SEG_KIND_COUNT]) {
-  fu_seg_kind chosen = FU_SEG_KIND_NONE;
+fu_sched_kind fu_seg_choose(const fu_seg_env *env, const fu_seg_summary *s, fu_seg_verdict verdicts[FU_SEG_KIND_COUNT]) {
+  fu_sched_kind chosen = FU_SK_NONE;
   for (int i = 0; i < FU_SEG_KIND_COUNT; i++) {
     const fu_seg_scheduler *sc = &fu_seg_schedulers[i];
-    if (!sc->kernel || !sc->check) continue;
-    if (chosen != FU_SEG_KIND_NONE && !verdicts) break;
+    if (!sc->check) continue;
+    if (chosen != FU_SK_NONE && !verdicts) break;
     fu_seg_verdict v = sc->check(env, s);
     if (verdicts) verdicts[i] = v;
-    if (v.why == FU_SEG_ACCEPT && chosen == FU_SEG_KIND_NONE) chosen = sc->kind;
+    if (v.why == FU_SEG_ACCEPT && chosen == FU_SK_NONE) chosen = sc->kind;
   }
   return chosen;
 }

@@ -195,7 +195,7 @@ static fu_status make_segment(fu_seg_env *env, rewrite_state *rs, uint32_t u, ui
       body->parent_op = seg;
       body->fusion = env->f;
       seg->u.segment.name = nm;
-      seg->u.segment.scheduler = fu_seg_kind_name((fu_seg_kind)env->kind[u]);
+      seg->u.segment.kind = (fu_sched_kind)env->kind[u];
       seg->u.segment.outputs = outs;
       seg->u.segment.n_outputs = n_out;
       seg->u.segment.body = body;
@@ -214,7 +214,7 @@ static void log_results(fu_seg_env *env, rewrite_state *rs) {
     if (!rs->seg_op[u]) continue;
     fu_strbuf_clear(&env->sb);
     fu_strbuf_printf(&env->sb, "[segment] result: @%s ", rs->seg_op[u]->u.segment.name);
-    fu_seg_put_kind(env, &env->sb, (fu_seg_kind)env->kind[u], &env->sum[u]);
+    fu_seg_put_kind(env, &env->sb, (fu_sched_kind)env->kind[u], &env->sum[u]);
     fu_strbuf_printf(&env->sb, " (%u op%s): ", env->mem_count[u], env->mem_count[u] == 1 ? "" : "s");
     fu_seg_put_group(env, &env->sb, u, FU_SEG_NONE);
     fu_seg_debug_line(env);
