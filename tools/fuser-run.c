@@ -52,6 +52,9 @@ typedef struct run_args {
   int64_t default_extent;
   const char *save_outputs;
   const char *save_inputs;
+  const char *data_dir;  /* --data-dir: npy="..." may also read under DIR */
+  bool allow_any_path;   /* --allow-any-path: npy="..." may read any file */
+  unsigned error_limit;  /* --error-limit */
   int64_t print_values; /* -1: all */
   bool json;
   /* the GPU path */
@@ -76,6 +79,10 @@ static void usage(FILE *out) {
           "                           sizes nobody states default to --default-extent\n"
           "  --default-extent N       size for unbound symbols with --random (default 4)\n"
           "  --seed N                 seed for inputs made at random without their own (default 0)\n"
+          "  --data-dir DIR           npy=\"...\" in the file may also read files under DIR (by\n"
+          "                           default only under the .fir file's own folder)\n"
+          "  --allow-any-path         npy=\"...\" in the file may read any file\n"
+          "  --error-limit N          stop after N errors (default 20; 0: no limit)\n"
           "  --save-outputs DIR       write DIR/<output name>.npy (DIR/<fusion>/... for several fusions)\n"
           "  --save-inputs DIR        write the inputs used the same way\n"
           "  --print-values N|all     how many leading values to print per output (default 8)\n"
@@ -199,6 +206,7 @@ static void add_override(run_args *a, const char *spec) {
 static void parse_args(int argc, char **argv, run_args *a) {
   memset(a, 0, sizeof *a);
   a->print_values = 8;
+  a->error_limit = FU_DIAG_DEFAULT_ERROR_LIMIT;
   a->rtol = a->atol = -1;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i], *v;
@@ -258,6 +266,15 @@ static void parse_args(int argc, char **argv, run_args *a) {
       a->device_info = true;
     } else if (strcmp(arg, "--random") == 0) {
       a->random = true;
+    } else if ((v = opt_value(argc, argv, &i, "--data-dir"))) {
+      a->data_dir = v;
+    } else if (strcmp(arg, "--allow-any-path") == 0) {
+      a->allow_any_path = true;
+    } else if ((v = opt_value(argc, argv, &i, "--error-limit"))) {
+      if (!fu_parse_error_limit(v, &a->error_limit)) {
+        fprintf(stderr, TOOL ": error: bad --error-limit '%s': expected a count (0: no limit)\n", v);
+        exit(2);
+      }
     } else if (strcmp(arg, "--json") == 0) {
       a->json = true;
     } else if (arg[0] == '-' && arg[1] != '\0') {
@@ -615,6 +632,8 @@ static int run_cpu(fu_fusion *f, const run_args *a, bool several, fu_diag_engine
   fu_input_options io;
   memset(&io, 0, sizeof io);
   io.base_dir = base;
+  io.data_dir = a->data_dir;
+  io.allow_any_path = a->allow_any_path;
   io.overrides = a->overrides;
   io.n_overrides = a->n_overrides;
   io.seed = a->seed;
@@ -870,6 +889,8 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
   fu_input_options io;
   memset(&io, 0, sizeof io);
   io.base_dir = base;
+  io.data_dir = a->data_dir;
+  io.allow_any_path = a->allow_any_path;
   io.overrides = a->overrides;
   io.n_overrides = a->n_overrides;
   io.seed = a->seed;
@@ -1138,6 +1159,7 @@ static int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32
   fu_diag_init(&diag, al);
   diag.handler = gpu_diag_handler;
   diag.user = &gd;
+  diag.error_limit = a->error_limit;
   int rc = m ? gpu_preflight(a, m, n_selected) : 0;
   if (rc) return rc;
 
@@ -1251,6 +1273,7 @@ int main(int argc, char **argv) {
   fu_allocator al = fu_default_allocator();
   fu_diag_engine diag;
   fu_diag_init(&diag, al);
+  diag.error_limit = a.error_limit;
 
   char *text = NULL;
   size_t len = 0;

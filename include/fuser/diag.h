@@ -8,7 +8,14 @@
  *                    ^
  *
  * Notes follow the error they belong to.  Library code never prints or exits
- * on its own; it reports here and returns a status. */
+ * on its own; it reports here and returns a status.
+ *
+ * An error limit keeps one bad input from printing without end: after
+ * `error_limit` errors the engine reports one "too many errors emitted,
+ * stopping now" error, drops every later diagnostic (still counting the
+ * errors), and fu_diag_stopped() tells the parser and the passes to stop.
+ * A source line longer than FU_DIAG_LINE_MAX columns is printed shortened
+ * around the caret, with `...` on the cut sides. */
 #ifndef FUSER_DIAG_H
 #define FUSER_DIAG_H
 
@@ -68,10 +75,27 @@ typedef struct fu_diag_engine {
   FILE *stream; /* for the default handler; stderr when NULL */
   unsigned n_errors;
   unsigned n_warnings;
+  unsigned error_limit; /* errors shown before stopping; 0: no limit */
+  unsigned limit_base;  /* n_errors when the limit was last restarted */
+  bool stopped;         /* the limit was reached: later diagnostics are dropped */
 } fu_diag_engine;
 
-/* Engine that prints to stderr. */
+/* The error limit of the tools (clang's default too); fu_diag_init sets
+ * none, so library users and tests see every error unless they ask. */
+#define FU_DIAG_DEFAULT_ERROR_LIMIT 20u
+/* Source lines longer than this many bytes are shortened around the caret. */
+#define FU_DIAG_LINE_MAX 200u
+
+/* Engine that prints to stderr, with no error limit. */
 void fu_diag_init(fu_diag_engine *e, fu_allocator alloc);
+
+/* True once the error limit was reached: the caller should stop early (the
+ * run has failed; n_errors is not 0). */
+static inline bool fu_diag_stopped(const fu_diag_engine *e) { return e->stopped; }
+
+/* Counts the limit afresh from here, for a new unit of input (a chunk of
+ * --split-input-file). */
+void fu_diag_restart_limit(fu_diag_engine *e);
 
 void fu_diag_report(fu_diag_engine *e, fu_severity sev, fu_loc loc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

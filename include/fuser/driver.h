@@ -224,6 +224,7 @@ typedef struct fu_opt_args {
   fu_emit_kind emit;
   bool split_input_file;
   bool verify_diagnostics;
+  unsigned error_limit; /* --error-limit=N: errors shown per chunk, 0 no limit (default 20) */
   bool list_passes;
   bool help;
   bool version;
@@ -244,6 +245,10 @@ typedef struct fu_opt_args {
 fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cfg, fu_opt_args *a,
                             FILE *err);
 void fu_opt_args_free(fu_opt_args *a);
+
+/* Reads the N of --error-limit=N (every tool takes it): a decimal count,
+ * 0 meaning no limit.  False on anything else. */
+bool fu_parse_error_limit(const char *text, unsigned *out);
 
 /* The whole tool: parse arguments, read the input (`in` when no file or
  * "-"), process each chunk, write the output to `out` or -o.  Returns the

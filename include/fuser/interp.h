@@ -258,6 +258,8 @@ typedef struct fu_input_override {
 
 typedef struct fu_input_options {
   const char *base_dir; /* the .fir file's directory, for `npy="..."` (NULL: ".") */
+  const char *data_dir; /* another folder `npy="..."` may read from (NULL: none) */
+  bool allow_any_path;  /* `npy="..."` may name any file (else: base_dir or data_dir and below) */
   const fu_input_override *overrides;
   uint32_t n_overrides;
   uint64_t seed;          /* for inputs made at random without their own seed */

@@ -20,6 +20,19 @@
 #include "fuser/interp.h"
 #include "fuser/strbuf.h"
 
+/* The largest header accepted: numpy writes at most a few hundred bytes. */
+#define FU_NPY_HEADER_MAX (1u << 20)
+
+/* What the reader checks in the header before it reads any data: the
+ * tensor the file is declared for. */
+typedef struct fu_npy_expect {
+  fu_dtype dtype;         /* FU_DT_NONE: any */
+  int32_t rank;           /* -1: any */
+  const int64_t *extents; /* `rank` sizes, -1 where not known yet; NULL: any */
+  int64_t numel;          /* -1: any (1 for a scalar input) */
+  const char *what;       /* the declared tensor, for messages ("type f32[4, N]") */
+} fu_npy_expect;
+
 /* Read `path` into a fresh tensor owning its memory.  A Fortran-order file
  * gives column-major strides (no copy).  `want` is the dtype the caller
  * expects (FU_DT_NONE: whatever the file holds); a different dtype in the
@@ -28,6 +41,13 @@
  * FU_ERR_PARSE when it is malformed. */
 fu_status fu_npy_read(const char *path, fu_dtype want, fu_allocator alloc, fu_diag_engine *diag,
                       fu_host_tensor *out);
+/* The same, checking the header against `want` before any data are read.
+ * Only a regular file is read (a device, pipe or directory is refused
+ * before reading), and exactly the bytes its header promises: a file whose
+ * size is not header + shape x dtype is refused as truncated or oversized,
+ * naming both byte counts. */
+fu_status fu_npy_read_expect(const char *path, const fu_npy_expect *want, fu_allocator alloc, fu_diag_engine *diag,
+                             fu_host_tensor *out);
 /* The same from a buffer; `name` is used in diagnostics. */
 fu_status fu_npy_read_buffer(const void *buf, size_t len, const char *name, fu_dtype want, fu_allocator alloc,
                              fu_diag_engine *diag, fu_host_tensor *out);

@@ -790,18 +790,51 @@ static bool set_coords(fu_igraph *g, int32_t l, const fu_ix **c, uint32_t *queue
   return true;
 }
 
-/* Breadth-first from the reference over back and forward maps.  The use
- * lists are scanned per value through the segment's ops (segments are
- * small; this stays linear in ops times uses). */
+/* The ops of `body` that use each local value, in body order (CSR: the
+ * users of l are ops[first[l] .. first[l + 1])), so the walk below visits
+ * each use once instead of scanning every op per value, which made long
+ * chains quadratic.  NULL when memory runs out. */
+static const fu_op **users_index(fu_igraph *g, fu_block *body, uint32_t **first_out, size_t *n_uses) {
+  uint32_t *first = fu_mem_alloc(&g->alloc, (g->n_vals + 2) * sizeof *first);
+  if (!first) return NULL;
+  memset(first, 0, (g->n_vals + 2) * sizeof *first);
+  size_t n = 0;
+  for (fu_op *op = body ? body->first : NULL; op; op = op->next)
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+      int32_t l = local_of(g, op->operands[i]);
+      if (l >= 0) first[l + 2]++, n++;
+    }
+  for (uint32_t l = 0; l < g->n_vals; l++) first[l + 2] += first[l + 1];
+  const fu_op **ops = fu_mem_alloc(&g->alloc, (n + 1) * sizeof *ops);
+  if (!ops) {
+    fu_mem_free(&g->alloc, first, (g->n_vals + 2) * sizeof *first);
+    return NULL;
+  }
+  for (fu_op *op = body ? body->first : NULL; op; op = op->next)
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+      int32_t l = local_of(g, op->operands[i]);
+      if (l >= 0) ops[first[l + 1]++] = op;
+    }
+  *first_out = first;
+  *n_uses = n;
+  return ops;
+}
+
+/* Breadth-first from the reference over back and forward maps; linear in
+ * ops times uses through users_index. */
 static bool build_coords(fu_igraph *g) {
   uint32_t *queue = fu_mem_alloc(&g->alloc, (g->n_vals + 1) * sizeof *queue);
-  if (!queue) {
+  fu_block *body = g->seg->u.segment.body;
+  uint32_t *first = NULL;
+  size_t n_uses = 0;
+  const fu_op **users = queue ? users_index(g, body, &first, &n_uses) : NULL;
+  if (!users) {
+    if (queue) fu_mem_free(&g->alloc, queue, (g->n_vals + 1) * sizeof *queue);
     g->nomem = true;
     return false;
   }
   uint32_t qh = 0, qn = 0;
   queue[qn++] = (uint32_t)local_of(g, g->s->reference);
-  fu_block *body = g->seg->u.segment.body;
   while (qh < qn) {
     uint32_t l = queue[qh++];
     const fu_value *v = g->vals[l];
@@ -813,16 +846,17 @@ static bool build_coords(fu_igraph *g) {
           set_coords(g, xl, fu_igraph_back_map(g, op, i, g->coords[l]), queue, &qn);
       }
     }
-    for (fu_op *op = body ? body->first : NULL; op; op = op->next) {
-      bool uses = false;
-      for (uint32_t i = 0; i < op->n_operands; i++)
-        if (op->operands[i] == v) uses = true;
-      if (!uses || !op->n_results || !fu_type_is_tensor(&op->results[0]->type)) continue;
+    for (uint32_t u = first[l]; u < first[l + 1]; u++) {
+      const fu_op *op = users[u];
+      if (u > first[l] && users[u - 1] == op) continue; /* an op using v twice */
+      if (!op->n_results || !fu_type_is_tensor(&op->results[0]->type)) continue;
       int32_t rl = local_of(g, op->results[0]);
       if (rl >= 0 && !g->coords[rl]) set_coords(g, rl, forward_map(g, op), queue, &qn);
     }
     if (g->nomem) break;
   }
+  fu_mem_free(&g->alloc, users, (n_uses + 1) * sizeof *users);
+  fu_mem_free(&g->alloc, first, (g->n_vals + 2) * sizeof *first);
   fu_mem_free(&g->alloc, queue, (g->n_vals + 1) * sizeof *queue);
   return !g->nomem;
 }

@@ -22,7 +22,7 @@ fu_emit_kind fu_emit_kind_from_name(const char *name) {
 typedef enum opt_id {
   O_PASS, O_PIPELINE, O_OUTPUT, O_EMIT, O_SPLIT, O_VERIFY_DIAG, O_NO_VERIFY_EACH, O_VERIFY_EACH,
   O_PRINT_BEFORE_ALL, O_PRINT_AFTER_ALL, O_PRINT_BEFORE, O_PRINT_AFTER, O_TIMING, O_DEBUG, O_PRINT_LOCS,
-  O_LIST_PASSES, O_HELP, O_VERSION,
+  O_LIST_PASSES, O_HELP, O_VERSION, O_ERROR_LIMIT,
   O_DEVICE, O_PRINT_INDEX_GRAPH, O_INDEX_GRAPH_DOT, /* codegen */
   O_EXTRACT_SEGMENT, O_SEGMENT_DOT,                 /* segments */
 } opt_id;
@@ -64,6 +64,7 @@ static const struct option_def {
      "after the pipeline, output segment @NAME alone, as a standalone fusion that parses and runs"},
     {"segment-dot", O_SEGMENT_DOT, ARG_REQUIRED, "FILE",
      "after the pipeline, write every fusion's segments as Graphviz to FILE"},
+    {"error-limit", O_ERROR_LIMIT, ARG_REQUIRED, "N", "stop after N errors per input chunk (default 20; 0: no limit)"},
     {"help", O_HELP, ARG_NONE, NULL, "show this help (also -h)"},
     {"version", O_VERSION, ARG_NONE, NULL, "show the version"},
 };
@@ -162,6 +163,18 @@ static bool check_pass_list(const char *list, const char *flag, bool allow_all, 
   }
 }
 
+bool fu_parse_error_limit(const char *text, unsigned *out) {
+  unsigned long v = 0;
+  if (!text || !*text) return false;
+  for (const char *c = text; *c; c++) {
+    if (*c < '0' || *c > '9') return false;
+    v = v * 10 + (unsigned long)(*c - '0');
+    if (v > 1000000000UL) return false;
+  }
+  *out = (unsigned)v;
+  return true;
+}
+
 static const struct option_def *find(const char *name, size_t len) {
   for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
     if (strlen(options[i].name) == len && memcmp(options[i].name, name, len) == 0) return &options[i];
@@ -253,6 +266,7 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
   fu_pipeline_init(&a->pipeline, fu_default_allocator());
   a->run = fu_run_options_default();
   a->emit = FU_EMIT_FIR;
+  a->error_limit = FU_DIAG_DEFAULT_ERROR_LIMIT;
   fu_diag_engine diag;
   fu_diag_init(&diag, fu_default_allocator());
   diag.stream = err;
@@ -356,6 +370,12 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
     case O_LIST_PASSES: a->list_passes = true; break;
     case O_HELP: a->help = true; break;
     case O_VERSION: a->version = true; break;
+    case O_ERROR_LIMIT:
+      if (!fu_parse_error_limit(value, &a->error_limit)) {
+        usage_error(err, cfg, "bad --error-limit '%s': expected a count (0: no limit)", value);
+        return FU_ERR_INVALID_ARG;
+      }
+      break;
     /* ---- codegen ---- */
     case O_DEVICE: a->device = value; break;
     case O_PRINT_INDEX_GRAPH: a->print_index_graph = true; break;

@@ -130,6 +130,7 @@ static bool process_chunk(opt_state *s, const fu_source *src, fu_diag_engine *di
 /* With --verify-diagnostics a chunk passes when its diagnostics match its
  * expectations, whether or not processing succeeded. */
 static bool run_chunk(opt_state *s, const fu_source *src, fu_diag_engine *report, fu_strbuf *out) {
+  fu_diag_restart_limit(report);
   if (!s->args->verify_diagnostics) return process_chunk(s, src, report, out);
   fu_expect_checker *chk = NULL;
   if (fu_expect_new(src, s->alloc, report, &chk) != FU_OK) {
@@ -221,6 +222,7 @@ int fu_opt_main(int argc, char *const *argv, const fu_opt_config *cfg_in, FILE *
   fu_diag_engine report;
   fu_diag_init(&report, s.alloc);
   report.stream = err;
+  report.error_limit = args.error_limit;
 
   fu_source *chunks = NULL;
   uint32_t n_chunks = 1;

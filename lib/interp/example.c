@@ -1,8 +1,12 @@
 /* fuser: reproducible example inputs for a fusion: a portable PRNG, and the
  * inputs described by each INPUT op's example attributes (or overrides). */
+#define _XOPEN_SOURCE 700 /* realpath */
+
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuser/npy.h"
@@ -106,6 +110,51 @@ static bool name_matches(const char *want, const fu_value *v) {
   return strcmp(want, v->name) == 0;
 }
 
+/* True when `dir` (resolved) holds `path` (resolved), at any depth. */
+static bool path_inside(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  if (n == 1 && dir[0] == '/') return true;
+  return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* A .fir file can name any path in npy="...": one mailed as a repro must
+ * not read /etc or a device, so the file it names must lie, once symbolic
+ * links and `..` are resolved, in the .fir file's folder (or under it), in
+ * o->data_dir, or anywhere with o->allow_any_path.  A path that does not
+ * resolve is left to the reader, which reports it. */
+static fu_status check_confined(const fu_input_options *o, const fu_op *op, const char *path, fu_diag_engine *diag) {
+  if (o->allow_any_path) return FU_OK;
+  char real[PATH_MAX], root[PATH_MAX];
+  if (!realpath(path, real)) return FU_OK;
+  const char *base = o->base_dir && o->base_dir[0] ? o->base_dir : ".";
+  if (realpath(base, root) && path_inside(real, root)) return FU_OK;
+  if (o->data_dir && realpath(o->data_dir, root) && path_inside(real, root)) return FU_OK;
+  return input_error(diag, op, FU_ERR_INVALID_ARG,
+                     "npy=\"%s\" resolves to '%s', outside the folder of the .fir file ('%s')%s%s%s; allow it with "
+                     "--data-dir=DIR or --allow-any-path",
+                     op->u.input.example.npy_path, real, base, o->data_dir ? " and the data folder ('" : "",
+                     o->data_dir ? o->data_dir : "", o->data_dir ? "')" : "");
+}
+
+/* Reads the .npy file of input `op`, checking its header against the
+ * declared type before any data are read. */
+static fu_status load_npy(const fu_op *op, const char *path, fu_allocator alloc, fu_diag_engine *diag,
+                          fu_host_tensor *out) {
+  const fu_type *t = &op->results[0]->type;
+  int64_t extents[FU_MAX_RANK];
+  fu_npy_expect e = {t->dtype, -1, NULL, -1, NULL};
+  if (fu_type_is_scalar(t)) {
+    e.numel = 1;
+  } else if (t->rank <= FU_MAX_RANK) {
+    e.rank = t->rank;
+    e.extents = extents;
+    for (int32_t d = 0; d < t->rank; d++) extents[d] = fu_extent_is_const(t->dims[d]) ? t->dims[d].value : -1;
+  }
+  fu_interp_vstr vs;
+  e.what = fu_interp_value_str(&vs, op->results[0]);
+  return fu_npy_read_expect(path, &e, alloc, diag, out);
+}
+
 /* Resolve overrides and the example attributes into a plan per input. */
 static fu_status plan_inputs(fu_fusion *f, const fu_input_options *o, fu_allocator alloc, fu_diag_engine *diag,
                              input_plan *plans, fu_op **ops, uint32_t n) {
@@ -166,10 +215,12 @@ static fu_status plan_inputs(fu_fusion *f, const fu_input_options *o, fu_allocat
         snprintf(p->path_buf, len, "%s/%s", o->base_dir, p->npy_path);
         p->npy_path = p->path_buf;
       }
+      fu_status st = check_confined(o, op, p->npy_path, diag);
+      if (st != FU_OK) return st;
     }
     if (p->init == FU_INIT_NPY) {
       if (!p->npy_path) return input_error(diag, op, FU_ERR_INVALID_ARG, "no .npy path given");
-      fu_status st = fu_npy_read(p->npy_path, op->results[0]->type.dtype, alloc, diag, &p->npy);
+      fu_status st = load_npy(op, p->npy_path, alloc, diag, &p->npy);
       if (st != FU_OK) {
         fu_interp_vstr vs;
         fu_note(diag, op->loc, "while loading example data for input %s", fu_interp_value_str(&vs, op->results[0]));

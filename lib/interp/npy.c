@@ -8,10 +8,13 @@
 #include "fuser/npy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "interp_internal.h"
 
@@ -215,10 +218,21 @@ static void byteswap(unsigned char *p, size_t n, size_t es) {
     }
 }
 
-fu_status fu_npy_read_buffer(const void *buf, size_t len, const char *name, fu_dtype want, fu_allocator alloc,
-                             fu_diag_engine *diag, fu_host_tensor *out) {
-  memset(out, 0, sizeof *out);
-  const unsigned char *b = buf;
+/* What a .npy header says: where the data start, how many bytes they take,
+ * and how to turn them into a tensor. */
+typedef struct npy_layout {
+  npy_header h;
+  fu_dtype dt;
+  bool swap;
+  int64_t numel;
+  size_t data_off, bytes;
+} npy_layout;
+
+/* Reads the magic string, version, header length and header dict from the
+ * first `len` bytes of a .npy image (the data need not be there). */
+static fu_status read_layout(const unsigned char *b, size_t len, const char *name, fu_dtype want,
+                             fu_diag_engine *diag, npy_layout *L) {
+  memset(L, 0, sizeof *L);
   if (len < 10 || memcmp(b, NPY_MAGIC, 6) != 0)
     return npy_error(diag, name, FU_ERR_PARSE, "not a .npy file (bad magic string)");
   unsigned major = b[6];
@@ -233,74 +247,181 @@ fu_status fu_npy_read_buffer(const void *buf, size_t len, const char *name, fu_d
   } else {
     return npy_error(diag, name, FU_ERR_PARSE, "unsupported .npy format version %u.%u", major, b[7]);
   }
+  if (hlen > FU_NPY_HEADER_MAX)
+    return npy_error(diag, name, FU_ERR_PARSE, "the .npy header announces %zu bytes, more than the %u accepted", hlen,
+                     FU_NPY_HEADER_MAX);
   if (hlen > len - hstart)
     return npy_error(diag, name, FU_ERR_PARSE, "truncated .npy header (%zu bytes announced, %zu present)", hlen,
                      len - hstart);
-  npy_header h;
-  memset(&h, 0, sizeof h);
-  fu_status st = parse_header((const char *)b + hstart, hlen, name, diag, &h);
+  fu_status st = parse_header((const char *)b + hstart, hlen, name, diag, &L->h);
   if (st != FU_OK) return st;
-  fu_dtype dt = FU_DT_NONE;
-  bool swap = false;
-  st = parse_descr(h.descr, want, name, diag, &dt, &swap);
+  st = parse_descr(L->h.descr, want, name, diag, &L->dt, &L->swap);
   if (st != FU_OK) return st;
-  size_t es = fu_dtype_size(dt);
-  int64_t numel = 1;
-  for (int32_t d = 0; d < h.rank; d++) {
-    if (h.shape[d] != 0 && numel > INT64_MAX / h.shape[d])
+  size_t es = fu_dtype_size(L->dt);
+  L->numel = 1;
+  for (int32_t d = 0; d < L->h.rank; d++) {
+    if (L->h.shape[d] != 0 && L->numel > INT64_MAX / L->h.shape[d])
       return npy_error(diag, name, FU_ERR_PARSE, "the .npy shape's element count overflows");
-    numel *= h.shape[d];
+    L->numel *= L->h.shape[d];
   }
-  size_t data_off = hstart + hlen;
-  if ((uint64_t)numel > SIZE_MAX / es)
+  L->data_off = hstart + hlen;
+  if ((uint64_t)L->numel > SIZE_MAX / es)
     return npy_error(diag, name, FU_ERR_PARSE, "the .npy shape's byte size overflows");
-  size_t bytes = (size_t)numel * es;
-  if (bytes > len - data_off)
-    return npy_error(diag, name, FU_ERR_PARSE, "truncated .npy data: %zu bytes expected, %zu present", bytes,
-                     len - data_off);
+  L->bytes = (size_t)L->numel * es;
+  return FU_OK;
+}
+
+static void shape_str(char *buf, size_t cap, int32_t rank, const int64_t *shape) {
+  size_t n = (size_t)snprintf(buf, cap, "(");
+  for (int32_t d = 0; d < rank && n < cap; d++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? ", " : "", (long long)shape[d]);
+  if (n < cap) snprintf(buf + n, cap - n, rank == 1 ? ",)" : ")");
+}
+
+/* The header against the tensor the caller declared, before any data are
+ * read: a 4-element input never reads a file that claims 10^9 elements. */
+static fu_status check_expect(const npy_layout *L, const fu_npy_expect *e, const char *name, fu_diag_engine *diag) {
+  if (!e) return FU_OK;
+  const char *what = e->what ? e->what : "tensor";
+  if (e->numel >= 0 && L->numel != e->numel)
+    return npy_error(diag, name, FU_ERR_INVALID_ARG, "the .npy file must hold %lld element%s for %s, not %lld",
+                     (long long)e->numel, e->numel == 1 ? "" : "s", what, (long long)L->numel);
+  if (e->rank >= 0 && L->h.rank != e->rank) {
+    char got[256];
+    shape_str(got, sizeof got, L->h.rank, L->h.shape);
+    return npy_error(diag, name, FU_ERR_INVALID_ARG, "the .npy file has rank %d, the input has rank %d (shape %s for %s)",
+                     L->h.rank, e->rank, got, what);
+  }
+  for (int32_t d = 0; e->rank >= 0 && e->extents && d < e->rank; d++)
+    if (e->extents[d] >= 0 && e->extents[d] != L->h.shape[d])
+      return npy_error(diag, name, FU_ERR_INVALID_ARG, "the .npy file has size %lld in dim %d, but %s says %lld",
+                       (long long)L->h.shape[d], d, what, (long long)e->extents[d]);
+  return FU_OK;
+}
+
+static fu_status alloc_tensor(const npy_layout *L, const char *name, fu_allocator alloc, fu_diag_engine *diag,
+                              fu_host_tensor *out) {
   int64_t strides[FU_MAX_RANK];
-  if (h.fortran) {
+  if (L->h.fortran) {
     int64_t s = 1;
-    for (int32_t d = 0; d < h.rank; d++) {
+    for (int32_t d = 0; d < L->h.rank; d++) {
       strides[d] = s;
-      if (h.shape[d] > 0) s *= h.shape[d];
+      if (L->h.shape[d] > 0) s *= L->h.shape[d];
     }
   } else {
-    fu_contiguous_strides(h.rank, h.shape, strides);
+    fu_contiguous_strides(L->h.rank, L->h.shape, strides);
   }
-  st = fu_host_tensor_alloc_strided(out, alloc, dt, h.rank, h.shape, strides);
-  if (st != FU_OK)
-    return npy_error(diag, name, st, "out of memory reading %zu bytes of .npy data", bytes);
-  memcpy(out->data, b + data_off, bytes);
-  if (swap) byteswap(out->data, (size_t)numel, es);
-  if (dt == FU_DT_BOOL) {
-    unsigned char *p = out->data;
-    for (int64_t i = 0; i < numel; i++) p[i] = p[i] != 0;
-  }
+  fu_status st = fu_host_tensor_alloc_strided(out, alloc, L->dt, L->h.rank, L->h.shape, strides);
+  if (st != FU_OK) return npy_error(diag, name, st, "out of memory reading %zu bytes of .npy data", L->bytes);
   return FU_OK;
+}
+
+/* Byte order and bools, once the raw data are in place. */
+static void finish_tensor(const npy_layout *L, fu_host_tensor *out) {
+  if (L->swap) byteswap(out->data, (size_t)L->numel, fu_dtype_size(L->dt));
+  if (L->dt == FU_DT_BOOL) {
+    unsigned char *p = out->data;
+    for (int64_t i = 0; i < L->numel; i++) p[i] = p[i] != 0;
+  }
+}
+
+fu_status fu_npy_read_buffer(const void *buf, size_t len, const char *name, fu_dtype want, fu_allocator alloc,
+                             fu_diag_engine *diag, fu_host_tensor *out) {
+  memset(out, 0, sizeof *out);
+  const unsigned char *b = buf;
+  npy_layout L;
+  fu_status st = read_layout(b, len, name, want, diag, &L);
+  if (st != FU_OK) return st;
+  if (L.bytes > len - L.data_off)
+    return npy_error(diag, name, FU_ERR_PARSE, "truncated .npy data: %zu bytes expected, %zu present", L.bytes,
+                     len - L.data_off);
+  st = alloc_tensor(&L, name, alloc, diag, out);
+  if (st != FU_OK) return st;
+  memcpy(out->data, b + L.data_off, L.bytes);
+  finish_tensor(&L, out);
+  return FU_OK;
+}
+
+static const char *file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISFIFO(m)) return "a pipe";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+/* Reads up to `n` bytes; returns how many came (fewer only at the end). */
+static size_t read_up_to(FILE *fp, void *dst, size_t n) { return n ? fread(dst, 1, n, fp) : 0; }
+
+/* Reads the header first, checks it against the declared tensor and the
+ * file's size, then reads exactly the data bytes the header promises.  A
+ * FIFO, device or directory is refused before a byte is read (opened
+ * non-blocking so that a FIFO without a writer cannot hang us), so
+ * `npy="/dev/zero"` is an error, not an endless read. */
+static fu_status read_file(FILE *fp, off_t size, const char *path, const fu_npy_expect *want, fu_allocator alloc,
+                           fu_diag_engine *diag, fu_host_tensor *out) {
+  unsigned char *head = fu_mem_alloc(&alloc, 12 + FU_NPY_HEADER_MAX);
+  if (!head) return npy_error(diag, path, FU_ERR_NOMEM, "out of memory reading .npy file");
+  size_t got = read_up_to(fp, head, 12), need = 12;
+  if (got == 12 && head[6] == 1) need = 10 + ((size_t)head[8] | (size_t)head[9] << 8);
+  else if (got == 12) need = 12 + ((size_t)head[8] | (size_t)head[9] << 8 | (size_t)head[10] << 16 | (size_t)head[11] << 24);
+  if (need > 12 + FU_NPY_HEADER_MAX) need = 12 + FU_NPY_HEADER_MAX; /* read_layout reports it */
+  if (need > got) got += read_up_to(fp, head + got, need - got);
+  npy_layout L;
+  fu_status st = read_layout(head, got, path, want ? want->dtype : FU_DT_NONE, diag, &L);
+  fu_mem_free(&alloc, head, 12 + FU_NPY_HEADER_MAX);
+  if (st == FU_OK) st = check_expect(&L, want, path, diag);
+  if (st != FU_OK) return st;
+  uint64_t have = (uint64_t)size > L.data_off ? (uint64_t)size - L.data_off : 0;
+  if (have != L.bytes) {
+    char shape[256];
+    shape_str(shape, sizeof shape, L.h.rank, L.h.shape);
+    return npy_error(diag, path, FU_ERR_PARSE,
+                     "%s .npy file: its header promises %zu data bytes (shape %s of '%s'), the file holds %llu",
+                     have < L.bytes ? "truncated" : "oversized", L.bytes, shape, L.h.descr, (unsigned long long)have);
+  }
+  if (fseek(fp, (long)L.data_off, SEEK_SET) != 0) return npy_error(diag, path, FU_ERR_IO, "error reading .npy file");
+  st = alloc_tensor(&L, path, alloc, diag, out);
+  if (st != FU_OK) return st;
+  got = read_up_to(fp, out->data, L.bytes);
+  if (got != L.bytes) {
+    fu_host_tensor_free(out);
+    return npy_error(diag, path, ferror(fp) ? FU_ERR_IO : FU_ERR_PARSE,
+                     "truncated .npy file: %zu data bytes expected, %zu read", L.bytes, got);
+  }
+  finish_tensor(&L, out);
+  return FU_OK;
+}
+
+fu_status fu_npy_read_expect(const char *path, const fu_npy_expect *want, fu_allocator alloc, fu_diag_engine *diag,
+                             fu_host_tensor *out) {
+  memset(out, 0, sizeof *out);
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return npy_error(diag, path, FU_ERR_IO, "cannot open .npy file: %s", strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    int saved = errno;
+    bool stat_failed = fstat(fd, &sb) != 0;
+    close(fd);
+    if (stat_failed) return npy_error(diag, path, FU_ERR_IO, "cannot stat .npy file: %s", strerror(saved));
+    return npy_error(diag, path, FU_ERR_IO, "refusing to read a .npy input from %s: it must be a regular file",
+                     file_kind(sb.st_mode));
+  }
+  FILE *fp = fdopen(fd, "rb");
+  if (!fp) {
+    close(fd);
+    return npy_error(diag, path, FU_ERR_IO, "cannot open .npy file: %s", strerror(errno));
+  }
+  fu_status st = read_file(fp, sb.st_size, path, want, alloc, diag, out);
+  fclose(fp);
+  return st;
 }
 
 fu_status fu_npy_read(const char *path, fu_dtype want, fu_allocator alloc, fu_diag_engine *diag,
                       fu_host_tensor *out) {
-  memset(out, 0, sizeof *out);
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return npy_error(diag, path, FU_ERR_IO, "cannot open .npy file: %s", strerror(errno));
-  fu_strbuf sb;
-  fu_strbuf_init(&sb, alloc);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) fu_strbuf_append(&sb, chunk, n);
-  bool err = ferror(fp) != 0;
-  fclose(fp);
-  fu_status st;
-  if (err)
-    st = npy_error(diag, path, FU_ERR_IO, "error reading .npy file");
-  else if (sb.failed)
-    st = npy_error(diag, path, FU_ERR_NOMEM, "out of memory reading .npy file");
-  else
-    st = fu_npy_read_buffer(sb.data ? sb.data : "", sb.len, path, want, alloc, diag, out);
-  fu_strbuf_free(&sb);
-  return st;
+  fu_npy_expect e = {want, -1, NULL, -1, NULL};
+  return fu_npy_read_expect(path, &e, alloc, diag, out);
 }
 
 /* ---- writing -------------------------------------------------------------------- */

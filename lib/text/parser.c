@@ -945,7 +945,7 @@ static bool parse_operands(parser *p) {
   if (!operand_start(p)) return true;
   for (;;) {
     fu_value *v;
-    if (!parse_operand(p, &v) || !push(p, &p->vals, &v)) return false;
+    if (fu_diag_stopped(p->diag) || !parse_operand(p, &v) || !push(p, &p->vals, &v)) return false;
     if (p->tok.kind != FU_TOK_COMMA) return true;
     advance(p);
   }
@@ -1303,7 +1303,7 @@ static bool parse_segment_codegen(parser *p, fu_block *b) {
 /* item* up to (not including) the closing '}'.  False on a syntax error. */
 static bool parse_items(parser *p, fu_block *b) {
   for (;;) {
-    if (p->nomem) return false;
+    if (p->nomem || fu_diag_stopped(p->diag)) return false;
     switch (p->tok.kind) {
     case FU_TOK_RBRACE: return true;
     case FU_TOK_VALUE:
@@ -1414,7 +1414,7 @@ fu_status fu_parse_module(const fu_source *src, fu_allocator alloc, fu_diag_engi
   }
   fu_txt_lex_init(&p.lx, src, alloc, diag);
   advance(&p);
-  while (!p.nomem && p.tok.kind != FU_TOK_EOF) {
+  while (!p.nomem && !fu_diag_stopped(diag) && p.tok.kind != FU_TOK_EOF) {
     if (is_kw(&p.tok, "fusion")) {
       if (!parse_fusion(&p)) recover(&p);
     } else {

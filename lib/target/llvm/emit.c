@@ -60,6 +60,7 @@ static fu_status build_module(fu_backend *be, const fu_kernel *const *ks, uint32
                     LLVMValueAsMetadata(LLVMConstInt(m->t_i32, 0, 0)));
 
   for (uint32_t i = 0; i < n && st == FU_OK; i++) st = bk_emit_kernel(m, ks[i]);
+  if (st == FU_OK) st = bk_limit_inlining(m);
   if (st != FU_OK) return st;
   /* Only the kernels are entry points; everything else may be inlined and dropped. */
   for (LLVMValueRef f = LLVMGetFirstFunction(m->M); f; f = LLVMGetNextFunction(f))

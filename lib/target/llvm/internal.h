@@ -75,6 +75,11 @@ fu_status bk_libdevice_load(fu_backend *be);
 /* The function `name` of libdevice in m->M, copied with everything it
  * calls on first use; NULL (error reported) when unavailable. */
 LLVMValueRef bk_libdevice_function(bk_module *m, const char *name);
+/* Instructions a kernel may grow to by always-inlining its calls; past it the
+ * callees that add the most are kept as called device functions. */
+#define BK_INLINE_BUDGET 20000u
+/* Applies BK_INLINE_BUDGET to every kernel of the module (before optimizing). */
+fu_status bk_limit_inlining(bk_module *m);
 
 /* ---- types.c: dtypes in registers and in memory, conversions ---- */
 LLVMTypeRef bk_reg_type(bk_module *m, fu_dtype t); /* bool: i1 */

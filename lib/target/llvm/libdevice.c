@@ -25,6 +25,7 @@
  * a libdevice corrupted inside a function body that a kernel uses stops the
  * process. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <llvm-c/BitReader.h>
@@ -421,4 +422,104 @@ LLVMValueRef bk_libdevice_function(bk_module *m, const char *name) {
     return NULL;
   }
   return dst;
+}
+
+/* ---- the inline budget ----------------------------------------------------
+ * libdevice's functions are always-inline, which is right for the few math
+ * calls of a normal kernel, but a chain of 1,000 `sin` ops then grows by
+ * 1,000 copies of __nv_sinf: megabytes of PTX and tens of seconds in LLVM's
+ * code generation.  So each kernel's size after inlining is estimated
+ * (its own instructions plus, per call, the callee's instructions with the
+ * callees it inlines in turn); past BK_INLINE_BUDGET the callees that add
+ * the most are made noinline, largest first, until the estimate fits: they
+ * stay internal device functions (`.func` in PTX) that the kernel calls.
+ * Normal kernels stay far below the budget (docs/performance.md), so their
+ * code does not change. */
+
+typedef struct inline_stat {
+  LLVMValueRef fn;
+  uint64_t size;  /* instructions once inlined, nested callees included */
+  uint64_t calls; /* call sites in the kernel */
+} inline_stat;
+
+static bool inlined_callee(LLVMValueRef inst, unsigned always_kind, LLVMValueRef *out) {
+  if (!LLVMIsACallInst(inst)) return false;
+  LLVMValueRef f = LLVMGetCalledValue(inst);
+  if (!f || !LLVMIsAFunction(f) || LLVMIsDeclaration(f)) return false;
+  if (!LLVMGetEnumAttributeAtIndex(f, LLVMAttributeFunctionIndex, always_kind)) return false;
+  *out = f;
+  return true;
+}
+
+/* Instructions of `f` once its always-inline callees are inlined; the
+ * libdevice call graph is a few levels deep, `depth` only guards cycles. */
+static uint64_t inlined_size(LLVMValueRef f, unsigned always_kind, int depth) {
+  uint64_t n = 0;
+  for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) {
+      LLVMValueRef g;
+      n++;
+      if (depth < 8 && inlined_callee(i, always_kind, &g) && g != f) n += inlined_size(g, always_kind, depth + 1);
+    }
+  return n;
+}
+
+static int by_growth(const void *a, const void *b) {
+  const inline_stat *x = a, *y = b;
+  uint64_t gx = x->size * (x->calls - 1), gy = y->size * (y->calls - 1);
+  return gx < gy ? 1 : gx > gy ? -1 : 0;
+}
+
+/* Applies the budget to one kernel; false when memory runs out. */
+static bool limit_kernel(bk_module *m, LLVMValueRef k, unsigned always_kind, unsigned noinline_kind) {
+  fu_allocator al = m->be->alloc;
+  inline_stat *st = NULL;
+  size_t n = 0, cap = 0;
+  uint64_t total = 0;
+  for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(k); b; b = LLVMGetNextBasicBlock(b))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) {
+      LLVMValueRef g;
+      total++;
+      if (!inlined_callee(i, always_kind, &g)) continue;
+      size_t j = 0;
+      while (j < n && st[j].fn != g) j++;
+      if (j == n) {
+        if (n == cap) {
+          size_t nc = cap ? cap * 2 : 16;
+          inline_stat *ns = fu_mem_realloc(&al, st, cap * sizeof *st, nc * sizeof *st);
+          if (!ns) {
+            fu_mem_free(&al, st, cap * sizeof *st);
+            return false;
+          }
+          st = ns;
+          cap = nc;
+        }
+        st[n++] = (inline_stat){g, inlined_size(g, always_kind, 0), 0};
+      }
+      st[j].calls++;
+      total += st[j].size;
+    }
+  if (total > BK_INLINE_BUDGET) {
+    qsort(st, n, sizeof *st, by_growth);
+    for (size_t j = 0; j < n && total > BK_INLINE_BUDGET && st[j].calls > 1; j++) {
+      LLVMRemoveEnumAttributeAtIndex(st[j].fn, LLVMAttributeFunctionIndex, always_kind);
+      LLVMAddAttributeAtIndex(st[j].fn, LLVMAttributeFunctionIndex,
+                              LLVMCreateEnumAttribute(m->C, noinline_kind, 0));
+      total -= st[j].size * (st[j].calls - 1);
+    }
+  }
+  fu_mem_free(&al, st, cap * sizeof *st);
+  return true;
+}
+
+fu_status bk_limit_inlining(bk_module *m) {
+  unsigned always_kind = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+  unsigned noinline_kind = LLVMGetEnumAttributeKindForName("noinline", 8);
+  for (LLVMValueRef f = LLVMGetFirstFunction(m->M); f; f = LLVMGetNextFunction(f))
+    if (LLVMGetFunctionCallConv(f) == LLVMPTXKernelCallConv && !LLVMIsDeclaration(f) &&
+        !limit_kernel(m, f, always_kind, noinline_kind)) {
+      bk_error(m->be, "out of memory estimating the inlined size of a kernel");
+      return FU_ERR_NOMEM;
+    }
+  return FU_OK;
 }
