@@ -578,8 +578,8 @@ static void test_exec_fake(void) {
       CHECK_EQ_INT(got[0].tensor.shape[0], 2);
       CHECK_EQ_INT(got[0].tensor.shape[1], 5);
       CHECK(fu_host_tensor_is_contiguous(&got[0].tensor));
-      fu_rt_check_result r;
-      CHECK_EQ_INT(fu_rt_compare(&got[0].tensor, &want[0].tensor, fu_rt_default_tolerance(FU_DT_F32), &r), FU_OK);
+      fu_check_result r;
+      CHECK_EQ_INT(fu_check_compare(&got[0].tensor, &want[0].tensor, fu_check_default_tolerance(FU_DT_F32), &r), FU_OK);
       CHECK_EQ_INT(r.n_elements, 30);
       if (!buggy) {
         CHECK_EQ_INT(r.n_mismatch, 0);
@@ -660,8 +660,8 @@ static void test_exec_relayout(void) {
   uint32_t n_got = 0;
   CHECK_EQ_INT(fu_rt_exec_outputs(e, fu_default_allocator(), &got, &n_got), FU_OK);
   if (n_got == 1 && n_want == 1) {
-    fu_rt_check_result r;
-    CHECK_EQ_INT(fu_rt_compare(&got[0].tensor, &want[0].tensor, fu_rt_default_tolerance(FU_DT_F32), &r), FU_OK);
+    fu_check_result r;
+    CHECK_EQ_INT(fu_check_compare(&got[0].tensor, &want[0].tensor, fu_check_default_tolerance(FU_DT_F32), &r), FU_OK);
     CHECK_EQ_INT(r.n_mismatch, 0);
   }
   fu_args_free(got, n_got, fu_default_allocator());
@@ -745,8 +745,8 @@ static void test_two_segments(void) {
   CHECK_EQ_INT(fake_launches, launches + 2);
   CHECK_EQ_INT(fu_rt_exec_outputs(e, fu_default_allocator(), &got, &n_got), FU_OK);
   if (n_got == 1 && n_want == 1) {
-    fu_rt_check_result r;
-    CHECK_EQ_INT(fu_rt_compare(&got[0].tensor, &want[0].tensor, fu_rt_default_tolerance(FU_DT_F32), &r), FU_OK);
+    fu_check_result r;
+    CHECK_EQ_INT(fu_check_compare(&got[0].tensor, &want[0].tensor, fu_check_default_tolerance(FU_DT_F32), &r), FU_OK);
     CHECK_EQ_INT(r.n_mismatch, 0);
   }
   fu_rt_bench_options bo;
@@ -856,21 +856,21 @@ static void test_compare(void) {
   float gv[4] = {1.000001f, NAN, INFINITY, 1e-7f};
   fill_f32(&w, wv, 4);
   fill_f32(&g, gv, 4);
-  fu_rt_check_result r;
-  fu_rt_tolerance tol = fu_rt_default_tolerance(FU_DT_F32);
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, tol, &r), FU_OK);
+  fu_check_result r;
+  fu_check_tolerance tol = fu_check_default_tolerance(FU_DT_F32);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, tol, &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 0);
   CHECK_NEAR(r.max_abs_err, 1e-6, 2e-7);
   /* A poisoned NaN never passes, even against a NaN. */
   memset((char *)g.data + 4, 0xFF, 4);
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, tol, &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, tol, &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 1);
   CHECK_EQ_INT(r.n_poison, 1);
   CHECK_EQ_INT(r.first_mismatch, 1);
   /* NaN against a number, -inf against inf, and out of tolerance. */
   float bad[4] = {1.001f, 0.0f, -INFINITY, 0.0f};
   fill_f32(&g, bad, 4);
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, tol, &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, tol, &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 3);
   CHECK_EQ_INT(r.first_mismatch, 0);
   CHECK_NEAR(r.got_first, 1.001, 1e-6);
@@ -882,12 +882,12 @@ static void test_compare(void) {
   CHECK_EQ_INT(fu_host_tensor_alloc(&w, al, FU_DT_BOOL, 1, shape), FU_OK);
   ((unsigned char *)w.data)[2] = 1;
   ((unsigned char *)g.data)[2] = 1;
-  tol = fu_rt_default_tolerance(FU_DT_BOOL);
+  tol = fu_check_default_tolerance(FU_DT_BOOL);
   CHECK(tol.rtol == 0 && tol.atol == 0);
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, tol, &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, tol, &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 0);
   ((unsigned char *)g.data)[3] = 0xFF;
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, tol, &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, tol, &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 1);
   CHECK_EQ_INT(r.n_poison, 1);
   fu_host_tensor_free(&g);
@@ -898,7 +898,7 @@ static void test_compare(void) {
   CHECK_EQ_INT(fu_host_tensor_alloc(&w, al, FU_DT_I32, 1, shape), FU_OK);
   ((int32_t *)g.data)[0] = 7;
   ((int32_t *)w.data)[0] = 8;
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, fu_rt_default_tolerance(FU_DT_I32), &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, fu_check_default_tolerance(FU_DT_I32), &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 1);
   CHECK(r.max_abs_err == 1);
   fu_host_tensor_free(&g);
@@ -909,13 +909,13 @@ static void test_compare(void) {
     ((uint16_t *)w.data)[i] = fu_f16_from_double(1000.0 + i);
     ((uint16_t *)g.data)[i] = (uint16_t)(fu_f16_from_double(1000.0 + i) + (i == 3)); /* one ulp off */
   }
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, fu_rt_default_tolerance(FU_DT_F16), &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, fu_check_default_tolerance(FU_DT_F16), &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 0);
   CHECK_NEAR(r.max_abs_err, 0.5, 1e-12);
   fu_host_tensor w2;
   int64_t shape2[1] = {3};
   CHECK_EQ_INT(fu_host_tensor_alloc(&w2, al, FU_DT_F16, 1, shape2), FU_OK);
-  CHECK_EQ_INT(fu_rt_compare(&g, &w2, fu_rt_default_tolerance(FU_DT_F16), &r), FU_ERR_INVALID_ARG);
+  CHECK_EQ_INT(fu_check_compare(&g, &w2, fu_check_default_tolerance(FU_DT_F16), &r), FU_ERR_INVALID_ARG);
   fu_host_tensor_free(&w2);
   fu_host_tensor_free(&g);
   fu_host_tensor_free(&w);

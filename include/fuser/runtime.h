@@ -14,7 +14,8 @@
  *                    grids) from the fusion and its inputs: no GPU needed;
  *   fu_rt_exec_*     a plan on the device: upload, poison, run, download,
  *                    benchmark;
- *   fu_rt_compare    checking results against the CPU interpreter.
+ * Results are checked against the CPU interpreter with fu_check_compare
+ * (fuser/check.h).
  *
  * Every driver call is checked: a failure is reported to the diagnostics
  * engine naming the call and the error (cuGetErrorName: cuGetErrorString),
@@ -28,6 +29,7 @@
 #include <stdint.h>
 
 #include "fuser/alloc.h"
+#include "fuser/check.h"
 #include "fuser/device.h"
 #include "fuser/diag.h"
 #include "fuser/interp.h"
@@ -254,34 +256,5 @@ void fu_rt_bench_result_free(fu_rt_bench_result *r);
 /* Copy bandwidth alone: median over `iters` copies of `bytes` (bytes read
  * + written per second, 1e9). */
 fu_status fu_rt_copy_bandwidth(fu_rt *rt, size_t bytes, uint32_t iters, double *gbs);
-
-/* ---- checking results -------------------------------------------------------------- */
-
-typedef struct fu_rt_tolerance {
-  double rtol, atol;
-} fu_rt_tolerance;
-
-/* f64 1e-12/1e-12, f32 1e-5/1e-6, f16 2e-3/1e-3, bf16 1.6e-2/1e-2; exact
- * (0/0) for ints and bool. */
-fu_rt_tolerance fu_rt_default_tolerance(fu_dtype dt);
-
-typedef struct fu_rt_check_result {
-  int64_t n_elements;
-  int64_t n_mismatch;
-  int64_t n_poison;       /* elements still holding the 0xFF poison pattern */
-  int64_t first_mismatch; /* flat row-major index, -1 when none */
-  double got_first, want_first; /* the values there */
-  double max_abs_err;     /* over elements where both are finite */
-  double max_rel_err;     /* |got - want| / |want| where want != 0 */
-} fu_rt_check_result;
-
-/* Compares `got` (a GPU result) with `want` (the interpreter's), element by
- * element in row-major order; same dtype and shape (else
- * FU_ERR_INVALID_ARG).  Floats fail when |got - want| > atol + rtol*|want|,
- * when infinities differ, and on NaN unless `want` is NaN there and `got`
- * is a NaN that is not the all-ones poison pattern.  Ints and bools must be
- * equal (a bool byte other than 0 or 1 fails). */
-fu_status fu_rt_compare(const fu_host_tensor *got, const fu_host_tensor *want, fu_rt_tolerance tol,
-                        fu_rt_check_result *out);
 
 #endif
