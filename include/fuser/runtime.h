@@ -131,13 +131,20 @@ typedef struct fu_rt_view {
 } fu_rt_view;
 
 typedef enum fu_rt_buffer_kind {
-  FU_RT_BUF_INPUT,  /* a fusion input, uploaded */
-  FU_RT_BUF_KERNEL, /* written by a kernel: an output or an intermediate */
+  FU_RT_BUF_INPUT,     /* a fusion input, uploaded */
+  FU_RT_BUF_KERNEL,    /* written by a kernel: an output or an intermediate */
+  FU_RT_BUF_WORKSPACE, /* a kernel's scratch (a workspace parameter) */
 } fu_rt_buffer_kind;
 
+/* A workspace is allocated once per exec (fu_rt_exec_new), and a `zeroed`
+ * one zeroed then (cuMemsetD8): a kernel must leave a zeroed workspace all
+ * zero again when it ends (include/fuser/kir.h), so the same memory serves
+ * every launch and every run, --bench included, with no memset between. */
 typedef struct fu_rt_buffer {
   fu_rt_buffer_kind kind;
-  const fu_value *root;  /* the input, or the value the kernel writes */
+  const fu_value *root;  /* the input, or the value the kernel writes; NULL for a workspace */
+  const fu_kval *workspace; /* FU_RT_BUF_WORKSPACE: its parameter */
+  int64_t ws_elems;      /* FU_RT_BUF_WORKSPACE: its size in elements, evaluated */
   uint32_t input_index;  /* FU_RT_BUF_INPUT: position among the fusion's inputs */
   size_t bytes;          /* the span of the root's layout, rounded up to 16 */
   bool fusion_output;    /* some fusion output lives in it */
@@ -189,14 +196,16 @@ bool fu_rt_fusion_is_lowered(fu_fusion *f, const fu_op **why_op);
  * and each launch its grid and arguments.  Errors are located at the op
  * they concern: an op that is neither a host alias nor in a segment with a
  * kernel, a kernel parameter the runtime cannot supply, a grid out of the
- * device's range, a value too large to index.  Free with fu_rt_plan_free
+ * device's range, a value too large to index, a workspace whose size
+ * cannot be evaluated.  Free with fu_rt_plan_free
  * (also after a failure). */
 fu_status fu_rt_plan_build(fu_fusion *f, const fu_arg *inputs, uint32_t n_inputs, fu_allocator alloc,
                            fu_diag_engine *diag, fu_rt_plan *out);
 void fu_rt_plan_free(fu_rt_plan *p);
 
 /* `--dump=launch`: per launch its kernel, grid, block, dynamic shared
- * memory and arguments, one line each. */
+ * memory and arguments, one line each (a workspace as its dtype, element
+ * count and whether it is zeroed). */
 void fu_rt_plan_print_launches(fu_strbuf *out, const fu_rt_plan *p);
 
 /* ---- executing a plan ------------------------------------------------------------ */
@@ -210,8 +219,10 @@ typedef struct fu_rt_exec fu_rt_exec;
 fu_status fu_rt_exec_new(fu_rt *rt, const fu_rt_plan *plan, fu_rt_module *mod, const fu_arg *inputs,
                          fu_diag_engine *diag, fu_rt_exec **out);
 void fu_rt_exec_free(fu_rt_exec *e);
-/* Fills every kernel-written buffer with `byte` (0xFF before a checked
- * run, so elements no kernel writes come out as NaN or -1 and fail). */
+/* Fills every kernel-written buffer, and every workspace not marked
+ * zeroed, with `byte` (0xFF before a checked run, so elements no kernel
+ * writes come out as NaN or -1 and fail, and scratch read before it is
+ * written gives wrong results). */
 fu_status fu_rt_exec_poison(fu_rt_exec *e, uint8_t byte);
 /* Launches every kernel in order and waits for them; an error names the
  * kernel (and, for errors found at the wait, the kernels that ran). */
