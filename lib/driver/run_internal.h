@@ -116,6 +116,9 @@ fu_status run_compile_pipeline(const run_args *a, fu_module *m, const fu_device 
 /* One fusion on the reference interpreter (cpu) or its lowered kernels on
  * the kernel-IR interpreter (kir).  0, or 1 on an error or a failed check. */
 int run_cpu_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine *diag, fu_strbuf *out, bool first);
+/* Whether --device=kir must run the pipeline first: --pass, or a selected
+ * fusion with a segment that has no kernel yet (or no segment at all). */
+bool run_kir_needs_compile(const run_args *a, fu_module *m);
 int run_kir_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine *diag, fu_strbuf *out, bool first);
 /* Runs `fn` on each selected fusion (--fusion), collecting the summary
  * (wrapped in {"fusions": [...]} with --json) and writing it to a->out at

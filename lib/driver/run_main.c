@@ -58,6 +58,10 @@ static int cpu_fusion(void *ctx, const run_args *a, fu_fusion *f, bool several, 
   return run_cpu_fusion(a, f, several, ((host_ctx *)ctx)->diag, out, first);
 }
 
+static int kir_fusion(void *ctx, const run_args *a, fu_fusion *f, bool several, fu_strbuf *out, bool first) {
+  return run_kir_fusion(a, f, several, ((host_ctx *)ctx)->diag, out, first);
+}
+
 /* The fusions the command line picks; none is an error (listing the
  * fusions there are when --fusion named another). */
 static uint32_t count_selected(const run_args *a, fu_module *m, const fu_source *src, fu_diag_engine *diag) {
@@ -109,10 +113,14 @@ int fu_run_main(int argc, char *const *argv, FILE *in, FILE *out, FILE *err) {
   if (st == FU_OK) st = fu_verify_module(m, &diag);
   uint32_t n_selected = st == FU_OK ? count_selected(&a, m, &src, &diag) : 0;
   host_ctx hc = {&diag};
-  if (n_selected && a.device == RUN_DEVICE_GPU)
+  if (n_selected && a.device == RUN_DEVICE_GPU) {
     rc = run_gpu(&a, m, &src, n_selected);
-  else if (n_selected)
+  } else if (n_selected && a.device == RUN_DEVICE_KIR) {
+    if (!run_kir_needs_compile(&a, m) || run_compile_pipeline(&a, m, NULL, &src, &diag) == FU_OK)
+      rc = run_each_fusion(&a, m, n_selected, false, kir_fusion, &hc);
+  } else if (n_selected) {
     rc = run_each_fusion(&a, m, n_selected, false, cpu_fusion, &hc);
+  }
   if (m) fu_module_free(m);
   fu_mem_free(&al, text, len + 1);
   run_args_free(&a);
