@@ -2,6 +2,7 @@
  * (lib/analysis/index_graph.c). */
 #include <stdio.h>
 
+#include "fuser/dot.h"
 #include "fuser/index_graph.h"
 #include "fuser/pass.h"
 #include "fuser/strbuf.h"
@@ -29,11 +30,7 @@ static fu_status run_index_graph(fu_module *m, fu_pass_context *ctx) {
   const char *dot_path = fu_pass_option_value(ctx, "dot");
   FILE *dot = NULL;
   if (dot_path && *dot_path) {
-    dot = fopen(dot_path, "w");
-    if (!dot) {
-      fu_error(ctx->diag, fu_loc_none(), "cannot open '%s' for writing the index graph", dot_path);
-      return FU_ERR_IO;
-    }
+    if (fu_dot_open(dot_path, "index graph", fu_loc_none(), ctx->diag, &dot) != FU_OK) return FU_ERR_IO;
     fprintf(dot, "digraph index_graph {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\"];\n");
   }
   fu_status st = FU_OK;
@@ -54,10 +51,6 @@ static fu_status run_index_graph(fu_module *m, fu_pass_context *ctx) {
       fu_igraph_free(g);
     }
   fu_strbuf_free(&sb);
-  if (dot) {
-    fprintf(dot, "}\n");
-    if (fclose(dot) != 0 && st == FU_OK) st = FU_ERR_IO;
-    if (st == FU_ERR_IO) fu_error(ctx->diag, fu_loc_none(), "cannot write the index graph to '%s'", dot_path);
-  }
-  return st;
+  if (dot) fprintf(dot, "}\n");
+  return fu_dot_close(dot, st, dot_path, "index graph", fu_loc_none(), ctx->diag);
 }

@@ -243,8 +243,8 @@ static void test_fusion(void) {
       uint32_t n_got = 0;
       CHECK_EQ_INT(fu_rt_exec_outputs(e, al, &got, &n_got), FU_OK);
       if (n_got == 1) {
-        fu_rt_check_result r;
-        CHECK_EQ_INT(fu_rt_compare(&got[0].tensor, &want[0].tensor, fu_rt_default_tolerance(FU_DT_F32), &r), FU_OK);
+        fu_check_result r;
+        CHECK_EQ_INT(fu_check_compare(&got[0].tensor, &want[0].tensor, fu_check_default_tolerance(FU_DT_F32), &r), FU_OK);
         CHECK_EQ_INT(r.n_elements, 65537);
         CHECK_EQ_INT(r.n_mismatch, skip ? 1 : 0);
         CHECK_EQ_INT(r.n_poison, skip ? 1 : 0);

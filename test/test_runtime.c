@@ -323,7 +323,30 @@ static void k_inc(const unsigned grid[3], const unsigned block[3], void **params
     if (i < n) out[i] = in[i] + 1.0f;
 }
 
-static const fake_kernel good_kernels[] = {{"f_g0", k_scale}, {"inc", k_inc}, {NULL, NULL}};
+/* f_g0 with two workspaces after its parameters: %ws (f32[ceil_div(N, 2)],
+ * zeroed) and %scratch (i32[4], not zeroed).  It counts what it finds:
+ * nonzero elements of %ws (the runtime must zero it once and the kernel
+ * keeps it zero), and %scratch elements still holding the 0xFF poison;
+ * it uses both, then leaves %ws zero as the contract says. */
+static int64_t ws_nonzero, scratch_poisoned, ws_calls;
+static void k_scale_ws(const unsigned g[3], const unsigned b[3], void **p) {
+  scale3(g, b, p, false);
+  float *ws = arg_ptr(p, 10);
+  int32_t *scratch = arg_ptr(p, 11);
+  int64_t n = (arg_i64(p, 2) + 1) / 2;
+  for (int64_t i = 0; i < n; i++) {
+    ws_nonzero += ws[i] != 0.0f;
+    ws[i] += 1.0f; /* a semaphore's count, say */
+  }
+  for (int i = 0; i < 4; i++) {
+    scratch_poisoned += scratch[i] == -1;
+    scratch[i] = i;
+  }
+  for (int64_t i = 0; i < n; i++) ws[i] = 0.0f; /* the last block resets it */
+  ws_calls++;
+}
+
+static const fake_kernel good_kernels[] = {{"f_g0", k_scale}, {"inc", k_inc}, {"f_g0_ws", k_scale_ws}, {NULL, NULL}};
 static const fake_kernel buggy_kernels[] = {{"f_g0", k_scale_buggy}, {NULL, NULL}};
 
 /* ---- the fusion under test ------------------------------------------------------------ */
@@ -578,8 +601,8 @@ static void test_exec_fake(void) {
       CHECK_EQ_INT(got[0].tensor.shape[0], 2);
       CHECK_EQ_INT(got[0].tensor.shape[1], 5);
       CHECK(fu_host_tensor_is_contiguous(&got[0].tensor));
-      fu_rt_check_result r;
-      CHECK_EQ_INT(fu_rt_compare(&got[0].tensor, &want[0].tensor, fu_rt_default_tolerance(FU_DT_F32), &r), FU_OK);
+      fu_check_result r;
+      CHECK_EQ_INT(fu_check_compare(&got[0].tensor, &want[0].tensor, fu_check_default_tolerance(FU_DT_F32), &r), FU_OK);
       CHECK_EQ_INT(r.n_elements, 30);
       if (!buggy) {
         CHECK_EQ_INT(r.n_mismatch, 0);
@@ -627,6 +650,77 @@ static void test_exec_fake(void) {
   if (c.errors) printf("%s", c.text);
 }
 
+/* Workspaces: sized from the bindings, listed in --dump=launch, allocated
+ * with the exec (a zeroed one zeroed once, the other poisoned with the
+ * outputs), passed as pointers after the other arguments, freed at
+ * teardown; a size that cannot be evaluated is a located error. */
+static void test_workspaces(void) {
+  captured c;
+  fu_diag_engine diag = capture_engine(&c);
+  fixture fx;
+  CHECK(fixture_init(&fx, &diag, true));
+  fu_module *m = fx.m;
+  fu_kernel *k = fx.seg->u.segment.kernel;
+  k->name = "f_g0_ws";
+  fu_lexpr *half = fu_lexpr_binary(m, FU_LX_CEIL_DIV, fu_lexpr_sym(m, "N"), fu_lexpr_const(m, 2));
+  fu_kernel_workspace_param(m, k, "ws", FU_DT_F32, half, true);
+  fu_kernel_workspace_param(m, k, "scratch", FU_DT_I32, fu_lexpr_const(m, 4), false);
+  fu_rt_plan p;
+  CHECK_EQ_INT(fu_rt_plan_build(fx.f, fx.inputs, fx.n_inputs, fu_default_allocator(), &diag, &p), FU_OK);
+  CHECK_EQ_INT(p.n_launches, 1);
+  if (p.n_launches == 1) {
+    const fu_rt_launch_plan *lp = &p.launches[0];
+    CHECK_EQ_INT(lp->n_args, 12);
+    const fu_rt_buffer *ws = &p.buffers[lp->args[10].buffer], *scratch = &p.buffers[lp->args[11].buffer];
+    CHECK_EQ_INT(ws->kind, FU_RT_BUF_WORKSPACE);
+    CHECK_EQ_INT(ws->ws_elems, 3); /* N = 5 */
+    CHECK_EQ_INT(ws->bytes, 16);
+    CHECK_EQ_INT(scratch->kind, FU_RT_BUF_WORKSPACE);
+    CHECK_EQ_INT(scratch->ws_elems, 4);
+    CHECK_EQ_INT(lp->bytes_read, 120); /* scratch counts as neither */
+    CHECK_EQ_INT(lp->bytes_written, 120);
+  }
+  fu_strbuf sb;
+  fu_strbuf_init(&sb, fu_default_allocator());
+  fu_rt_plan_print_launches(&sb, &p);
+  CHECK(strstr(sb.data, "  %ws: workspace f32[3] zeroed in buffer 2 (16 bytes)\n") != NULL);
+  CHECK(strstr(sb.data, "  %scratch: workspace i32[4] in buffer 3 (16 bytes)\n") != NULL);
+  fu_strbuf_free(&sb);
+
+  fu_rt *rt = open_fake(&diag);
+  if (rt) {
+    fake_table = good_kernels;
+    fu_rt_module *mod = NULL;
+    CHECK_EQ_INT(fu_rt_module_load(rt, "fake ptx", 8, "f.ptx", &mod), FU_OK);
+    fu_rt_exec *e = NULL;
+    int before = fake_live_allocs;
+    CHECK_EQ_INT(fu_rt_exec_new(rt, &p, mod, fx.inputs, &diag, &e), FU_OK);
+    CHECK_EQ_INT(fake_live_allocs, before + 4);
+    ws_nonzero = scratch_poisoned = ws_calls = 0;
+    for (int run = 0; run < 3 && e; run++) {
+      CHECK_EQ_INT(fu_rt_exec_poison(e, 0xFF), FU_OK);
+      CHECK_EQ_INT(fu_rt_exec_run(e), FU_OK);
+    }
+    CHECK_EQ_INT(ws_calls, 3);
+    CHECK_EQ_INT(ws_nonzero, 0);        /* zeroed before the first launch, and kept zero */
+    CHECK_EQ_INT(scratch_poisoned, 12); /* poisoned before each run like the outputs */
+    fu_rt_exec_free(e);
+    CHECK_EQ_INT(fake_live_allocs, before);
+    fu_rt_module_unload(mod);
+    fu_rt_close(rt);
+  }
+  fu_rt_plan_free(&p);
+  CHECK_EQ_INT(c.errors, 0);
+
+  /* A size over a symbol no input binds. */
+  fu_kernel_workspace_param(m, k, "bad", FU_DT_F32, fu_lexpr_sym(m, "M"), false);
+  CHECK_EQ_INT(fu_rt_plan_build(fx.f, fx.inputs, fx.n_inputs, fu_default_allocator(), &diag, &p), FU_ERR_INVALID_ARG);
+  CHECK(strstr(c.text, "error: kernel '@f_g0_ws': the size of workspace '%bad' cannot be evaluated "
+                       "(symbol 'M' is bound by no input)") != NULL);
+  fu_rt_plan_free(&p);
+  fixture_free(&fx);
+}
+
 /* An input whose data come in other strides than the fusion declares is
  * re-laid out on upload: the result is the same. */
 static void test_exec_relayout(void) {
@@ -660,8 +754,8 @@ static void test_exec_relayout(void) {
   uint32_t n_got = 0;
   CHECK_EQ_INT(fu_rt_exec_outputs(e, fu_default_allocator(), &got, &n_got), FU_OK);
   if (n_got == 1 && n_want == 1) {
-    fu_rt_check_result r;
-    CHECK_EQ_INT(fu_rt_compare(&got[0].tensor, &want[0].tensor, fu_rt_default_tolerance(FU_DT_F32), &r), FU_OK);
+    fu_check_result r;
+    CHECK_EQ_INT(fu_check_compare(&got[0].tensor, &want[0].tensor, fu_check_default_tolerance(FU_DT_F32), &r), FU_OK);
     CHECK_EQ_INT(r.n_mismatch, 0);
   }
   fu_args_free(got, n_got, fu_default_allocator());
@@ -745,8 +839,8 @@ static void test_two_segments(void) {
   CHECK_EQ_INT(fake_launches, launches + 2);
   CHECK_EQ_INT(fu_rt_exec_outputs(e, fu_default_allocator(), &got, &n_got), FU_OK);
   if (n_got == 1 && n_want == 1) {
-    fu_rt_check_result r;
-    CHECK_EQ_INT(fu_rt_compare(&got[0].tensor, &want[0].tensor, fu_rt_default_tolerance(FU_DT_F32), &r), FU_OK);
+    fu_check_result r;
+    CHECK_EQ_INT(fu_check_compare(&got[0].tensor, &want[0].tensor, fu_check_default_tolerance(FU_DT_F32), &r), FU_OK);
     CHECK_EQ_INT(r.n_mismatch, 0);
   }
   fu_rt_bench_options bo;
@@ -856,21 +950,21 @@ static void test_compare(void) {
   float gv[4] = {1.000001f, NAN, INFINITY, 1e-7f};
   fill_f32(&w, wv, 4);
   fill_f32(&g, gv, 4);
-  fu_rt_check_result r;
-  fu_rt_tolerance tol = fu_rt_default_tolerance(FU_DT_F32);
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, tol, &r), FU_OK);
+  fu_check_result r;
+  fu_check_tolerance tol = fu_check_default_tolerance(FU_DT_F32);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, tol, &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 0);
   CHECK_NEAR(r.max_abs_err, 1e-6, 2e-7);
   /* A poisoned NaN never passes, even against a NaN. */
   memset((char *)g.data + 4, 0xFF, 4);
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, tol, &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, tol, &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 1);
   CHECK_EQ_INT(r.n_poison, 1);
   CHECK_EQ_INT(r.first_mismatch, 1);
   /* NaN against a number, -inf against inf, and out of tolerance. */
   float bad[4] = {1.001f, 0.0f, -INFINITY, 0.0f};
   fill_f32(&g, bad, 4);
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, tol, &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, tol, &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 3);
   CHECK_EQ_INT(r.first_mismatch, 0);
   CHECK_NEAR(r.got_first, 1.001, 1e-6);
@@ -882,12 +976,12 @@ static void test_compare(void) {
   CHECK_EQ_INT(fu_host_tensor_alloc(&w, al, FU_DT_BOOL, 1, shape), FU_OK);
   ((unsigned char *)w.data)[2] = 1;
   ((unsigned char *)g.data)[2] = 1;
-  tol = fu_rt_default_tolerance(FU_DT_BOOL);
+  tol = fu_check_default_tolerance(FU_DT_BOOL);
   CHECK(tol.rtol == 0 && tol.atol == 0);
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, tol, &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, tol, &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 0);
   ((unsigned char *)g.data)[3] = 0xFF;
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, tol, &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, tol, &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 1);
   CHECK_EQ_INT(r.n_poison, 1);
   fu_host_tensor_free(&g);
@@ -898,7 +992,7 @@ static void test_compare(void) {
   CHECK_EQ_INT(fu_host_tensor_alloc(&w, al, FU_DT_I32, 1, shape), FU_OK);
   ((int32_t *)g.data)[0] = 7;
   ((int32_t *)w.data)[0] = 8;
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, fu_rt_default_tolerance(FU_DT_I32), &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, fu_check_default_tolerance(FU_DT_I32), &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 1);
   CHECK(r.max_abs_err == 1);
   fu_host_tensor_free(&g);
@@ -909,13 +1003,13 @@ static void test_compare(void) {
     ((uint16_t *)w.data)[i] = fu_f16_from_double(1000.0 + i);
     ((uint16_t *)g.data)[i] = (uint16_t)(fu_f16_from_double(1000.0 + i) + (i == 3)); /* one ulp off */
   }
-  CHECK_EQ_INT(fu_rt_compare(&g, &w, fu_rt_default_tolerance(FU_DT_F16), &r), FU_OK);
+  CHECK_EQ_INT(fu_check_compare(&g, &w, fu_check_default_tolerance(FU_DT_F16), &r), FU_OK);
   CHECK_EQ_INT(r.n_mismatch, 0);
   CHECK_NEAR(r.max_abs_err, 0.5, 1e-12);
   fu_host_tensor w2;
   int64_t shape2[1] = {3};
   CHECK_EQ_INT(fu_host_tensor_alloc(&w2, al, FU_DT_F16, 1, shape2), FU_OK);
-  CHECK_EQ_INT(fu_rt_compare(&g, &w2, fu_rt_default_tolerance(FU_DT_F16), &r), FU_ERR_INVALID_ARG);
+  CHECK_EQ_INT(fu_check_compare(&g, &w2, fu_check_default_tolerance(FU_DT_F16), &r), FU_ERR_INVALID_ARG);
   fu_host_tensor_free(&w2);
   fu_host_tensor_free(&g);
   fu_host_tensor_free(&w);
@@ -1146,7 +1240,8 @@ int main(int argc, char **argv) {
       {"plan_layouts", test_plan_layouts}, {"plan_errors", test_plan_errors},   {"exec_fake", test_exec_fake},
       {"exec_relayout", test_exec_relayout}, {"no_device", test_no_device},     {"driver_errors", test_driver_errors},
       {"compare", test_compare},             {"strided_copy", test_strided_copy},
-      {"bandwidth_fallback", test_bandwidth_fallback}, {"two_segments", test_two_segments}};
+      {"bandwidth_fallback", test_bandwidth_fallback}, {"two_segments", test_two_segments},
+      {"workspaces", test_workspaces}};
   return fu_test_main(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 

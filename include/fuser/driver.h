@@ -183,6 +183,44 @@ uint32_t fu_compile_count_kernels(const fu_module *m, const char *fusion);
  * went, one-time loads apart.  Nothing when nothing was compiled. */
 void fu_compiler_timing_report(const fu_compiler *c, fu_strbuf *out);
 
+/* ---- command lines ------------------------------------------------------- */
+
+/* One option of a tool's command line.  Long options take `--name=value`
+ * or `--name value` (and LLVM's single-dash `-name`); an optional value
+ * only the `=` form.  A one-letter name is a short alias (`-o FILE`, `-h`),
+ * left out of --help; a row with a NULL name is a heading there. */
+typedef enum fu_cli_arg_kind { FU_CLI_NONE, FU_CLI_REQUIRED, FU_CLI_OPTIONAL } fu_cli_arg_kind;
+
+typedef struct fu_cli_option {
+  const char *name; /* without the dashes */
+  int id;
+  fu_cli_arg_kind arg;
+  const char *metavar; /* for --help */
+  const char *help;
+} fu_cli_option;
+
+/* The state of a walk over argv; set every field up to `err`. */
+typedef struct fu_cli {
+  int argc;
+  char *const *argv;
+  const fu_cli_option *opts;
+  size_t n_opts;
+  const char *prefix; /* before every message, e.g. "fuser-opt: error: " */
+  FILE *err;
+  int i;              /* the next argument (start at 1) */
+  bool only_files;    /* after `--` */
+} fu_cli;
+
+enum { FU_CLI_END = -1, FU_CLI_FILE = -2, FU_CLI_ERROR = -3 };
+
+/* The next item of the command line: an option's id (its value in *value,
+ * NULL when it has none), FU_CLI_FILE (the argument in *value), FU_CLI_END,
+ * or FU_CLI_ERROR after printing why (an unknown option, a value missing
+ * or given to an option that takes none). */
+int fu_cli_next(fu_cli *c, const char **value);
+/* The options as --help lists them, one line each, headings as they are. */
+void fu_cli_print_options(fu_strbuf *out, const fu_cli_option *opts, size_t n);
+
 /* ---- fuser-opt ----------------------------------------------------------- */
 
 typedef enum fu_emit_kind {
@@ -260,6 +298,16 @@ int fu_opt_main(int argc, char *const *argv, const fu_opt_config *cfg, FILE *in,
 /* Help text and the pass list, as --help and --list-passes print them. */
 void fu_opt_print_help(fu_strbuf *out, const fu_opt_config *cfg);
 void fu_opt_print_pass_list(fu_strbuf *out);
+
+/* ---- fuser-run ----------------------------------------------------------- */
+
+/* The whole of fuser-run (see its --help): run each fusion of the input on
+ * the GPU, on the CPU reference interpreter, or its compiled kernels on the
+ * kernel-IR interpreter, and print a summary to `out` (diagnostics to
+ * `err`; `in` is read for the file "-").  Returns the exit code: 0
+ * success, 1 an error in the input, while running, or a failed check, 2 a
+ * usage error or no usable device. */
+int fu_run_main(int argc, char *const *argv, FILE *in, FILE *out, FILE *err);
 
 /* Read a whole stream or file into a NUL-terminated buffer allocated with
  * `alloc` (free with fu_mem_free(alloc, *data, *len + 1)).  On failure

@@ -14,7 +14,8 @@
  *                    grids) from the fusion and its inputs: no GPU needed;
  *   fu_rt_exec_*     a plan on the device: upload, poison, run, download,
  *                    benchmark;
- *   fu_rt_compare    checking results against the CPU interpreter.
+ * Results are checked against the CPU interpreter with fu_check_compare
+ * (fuser/check.h).
  *
  * Every driver call is checked: a failure is reported to the diagnostics
  * engine naming the call and the error (cuGetErrorName: cuGetErrorString),
@@ -28,6 +29,7 @@
 #include <stdint.h>
 
 #include "fuser/alloc.h"
+#include "fuser/check.h"
 #include "fuser/device.h"
 #include "fuser/diag.h"
 #include "fuser/interp.h"
@@ -129,13 +131,20 @@ typedef struct fu_rt_view {
 } fu_rt_view;
 
 typedef enum fu_rt_buffer_kind {
-  FU_RT_BUF_INPUT,  /* a fusion input, uploaded */
-  FU_RT_BUF_KERNEL, /* written by a kernel: an output or an intermediate */
+  FU_RT_BUF_INPUT,     /* a fusion input, uploaded */
+  FU_RT_BUF_KERNEL,    /* written by a kernel: an output or an intermediate */
+  FU_RT_BUF_WORKSPACE, /* a kernel's scratch (a workspace parameter) */
 } fu_rt_buffer_kind;
 
+/* A workspace is allocated once per exec (fu_rt_exec_new), and a `zeroed`
+ * one zeroed then (cuMemsetD8): a kernel must leave a zeroed workspace all
+ * zero again when it ends (include/fuser/kir.h), so the same memory serves
+ * every launch and every run, --bench included, with no memset between. */
 typedef struct fu_rt_buffer {
   fu_rt_buffer_kind kind;
-  const fu_value *root;  /* the input, or the value the kernel writes */
+  const fu_value *root;  /* the input, or the value the kernel writes; NULL for a workspace */
+  const fu_kval *workspace; /* FU_RT_BUF_WORKSPACE: its parameter */
+  int64_t ws_elems;      /* FU_RT_BUF_WORKSPACE: its size in elements, evaluated */
   uint32_t input_index;  /* FU_RT_BUF_INPUT: position among the fusion's inputs */
   size_t bytes;          /* the span of the root's layout, rounded up to 16 */
   bool fusion_output;    /* some fusion output lives in it */
@@ -187,14 +196,16 @@ bool fu_rt_fusion_is_lowered(fu_fusion *f, const fu_op **why_op);
  * and each launch its grid and arguments.  Errors are located at the op
  * they concern: an op that is neither a host alias nor in a segment with a
  * kernel, a kernel parameter the runtime cannot supply, a grid out of the
- * device's range, a value too large to index.  Free with fu_rt_plan_free
+ * device's range, a value too large to index, a workspace whose size
+ * cannot be evaluated.  Free with fu_rt_plan_free
  * (also after a failure). */
 fu_status fu_rt_plan_build(fu_fusion *f, const fu_arg *inputs, uint32_t n_inputs, fu_allocator alloc,
                            fu_diag_engine *diag, fu_rt_plan *out);
 void fu_rt_plan_free(fu_rt_plan *p);
 
 /* `--dump=launch`: per launch its kernel, grid, block, dynamic shared
- * memory and arguments, one line each. */
+ * memory and arguments, one line each (a workspace as its dtype, element
+ * count and whether it is zeroed). */
 void fu_rt_plan_print_launches(fu_strbuf *out, const fu_rt_plan *p);
 
 /* ---- executing a plan ------------------------------------------------------------ */
@@ -208,8 +219,10 @@ typedef struct fu_rt_exec fu_rt_exec;
 fu_status fu_rt_exec_new(fu_rt *rt, const fu_rt_plan *plan, fu_rt_module *mod, const fu_arg *inputs,
                          fu_diag_engine *diag, fu_rt_exec **out);
 void fu_rt_exec_free(fu_rt_exec *e);
-/* Fills every kernel-written buffer with `byte` (0xFF before a checked
- * run, so elements no kernel writes come out as NaN or -1 and fail). */
+/* Fills every kernel-written buffer, and every workspace not marked
+ * zeroed, with `byte` (0xFF before a checked run, so elements no kernel
+ * writes come out as NaN or -1 and fail, and scratch read before it is
+ * written gives wrong results). */
 fu_status fu_rt_exec_poison(fu_rt_exec *e, uint8_t byte);
 /* Launches every kernel in order and waits for them; an error names the
  * kernel (and, for errors found at the wait, the kernels that ran). */
@@ -254,34 +267,5 @@ void fu_rt_bench_result_free(fu_rt_bench_result *r);
 /* Copy bandwidth alone: median over `iters` copies of `bytes` (bytes read
  * + written per second, 1e9). */
 fu_status fu_rt_copy_bandwidth(fu_rt *rt, size_t bytes, uint32_t iters, double *gbs);
-
-/* ---- checking results -------------------------------------------------------------- */
-
-typedef struct fu_rt_tolerance {
-  double rtol, atol;
-} fu_rt_tolerance;
-
-/* f64 1e-12/1e-12, f32 1e-5/1e-6, f16 2e-3/1e-3, bf16 1.6e-2/1e-2; exact
- * (0/0) for ints and bool. */
-fu_rt_tolerance fu_rt_default_tolerance(fu_dtype dt);
-
-typedef struct fu_rt_check_result {
-  int64_t n_elements;
-  int64_t n_mismatch;
-  int64_t n_poison;       /* elements still holding the 0xFF poison pattern */
-  int64_t first_mismatch; /* flat row-major index, -1 when none */
-  double got_first, want_first; /* the values there */
-  double max_abs_err;     /* over elements where both are finite */
-  double max_rel_err;     /* |got - want| / |want| where want != 0 */
-} fu_rt_check_result;
-
-/* Compares `got` (a GPU result) with `want` (the interpreter's), element by
- * element in row-major order; same dtype and shape (else
- * FU_ERR_INVALID_ARG).  Floats fail when |got - want| > atol + rtol*|want|,
- * when infinities differ, and on NaN unless `want` is NaN there and `got`
- * is a NaN that is not the all-ones poison pattern.  Ints and bools must be
- * equal (a bool byte other than 0 or 1 fails). */
-fu_status fu_rt_compare(const fu_host_tensor *got, const fu_host_tensor *want, fu_rt_tolerance tol,
-                        fu_rt_check_result *out);
 
 #endif

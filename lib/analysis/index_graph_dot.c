@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fuser/dot.h"
 #include "fuser/index_graph.h"
 
 static const char *vname(const fu_value *v) { return v && v->name ? v->name : "?"; }
@@ -141,10 +142,7 @@ void fu_igraph_print(fu_strbuf *out, const fu_igraph *g) {
 }
 
 static void dot_text(FILE *out, const char *s) {
-  for (; s && *s; s++) {
-    if (*s == '"' || *s == '\\') fputc('\\', out);
-    fputc(*s, out);
-  }
+  if (s) fu_dot_put_escaped(out, s, strlen(s));
 }
 
 /* One cluster per segment, inside it one per tensor (its dims); schedule

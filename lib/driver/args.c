@@ -27,18 +27,15 @@ typedef enum opt_id {
   O_EXTRACT_SEGMENT, O_SEGMENT_DOT,                 /* segments */
 } opt_id;
 
-typedef enum arg_kind { ARG_NONE, ARG_REQUIRED, ARG_OPTIONAL } arg_kind;
+#define ARG_NONE FU_CLI_NONE
+#define ARG_REQUIRED FU_CLI_REQUIRED
+#define ARG_OPTIONAL FU_CLI_OPTIONAL
 
-static const struct option_def {
-  const char *name;
-  opt_id id;
-  arg_kind arg;
-  const char *metavar;
-  const char *help;
-} options[] = {
+static const fu_cli_option options[] = {
     {"pass", O_PASS, ARG_REQUIRED, "P[,Q...]", "append passes to the pipeline (repeatable); P{opt=v,...} sets options"},
     {"pass-pipeline", O_PIPELINE, ARG_REQUIRED, "'P,Q{opt=v}'", "append a whole pipeline (same syntax as --pass)"},
     {"output", O_OUTPUT, ARG_REQUIRED, "FILE", "write the output to FILE (also -o FILE); default stdout"},
+    {"o", O_OUTPUT, ARG_REQUIRED, "FILE", "the same as --output"},
     {"emit", O_EMIT, ARG_REQUIRED, "fir|llvm|ptx|cuda", "what to write after the pipeline (default fir)"},
     {"split-input-file", O_SPLIT, ARG_NONE, NULL,
      "process each chunk between `// -----` lines as its own module; join outputs with `// -----`"},
@@ -66,6 +63,7 @@ static const struct option_def {
      "after the pipeline, write every fusion's segments as Graphviz to FILE"},
     {"error-limit", O_ERROR_LIMIT, ARG_REQUIRED, "N", "stop after N errors per input chunk (default 20; 0: no limit)"},
     {"help", O_HELP, ARG_NONE, NULL, "show this help (also -h)"},
+    {"h", O_HELP, ARG_NONE, NULL, "the same as --help"},
     {"version", O_VERSION, ARG_NONE, NULL, "show the version"},
 };
 
@@ -93,17 +91,7 @@ void fu_opt_print_help(fu_strbuf *out, const fu_opt_config *cfg) {
                    "passes given with --pass/--pass-pipeline, verifying after each, and prints the\n"
                    "result.\n\noptions:\n",
                    tool(cfg));
-  for (size_t i = 0; i < sizeof options / sizeof options[0]; i++) {
-    const struct option_def *o = &options[i];
-    char head[64];
-    if (o->arg == ARG_REQUIRED)
-      snprintf(head, sizeof head, "--%s=%s", o->name, o->metavar);
-    else if (o->arg == ARG_OPTIONAL)
-      snprintf(head, sizeof head, "--%s%s", o->name, o->metavar);
-    else
-      snprintf(head, sizeof head, "--%s", o->name);
-    fu_strbuf_printf(out, "  %-28s %s\n", head, o->help);
-  }
+  fu_cli_print_options(out, options, sizeof options / sizeof options[0]);
   fu_strbuf_puts(out, "\npasses (see --list-passes): all");
   size_t n;
   const fu_pass_def *const *all = fu_pass_all(&n);
@@ -173,12 +161,6 @@ bool fu_parse_error_limit(const char *text, unsigned *out) {
   }
   *out = (unsigned)v;
   return true;
-}
-
-static const struct option_def *find(const char *name, size_t len) {
-  for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
-    if (strlen(options[i].name) == len && memcmp(options[i].name, name, len) == 0) return &options[i];
-  return NULL;
 }
 
 /* ---- codegen: --device, --print-index-graph, --index-graph-dot ----------
@@ -270,51 +252,23 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
   fu_diag_engine diag;
   fu_diag_init(&diag, fu_default_allocator());
   diag.stream = err;
-  bool only_files = false;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (only_files || arg[0] != '-' || arg[1] == '\0') {
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "%s: error: ", tool(cfg));
+  fu_cli cli = {argc, argv, options, sizeof options / sizeof options[0], prefix, err, 1, false};
+  const char *value;
+  for (int id; (id = fu_cli_next(&cli, &value)) != FU_CLI_END;) {
+    if (id == FU_CLI_ERROR) return FU_ERR_INVALID_ARG;
+    if (id == FU_CLI_FILE) {
       if (a->input) {
-        usage_error(err, cfg, "more than one input file ('%s' and '%s')", a->input, arg);
+        usage_error(err, cfg, "more than one input file ('%s' and '%s')", a->input, value);
         return FU_ERR_INVALID_ARG;
       }
-      a->input = arg;
+      a->input = value;
       continue;
     }
-    if (strcmp(arg, "--") == 0) {
-      only_files = true;
-      continue;
-    }
-    const char *value = NULL;
-    const struct option_def *o;
-    if (strcmp(arg, "-h") == 0) {
-      o = find("help", 4);
-    } else if (arg[1] == 'o' && (arg[2] == '\0' || arg[2] == '=')) {
-      o = find("output", 6);
-      if (arg[2] == '=') value = arg + 3;
-    } else {
-      const char *name = arg + (arg[1] == '-' ? 2 : 1);
-      const char *eq = strchr(name, '=');
-      size_t len = eq ? (size_t)(eq - name) : strlen(name);
-      o = find(name, len);
-      if (!o) {
-        usage_error(err, cfg, "unknown option '%s' (see --help)", arg);
-        return FU_ERR_INVALID_ARG;
-      }
-      if (eq) value = eq + 1;
-    }
-    if (o->arg == ARG_NONE && value) {
-      usage_error(err, cfg, "option '%s' takes no value", arg);
-      return FU_ERR_INVALID_ARG;
-    }
-    if (o->arg == ARG_REQUIRED && !value) {
-      if (i + 1 >= argc) {
-        usage_error(err, cfg, "option '%s' needs a value", arg);
-        return FU_ERR_INVALID_ARG;
-      }
-      value = argv[++i];
-    }
-    switch (o->id) {
+    const fu_cli_option *o = &options[0];
+    while (o->id != id) o++;
+    switch ((opt_id)id) {
     case O_PASS:
     case O_PIPELINE:
       if (fu_pipeline_parse(&a->pipeline, value, o->id == O_PASS ? "--pass" : "--pass-pipeline", &diag) != FU_OK)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fuser/device.h"   /* codegen: --device at emission */
+#include "fuser/dot.h"
 #include "fuser/driver.h"
 #include "fuser/schedule.h" /* codegen */
 #include "fuser/parse.h"
@@ -30,16 +31,14 @@ typedef struct opt_state {
 static fu_status write_segment_dot(opt_state *s, fu_module *m, const fu_source *src, fu_diag_engine *diag) {
   const char *path = s->args->segment_dot;
   fu_loc here = {src, 0, 0}; /* the input file, no line */
-  if (!s->segment_dot && !(s->segment_dot = fopen(path, "w"))) {
-    fu_error(diag, here, "cannot open the segment dot file '%s' for writing: %s", path, strerror(errno));
-    return FU_ERR_IO;
-  }
-  for (fu_fusion *f = m->first; f; f = f->next)
-    if (fu_segment_write_dot(f, s->segment_dot) != FU_OK) {
-      fu_error(diag, here, "cannot write the segment dot file '%s'", path);
-      return FU_ERR_IO;
-    }
-  return FU_OK;
+  if (!s->segment_dot && fu_dot_open(path, "segment", here, diag, &s->segment_dot) != FU_OK) return FU_ERR_IO;
+  fu_status st = FU_OK;
+  for (fu_fusion *f = m->first; f && st == FU_OK; f = f->next) st = fu_segment_write_dot(f, s->segment_dot);
+  if (st == FU_OK) return FU_OK;
+  /* A failed write ends the file: it is closed and reported here. */
+  FILE *f = s->segment_dot;
+  s->segment_dot = NULL;
+  return fu_dot_close(f, FU_ERR_IO, path, "segment", here, diag);
 }
 
 /* --extract-segment: replaces *m by the standalone fusion of one segment
@@ -252,11 +251,8 @@ int fu_opt_main(int argc, char *const *argv, const fu_opt_config *cfg_in, FILE *
     fputs(rep.data ? rep.data : "", err);
     fu_strbuf_free(&rep);
   }
-  if (s.segment_dot && fclose(s.segment_dot) != 0) {
-    fprintf(err, "%s: error: cannot write the segment dot file '%s': %s\n", cfg.tool_name, args.segment_dot,
-            strerror(errno));
+  if (s.segment_dot && fu_dot_close(s.segment_dot, FU_OK, args.segment_dot, "segment", fu_loc_none(), &report) != FU_OK)
     rc = 1;
-  }
   if (chunks) fu_mem_free(&s.alloc, chunks, n_chunks * sizeof *chunks);
   fu_mem_free(&s.alloc, data, len + 1);
   fu_timing_free(&s.timing);

@@ -85,9 +85,14 @@ fu_status fu_rt_exec_new(fu_rt *rt, const fu_rt_plan *plan, fu_rt_module *mod, c
   }
   for (uint32_t i = 0; i < plan->n_buffers && st == FU_OK; i++) {
     st = fu_rt_mem_alloc(rt, plan->buffers[i].bytes, &e->ptrs[i]);
+    const fu_rt_buffer *buf = &plan->buffers[i];
+    const char *name = buf->root ? buf->root->name : buf->workspace ? buf->workspace->name : NULL;
     if (st != FU_OK)
-      fu_note(diag, fu_loc_none(), "while allocating the buffer of '%%%s'",
-              plan->buffers[i].root->name ? plan->buffers[i].root->name : "?");
+      fu_note(diag, fu_loc_none(), "while allocating the %s of '%%%s'",
+              buf->kind == FU_RT_BUF_WORKSPACE ? "workspace" : "buffer", name ? name : "?");
+    /* Zeroed once: every kernel leaves its zeroed workspace zero again. */
+    if (st == FU_OK && buf->kind == FU_RT_BUF_WORKSPACE && buf->workspace->ws_zeroed)
+      st = fu_rt_mem_fill(rt, e->ptrs[i], 0, buf->bytes);
   }
   for (uint32_t i = 0; i < plan->n_buffers && st == FU_OK; i++)
     if (plan->buffers[i].kind == FU_RT_BUF_INPUT) st = upload_input(e, i);
@@ -128,8 +133,11 @@ fu_status fu_rt_exec_poison(fu_rt_exec *e, uint8_t byte) {
   fu_diag_engine *saved = e->rt->diag;
   e->rt->diag = e->diag;
   fu_status st = FU_OK;
-  for (uint32_t i = 0; i < e->plan->n_buffers && st == FU_OK; i++)
-    if (e->plan->buffers[i].kind == FU_RT_BUF_KERNEL) st = fu_rt_mem_fill(e->rt, e->ptrs[i], byte, e->plan->buffers[i].bytes);
+  for (uint32_t i = 0; i < e->plan->n_buffers && st == FU_OK; i++) {
+    const fu_rt_buffer *buf = &e->plan->buffers[i];
+    bool scratch = buf->kind == FU_RT_BUF_WORKSPACE && !buf->workspace->ws_zeroed;
+    if (buf->kind == FU_RT_BUF_KERNEL || scratch) st = fu_rt_mem_fill(e->rt, e->ptrs[i], byte, buf->bytes);
+  }
   e->rt->diag = saved;
   return st;
 }

@@ -87,7 +87,7 @@ typedef struct builder {
   bool la_ready;
 } builder;
 
-static fu_status add_buffer(builder *b, fu_rt_buffer_kind kind, const fu_value *root, uint32_t input_index,
+static fu_status add_buffer(builder *b, fu_rt_buffer_kind kind, const fu_value *root, fu_dtype dt, uint32_t input_index,
                             int64_t span_elems, int32_t *index) {
   fu_rt_plan *p = b->p;
   if (p->n_buffers == p->buffers_cap) {
@@ -97,7 +97,7 @@ static fu_status add_buffer(builder *b, fu_rt_buffer_kind kind, const fu_value *
     p->buffers = grown;
     p->buffers_cap = cap;
   }
-  size_t es = fu_dtype_size(root->type.dtype);
+  size_t es = fu_dtype_size(dt);
   uint64_t bytes = (uint64_t)span_elems * es;
   if (span_elems > 0 && bytes / es != (uint64_t)span_elems) return FU_ERR_NOMEM;
   bytes = (bytes + 15) & ~(uint64_t)15;
@@ -198,7 +198,7 @@ static fu_status kernel_buffer(builder *b, const fu_value *v, const fu_op *seg) 
     return FU_ERR_UNSUPPORTED;
   }
   int32_t idx;
-  if ((st = add_buffer(b, FU_RT_BUF_KERNEL, v, 0, span, &idx)) != FU_OK) return st;
+  if ((st = add_buffer(b, FU_RT_BUF_KERNEL, v, v->type.dtype, 0, span, &idx)) != FU_OK) return st;
   view->buffer = idx;
   return FU_OK;
 }
@@ -271,12 +271,57 @@ static bool encode_scalar_arg(fu_rt_karg *out, fu_dtype dt, const fu_arg *a) {
   return encode_int(out, dt, v);
 }
 
+/* The bindings as fu_lexpr_eval takes them (free with free_lexpr_bindings). */
+static fu_lexpr_binding *lexpr_bindings(fu_rt_plan *p) {
+  fu_lexpr_binding *lb = fu_mem_calloc(&p->alloc, p->bindings.n ? p->bindings.n : 1, sizeof *lb);
+  for (uint32_t i = 0; lb && i < p->bindings.n; i++) {
+    lb[i].sym = p->bindings.v[i].sym;
+    lb[i].value = p->bindings.v[i].value;
+  }
+  return lb;
+}
+
+static void free_lexpr_bindings(fu_rt_plan *p, fu_lexpr_binding *lb) {
+  fu_mem_free(&p->alloc, lb, (p->bindings.n ? p->bindings.n : 1) * sizeof *lb);
+}
+
+/* A workspace parameter: its own buffer of ws_size elements, evaluated
+ * with the launch's bindings as the grid is.  Scratch is no fusion data,
+ * so it counts in neither bytes_read nor bytes_written. */
+static fu_status plan_workspace(builder *b, const fu_op *seg, const fu_kernel *k, const fu_kval *kv, fu_rt_karg *arg) {
+  fu_rt_plan *p = b->p;
+  fu_lexpr_binding *lb = lexpr_bindings(p);
+  if (!lb) return FU_ERR_NOMEM;
+  const char *bad = NULL;
+  int64_t n = 0;
+  fu_status st = fu_lexpr_eval(kv->ws_size, lb, p->bindings.n, &n, &bad);
+  free_lexpr_bindings(p, lb);
+  if (st != FU_OK || n < 0) {
+    fu_error(b->diag, op_loc(seg), "kernel '@%s': the size of workspace '%%%s' cannot be evaluated%s%s%s",
+             k->name ? k->name : "?", kv->name ? kv->name : "?", bad ? " (symbol '" : "", bad ? bad : "",
+             bad ? "' is bound by no input)" : st == FU_OK ? " (it is negative)" : " (overflow or a division by zero)");
+    return bad ? FU_ERR_INVALID_ARG : FU_ERR_RUNTIME;
+  }
+  int32_t idx;
+  st = add_buffer(b, FU_RT_BUF_WORKSPACE, NULL, kv->dtype, 0, n, &idx);
+  if (st == FU_ERR_NOMEM)
+    fu_error(b->diag, op_loc(seg), "kernel '@%s': workspace '%%%s' of %lld elements is too large",
+             k->name ? k->name : "?", kv->name ? kv->name : "?", (long long)n);
+  if (st != FU_OK) return st;
+  p->buffers[idx].workspace = kv;
+  p->buffers[idx].ws_elems = n;
+  arg->buffer = idx;
+  arg->size = 8;
+  return FU_OK;
+}
+
 static fu_status plan_param(builder *b, const fu_op *seg, const fu_kernel *k, const fu_kval *kv, fu_rt_launch_plan *lp,
                             fu_rt_karg *arg) {
   fu_rt_plan *p = b->p;
   const char *kn = k->name ? k->name : "?";
   memset(arg, 0, sizeof *arg);
   arg->buffer = -1;
+  if (kv->kind == FU_KV_TENSOR_PARAM && kv->ws_size) return plan_workspace(b, seg, k, kv, arg);
   if (kv->kind == FU_KV_TENSOR_PARAM) {
     const fu_value *v = kv->tensor;
     if (!v || v->id >= p->n_values || v->type.rank < 0) {
@@ -371,12 +416,8 @@ static fu_status plan_param(builder *b, const fu_op *seg, const fu_kernel *k, co
 static fu_status plan_grid(builder *b, const fu_op *seg, const fu_kernel *k, fu_rt_launch_plan *lp) {
   fu_rt_plan *p = b->p;
   const char *kn = k->name ? k->name : "?";
-  fu_lexpr_binding *lb = fu_mem_calloc(&p->alloc, p->bindings.n ? p->bindings.n : 1, sizeof *lb);
+  fu_lexpr_binding *lb = lexpr_bindings(p);
   if (!lb) return FU_ERR_NOMEM;
-  for (uint32_t i = 0; i < p->bindings.n; i++) {
-    lb[i].sym = p->bindings.v[i].sym;
-    lb[i].value = p->bindings.v[i].value;
-  }
   static const int64_t limit[3] = {2147483647, 65535, 65535};
   static const char axis[3] = {'x', 'y', 'z'};
   fu_status st = FU_OK;
@@ -407,7 +448,7 @@ static fu_status plan_grid(builder *b, const fu_op *seg, const fu_kernel *k, fu_
       lp->config.grid[i] = (uint32_t)(g[i] > limit[i] ? limit[i] : g[i]);
     }
   }
-  fu_mem_free(&p->alloc, lb, (p->bindings.n ? p->bindings.n : 1) * sizeof *lb);
+  free_lexpr_bindings(p, lb);
   if (st != FU_OK) return st;
   uint64_t threads = 1;
   for (int i = 0; i < 3; i++) {
@@ -502,7 +543,7 @@ static fu_status plan_input(builder *b, const fu_op *op, uint32_t pos) {
     return FU_ERR_RUNTIME;
   }
   int32_t idx;
-  if ((st = add_buffer(b, FU_RT_BUF_INPUT, v, pos, span, &idx)) != FU_OK) return st;
+  if ((st = add_buffer(b, FU_RT_BUF_INPUT, v, v->type.dtype, pos, span, &idx)) != FU_OK) return st;
   view->buffer = idx;
   return FU_OK;
 }
@@ -588,6 +629,7 @@ static fu_status build(builder *b) {
   }
   for (uint32_t bi = 0; bi < p->n_buffers; bi++) {
     const fu_rt_buffer *buf = &p->buffers[bi];
+    if (buf->kind == FU_RT_BUF_WORKSPACE) continue;
     const fu_rt_view *rv = &p->views[buf->root->id];
     size_t es = fu_dtype_size(rv->dtype);
     if (buf->kind == FU_RT_BUF_KERNEL && buf->fusion_output) p->bytes_written += numel_of(rv) * es;
@@ -709,7 +751,11 @@ void fu_rt_plan_print_launches(fu_strbuf *out, const fu_rt_plan *p) {
       const fu_kval *kv = lp->kernel->params[i];
       const fu_rt_karg *a = &lp->args[i];
       fu_strbuf_printf(out, "  %%%s: ", kv->name ? kv->name : "?");
-      if (a->buffer >= 0) {
+      if (a->buffer >= 0 && p->buffers[a->buffer].kind == FU_RT_BUF_WORKSPACE) {
+        const fu_rt_buffer *buf = &p->buffers[a->buffer];
+        fu_strbuf_printf(out, "workspace %s[%lld]%s in buffer %d (%zu bytes)\n", fu_dtype_name(kv->dtype),
+                         (long long)buf->ws_elems, kv->ws_zeroed ? " zeroed" : "", a->buffer, buf->bytes);
+      } else if (a->buffer >= 0) {
         const fu_rt_view *v = &p->views[kv->tensor->id];
         const fu_rt_buffer *buf = &p->buffers[a->buffer];
         fu_strbuf_printf(out, "%s", fu_dtype_name(v->dtype));

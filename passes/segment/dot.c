@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fuser/dot.h"
 #include "fuser/print.h"
 #include "fuser/segment.h"
 #include "fuser/strbuf.h"
@@ -29,25 +30,17 @@ static uint32_t count_ops(const fu_block *b) {
   return n;
 }
 
-/* Graphviz string literal contents: quotes and backslashes escaped. */
-static void put_escaped(FILE *out, const char *s, size_t len) {
-  for (size_t i = 0; i < len; i++) {
-    if (s[i] == '"' || s[i] == '\\') fputc('\\', out);
-    fputc(s[i], out);
-  }
-}
-
 static void put_label(dot_ctx *c, FILE *out) {
   fputs(" [label=\"", out);
   /* \n inside the label separates lines: written unescaped on purpose */
   const char *s = c->sb.data ? c->sb.data : "";
   const char *nl;
   while ((nl = strchr(s, '\n')) != NULL) {
-    put_escaped(out, s, (size_t)(nl - s));
+    fu_dot_put_escaped(out, s, (size_t)(nl - s));
     fputs("\\n", out);
     s = nl + 1;
   }
-  put_escaped(out, s, strlen(s));
+  fu_dot_put_escaped(out, s, strlen(s));
   fputc('"', out);
 }
 
@@ -155,7 +148,7 @@ fu_status fu_segment_write_dot(fu_fusion *f, FILE *out) {
     }
     fputs("digraph \"", out);
     const char *name = f->name ? f->name : "fusion";
-    put_escaped(out, name, strlen(name));
+    fu_dot_put_escaped(out, name, strlen(name));
     fputs("\" {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n  edge [fontname=\"monospace\"];\n", out);
     for (i = 0; i < c.n_nodes; i++) put_node(&c, out, i);
     for (i = 0; i < c.n_nodes; i++) put_edges(&c, out, i);

@@ -7,10 +7,10 @@
  * outside (inputs, host ops, outputs, existing segments), named g0, g1, ...
  * in that order.  Everything that can fail (allocation) happens before the
  * fusion body is relinked, so an error leaves the fusion unchanged. */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "fuser/dot.h"
 #include "fuser/print.h"
 #include "internal.h"
 
@@ -320,13 +320,8 @@ fu_status fu_pass_run_segment(fu_module *m, fu_pass_context *ctx) {
   for (fu_fusion *f = m->first; f && st == FU_OK; f = f->next) st = fu_segment_fusion(f, diag, dbg, NULL);
   const char *dot = fu_pass_option_value(ctx, "dot");
   if (st != FU_OK || !dot || !*dot) return st;
-  FILE *fp = fopen(dot, "w");
-  if (!fp) {
-    if (diag) fu_error(diag, fu_loc_none(), "segment: cannot write the dot file '%s': %s", dot, strerror(errno));
-    return FU_ERR_IO;
-  }
+  FILE *fp = NULL;
+  if ((st = fu_dot_open(dot, "segment", fu_loc_none(), diag, &fp)) != FU_OK) return st;
   for (fu_fusion *f = m->first; f && st == FU_OK; f = f->next) st = fu_segment_write_dot(f, fp);
-  if (fclose(fp) != 0 && st == FU_OK) st = FU_ERR_IO;
-  if (st != FU_OK && diag) fu_error(diag, fu_loc_none(), "segment: writing the dot file '%s' failed", dot);
-  return st;
+  return fu_dot_close(fp, st, dot, "segment", fu_loc_none(), diag);
 }

@@ -1,4 +1,5 @@
-/* fuser runtime: comparing GPU results with the interpreter's.
+/* fuser: comparing kernel results (GPU or kernel-IR interpreter) with the
+ * reference interpreter's (include/fuser/check.h).
  *
  * Works on the raw element bits, not on values converted to double, so
  * that the 0xFF poison the executor fills outputs with is recognised: an
@@ -7,10 +8,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "fuser/runtime.h"
+#include "fuser/check.h"
 
-fu_rt_tolerance fu_rt_default_tolerance(fu_dtype dt) {
-  fu_rt_tolerance t = {0, 0};
+fu_check_tolerance fu_check_default_tolerance(fu_dtype dt) {
+  fu_check_tolerance t = {0, 0};
   switch (dt) {
   case FU_DT_F64: t.rtol = 1e-12; t.atol = 1e-12; break;
   case FU_DT_F32: t.rtol = 1e-5; t.atol = 1e-6; break;
@@ -74,8 +75,8 @@ static double load(fu_dtype dt, const unsigned char *p, bool *poison, int64_t *i
   }
 }
 
-fu_status fu_rt_compare(const fu_host_tensor *got, const fu_host_tensor *want, fu_rt_tolerance tol,
-                        fu_rt_check_result *out) {
+fu_status fu_check_compare(const fu_host_tensor *got, const fu_host_tensor *want, fu_check_tolerance tol,
+                           fu_check_result *out) {
   memset(out, 0, sizeof *out);
   out->first_mismatch = -1;
   if (got->dtype != want->dtype || got->rank != want->rank) return FU_ERR_INVALID_ARG;

@@ -1,0 +1,40 @@
+/* fuser: checking a kernel's results against the CPU reference
+ * interpreter's, element by element, with tolerances by dtype.  Host code
+ * only: the GPU runtime and the kernel-IR interpreter's runs are checked
+ * the same way (fuser-run --check). */
+#ifndef FUSER_CHECK_H
+#define FUSER_CHECK_H
+
+#include <stdint.h>
+
+#include "fuser/interp.h"
+#include "fuser/status.h"
+
+typedef struct fu_check_tolerance {
+  double rtol, atol;
+} fu_check_tolerance;
+
+/* f64 1e-12/1e-12, f32 1e-5/1e-6, f16 2e-3/1e-3, bf16 1.6e-2/1e-2; exact
+ * (0/0) for ints and bool. */
+fu_check_tolerance fu_check_default_tolerance(fu_dtype dt);
+
+typedef struct fu_check_result {
+  int64_t n_elements;
+  int64_t n_mismatch;
+  int64_t n_poison;       /* elements still holding the 0xFF poison pattern */
+  int64_t first_mismatch; /* flat row-major index, -1 when none */
+  double got_first, want_first; /* the values there */
+  double max_abs_err;     /* over elements where both are finite */
+  double max_rel_err;     /* |got - want| / |want| where want != 0 */
+} fu_check_result;
+
+/* Compares `got` (a kernel's result) with `want` (the interpreter's), element by
+ * element in row-major order; same dtype and shape (else
+ * FU_ERR_INVALID_ARG).  Floats fail when |got - want| > atol + rtol*|want|,
+ * when infinities differ, and on NaN unless `want` is NaN there and `got`
+ * is a NaN that is not the all-ones poison pattern.  Ints and bools must be
+ * equal (a bool byte other than 0 or 1 fails). */
+fu_status fu_check_compare(const fu_host_tensor *got, const fu_host_tensor *want, fu_check_tolerance tol,
+                           fu_check_result *out);
+
+#endif

@@ -1,0 +1,292 @@
+/* fuser driver: fuser-run's command line (its option table, read with
+ * fu_cli_next as fuser-opt's is) and its --help. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_internal.h"
+
+typedef enum run_opt {
+  R_DEVICE, R_FUSION, R_INPUT, R_RANDOM, R_DEFAULT_EXTENT, R_SEED, R_SAVE_OUTPUTS, R_SAVE_INPUTS, R_PRINT_VALUES,
+  R_JSON, R_PASS, R_CHECK, R_RTOL, R_ATOL, R_PTX, R_BENCH, R_ITERS, R_WARMUP, R_NO_FLUSH, R_DUMP, R_GPU,
+  R_DEVICE_INFO, R_HELP, R_DATA_DIR, R_ALLOW_ANY_PATH, R_ERROR_LIMIT,
+} run_opt;
+
+static const fu_cli_option options[] = {
+    {"device", R_DEVICE, FU_CLI_REQUIRED, "gpu|cpu|kir",
+     "where to run (default gpu; cpu: the reference interpreter; kir: the compiled kernels on the\n"
+     "                               kernel-IR interpreter, on the CPU)"},
+    {"fusion", R_FUSION, FU_CLI_REQUIRED, "@NAME", "run only this fusion (default: every fusion in the file)"},
+    {"input", R_INPUT, FU_CLI_REQUIRED, "NAME=SRC", "data for input %NAME: random, zeros, ones, or a .npy file"},
+    {"random", R_RANDOM, FU_CLI_NONE, NULL,
+     "inputs without example data are random, and symbolic sizes nobody\n"
+     "                               states default to --default-extent"},
+    {"default-extent", R_DEFAULT_EXTENT, FU_CLI_REQUIRED, "N", "size for unbound symbols with --random (default 4)"},
+    {"seed", R_SEED, FU_CLI_REQUIRED, "N", "seed for inputs made at random without their own (default 0)"},
+    {"save-outputs", R_SAVE_OUTPUTS, FU_CLI_REQUIRED, "DIR",
+     "write DIR/<output name>.npy (DIR/<fusion>/... for several fusions)"},
+    {"save-inputs", R_SAVE_INPUTS, FU_CLI_REQUIRED, "DIR", "write the inputs used the same way"},
+    {"print-values", R_PRINT_VALUES, FU_CLI_REQUIRED, "N|all", "how many leading values to print per output (default 8)"},
+    {"data-dir", R_DATA_DIR, FU_CLI_REQUIRED, "DIR",
+     "npy=\"...\" in the file may also read files under DIR (by default only\n"
+     "                               under the .fir file's own folder)"},
+    {"allow-any-path", R_ALLOW_ANY_PATH, FU_CLI_NONE, NULL, "npy=\"...\" in the file may read any file"},
+    {"error-limit", R_ERROR_LIMIT, FU_CLI_REQUIRED, "N", "stop after N errors (default 20; 0: no limit)"},
+    {"json", R_JSON, FU_CLI_NONE, NULL, "print the summary as JSON"},
+    {"help", R_HELP, FU_CLI_NONE, NULL, "this help (also -h)"},
+    {"h", R_HELP, FU_CLI_NONE, NULL, "the same as --help"},
+    {NULL, 0, FU_CLI_NONE, NULL, "GPU and kir options:"},
+    {"pass", R_PASS, FU_CLI_REQUIRED, "PIPELINE",
+     "the passes that compile the fusion (default: all, scheduled for the GPU\n"
+     "                               found; for kir, the passes' default device); on the GPU only in\n"
+     "                               builds with the LLVM backend"},
+    {"check", R_CHECK, FU_CLI_NONE, NULL,
+     "run the reference interpreter on the same inputs and compare every output\n"
+     "                               (GPU outputs are poisoned with 0xFF bytes first)"},
+    {"rtol", R_RTOL, FU_CLI_REQUIRED, "X", "tolerance for float outputs (default: by dtype)"},
+    {"atol", R_ATOL, FU_CLI_REQUIRED, "X", "tolerance for float outputs (default: by dtype)"},
+    {NULL, 0, FU_CLI_NONE, NULL, "GPU options:"},
+    {"ptx", R_PTX, FU_CLI_REQUIRED, "FILE.ptx",
+     "the kernels of an already-lowered FILE.fir (made elsewhere with\n"
+     "                               fuser-opt --pass=all --emit=ptx); required in builds without LLVM"},
+    {"bench", R_BENCH, FU_CLI_NONE, NULL,
+     "time the kernels: CUDA events, L2 flushed before each run, median,\n"
+     "                               GB/s and % of the measured copy bandwidth"},
+    {"iters", R_ITERS, FU_CLI_REQUIRED, "N", "timed runs for --bench (default 100)"},
+    {"warmup", R_WARMUP, FU_CLI_REQUIRED, "N", "warm-up runs for --bench (default 10)"},
+    {"no-flush", R_NO_FLUSH, FU_CLI_NONE, NULL, "do not flush L2 between timed runs"},
+    {"dump", R_DUMP, FU_CLI_REQUIRED, "launch,jit,ptx",
+     "print each kernel's grid, block, shared memory, arguments and\n"
+     "                               workspaces; the JIT's info log; the PTX"},
+    {"gpu", R_GPU, FU_CLI_REQUIRED, "N", "the CUDA device to use (default 0)"},
+    {"device-info", R_DEVICE_INFO, FU_CLI_NONE, NULL, "print the GPU's description and exit"},
+};
+
+static void usage(FILE *out, fu_allocator al) {
+  fu_strbuf sb;
+  fu_strbuf_init(&sb, al);
+  fu_strbuf_puts(&sb, "usage: " RUN_TOOL " FILE.fir [options]\n"
+                      "Run a fusion on the GPU (default), on the CPU reference interpreter, or its compiled\n"
+                      "kernels on the kernel-IR interpreter, and print a summary of each output.\n\n");
+  fu_cli_print_options(&sb, options, sizeof options / sizeof options[0]);
+  fu_strbuf_puts(&sb, "\nexit status: 0 success, 1 an error in the input, while running, or a failed check,\n"
+                      "2 a usage error or no usable device\n");
+  fputs(sb.data ? sb.data : "", out);
+  fu_strbuf_free(&sb);
+}
+
+/* Numbers of the command line; false (after saying so) when `s` is not one
+ * at least `lo`. */
+static bool parse_int(const run_args *a, const char *s, const char *opt, int64_t lo, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || end == s || *end || v < lo) {
+    fprintf(a->err, RUN_TOOL ": invalid value '%s' for %s\n", s, opt);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+static bool parse_double(const run_args *a, const char *s, const char *opt, double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || *end || !(v >= 0)) {
+    fprintf(a->err, RUN_TOOL ": invalid value '%s' for %s\n", s, opt);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+/* --dump=launch,jit,ptx */
+static bool parse_dump(run_args *a, const char *v) {
+  for (const char *p = v; *p;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == 6 && strncmp(p, "launch", 6) == 0)
+      a->dump_launch = true;
+    else if (n == 3 && strncmp(p, "jit", 3) == 0)
+      a->dump_jit = true;
+    else if (n == 3 && strncmp(p, "ptx", 3) == 0)
+      a->dump_ptx = true;
+    else {
+      fprintf(a->err, RUN_TOOL ": unknown --dump item '%.*s' (expected launch, jit or ptx)\n", (int)n, p);
+      return false;
+    }
+    if (!end) break;
+    p = end + 1;
+  }
+  return true;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* --input NAME=random|zeros|ones|FILE.npy */
+static bool add_override(run_args *a, const char *spec) {
+  const char *eq = strchr(spec, '=');
+  if (!eq || eq == spec || !eq[1]) {
+    fprintf(a->err, RUN_TOOL ": --input expects NAME=random|zeros|ones|FILE.npy, got '%s'\n", spec);
+    return false;
+  }
+  fu_input_override o;
+  memset(&o, 0, sizeof o);
+  const char *src = eq + 1;
+  if (strcmp(src, "random") == 0) {
+    o.source = FU_INPUT_RANDOM;
+  } else if (strcmp(src, "zeros") == 0) {
+    o.source = FU_INPUT_ZEROS;
+  } else if (strcmp(src, "ones") == 0) {
+    o.source = FU_INPUT_ONES;
+  } else if (ends_with(src, ".npy")) {
+    o.source = FU_INPUT_NPY;
+    o.npy_path = src;
+  } else {
+    fprintf(a->err,
+            RUN_TOOL ": unknown input source '%s' for '%.*s' (expected random, zeros, ones or a .npy file)\n", src,
+            (int)(eq - spec), spec);
+    return false;
+  }
+  size_t nlen = (size_t)(eq - spec);
+  char *name = fu_mem_alloc(&a->alloc, nlen + 1);
+  fu_input_override *grown =
+      fu_mem_realloc(&a->alloc, a->overrides, a->n_overrides * sizeof *grown, (a->n_overrides + 1) * sizeof *grown);
+  if (!name || !grown) {
+    if (name) fu_mem_free(&a->alloc, name, nlen + 1);
+    if (grown) a->overrides = grown;
+    fprintf(a->err, RUN_TOOL ": out of memory\n");
+    return false;
+  }
+  memcpy(name, spec, nlen);
+  name[nlen] = '\0';
+  o.name = name;
+  a->overrides = grown;
+  a->overrides[a->n_overrides++] = o;
+  return true;
+}
+
+void run_args_free(run_args *a) {
+  for (uint32_t i = 0; i < a->n_overrides; i++) {
+    const char *n = a->overrides[i].name;
+    fu_mem_free(&a->alloc, (char *)n, strlen(n) + 1);
+  }
+  if (a->overrides) fu_mem_free(&a->alloc, a->overrides, a->n_overrides * sizeof *a->overrides);
+  a->overrides = NULL;
+  a->n_overrides = 0;
+}
+
+/* One option's value into `a`; false after a usage error. */
+static bool apply(run_args *a, run_opt id, const char *v) {
+  int64_t n;
+  switch (id) {
+  case R_DEVICE:
+    if (strcmp(v, "cpu") == 0) a->device = RUN_DEVICE_CPU;
+    else if (strcmp(v, "gpu") == 0 || strcmp(v, "cuda") == 0) a->device = RUN_DEVICE_GPU;
+    else if (strcmp(v, "kir") == 0) a->device = RUN_DEVICE_KIR;
+    else {
+      fprintf(a->err, RUN_TOOL ": unknown device '%s' (expected cpu, gpu or kir)\n", v);
+      return false;
+    }
+    return true;
+  case R_FUSION: a->fusion = v[0] == '@' ? v + 1 : v; return true;
+  case R_INPUT: return add_override(a, v);
+  case R_RANDOM: a->random = true; return true;
+  case R_DEFAULT_EXTENT:
+    if (!parse_int(a, v, "--default-extent", 0, &a->default_extent)) return false;
+    if (a->default_extent == 0) {
+      fprintf(a->err, RUN_TOOL ": error: --default-extent must be at least 1 (it is the size of every unbound symbol)\n");
+      return false;
+    }
+    return true;
+  case R_SEED:
+    if (!parse_int(a, v, "--seed", 0, &n)) return false;
+    a->seed = (uint64_t)n;
+    return true;
+  case R_SAVE_OUTPUTS: a->save_outputs = v; return true;
+  case R_SAVE_INPUTS: a->save_inputs = v; return true;
+  case R_PRINT_VALUES:
+    if (strcmp(v, "all") == 0) {
+      a->print_values = -1;
+      return true;
+    }
+    return parse_int(a, v, "--print-values", 0, &a->print_values);
+  case R_JSON: a->json = true; return true;
+  case R_PASS: a->pipeline = v; return true;
+  case R_CHECK: a->check = true; return true;
+  case R_RTOL: return parse_double(a, v, "--rtol", &a->rtol);
+  case R_ATOL: return parse_double(a, v, "--atol", &a->atol);
+  case R_PTX: a->ptx = v; return true;
+  case R_BENCH: a->bench = true; return true;
+  case R_ITERS:
+  case R_WARMUP:
+    if (!parse_int(a, v, id == R_ITERS ? "--iters" : "--warmup", 1, &n)) return false;
+    if (n > 1000000) n = 1000000;
+    *(id == R_ITERS ? &a->iters : &a->warmup) = (uint32_t)n;
+    return true;
+  case R_NO_FLUSH: a->no_flush = true; return true;
+  case R_DUMP: return parse_dump(a, v);
+  case R_GPU:
+    if (!parse_int(a, v, "--gpu", 0, &n) || n > 1 << 20) return false;
+    a->gpu = (int)n;
+    return true;
+  case R_DEVICE_INFO: a->device_info = true; return true;
+  case R_HELP: return true;
+  case R_DATA_DIR: a->data_dir = v; return true;
+  case R_ALLOW_ANY_PATH: a->allow_any_path = true; return true;
+  case R_ERROR_LIMIT:
+    if (fu_parse_error_limit(v, &a->error_limit)) return true;
+    fprintf(a->err, RUN_TOOL ": error: bad --error-limit '%s': expected a count (0: no limit)\n", v);
+    return false;
+  }
+  return true;
+}
+
+int run_parse_args(int argc, char *const *argv, run_args *a, FILE *out, FILE *err) {
+  memset(a, 0, sizeof *a);
+  a->print_values = 8;
+  a->error_limit = FU_DIAG_DEFAULT_ERROR_LIMIT;
+  a->rtol = a->atol = -1;
+  a->out = out;
+  a->err = err;
+  a->alloc = fu_default_allocator();
+  fu_cli cli = {argc, argv, options, sizeof options / sizeof options[0], RUN_TOOL ": ", err, 1, false};
+  const char *v;
+  bool help = false;
+  for (int id; (id = fu_cli_next(&cli, &v)) != FU_CLI_END;) {
+    if (id == FU_CLI_ERROR) return 2;
+    if (id == FU_CLI_FILE) {
+      if (a->file) {
+        fprintf(err, RUN_TOOL ": more than one input file ('%s' and '%s')\n", a->file, v);
+        return 2;
+      }
+      a->file = v;
+      continue;
+    }
+    help |= id == R_HELP;
+    if (!apply(a, (run_opt)id, v)) return 2;
+  }
+  if (help) {
+    usage(out, a->alloc);
+    return 0;
+  }
+  bool gpu_only = a->ptx || a->bench || a->device_info || a->dump_launch || a->dump_jit || a->dump_ptx;
+  if (a->device == RUN_DEVICE_CPU && (gpu_only || a->pipeline || a->check)) {
+    fprintf(err, RUN_TOOL ": --ptx, --pass, --check, --bench, --dump and --device-info need --device=gpu (--pass and "
+                 "--check: or --device=kir)\n");
+    return 2;
+  }
+  if (a->device == RUN_DEVICE_KIR && gpu_only) {
+    fprintf(err, RUN_TOOL ": --ptx, --bench, --dump and --device-info need --device=gpu\n");
+    return 2;
+  }
+  if (!a->file && !a->device_info) {
+    fprintf(err, RUN_TOOL ": no input file (see --help)\n");
+    return 2;
+  }
+  return -1;
+}

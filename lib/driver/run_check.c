@@ -1,0 +1,49 @@
+/* fuser driver: fuser-run --check: the reference interpreter on the same
+ * inputs, and each output compared with its result (fu_check_compare),
+ * whichever device computed it. */
+#include <string.h>
+
+#include "run_internal.h"
+
+fu_status run_check(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t n_in, const fu_arg *res,
+                    uint32_t n_res, const char *where, fu_diag_engine *diag, run_check_line **out) {
+  fu_allocator al = a->alloc;
+  fu_arg *ref = NULL;
+  uint32_t n_ref = 0;
+  *out = NULL;
+  fu_status st = fu_interp_run(f, in, n_in, NULL, al, diag, &ref, &n_ref);
+  if (st != FU_OK) {
+    fu_note(diag, f->loc, "while computing the reference results of '@%s' for --check", f->name ? f->name : "");
+    return st;
+  }
+  run_check_line *lines = fu_mem_calloc(&al, n_res ? n_res : 1, sizeof *lines);
+  if (!lines || n_ref != n_res) {
+    fu_args_free(ref, n_ref, al);
+    if (lines) fu_mem_free(&al, lines, (n_res ? n_res : 1) * sizeof *lines);
+    return FU_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < n_res && st == FU_OK; i++) {
+    run_check_line *c = &lines[i];
+    if (res[i].kind != FU_ARG_TENSOR) {
+      c->pass = true;
+      continue;
+    }
+    c->tol = fu_check_default_tolerance(res[i].tensor.dtype);
+    if (fu_dtype_is_float(res[i].tensor.dtype)) {
+      if (a->rtol >= 0) c->tol.rtol = a->rtol;
+      if (a->atol >= 0) c->tol.atol = a->atol;
+    }
+    st = fu_check_compare(&res[i].tensor, &ref[i].tensor, c->tol, &c->r);
+    if (st != FU_OK)
+      fu_error(diag, f->loc, "output %u of '@%s' has a different dtype or shape %s than in the interpreter", i,
+               f->name ? f->name : "", where);
+    c->pass = c->r.n_mismatch == 0;
+  }
+  fu_args_free(ref, n_ref, al);
+  if (st != FU_OK) {
+    fu_mem_free(&al, lines, (n_res ? n_res : 1) * sizeof *lines);
+    return st;
+  }
+  *out = lines;
+  return FU_OK;
+}

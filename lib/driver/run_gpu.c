@@ -1,0 +1,401 @@
+/* fuser driver: fuser-run --device=gpu: compile (or read --ptx), load,
+ * plan, run and check each fusion with the CUDA driver runtime
+ * (lib/runtime), and time it with --bench.  Builds without the runtime
+ * get a stub that says so. */
+#include <errno.h>
+#include <string.h>
+
+#include "run_internal.h"
+
+#ifdef FUSER_HAS_CUDA_DRIVER
+#include "fuser/runtime.h"
+
+/* Diagnostics of the GPU path: located ones as usual; unlocated ones (the
+ * driver's) prefixed with the tool's name.  While `hold` is set the first
+ * unlocated error is kept instead, so that opening the device can fail
+ * with one clear line. */
+typedef struct gpu_diag {
+  FILE *err;
+  bool hold;
+  char held[1024];
+} gpu_diag;
+
+static void gpu_diag_handler(void *user, const fu_diagnostic *d) {
+  gpu_diag *g = user;
+  bool located = fu_loc_known(d->loc) || (d->loc.src && d->loc.src->name);
+  if (g->hold && !located && d->severity == FU_SEV_ERROR && !g->held[0]) {
+    snprintf(g->held, sizeof g->held, "%s", d->message);
+    return;
+  }
+  if (located)
+    fu_diag_print(g->err, d);
+  else
+    fprintf(g->err, RUN_TOOL ": %s: %s\n", fu_severity_name(d->severity), d->message);
+}
+
+/* Ints have no NaN: an element that no kernel writes looks like -1 after
+ * the 0xFF poison, a valid value.  A second run poisoned with 0x00 tells:
+ * elements that differ between the runs were never written. */
+static fu_status recheck_ints(fu_rt_exec *e, const fu_arg *first, uint32_t n, run_check_line *lines) {
+  bool any = false;
+  for (uint32_t i = 0; i < n; i++)
+    if (first[i].kind == FU_ARG_TENSOR && fu_dtype_is_int(first[i].tensor.dtype)) any = true;
+  if (!any) return FU_OK;
+  fu_allocator al = fu_default_allocator(); /* the tool's allocator is the default one */
+  fu_arg *second = NULL;
+  uint32_t n2 = 0;
+  fu_status st = fu_rt_exec_poison(e, 0x00);
+  if (st == FU_OK) st = fu_rt_exec_run(e);
+  if (st == FU_OK) st = fu_rt_exec_outputs(e, al, &second, &n2);
+  if (st != FU_OK) return st;
+  for (uint32_t i = 0; i < n && i < n2; i++) {
+    const fu_host_tensor *t = &first[i].tensor;
+    if (first[i].kind != FU_ARG_TENSOR || !fu_dtype_is_int(t->dtype)) continue;
+    size_t es = fu_dtype_size(t->dtype);
+    int64_t numel = fu_host_tensor_numel(t);
+    for (int64_t k = 0; k < numel; k++)
+      if (memcmp((const char *)t->data + k * (int64_t)es, (const char *)second[i].tensor.data + k * (int64_t)es, es))
+        lines[i].n_unwritten++;
+    if (lines[i].n_unwritten) lines[i].pass = false;
+  }
+  fu_args_free(second, n2, al);
+  return FU_OK;
+}
+
+static void text_timing(fu_strbuf *sb, const char *what, const fu_rt_timing *t) {
+  fu_strbuf_printf(sb, "    %s: median %.2f us (min %.2f, max %.2f), %llu bytes, %.1f GB/s, %.1f%% of copy\n", what,
+                   t->median_us, t->min_us, t->max_us, (unsigned long long)t->bytes, t->gbs, t->pct_copy);
+}
+
+static void json_timing(fu_strbuf *sb, const fu_rt_timing *t) {
+  fu_strbuf_puts(sb, "{\"name\": ");
+  run_put_json_string(sb, t->name ? t->name : "");
+  fu_strbuf_printf(sb, ", \"median_us\": %.4f, \"min_us\": %.4f, \"max_us\": %.4f, \"bytes\": %llu, \"gbs\": %.3f, "
+                       "\"pct_copy\": %.3f}",
+                   t->median_us, t->min_us, t->max_us, (unsigned long long)t->bytes, t->gbs, t->pct_copy);
+}
+
+typedef struct gpu_ctx {
+  fu_rt *rt;
+  fu_diag_engine *diag;
+  const char *ptx_text; /* --ptx contents, or NULL */
+  size_t ptx_len;
+  fu_compiler comp;     /* the build's target, when it has one */
+  fu_module *m;
+  const fu_source *src;
+} gpu_ctx;
+
+/* The PTX for f: the --ptx file, or the backend's for f's kernels. */
+static fu_status ptx_for(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_strbuf *own, const char **ptx, size_t *len) {
+  if (g->ptx_text) {
+    *ptx = g->ptx_text;
+    *len = g->ptx_len;
+    return FU_OK;
+  }
+  (void)a;
+  if (!g->comp.target) {
+    fprintf(a->err, RUN_TOOL ": no PTX: this build has no code-generation backend; pass --ptx FILE.ptx\n");
+    return FU_ERR_UNSUPPORTED;
+  }
+  char arch[16];
+  fu_rt_device_arch(fu_rt_device(g->rt), arch, sizeof arch);
+  const char *use = g->comp.target->arch_supported(arch) ? arch : FU_DEFAULT_ARCH;
+  fu_status st = fu_compile_module(&g->comp, g->m, f->name, FU_TARGET_PTX, use, g->src, own, g->diag);
+  if (st != FU_OK) return st;
+  *ptx = own->data ? own->data : "";
+  *len = own->len;
+  return FU_OK;
+}
+
+/* The GPU's parts of the summary: its name, the launches, the benchmark. */
+static void gpu_report_parts(const run_args *a, const gpu_ctx *g, const fu_rt_plan *plan, const fu_rt_bench_result *br,
+                             bool have_bench, fu_strbuf *json_dev, fu_strbuf *json_launches, fu_strbuf *json_bench,
+                             fu_strbuf *text_bench) {
+  const fu_rt_device_info *dev = fu_rt_device(g->rt);
+  fu_strbuf_puts(json_dev, ", \"gpu\": ");
+  run_put_json_string(json_dev, dev->name);
+  fu_strbuf_puts(json_launches, ",\n   \"launches\": [");
+  for (uint32_t l = 0; l < plan->n_launches; l++) {
+    const fu_rt_launch_plan *lp = &plan->launches[l];
+    const fu_rt_launch_config *c = &lp->config;
+    fu_strbuf_printf(json_launches, "%s{\"kernel\": ", l ? ", " : "");
+    run_put_json_string(json_launches, lp->kernel->name);
+    fu_strbuf_printf(json_launches,
+                     ", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"smem\": %u, \"bytes_read\": %llu, "
+                     "\"bytes_written\": %llu}",
+                     c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2], c->smem_bytes,
+                     (unsigned long long)lp->bytes_read, (unsigned long long)lp->bytes_written);
+  }
+  fu_strbuf_puts(json_launches, "]");
+  if (!have_bench) return;
+  fu_strbuf_printf(json_bench, ",\n   \"bench\": {\"iters\": %u, \"warmup\": %u, \"l2_flush_bytes\": %zu, \"copy_bytes\": %zu, "
+                               "\"copy_gbs\": %.3f, \"kernels\": [",
+                   br->iters, br->warmup, br->flush_bytes, br->copy_bytes, br->copy_gbs);
+  for (uint32_t k = 0; k < br->n_kernels; k++) {
+    fu_strbuf_puts(json_bench, k ? ", " : "");
+    json_timing(json_bench, &br->kernels[k]);
+  }
+  fu_strbuf_puts(json_bench, "], \"total\": ");
+  json_timing(json_bench, &br->total);
+  fu_strbuf_puts(json_bench, "}");
+  fu_strbuf_printf(text_bench, "  bench: median of %u runs after %u warm-up", br->iters, br->warmup);
+  if (br->flush_bytes)
+    fu_strbuf_printf(text_bench, ", L2 flushed before each run (%.1f MiB written)", (double)br->flush_bytes / (1 << 20));
+  else
+    fu_strbuf_puts(text_bench, ", L2 not flushed");
+  fu_strbuf_printf(text_bench, "; copy bandwidth %.1f GB/s (%.0f MiB copied, read + write)\n", br->copy_gbs,
+                   (double)br->copy_bytes / (1 << 20));
+  for (uint32_t k = 0; k < br->n_kernels; k++) {
+    char what[300];
+    snprintf(what, sizeof what, "kernel @%s", br->kernels[k].name);
+    text_timing(text_bench, what, &br->kernels[k]);
+  }
+  text_timing(text_bench, "total", &br->total);
+  (void)a;
+}
+
+/* Loads the fusion's PTX (when it has kernels) into *mod, with the PTX
+ * and the JIT log in `dumps` when asked. */
+static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_strbuf *dumps, fu_rt_module **mod) {
+  fu_strbuf ptx_buf;
+  fu_strbuf_init(&ptx_buf, a->alloc);
+  const char *ptx = NULL;
+  size_t ptx_len = 0;
+  fu_status st = ptx_for(g, f, a, &ptx_buf, &ptx, &ptx_len);
+  if (st == FU_OK && a->dump_ptx) fu_strbuf_append(dumps, ptx, ptx_len);
+  if (st == FU_OK) {
+    char name[256];
+    if (a->ptx)
+      snprintf(name, sizeof name, "%s", a->ptx);
+    else
+      snprintf(name, sizeof name, "<compiled @%s>", f->name ? f->name : "");
+    st = fu_rt_module_load(g->rt, ptx, ptx_len, name, mod);
+  }
+  if (st == FU_OK && a->dump_jit)
+    fu_strbuf_printf(dumps, "JIT log of @%s:\n%s\n", f->name ? f->name : "", fu_rt_module_info_log(*mod));
+  fu_strbuf_free(&ptx_buf);
+  return st;
+}
+
+/* One fusion on the GPU: PTX, module, inputs, plan, run, outputs; then the
+ * check against the interpreter and the benchmark when asked.  Returns 0,
+ * or 1 on an error or a failed check. */
+static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool several, fu_strbuf *out, bool first_json) {
+  fu_allocator al = a->alloc;
+  fu_diag_engine *diag = g->diag;
+  fu_arg *in = NULL, *res = NULL;
+  uint32_t n_in = 0, n_res = 0;
+  fu_rt_plan plan;
+  memset(&plan, 0, sizeof plan);
+  fu_rt_module *mod = NULL;
+  fu_rt_exec *e = NULL;
+  fu_rt_bench_result br;
+  memset(&br, 0, sizeof br);
+  bool have_bench = false;
+  run_check_line *lines = NULL;
+  fu_strbuf dumps, json_dev, json_launches, json_bench, text_bench;
+  fu_strbuf_init(&dumps, al);
+  fu_strbuf_init(&json_dev, al);
+  fu_strbuf_init(&json_launches, al);
+  fu_strbuf_init(&json_bench, al);
+  fu_strbuf_init(&text_bench, al);
+  int rc = 1;
+  uint32_t n_kernels = fu_compile_count_kernels(g->m, f->name);
+
+  fu_status st = n_kernels ? gpu_load(g, f, a, &dumps, &mod) : FU_OK;
+  if (st == FU_OK) st = run_make_inputs(a, f, diag, &in, &n_in);
+  if (st == FU_OK) st = fu_rt_plan_build(f, in, n_in, al, diag, &plan);
+  if (st == FU_OK && a->dump_launch) fu_rt_plan_print_launches(&dumps, &plan);
+  if (st == FU_OK) st = fu_rt_exec_new(g->rt, &plan, mod, in, diag, &e);
+  if (st == FU_OK) st = fu_rt_exec_poison(e, 0xFF);
+  if (st == FU_OK) st = fu_rt_exec_run(e);
+  if (st == FU_OK) st = fu_rt_exec_outputs(e, al, &res, &n_res);
+  if (st == FU_OK && a->check) st = run_check(a, f, in, n_in, res, n_res, "on the GPU", diag, &lines);
+  if (st == FU_OK && a->check) st = recheck_ints(e, res, n_res, lines);
+  if (st == FU_OK && a->bench) {
+    fu_rt_bench_options bo;
+    memset(&bo, 0, sizeof bo);
+    bo.iters = a->iters;
+    bo.warmup = a->warmup;
+    bo.no_flush = a->no_flush;
+    st = fu_rt_exec_bench(e, &bo, &br);
+    have_bench = st == FU_OK;
+  }
+  if (st == FU_OK) {
+    const fu_rt_device_info *dev = fu_rt_device(g->rt);
+    char what[512];
+    snprintf(what, sizeof what, "gpu %d: %s, %u kernel%s", dev->ordinal, dev->name, n_kernels,
+             n_kernels == 1 ? "" : "s");
+    gpu_report_parts(a, g, &plan, &br, have_bench, &json_dev, &json_launches, &json_bench, &text_bench);
+    /* With --json the dumps go to stderr, so that a->out stays JSON. */
+    if (a->json && dumps.len) fwrite(dumps.data, 1, dumps.len, a->err);
+    run_fusion_result r = {.f = f, .in = in, .res = res, .n_in = n_in, .n_res = n_res, .lines = lines,
+                           .device = "gpu", .what = what, .json_device = json_dev.data,
+                           .json_outputs = json_launches.data, .json_tail = json_bench.data,
+                           .text_head = dumps.data, .text_tail = text_bench.data};
+    rc = run_report_fusion(a, &r, several, first_json, diag, out);
+  } else if (dumps.len) {
+    /* What was dumped before the failure helps to find it. */
+    fwrite(dumps.data, 1, dumps.len, a->err);
+  }
+  fu_rt_bench_result_free(&br);
+  fu_rt_exec_free(e);
+  fu_rt_module_unload(mod);
+  fu_rt_plan_free(&plan);
+  fu_args_free(in, n_in, al);
+  fu_args_free(res, n_res, al);
+  if (lines) fu_mem_free(&al, lines, (n_res ? n_res : 1) * sizeof *lines);
+  fu_strbuf_free(&dumps);
+  fu_strbuf_free(&json_dev);
+  fu_strbuf_free(&json_launches);
+  fu_strbuf_free(&json_bench);
+  fu_strbuf_free(&text_bench);
+  return rc;
+}
+
+/* run_each_fusion's step: a fusion the pipeline could not lower is an
+ * error at the op that stayed; any other runs. */
+static int gpu_fusion(void *ctx, const run_args *a, fu_fusion *f, bool several, fu_strbuf *out, bool first) {
+  gpu_ctx *g = ctx;
+  const fu_op *why = NULL;
+  if (!fu_rt_fusion_is_lowered(f, &why)) {
+    fu_error(g->diag, why->loc, "%s '%s' of fusion '@%s' has no kernel after the pipeline: its kind cannot be compiled yet",
+             why->kind == FU_OP_SEGMENT ? "segment" : "op",
+             why->kind == FU_OP_SEGMENT ? (why->u.segment.name ? why->u.segment.name : "?")
+                                        : fu_op_info_of(why->kind)->name,
+             f->name ? f->name : "");
+    return 1;
+  }
+  return run_gpu_fusion(g, f, a, several, out, first);
+}
+
+/* Everything the GPU path checks before it touches a device: a fusion it
+ * cannot compile here, or PTX it cannot get, is a clear error at once. */
+static int gpu_preflight(const run_args *a, fu_module *m, uint32_t n_selected) {
+  if (a->ptx && n_selected > 1) {
+    fprintf(a->err, RUN_TOOL ": --ptx gives the kernels of one fusion, but '%s' has %u; pick one with --fusion=@NAME\n",
+            a->file, n_selected);
+    return 2;
+  }
+  if (fu_target_lookup(NULL)) return 0;
+  if (a->pipeline) {
+    fprintf(a->err, RUN_TOOL ": --pass needs the LLVM backend, which this build does not have\n");
+    return 2;
+  }
+  for (fu_fusion *f = m->first; f; f = f->next) {
+    if (a->fusion && (!f->name || strcmp(f->name, a->fusion) != 0)) continue;
+    const fu_op *why = NULL;
+    if (!fu_rt_fusion_is_lowered(f, &why)) {
+      fprintf(a->err,
+              RUN_TOOL ": fusion '@%s' is not compiled (%s '%s' at line %u %s), and this build has no LLVM "
+                   "backend to compile it.\n" RUN_TOOL ": compile it where LLVM is: fuser-opt --pass=all FILE.fir -o "
+                   "FILE.lowered.fir and fuser-opt --pass=all --emit=ptx FILE.fir -o FILE.ptx, then run "
+                   "fuser-run FILE.lowered.fir --ptx FILE.ptx\n",
+              f->name ? f->name : "", why->kind == FU_OP_SEGMENT ? "segment" : "op",
+              why->kind == FU_OP_SEGMENT ? (why->u.segment.name ? why->u.segment.name : "?")
+                                         : fu_op_info_of(why->kind)->name,
+              fu_loc_file_line(why->loc), why->kind == FU_OP_SEGMENT ? "has no kernel" : "is in no segment");
+      return 1;
+    }
+    if (!a->ptx && fu_compile_count_kernels(m, f->name) > 0) {
+      fprintf(a->err,
+              RUN_TOOL ": fusion '@%s' needs PTX, and this build has no LLVM backend to make it: pass --ptx FILE.ptx (made "
+                   "where LLVM is with fuser-opt --pass=all --emit=ptx FILE.fir -o FILE.ptx)\n",
+              f->name ? f->name : "");
+      return 2;
+    }
+  }
+  return 0;
+}
+
+int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_selected) {
+  fu_allocator al = a->alloc;
+  gpu_diag gd;
+  memset(&gd, 0, sizeof gd);
+  gd.err = a->err;
+  fu_diag_engine diag;
+  fu_diag_init(&diag, al);
+  diag.handler = gpu_diag_handler;
+  diag.error_limit = a->error_limit;
+  diag.user = &gd;
+  int rc = m ? gpu_preflight(a, m, n_selected) : 0;
+  if (rc) return rc;
+
+  gpu_ctx g;
+  memset(&g, 0, sizeof g);
+  g.diag = &diag;
+  fu_rt_options ro;
+  memset(&ro, 0, sizeof ro);
+  ro.device_ordinal = a->gpu;
+  gd.hold = true;
+  fu_status st = fu_rt_open(&ro, al, &diag, &g.rt);
+  gd.hold = false;
+  if (st != FU_OK) {
+    if (gd.held[0])
+      fprintf(a->err, RUN_TOOL ": %s%s\n", gd.held,
+              st == FU_ERR_UNSUPPORTED ? "; use --device=cpu for the reference interpreter" : "");
+    return st == FU_ERR_UNSUPPORTED || st == FU_ERR_INVALID_ARG ? 2 : 1;
+  }
+  const fu_rt_device_info *dev = fu_rt_device(g.rt);
+  if (a->device_info) {
+    fu_strbuf sb;
+    fu_strbuf_init(&sb, al);
+    fu_rt_device_print(&sb, dev);
+    fu_strbuf_puts(&sb, "  as a device file (fuser-opt --pass=schedule{device=FILE}):\n");
+    fu_strbuf desc;
+    fu_strbuf_init(&desc, al);
+    fu_device_print(&desc, &dev->desc);
+    for (const char *p = desc.data; p && *p;) {
+      const char *nl = strchr(p, '\n');
+      size_t n = nl ? (size_t)(nl - p) : strlen(p);
+      fu_strbuf_printf(&sb, "    %.*s\n", (int)n, p);
+      p += n + (nl ? 1 : 0);
+    }
+    fu_strbuf_free(&desc);
+    fwrite(sb.data ? sb.data : "", 1, sb.len, a->out);
+    fu_strbuf_free(&sb);
+    fu_rt_close(g.rt);
+    return 0;
+  }
+
+  char *ptx_text = NULL;
+  size_t ptx_len = 0;
+  if (a->ptx) {
+    st = fu_read_file(a->ptx, al, &ptx_text, &ptx_len);
+    if (st != FU_OK) {
+      fprintf(a->err, RUN_TOOL ": cannot read '%s': %s\n", a->ptx, st == FU_ERR_NOMEM ? "out of memory" : strerror(errno));
+      fu_rt_close(g.rt);
+      return 1;
+    }
+    g.ptx_text = ptx_text;
+    g.ptx_len = ptx_len;
+  }
+  fu_compiler_init(&g.comp, NULL, NULL, al);
+  g.m = m;
+  g.src = src;
+  if (g.comp.target) {
+    bool need_compile = a->pipeline != NULL;
+    for (fu_fusion *f = m->first; f; f = f->next)
+      if (!a->fusion || (f->name && strcmp(f->name, a->fusion) == 0)) need_compile |= !fu_rt_fusion_is_lowered(f, NULL);
+    if (need_compile && (st = run_compile_pipeline(a, m, &dev->desc, src, &diag)) != FU_OK) rc = 1;
+  }
+  if (!rc) rc = run_each_fusion(a, m, n_selected, true, gpu_fusion, &g);
+  fu_compiler_free(&g.comp);
+  if (ptx_text) fu_mem_free(&al, ptx_text, ptx_len + 1);
+  fu_rt_close(g.rt);
+  return rc;
+}
+
+#else /* !FUSER_HAS_CUDA_DRIVER */
+
+int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_selected) {
+  (void)a;
+  (void)m;
+  (void)src;
+  (void)n_selected;
+  fprintf(a->err, RUN_TOOL ": the GPU runtime is not built in this binary; use --device=cpu for the reference "
+                  "interpreter\n");
+  return 2;
+}
+
+#endif

@@ -1,0 +1,135 @@
+/* fuser driver: the parts of fuser-run's body (fu_run_main) that share
+ * state: the parsed command line, the summary printer, the input maker and
+ * the device paths (run_cpu.c for the reference interpreter and the
+ * kernel-IR interpreter, run_gpu.c for the CUDA runtime). */
+#ifndef FUSER_RUN_INTERNAL_H
+#define FUSER_RUN_INTERNAL_H
+
+#include <stdio.h>
+
+#include "fuser/check.h"
+#include "fuser/driver.h"
+#include "fuser/interp.h"
+
+#define RUN_TOOL "fuser-run"
+
+typedef enum run_device { RUN_DEVICE_GPU, RUN_DEVICE_CPU, RUN_DEVICE_KIR } run_device;
+
+typedef struct run_args {
+  const char *file;
+  run_device device;
+  const char *fusion; /* without '@', or NULL for all */
+  fu_input_override *overrides;
+  uint32_t n_overrides;
+  uint64_t seed;
+  bool random;
+  int64_t default_extent;
+  const char *save_outputs;
+  const char *save_inputs;
+  const char *data_dir;  /* --data-dir: npy="..." may also read under DIR */
+  bool allow_any_path;   /* --allow-any-path: npy="..." may read any file */
+  unsigned error_limit;  /* --error-limit */
+  int64_t print_values; /* -1: all */
+  bool json;
+  /* the compiled paths (gpu, kir) */
+  const char *pipeline; /* --pass: the pipeline that compiles (default: all) */
+  bool check;
+  double rtol, atol;    /* < 0: the dtype's default */
+  /* the GPU path */
+  const char *ptx;      /* --ptx: PTX of a lowered fusion */
+  bool bench, no_flush, device_info;
+  bool dump_launch, dump_jit, dump_ptx;
+  uint32_t iters, warmup;
+  int gpu;              /* device ordinal */
+  FILE *out, *err;      /* the streams fu_run_main was given */
+  fu_allocator alloc;
+} run_args;
+
+/* Parses argv into `a` (free with run_args_free).  Returns -1 to go on, or
+ * the exit code: 0 after --help, 2 after a usage error (printed to err). */
+int run_parse_args(int argc, char *const *argv, run_args *a, FILE *out, FILE *err);
+void run_args_free(run_args *a);
+
+/* ---- inputs (run_inputs.c) ---- */
+
+/* The fusion's inputs as the command line asks (--input, --random, --seed,
+ * example data read relative to the file's folder). */
+fu_status run_make_inputs(const run_args *a, fu_fusion *f, fu_diag_engine *diag, fu_arg **in, uint32_t *n_in);
+/* Where an input's data came from: "random seed=0", "npy \"x.npy\"", ... */
+void run_describe_source(fu_strbuf *sb, const run_args *a, const fu_op *op);
+
+/* ---- checking against the reference interpreter (run_check.c) ---- */
+
+typedef struct run_check_line {
+  bool pass;
+  fu_check_result r;
+  fu_check_tolerance tol;
+  int64_t n_unwritten; /* int outputs: elements that change with the poison byte */
+} run_check_line;
+
+/* Runs the reference interpreter on `in` and compares each output of
+ * `res` with it (tolerances by dtype, or --rtol/--atol).  *lines gets one
+ * line per output (free with fu_mem_free(alloc, *lines, n_res * sizeof)).
+ * `where` names the device in errors ("on the GPU"). */
+fu_status run_check(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t n_in, const fu_arg *res,
+                    uint32_t n_res, const char *where, fu_diag_engine *diag, run_check_line **lines);
+
+/* ---- the summary (run_report.c) ---- */
+
+/* One fusion's run as the summary prints it.  The device paths add their
+ * own parts as ready text: JSON members after "device" and after
+ * "outputs", and JSON and text at the end. */
+typedef struct run_fusion_result {
+  fu_fusion *f;
+  const fu_arg *in, *res;
+  uint32_t n_in, n_res;
+  const run_check_line *lines; /* one per output with --check, else NULL */
+  const char *device;          /* the JSON "device": cpu, gpu or kir */
+  const char *what;            /* text: in the header's parentheses */
+  const char *json_device;     /* JSON members after "device", or NULL */
+  const char *json_outputs;    /* JSON members after "outputs", or NULL */
+  const char *json_tail;       /* JSON members after "check", or NULL */
+  const char *text_head;       /* text after the header line (dumps), or NULL */
+  const char *text_tail;       /* text after the check lines (bench), or NULL */
+} run_fusion_result;
+
+/* Saves the inputs and outputs as asked and appends the summary (text, or
+ * one JSON object after a ",\n" unless `first`) to `out`.  Returns 0, or 1
+ * when saving failed or a check line failed. */
+int run_report_fusion(const run_args *a, const run_fusion_result *r, bool several, bool first, fu_diag_engine *diag,
+                      fu_strbuf *out);
+
+/* Values as the summary writes them: the shortest decimal text that reads
+ * back as the same value of `dt` (JSON strings for non-finite values). */
+void run_put_value(fu_strbuf *sb, fu_dtype dt, double v, int64_t iv, bool json);
+void run_put_json_string(fu_strbuf *sb, const char *s);
+
+/* Writes each of `n` values as DIR/<name>.npy (DIR/<sub>/<name>.npy when
+ * `sub`), logging "  saved PATH" lines to `log` (may be NULL); false after
+ * an error (reported). */
+bool run_save_args(const run_args *a, const char *dir, const char *sub, const fu_value *const *vals,
+                   const fu_arg *args, uint32_t n, fu_diag_engine *diag, fu_strbuf *log);
+
+/* ---- the paths ---- */
+
+/* Runs the pipeline (--pass, default `all`) over `m`, tuned for `dev`
+ * (NULL: the passes' default). */
+fu_status run_compile_pipeline(const run_args *a, fu_module *m, const fu_device *dev, const fu_source *src,
+                               fu_diag_engine *diag);
+/* One fusion on the reference interpreter (cpu) or its lowered kernels on
+ * the kernel-IR interpreter (kir).  0, or 1 on an error or a failed check. */
+int run_cpu_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine *diag, fu_strbuf *out, bool first);
+/* Whether --device=kir must run the pipeline first: --pass, or a selected
+ * fusion with a segment that has no kernel yet (or no segment at all). */
+bool run_kir_needs_compile(const run_args *a, fu_module *m);
+int run_kir_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine *diag, fu_strbuf *out, bool first);
+/* Runs `fn` on each selected fusion (--fusion), collecting the summary
+ * (wrapped in {"fusions": [...]} with --json) and writing it to a->out at
+ * the end; stops at the first failure when `stop`.  The exit code. */
+typedef int (*run_fusion_fn)(void *ctx, const run_args *a, fu_fusion *f, bool several, fu_strbuf *out, bool first);
+int run_each_fusion(const run_args *a, fu_module *m, uint32_t n_selected, bool stop, run_fusion_fn fn, void *ctx);
+/* The whole GPU path over the selected fusions (m NULL: --device-info
+ * alone); the exit code. */
+int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_selected);
+
+#endif

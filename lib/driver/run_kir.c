@@ -1,0 +1,68 @@
+/* fuser driver: fuser-run --device=kir: the fusion compiled by the
+ * pipeline (--pass, default `all`, for the passes' default device), its
+ * lowered kernels run on the CPU by the kernel-IR interpreter
+ * (fu_kir_run_fusion: whole blocks in lockstep, barriers, shuffles, shared
+ * memory and workspaces, every output element written exactly once), and
+ * with --check compared with the reference interpreter as the GPU path
+ * does.  This is how real kernels are checked where there is no GPU. */
+#include <string.h>
+
+#include "fuser/kir_interp.h"
+#include "run_internal.h"
+
+bool run_kir_needs_compile(const run_args *a, fu_module *m) {
+  if (a->pipeline) return true;
+  for (fu_fusion *f = m->first; f; f = f->next) {
+    if (a->fusion && (!f->name || strcmp(f->name, a->fusion) != 0)) continue;
+    bool any = false;
+    for (fu_op *op = f->body.first; op; op = op->next) {
+      if (op->kind != FU_OP_SEGMENT) continue;
+      if (!op->u.segment.kernel) return true;
+      any = true;
+    }
+    if (!any) return true;
+  }
+  return false;
+}
+
+/* A segment the pipeline left without a kernel is an error at it. */
+static bool all_lowered(fu_fusion *f, fu_diag_engine *diag) {
+  for (fu_op *op = f->body.first; op; op = op->next)
+    if (op->kind == FU_OP_SEGMENT && !op->u.segment.kernel) {
+      fu_error(diag, op->loc,
+               "segment '%s' of fusion '@%s' has no kernel after the pipeline: its kind cannot be compiled yet",
+               op->u.segment.name ? op->u.segment.name : "?", f->name ? f->name : "");
+      return false;
+    }
+  return true;
+}
+
+int run_kir_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine *diag, fu_strbuf *out, bool first) {
+  if (!all_lowered(f, diag)) return 1;
+  fu_allocator al = a->alloc;
+  fu_arg *in = NULL, *res = NULL;
+  uint32_t n_in = 0, n_res = 0;
+  run_check_line *lines = NULL;
+  fu_kir_stats stats;
+  memset(&stats, 0, sizeof stats);
+  int rc = 1;
+  fu_status st = run_make_inputs(a, f, diag, &in, &n_in);
+  if (st == FU_OK) st = fu_kir_run_fusion(f, in, n_in, al, diag, &res, &n_res, &stats);
+  if (st == FU_OK && a->check) st = run_check(a, f, in, n_in, res, n_res, "on the kernel-IR interpreter", diag, &lines);
+  if (st == FU_OK) {
+    uint32_t n_kernels = 0;
+    for (fu_op *op = f->body.first; op; op = op->next) n_kernels += op->kind == FU_OP_SEGMENT;
+    char what[160], json[160];
+    snprintf(what, sizeof what, "kernel-IR interpreter, %u kernel%s, %llu instructions", n_kernels,
+             n_kernels == 1 ? "" : "s", (unsigned long long)stats.instructions);
+    snprintf(json, sizeof json, ", \"kernels\": %u, \"instructions\": %llu", n_kernels,
+             (unsigned long long)stats.instructions);
+    run_fusion_result r = {.f = f, .in = in, .res = res, .n_in = n_in, .n_res = n_res, .lines = lines,
+                           .device = "kir", .what = what, .json_device = json};
+    rc = run_report_fusion(a, &r, several, first, diag, out);
+  }
+  fu_args_free(in, n_in, al);
+  fu_args_free(res, n_res, al);
+  if (lines) fu_mem_free(&al, lines, (n_res ? n_res : 1) * sizeof *lines);
+  return rc;
+}
