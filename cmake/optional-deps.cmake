@@ -317,24 +317,12 @@ elseif(FUSER_CUDA_INCLUDE_DIR AND FUSER_RUNTIME_SOURCES)
   target_include_directories(fuser_fake_cuda SYSTEM PRIVATE "${FUSER_CUDA_INCLUDE_DIR}")
   add_test(NAME unit.fake_gpu_tool
            COMMAND $<TARGET_FILE:test_runtime> --tool $<TARGET_FILE:fuser-run> $<TARGET_FILE:fuser_fake_cuda>)
-  set_tests_properties(unit.fake_gpu_tool PROPERTIES LABELS "unit")
+  set_tests_properties(unit.fake_gpu_tool PROPERTIES LABELS "unit" SKIP_RETURN_CODE 77)
   # The GPU test itself, run against the fake: checks the test's own logic.
   add_test(NAME unit.fake_gpu_runtime COMMAND $<TARGET_FILE:test_gpu_runtime>)
-  set_tests_properties(unit.fake_gpu_runtime PROPERTIES LABELS "unit"
+  set_tests_properties(unit.fake_gpu_runtime PROPERTIES LABELS "unit" SKIP_RETURN_CODE 77
                        ENVIRONMENT "FUSER_LIBCUDA=$<TARGET_FILE:fuser_fake_cuda>")
 elseif(NOT FUSER_CUDA_INCLUDE_DIR)
   message(STATUS "fuser: no cuda.h found (looked in CUDAToolkit_ROOT and /usr/local/cuda): "
                  "the CUDA driver runtime (lib/runtime) is left out; fuser-run runs only --device=cpu")
 endif()
-
-# ---- test registration -------------------------------------------------------------
-# test/CMakeLists.txt creates one test per test/test_*.c; unit.test_backend
-# exits 77 (skip) in a build without LLVM.  CMake 3.25 cannot set properties
-# of a test in another directory, so add_test is wrapped to add that one
-# property right where the test is made.
-function(add_test)
-  _add_test(${ARGV})
-  if(ARGC GREATER 1 AND "${ARGV0}" STREQUAL "NAME" AND "${ARGV1}" STREQUAL "unit.test_backend")
-    set_tests_properties(unit.test_backend PROPERTIES SKIP_RETURN_CODE 77)
-  endif()
-endfunction()

@@ -5,9 +5,10 @@
  *
  *  - fold:       an op whose operands are all literals and whose result is a
  *                scalar is replaced by a literal of its result dtype, computed
- *                as the interpreter does (double math for f64 results, float
- *                math for f32; ints wrap as int64 and then to the result
- *                width; int div truncates).  Nothing undefined in C is
+ *                by the interpreter's own kernels (fu_interp_eval_scalar:
+ *                double math for f64 results, float math for f32; ints wrap
+ *                as int64 and then to the result width; int div truncates;
+ *                round is half to even).  Nothing undefined in C is
  *                folded (int division by zero, INT64_MIN / -1, float-to-int
  *                casts out of range), nor anything whose result depends on a
  *                choice the kernels make (f16/bf16 rounding, NaN and
@@ -38,17 +39,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuser/interp.h"
 #include "fuser/pass.h"
 #include "fuser/print.h"
 #include "fuser/strbuf.h"
 #include "fuser/verify.h"
 
-const fu_pass_option_def fu_pass_options_canonicalize[] = {
+static const fu_pass_option_def options[] = {
     {"fold", "fold ops whose operands are all literals into a literal (true|false)", "true"},
     {"identities", "apply algebraic identities exact for every input: x*1, x/1, int x+0, ... (true|false)", "true"},
     {"cse", "merge ops with equal kind, operands, attributes and result types (true|false)", "true"},
     {"dce", "remove ops whose results are unused (true|false)", "true"},
     {NULL, NULL, NULL},
+};
+
+static fu_status run_canonicalize(fu_module *m, fu_pass_context *ctx);
+
+const fu_pass_def fu_pass_canonicalize = {
+    "canonicalize",
+    "fold scalar constants, apply exact algebraic identities, CSE, and remove dead ops",
+    options,
+    run_canonicalize,
 };
 
 typedef struct canon {
@@ -79,8 +90,7 @@ static void quiet_handler(void *user, const fu_diagnostic *d) {
 /* ---- options -------------------------------------------------------------- */
 
 static fu_status bool_option(fu_pass_context *ctx, const char *name, bool *out) {
-  const fu_pass_def *self = fu_pass_lookup("canonicalize", strlen("canonicalize"));
-  const char *v = fu_pass_option_value(ctx, self, name);
+  const char *v = fu_pass_option_value(ctx, name);
   if (!v || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) {
     *out = true;
     return FU_OK;
@@ -194,300 +204,54 @@ static fu_status substitute(canon *c, fu_op *op) {
 
 /* ---- constant folding -------------------------------------------------------- */
 
-typedef struct lit {
-  fu_dtype dt;
-  double f;
-  int64_t i;
-  bool b;
-} lit;
-
 static bool is_half(fu_dtype t) { return t == FU_DT_F16 || t == FU_DT_BF16; }
 
-/* Round a double to f32 as IEEE does, without the C conversion of an
- * out-of-range value (undefined): beyond FLT_MAX plus half an ulp is inf. */
-static double round_f32(double x) {
-  if (isfinite(x) && fabs(x) >= 0x1.ffffffp+127) return x > 0 ? INFINITY : -INFINITY;
-  return (double)(float)x;
+/* `v` converted to float dtype `r` as a cast does (through the interpreter,
+ * so an f32 rounds as it would there). */
+static double as_float(fu_value *v, fu_dtype r) {
+  fu_scalar_value x;
+  if (fu_interp_eval_scalar(FU_OP_CAST, &v, 1, r, &x) != FU_OK) return NAN;
+  return x.f;
 }
 
-static lit lit_of(const fu_value *v) {
-  lit l = {v->type.dtype, 0, 0, false};
-  if (fu_dtype_is_float(l.dt))
-    l.f = l.dt == FU_DT_F32 ? round_f32(v->literal.f) : v->literal.f;
-  else if (fu_dtype_is_int(l.dt))
-    l.i = l.dt == FU_DT_I32 ? (int64_t)(int32_t)v->literal.i : v->literal.i;
-  else
-    l.b = v->literal.b;
-  return l;
-}
+static bool nan_or_zero(double x) { return isnan(x) || x == 0.0; }
 
-/* The value as a double (ints and bools convert exactly as C does). */
-static double as_f(lit l) {
-  if (fu_dtype_is_float(l.dt)) return l.f;
-  if (fu_dtype_is_int(l.dt)) return (double)l.i;
-  return l.b ? 1.0 : 0.0;
-}
-
-/* The value converted to float dtype `r`, as a cast to `r` would do. */
-static double to_float(lit l, fu_dtype r) {
-  double x = as_f(l);
-  return r == FU_DT_F32 ? round_f32(x) : x;
-}
-
-static bool truthy(lit l) {
-  if (fu_dtype_is_float(l.dt)) return l.f != 0.0 || isnan(l.f);
-  if (fu_dtype_is_int(l.dt)) return l.i != 0;
-  return l.b;
-}
-
-/* Int value of an int or bool literal (the caller checks the category). */
-static int64_t as_i(lit l) { return fu_dtype_is_int(l.dt) ? l.i : (int64_t)l.b; }
-
-/* Two's complement wrap of an int64 to the width of `r`, without relying on
- * implementation-defined narrowing. */
-static int64_t wrap_int(uint64_t u, fu_dtype r) {
-  if (r == FU_DT_I32) {
-    uint32_t w = (uint32_t)u;
-    return w >= 0x80000000u ? (int64_t)w - 0x100000000ll : (int64_t)w;
+/* Whether the value the interpreter computes for `k` on these literals is
+ * the value every backend computes.  Refused: what C leaves undefined (int
+ * division by zero, the most negative int divided by -1, float-to-int casts
+ * out of range or of NaN), an int power with a negative exponent (PyTorch
+ * refuses it), and what the kernels choose (NaN and signed-zero
+ * corners of maximum/minimum/clamp/relu/sign, sigmoid, silu, lerp, float
+ * remainder, float division by zero).  f16/bf16 never reach here. */
+static bool foldable(fu_op_kind k, fu_value *const *in, uint32_t n, fu_dtype r) {
+  bool float_r = fu_dtype_is_float(r);
+  if (k == FU_OP_SIGMOID || k == FU_OP_SILU || k == FU_OP_LERP) return false;
+  if (k == FU_OP_CAST && fu_dtype_is_int(r) && fu_dtype_is_float(in[0]->type.dtype)) {
+    double x = in[0]->literal.f, lo = r == FU_DT_I32 ? -2147483648.0 : -9223372036854775808.0;
+    return !isnan(x) && x >= lo && x < -lo;
   }
-  return u >= 0x8000000000000000ull ? -(int64_t)(~u) - 1 : (int64_t)u;
-}
-
-/* Float math in the interpreter's compute kind: double for f64, float
- * (expf, powf, ...) for f32, so a folded literal has the bits the
- * interpreter would compute.  Ops whose float result the kernels choose
- * (sigmoid, silu, remainder, lerp, NaN and signed-zero corners) are left
- * out and not folded.  Instantiated once per kind; S is libm's suffix. */
-#define FLOAT_MATH(NAME, FT, S)                                                \
-  static bool NAME##_unary(fu_op_kind k, FT x, FT *y) {                        \
-    switch (k) {                                                               \
-    case FU_OP_ABS: *y = fabs##S(x); return true;                              \
-    case FU_OP_NEG: *y = -x; return true;                                      \
-    case FU_OP_EXP: *y = exp##S(x); return true;                               \
-    case FU_OP_EXP2: *y = exp2##S(x); return true;                             \
-    case FU_OP_EXPM1: *y = expm1##S(x); return true;                           \
-    case FU_OP_LOG: *y = log##S(x); return true;                               \
-    case FU_OP_LOG2: *y = log2##S(x); return true;                             \
-    case FU_OP_LOG10: *y = log10##S(x); return true;                           \
-    case FU_OP_LOG1P: *y = log1p##S(x); return true;                           \
-    case FU_OP_SQRT: *y = sqrt##S(x); return true;                             \
-    case FU_OP_RSQRT: *y = (FT)1 / sqrt##S(x); return true;                    \
-    case FU_OP_RECIPROCAL: *y = (FT)1 / x; return true;                        \
-    case FU_OP_SIN: *y = sin##S(x); return true;                               \
-    case FU_OP_COS: *y = cos##S(x); return true;                               \
-    case FU_OP_TAN: *y = tan##S(x); return true;                               \
-    case FU_OP_TANH: *y = tanh##S(x); return true;                             \
-    case FU_OP_SINH: *y = sinh##S(x); return true;                             \
-    case FU_OP_COSH: *y = cosh##S(x); return true;                             \
-    case FU_OP_ASIN: *y = asin##S(x); return true;                             \
-    case FU_OP_ACOS: *y = acos##S(x); return true;                             \
-    case FU_OP_ATAN: *y = atan##S(x); return true;                             \
-    case FU_OP_ERF: *y = erf##S(x); return true;                               \
-    case FU_OP_ERFC: *y = erfc##S(x); return true;                             \
-    case FU_OP_FLOOR: *y = floor##S(x); return true;                           \
-    case FU_OP_CEIL: *y = ceil##S(x); return true;                             \
-    case FU_OP_ROUND: *y = nearbyint##S(x); return true; /* half to even */    \
-    case FU_OP_TRUNC: *y = trunc##S(x); return true;                           \
-    case FU_OP_CAST: case FU_OP_SET: *y = x; return true;                      \
-    case FU_OP_RELU:                                                           \
-      if (isnan(x) || x == 0) return false;                                    \
-      *y = x > 0 ? x : (FT)0;                                                  \
-      return true;                                                             \
-    case FU_OP_SIGN:                                                           \
-      if (isnan(x) || x == 0) return false;                                    \
-      *y = x > 0 ? (FT)1 : (FT)-1;                                             \
-      return true;                                                             \
-    default: return false;                                                     \
-    }                                                                          \
-  }                                                                            \
-  static bool NAME##_binary(fu_op_kind k, FT x, FT y, FT *z) {                 \
-    switch (k) {                                                               \
-    case FU_OP_ADD: *z = x + y; return true;                                   \
-    case FU_OP_SUB: *z = x - y; return true;                                   \
-    case FU_OP_MUL: *z = x * y; return true;                                   \
-    case FU_OP_DIV: if (y == 0) return false; *z = x / y; return true;         \
-    case FU_OP_POW: *z = pow##S(x, y); return true;                            \
-    case FU_OP_FMOD: if (y == 0) return false; *z = fmod##S(x, y); return true; \
-    case FU_OP_ATAN2: *z = atan2##S(x, y); return true;                        \
-    case FU_OP_MAXIMUM: case FU_OP_MINIMUM:                                    \
-      if (isnan(x) || isnan(y) || (x == 0 && y == 0)) return false;            \
-      *z = (k == FU_OP_MAXIMUM) == (x > y) ? x : y;                            \
-      return true;                                                             \
-    default: return false;                                                     \
-    }                                                                          \
+  if (float_r && (k == FU_OP_RELU || k == FU_OP_SIGN)) return !nan_or_zero(as_float(in[0], r));
+  if (float_r && (k == FU_OP_MAXIMUM || k == FU_OP_MINIMUM)) {
+    double x = as_float(in[0], r), y = as_float(in[1], r);
+    return !isnan(x) && !isnan(y) && !(x == 0 && y == 0);
   }
-FLOAT_MATH(f64, double, )
-FLOAT_MATH(f32, float, f)
-#undef FLOAT_MATH
-
-/* Unary float op with result dtype r (f64 or f32). */
-static bool float_unary(fu_op_kind k, double x, fu_dtype r, double *y) {
-  if (r == FU_DT_F64) return f64_unary(k, x, y);
-  float fy;
-  if (!f32_unary(k, (float)x, &fy)) return false;
-  *y = fy;
-  return true;
-}
-
-static bool float_binary(fu_op_kind k, double x, double y, fu_dtype r, double *z) {
-  if (r == FU_DT_F64) return f64_binary(k, x, y, z);
-  float fz;
-  if (!f32_binary(k, (float)x, (float)y, &fz)) return false;
-  *z = fz;
-  return true;
-}
-
-static bool fold_unary(fu_op_kind k, lit a, fu_dtype r, lit *out) {
-  out->dt = r;
-  if (fu_dtype_is_float(r)) {
-    /* to_float has rounded x to r, so the (float) conversions are exact. */
-    return float_unary(k, to_float(a, r), r, &out->f);
-  }
-  if (fu_dtype_is_int(r)) {
-    int64_t v;
-    if (fu_dtype_is_float(a.dt)) {
-      /* Only a cast takes a float to an int; out-of-range is UB in C. */
-      double x = a.f, lo = r == FU_DT_I32 ? -2147483648.0 : -9223372036854775808.0;
-      if (k != FU_OP_CAST || isnan(x) || !(x >= lo && x < -lo)) return false;
-      out->i = (int64_t)x;
-      return true;
-    }
-    v = as_i(a);
-    uint64_t u = (uint64_t)v;
-    switch (k) {
-    case FU_OP_ABS: u = v < 0 ? 0 - u : u; break;
-    case FU_OP_NEG: u = 0 - u; break;
-    case FU_OP_RELU: u = v > 0 ? u : 0; break;
-    case FU_OP_SIGN: u = (uint64_t)(int64_t)((v > 0) - (v < 0)); break;
-    case FU_OP_BITWISE_NOT: u = ~u; break;
-    case FU_OP_FLOOR: case FU_OP_CEIL: case FU_OP_ROUND: case FU_OP_TRUNC:
-    case FU_OP_SET: case FU_OP_CAST: break;
-    default: return false;
-    }
-    out->i = wrap_int(u, r);
+  if (float_r && k == FU_OP_CLAMP) {
+    for (uint32_t i = 0; i < n; i++)
+      if (nan_or_zero(as_float(in[i], r))) return false;
     return true;
   }
-  if (fu_dtype_is_bool(r)) {
-    bool fl = fu_dtype_is_float(a.dt);
-    switch (k) {
-    case FU_OP_LOGICAL_NOT: out->b = !truthy(a); return true;
-    case FU_OP_ISNAN: out->b = fl && isnan(a.f); return true;
-    case FU_OP_ISINF: out->b = fl && isinf(a.f); return true;
-    case FU_OP_ISFINITE: out->b = !fl || isfinite(a.f); return true;
-    case FU_OP_CAST: case FU_OP_SET: out->b = truthy(a); return true;
-    case FU_OP_BITWISE_NOT: if (fu_dtype_is_bool(a.dt)) { out->b = !a.b; return true; } return false;
-    default: return false;
-    }
-  }
-  return false;
-}
-
-/* Comparison in the promoted dtype of the two operands. */
-static bool fold_compare(fu_op_kind k, lit a, lit b, bool *res) {
-  fu_dtype c = fu_dtype_promote(a.dt, b.dt);
-  int cmp; /* -1, 0, 1, or 2 for unordered */
-  if (fu_dtype_is_float(c)) {
-    double x = to_float(a, c), y = to_float(b, c);
-    cmp = isnan(x) || isnan(y) ? 2 : x < y ? -1 : x > y ? 1 : 0;
-  } else {
-    int64_t x = as_i(a), y = as_i(b);
-    cmp = x < y ? -1 : x > y ? 1 : 0;
-  }
-  switch (k) {
-  case FU_OP_EQ: *res = cmp == 0; return true;
-  case FU_OP_NE: *res = cmp != 0; return true;
-  case FU_OP_LT: *res = cmp == -1; return true;
-  case FU_OP_LE: *res = cmp == -1 || cmp == 0; return true;
-  case FU_OP_GT: *res = cmp == 1; return true;
-  case FU_OP_GE: *res = cmp == 1 || cmp == 0; return true;
-  default: return false;
-  }
-}
-
-/* Wrapping integer power by squaring; exponent >= 0. */
-static uint64_t ipow(uint64_t base, int64_t e) {
-  uint64_t r = 1;
-  while (e > 0) {
-    if (e & 1) r *= base;
-    base *= base;
-    e >>= 1;
-  }
-  return r;
-}
-
-static bool fold_binary(fu_op_kind k, lit a, lit b, fu_dtype r, lit *out) {
-  out->dt = r;
-  if (fu_dtype_is_bool(r)) {
-    switch (k) {
-    case FU_OP_LOGICAL_AND: out->b = truthy(a) && truthy(b); return true;
-    case FU_OP_LOGICAL_OR: out->b = truthy(a) || truthy(b); return true;
-    case FU_OP_BITWISE_AND: case FU_OP_BITWISE_OR: case FU_OP_BITWISE_XOR:
-      if (!fu_dtype_is_bool(a.dt) || !fu_dtype_is_bool(b.dt)) return false;
-      out->b = k == FU_OP_BITWISE_AND ? (a.b && b.b) : k == FU_OP_BITWISE_OR ? (a.b || b.b) : (a.b != b.b);
-      return true;
-    default: return fold_compare(k, a, b, &out->b);
-    }
-  }
-  if (fu_dtype_is_float(r)) return float_binary(k, to_float(a, r), to_float(b, r), r, &out->f);
-  if (fu_dtype_is_int(r)) {
-    if (fu_dtype_is_float(a.dt) || fu_dtype_is_float(b.dt)) return false;
-    int64_t x = as_i(a), y = as_i(b);
+  if (float_r && k == FU_OP_REMAINDER) return false;
+  if (float_r && (k == FU_OP_DIV || k == FU_OP_FMOD)) return as_float(in[1], r) != 0.0;
+  if (fu_dtype_is_int(r) && k == FU_OP_POW) /* PyTorch refuses negative int exponents */
+    return fu_dtype_is_bool(in[1]->type.dtype) || (fu_dtype_is_int(in[1]->type.dtype) && in[1]->literal.i >= 0);
+  if (fu_dtype_is_int(r) && (k == FU_OP_DIV || k == FU_OP_FMOD || k == FU_OP_REMAINDER)) {
     int64_t min = r == FU_DT_I32 ? INT32_MIN : INT64_MIN;
-    uint64_t ux = (uint64_t)x, uy = (uint64_t)y, z;
-    switch (k) {
-    case FU_OP_ADD: z = ux + uy; break;
-    case FU_OP_SUB: z = ux - uy; break;
-    case FU_OP_MUL: z = ux * uy; break;
-    case FU_OP_DIV: case FU_OP_FMOD: case FU_OP_REMAINDER: {
-      if (y == 0 || (x == min && y == -1)) return false; /* UB in C */
-      int64_t q = k == FU_OP_DIV ? x / y : x % y;
-      if (k == FU_OP_REMAINDER && q != 0 && ((q < 0) != (y < 0))) q += y; /* sign of the divisor */
-      z = (uint64_t)q;
-      break;
-    }
-    case FU_OP_POW: if (y < 0) return false; z = ipow(ux, y); break;
-    case FU_OP_MAXIMUM: z = x > y ? ux : uy; break;
-    case FU_OP_MINIMUM: z = x < y ? ux : uy; break;
-    case FU_OP_BITWISE_AND: z = ux & uy; break;
-    case FU_OP_BITWISE_OR: z = ux | uy; break;
-    case FU_OP_BITWISE_XOR: z = ux ^ uy; break;
-    default: return false;
-    }
-    out->i = wrap_int(z, r);
-    return true;
+    if (fu_dtype_is_float(in[0]->type.dtype) || fu_dtype_is_float(in[1]->type.dtype)) return false;
+    int64_t x = fu_dtype_is_int(in[0]->type.dtype) ? in[0]->literal.i : in[0]->literal.b;
+    int64_t y = fu_dtype_is_int(in[1]->type.dtype) ? in[1]->literal.i : in[1]->literal.b;
+    return y != 0 && !(x == min && y == -1);
   }
-  return false;
-}
-
-static bool convert_to(lit v, fu_dtype r, lit *out) {
-  out->dt = r;
-  if (fu_dtype_is_float(r)) out->f = to_float(v, r);
-  else if (fu_dtype_is_int(r)) {
-    if (fu_dtype_is_float(v.dt)) return false;
-    out->i = wrap_int((uint64_t)as_i(v), r);
-  } else out->b = truthy(v);
   return true;
-}
-
-static bool fold_ternary(fu_op_kind k, lit a, lit b, lit c, fu_dtype r, lit *out) {
-  if (k == FU_OP_WHERE) return convert_to(truthy(a) ? b : c, r, out);
-  if (k != FU_OP_CLAMP) return false; /* lerp: the interpolation formula is the kernel's choice */
-  out->dt = r;
-  if (fu_dtype_is_float(r)) {
-    double x = to_float(a, r), lo = to_float(b, r), hi = to_float(c, r);
-    if (isnan(x) || isnan(lo) || isnan(hi) || x == 0.0 || lo == 0.0 || hi == 0.0) return false;
-    double y = x < lo ? lo : x;
-    out->f = y > hi ? hi : y;
-    return true;
-  }
-  if (fu_dtype_is_int(r)) {
-    if (fu_dtype_is_float(b.dt) || fu_dtype_is_float(c.dt) || fu_dtype_is_float(a.dt)) return false;
-    int64_t x = as_i(a), lo = as_i(b), hi = as_i(c);
-    int64_t y = x < lo ? lo : x;
-    out->i = wrap_int((uint64_t)(y > hi ? hi : y), r);
-    return true;
-  }
-  return false;
 }
 
 /* The shortest decimal that reads back as the same f32, as a double: an f32
@@ -505,14 +269,14 @@ static double shortest_f32(double x) {
   return x;
 }
 
-static fu_value *make_literal(canon *c, lit l, fu_loc loc) {
+static fu_value *make_literal(canon *c, fu_dtype dt, fu_scalar_value l, fu_loc loc) {
   fu_value *v;
-  if (fu_dtype_is_float(l.dt)) {
-    v = fu_literal_f(c->f, l.dt, l.dt == FU_DT_F32 ? shortest_f32(l.f) : l.f);
-    if (v) v->literal_typed = l.dt != FU_DT_F64;
-  } else if (fu_dtype_is_int(l.dt)) {
-    v = fu_literal_i(c->f, l.dt, l.i);
-    if (v) v->literal_typed = l.dt != FU_DT_I64;
+  if (fu_dtype_is_float(dt)) {
+    v = fu_literal_f(c->f, dt, dt == FU_DT_F32 ? shortest_f32(l.f) : l.f);
+    if (v) v->literal_typed = dt != FU_DT_F64;
+  } else if (fu_dtype_is_int(dt)) {
+    v = fu_literal_i(c->f, dt, l.i);
+    if (v) v->literal_typed = dt != FU_DT_I64;
   } else {
     v = fu_literal_b(c->f, l.b);
   }
@@ -531,22 +295,15 @@ static fu_status try_fold(canon *c, fu_op *op, bool *done) {
   fu_value *res = op->results[0];
   fu_dtype r = res->type.dtype;
   if (!fu_type_is_scalar(&res->type) || r == FU_DT_NONE || is_half(r) || is_pinned(c, res)) return FU_OK;
-  lit in[3];
   for (uint32_t i = 0; i < op->n_operands; i++) {
     const fu_value *v = op->operands[i];
     if (!v->is_literal || is_half(v->type.dtype) || v->type.dtype == FU_DT_NONE) return FU_OK;
-    in[i] = lit_of(v);
   }
-  lit out = {r, 0, 0, false};
-  bool ok = false;
-  if (op->n_operands == 1 && (info->cls == FU_OC_UNARY || info->cls == FU_OC_CAST))
-    ok = fold_unary(op->kind, in[0], r, &out);
-  else if (op->n_operands == 2 && info->cls == FU_OC_BINARY)
-    ok = fold_binary(op->kind, in[0], in[1], r, &out);
-  else if (op->n_operands == 3 && info->cls == FU_OC_TERNARY)
-    ok = fold_ternary(op->kind, in[0], in[1], in[2], r, &out);
-  if (!ok) return FU_OK;
-  fu_value *l = make_literal(c, out, op->loc);
+  if ((uint32_t)info->num_operands != op->n_operands || !foldable(op->kind, op->operands, op->n_operands, r))
+    return FU_OK;
+  fu_scalar_value out;
+  if (fu_interp_eval_scalar(op->kind, op->operands, op->n_operands, r, &out) != FU_OK) return FU_OK;
+  fu_value *l = make_literal(c, r, out, op->loc);
   if (!l) return FU_ERR_NOMEM;
   if (!replace(c, res, l)) return FU_OK;
   debug_op(c, "fold", op, res, l);
@@ -642,62 +399,6 @@ static uint64_t value_hash(const fu_value *v) {
   return mix(mix(2, (uint64_t)v->type.dtype * 2 + v->literal_typed), lit_bits(v));
 }
 
-static bool list_eq(fu_int_list a, fu_int_list b) {
-  return a.n == b.n && (a.n == 0 || memcmp(a.v, b.v, a.n * sizeof *a.v) == 0);
-}
-
-static uint64_t list_hash(uint64_t h, fu_int_list l) {
-  h = mix(h, l.n);
-  for (uint32_t i = 0; i < l.n; i++) h = mix(h, (uint64_t)l.v[i]);
-  return h;
-}
-
-/* The payload follows the op class (see fu_op in ir.h). */
-static bool payload_eq(const fu_op *a, const fu_op *b) {
-  switch (fu_op_info_of(a->kind)->cls) {
-  case FU_OC_REDUCE:
-    return list_eq(a->u.reduce.axes, b->u.reduce.axes) && a->u.reduce.keepdim == b->u.reduce.keepdim &&
-           a->u.reduce.dtype == b->u.reduce.dtype;
-  case FU_OC_VARIANCE:
-    return list_eq(a->u.variance.axes, b->u.variance.axes) && a->u.variance.keepdim == b->u.variance.keepdim &&
-           a->u.variance.correction == b->u.variance.correction;
-  case FU_OC_BROADCAST_IN_DIM:
-    return list_eq(a->u.broadcast_in_dim.broadcast_dims, b->u.broadcast_in_dim.broadcast_dims);
-  case FU_OC_BROADCAST:
-    return a->u.broadcast.n == b->u.broadcast.n &&
-           (a->u.broadcast.n == 0 ||
-            memcmp(a->u.broadcast.is_broadcast, b->u.broadcast.is_broadcast, a->u.broadcast.n * sizeof(bool)) == 0);
-  case FU_OC_PERMUTE: return list_eq(a->u.permute.dims, b->u.permute.dims);
-  case FU_OC_SQUEEZE: return list_eq(a->u.squeeze.dims, b->u.squeeze.dims);
-  case FU_OC_SLICE:
-    return list_eq(a->u.slice.starts, b->u.slice.starts) && list_eq(a->u.slice.ends, b->u.slice.ends) &&
-           list_eq(a->u.slice.steps, b->u.slice.steps);
-  case FU_OC_CAT: return a->u.cat.dim == b->u.cat.dim;
-  case FU_OC_PAD: return list_eq(a->u.pad.widths, b->u.pad.widths);
-  default: return true;
-  }
-}
-
-static uint64_t payload_hash(const fu_op *op) {
-  uint64_t h = 7;
-  switch (fu_op_info_of(op->kind)->cls) {
-  case FU_OC_REDUCE: return mix(list_hash(h, op->u.reduce.axes), op->u.reduce.keepdim * 16u + op->u.reduce.dtype);
-  case FU_OC_VARIANCE:
-    return mix(list_hash(h, op->u.variance.axes), (uint64_t)op->u.variance.correction * 2 + op->u.variance.keepdim);
-  case FU_OC_BROADCAST_IN_DIM: return list_hash(h, op->u.broadcast_in_dim.broadcast_dims);
-  case FU_OC_BROADCAST:
-    for (uint32_t i = 0; i < op->u.broadcast.n; i++) h = mix(h, op->u.broadcast.is_broadcast[i]);
-    return h;
-  case FU_OC_PERMUTE: return list_hash(h, op->u.permute.dims);
-  case FU_OC_SQUEEZE: return list_hash(h, op->u.squeeze.dims);
-  case FU_OC_SLICE:
-    return list_hash(list_hash(list_hash(h, op->u.slice.starts), op->u.slice.ends), op->u.slice.steps);
-  case FU_OC_CAT: return mix(h, (uint64_t)op->u.cat.dim);
-  case FU_OC_PAD: return list_hash(h, op->u.pad.widths);
-  default: return h;
-  }
-}
-
 /* Operand order matters except for commutative ops whose result does not
  * depend on it bit for bit (maximum/minimum may pick either signed zero). */
 static bool swappable(const fu_op *op) {
@@ -716,7 +417,7 @@ static uint64_t op_hash(const fu_op *op) {
   }
   for (uint32_t i = 0; i < op->n_results; i++)
     h = mix(h, (uint64_t)op->results[i]->type.dtype * 64 + (uint64_t)(op->results[i]->type.rank + 1));
-  return mix(h, payload_hash(op));
+  return fu_op_attrs_hash(op, h);
 }
 
 static bool op_eq(const fu_op *a, const fu_op *b) {
@@ -730,7 +431,7 @@ static bool op_eq(const fu_op *a, const fu_op *b) {
   if (!same) return false;
   for (uint32_t i = 0; i < a->n_results; i++)
     if (!fu_type_equal(&a->results[i]->type, &b->results[i]->type)) return false;
-  return payload_eq(a, b);
+  return fu_op_attrs_equal(a, b);
 }
 
 typedef struct cse_table {
@@ -915,7 +616,7 @@ static fu_status canon_fusion(canon *c, fu_fusion *f) {
   return st;
 }
 
-fu_status fu_pass_run_canonicalize(fu_module *m, fu_pass_context *ctx) {
+static fu_status run_canonicalize(fu_module *m, fu_pass_context *ctx) {
   canon c;
   memset(&c, 0, sizeof c);
   c.m = m;

@@ -6,27 +6,27 @@
 #include "fuser/pass.h"
 #include "fuser/strbuf.h"
 
-const fu_pass_option_def fu_pass_options_index_graph[] = {
+static const fu_pass_option_def fu_pass_options_index_graph[] = {
     {"dot", "write a Graphviz graph of every scheduled segment's index graph to this file", NULL},
     {NULL, NULL, NULL},
 };
 
-fu_status fu_pass_run_index_graph(fu_module *m, fu_pass_context *ctx);
+static fu_status run_index_graph(fu_module *m, fu_pass_context *ctx);
 
 const fu_pass_def fu_pass_index_graph = {
     "index-graph",
-    "check that every scheduled segment is indexable; print its index graph",
+    "check that every scheduled segment is indexable; print its index graph (--print-index-graph)",
     fu_pass_options_index_graph,
-    fu_pass_run_index_graph,
+    run_index_graph,
 };
 
 /* Builds the graph of every scheduled segment: an error here is an error
  * lower would meet.  With --debug=index-graph (or --print-index-graph) the
  * graphs are printed; with dot=FILE written as Graphviz.  The IR is not
  * changed: lower rebuilds the graph from it. */
-fu_status fu_pass_run_index_graph(fu_module *m, fu_pass_context *ctx) {
+static fu_status run_index_graph(fu_module *m, fu_pass_context *ctx) {
   FILE *debug = fu_pass_debug_enabled(ctx, "index-graph") ? ctx->debug_out : NULL;
-  const char *dot_path = fu_pass_option_value(ctx, &fu_pass_index_graph, "dot");
+  const char *dot_path = fu_pass_option_value(ctx, "dot");
   FILE *dot = NULL;
   if (dot_path && *dot_path) {
     dot = fopen(dot_path, "w");

@@ -456,16 +456,9 @@ fu_status fu_strip_bookend_views(fu_module *m, fu_pass_context *ctx) {
   return FU_OK;
 }
 
-/* The registry's names for this pass (passes/registry.c). */
-const fu_pass_option_def fu_pass_options_strip_bookend_views[] = {{NULL, NULL, NULL}};
-fu_status fu_pass_run_strip_bookend_views(fu_module *m, fu_pass_context *ctx);
-fu_status fu_pass_run_strip_bookend_views(fu_module *m, fu_pass_context *ctx) {
-  return fu_strip_bookend_views(m, ctx);
-}
-
 const fu_pass_def fu_pass_strip_bookend_views = {
     PASS_NAME,
-    "move metadata-only views at the fusion's inputs and outputs out of the kernels, as host aliases",
-    fu_pass_options_strip_bookend_views,
+    "move metadata-only views at the fusion's ends out of the kernels, as host aliases",
+    NULL,
     fu_strip_bookend_views,
 };

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fuser/interp.h"
 #include "fuser/parse.h"
 #include "fuser/pass.h"
 #include "fuser/print.h"
@@ -253,6 +254,75 @@ static void test_not_folded(void) {
   expect_kept("f16[2]", "add f16(1.0), f16(2.0)");
   expect_kept("f32[2]", "cast f16(1.5) : f32");
   expect_kept("f64[2]", "mul %T0, 2.0");
+}
+
+/* The folder computes through the interpreter's kernels: for each
+ * expression, the literal it folds to has the dtype and bits the
+ * interpreter computes for the unfolded op. */
+static void expect_agrees(const char *tensor, const char *expr, const char *use) {
+  static char text[512];
+  snprintf(text, sizeof text, "fusion @f {\n  %%S1 = %s\n  output %%S1\n}\n", expr);
+  parsed q;
+  if (!parse_text(&q, text)) {
+    fu_test_fail(__FILE__, __LINE__, "does not parse: %s", text);
+    fu_module_free(q.m);
+    return;
+  }
+  fu_arg *outs = NULL;
+  uint32_t n = 0;
+  CHECK_EQ_INT(fu_interp_run(q.m->first, NULL, 0, NULL, fu_default_allocator(), &q.diag, &outs, &n), FU_OK);
+  parsed p;
+  const fu_value *v = fold_one(&p, tensor, expr, use);
+  if (!v || !v->is_literal || n != 1 || outs[0].kind != FU_ARG_SCALAR) {
+    fu_test_fail(__FILE__, __LINE__, "%s: not folded, or no interpreter result", expr);
+  } else {
+    const fu_arg *want = &outs[0];
+    bool same = v->type.dtype == want->scalar_dtype;
+    if (same && want->scalar_dtype == FU_DT_F32) { /* an f32 literal is the shortest decimal of its float */
+      float a = (float)v->literal.f, b = (float)want->scalar.f;
+      same = memcmp(&a, &b, sizeof a) == 0;
+    } else if (same && fu_dtype_is_float(want->scalar_dtype))
+      same = memcmp(&v->literal.f, &want->scalar.f, sizeof(double)) == 0;
+    else if (same && fu_dtype_is_int(want->scalar_dtype))
+      same = v->literal.i == want->scalar.i;
+    else if (same)
+      same = v->literal.b == want->scalar.b;
+    if (!same)
+      fu_test_fail(__FILE__, __LINE__, "%s: folded to %s %.17g/%lld, the interpreter gives %s %.17g/%lld", expr,
+                   fu_dtype_name(v->type.dtype), v->literal.f, (long long)v->literal.i,
+                   fu_dtype_name(want->scalar_dtype), want->scalar.f, (long long)want->scalar.i);
+  }
+  fu_args_free(outs, n, fu_default_allocator());
+  fu_module_free(q.m);
+  fu_module_free(p.m);
+}
+
+static void test_fold_agrees_with_interpreter(void) {
+  static const char *const f64_cases[] = {
+      "round 0.5",  "round 1.5",  "round 2.5",  "round -0.5", "round -2.5", "round 4503599627370497.0",
+      "floor -2.5", "ceil -2.5",  "trunc -2.5", "sign -3.0",  "sqrt 2.0",   "atan2 1.0, -1.0",
+      "fmod -7.5, 2.0", "pow 2.0, 0.5", "cast 16777217 : f64", "exp 1",
+  };
+  for (size_t i = 0; i < sizeof f64_cases / sizeof *f64_cases; i++) expect_agrees("f64[2]", f64_cases[i], "add %T0, %S1");
+  static const char *const f32_cases[] = {
+      "round f32(0.5)", "round f32(2.5)", "round f32(-1.5)", "exp f32(1.0)", "pow f32(1.1), f32(2.5)",
+      "cast 16777217 : f32", "cast 0.1 : f32", "rsqrt f32(3.0)", "log1p f32(0.001)",
+  };
+  for (size_t i = 0; i < sizeof f32_cases / sizeof *f32_cases; i++) expect_agrees("f32[2]", f32_cases[i], "add %T0, %S1");
+  static const char *const i64_cases[] = {
+      "div -7, 2", "div 7, -2", "div -7, -2", "fmod -7, 3", "fmod 7, -3", "remainder -7, 3", "remainder 7, -3",
+      "remainder -6, 3", "cast 3.99 : i64", "cast -3.99 : i64", "pow 3, 5", "abs -9223372036854775808",
+  };
+  for (size_t i = 0; i < sizeof i64_cases / sizeof *i64_cases; i++) expect_agrees("i64[2]", i64_cases[i], "add %T0, %S1");
+  static const char *const i32_cases[] = {
+      "div i32(-7), i32(2)", "remainder i32(-7), i32(3)", "cast 4294967297 : i32", "cast -3.99 : i32",
+  };
+  for (size_t i = 0; i < sizeof i32_cases / sizeof *i32_cases; i++) expect_agrees("i32[2]", i32_cases[i], "add %T0, %S1");
+  static const char *const bool_cases[] = {
+      "cast -0.0 : bool", "cast nan : bool", "cast 2.5 : bool", "logical_not nan", "eq 16777217, f32(16777216.0)",
+  };
+  for (size_t i = 0; i < sizeof bool_cases / sizeof *bool_cases; i++)
+    expect_agrees("bool[2]", bool_cases[i], "logical_and %T0, %S1");
 }
 
 static void test_tensor_ops_not_folded(void) {
@@ -511,7 +581,7 @@ static void test_scales_linearly(void) {
 }
 
 FU_TEST_MAIN(FU_TEST(test_fold_floats), FU_TEST(test_fold_f32_uses_float_math), FU_TEST(test_fold_ints),
-             FU_TEST(test_fold_bools), FU_TEST(test_not_folded), FU_TEST(test_tensor_ops_not_folded),
+             FU_TEST(test_fold_bools), FU_TEST(test_not_folded), FU_TEST(test_fold_agrees_with_interpreter), FU_TEST(test_tensor_ops_not_folded),
              FU_TEST(test_identities), FU_TEST(test_cse), FU_TEST(test_cse_scopes_segments), FU_TEST(test_dce),
              FU_TEST(test_options), FU_TEST(test_literal_never_changes_types), FU_TEST(test_pinned_values),
              FU_TEST(test_scales_linearly))

@@ -115,11 +115,11 @@ static void test_pipeline_parse(void) {
 
   /* `all` is every registered pass in order. */
   size_t n_all;
-  const fu_pass_def *all = fu_pass_all(&n_all);
+  const fu_pass_def *const *all = fu_pass_all(&n_all);
   fu_pipeline_init(&q, fu_default_allocator());
   CHECK_EQ_INT(fu_pipeline_parse(&q, "all", "--pass", &e), FU_OK);
   CHECK_EQ_INT(q.n_steps, n_all);
-  CHECK(q.n_steps >= 1 && q.steps[0].pass == &all[0]);
+  CHECK(q.n_steps >= 1 && q.steps[0].pass == all[0]);
   fu_pipeline_free(&q);
   fu_strbuf_free(&sb);
   fu_pipeline_free(&p);
@@ -160,26 +160,29 @@ static void test_pipeline_errors(void) {
 
 static void test_registry(void) {
   size_t n;
-  const fu_pass_def *all = fu_pass_all(&n);
+  const fu_pass_def *const *all = fu_pass_all(&n);
   CHECK(n >= 1);
   const fu_pass_def *c = fu_pass_lookup("canonicalize", 12);
   CHECK(c != NULL);
   CHECK(fu_pass_lookup("canonicalize", 5) == NULL);
   CHECK(fu_pass_lookup("canonicalizer", 13) == NULL);
   for (size_t i = 0; i < n; i++) {
-    CHECK(all[i].name && all[i].summary && all[i].run);
-    CHECK(fu_pass_lookup(all[i].name, strlen(all[i].name)) == &all[i]);
+    CHECK(all[i]->name && all[i]->summary && all[i]->run);
+    CHECK(fu_pass_lookup(all[i]->name, strlen(all[i]->name)) == all[i]);
   }
   fu_pass_option opts[] = {{"cse", "false"}, {"cse", "true"}};
   fu_pass_context ctx;
   memset(&ctx, 0, sizeof ctx);
-  CHECK_STR(fu_pass_option_value(&ctx, c, "fold"), "true");
-  CHECK(fu_pass_option_value(&ctx, c, "nope") == NULL);
+  ctx.pass = c;
+  CHECK_STR(fu_pass_option_value(&ctx, "fold"), "true");
+  CHECK(!fu_pass_option_given(&ctx, "fold"));
+  CHECK(fu_pass_option_value(&ctx, "nope") == NULL);
   ctx.options = opts;
   ctx.n_options = 2;
-  CHECK_STR(fu_pass_option_value(&ctx, c, "cse"), "true");
+  CHECK_STR(fu_pass_option_value(&ctx, "cse"), "true");
+  CHECK(fu_pass_option_given(&ctx, "cse"));
   ctx.n_options = 1;
-  CHECK_STR(fu_pass_option_value(&ctx, c, "cse"), "false");
+  CHECK_STR(fu_pass_option_value(&ctx, "cse"), "false");
 
   CHECK(!fu_pass_debug_enabled(&ctx, "canonicalize"));
   ctx.debug_flags = "segment,canonicalize";
@@ -310,6 +313,42 @@ static void test_split(void) {
   }
   fu_allocator a = fu_default_allocator();
   fu_mem_free(&a, chunks, n * sizeof *chunks);
+}
+
+/* Python chunks split at `# -----`, and `// -----` is then not a separator. */
+static void test_split_python(void) {
+  const char *text = "a\n# -----\nb\n// -----\n";
+  fu_source whole = {"x.py", text, strlen(text), 1};
+  fu_source *chunks = NULL;
+  uint32_t n = 0;
+  CHECK_EQ_INT(fu_split_input_at(&whole, "#", fu_default_allocator(), &chunks, &n), FU_OK);
+  CHECK_EQ_INT(n, 2);
+  if (n == 2) CHECK(chunks[1].len == strlen("b\n// -----\n") && chunks[1].first_line == 3);
+  fu_allocator a = fu_default_allocator();
+  fu_mem_free(&a, chunks, n * sizeof *chunks);
+}
+
+/* A compiler without a target (a build without backends, or an unknown
+ * name) says so, naming the input, instead of failing silently. */
+static void test_compiler_without_target(void) {
+  fu_compiler c;
+  fu_compiler_init(&c, "no-such-target", NULL, fu_default_allocator());
+  CHECK(c.target == NULL);
+  fu_diag_engine e;
+  captured cap;
+  capture_engine(&e, &cap);
+  fu_source src = {"k.kir", "", 0, 1};
+  fu_strbuf out;
+  fu_strbuf_init(&out, fu_default_allocator());
+  CHECK_EQ_INT(fu_compile_kernels(&c, NULL, 0, FU_TARGET_PTX, NULL, &src, &out, &e), FU_ERR_UNSUPPORTED);
+  CHECK_EQ_INT(cap.n, 1);
+  if (cap.n == 1) CHECK(strstr(cap.msg[0], "no code-generation backend is available in this build") != NULL);
+  fu_strbuf_free(&out);
+  fu_compiler_free(&c);
+  size_t n;
+  const fu_target_def *const *all = fu_target_all(&n);
+  for (size_t i = 0; i < n; i++) CHECK(fu_target_lookup(all[i]->name) == all[i] && all[i]->emit && all[i]->open);
+  CHECK(n == 0 || fu_target_lookup(NULL) == all[0]);
 }
 
 /* ---- expectations ---------------------------------------------------------------------- */
@@ -517,4 +556,5 @@ static void test_opt_main(void) {
 }
 
 FU_TEST_MAIN(FU_TEST(test_pipeline_parse), FU_TEST(test_pipeline_errors), FU_TEST(test_registry),
-             FU_TEST(test_pipeline_run), FU_TEST(test_split), FU_TEST(test_expect), FU_TEST(test_opt_main))
+             FU_TEST(test_pipeline_run), FU_TEST(test_split), FU_TEST(test_split_python), FU_TEST(test_compiler_without_target),
+             FU_TEST(test_expect), FU_TEST(test_opt_main))

@@ -509,6 +509,43 @@ static void test_extract(void) {
   fu_module_free(p.m);
 }
 
+/* The extracted module owns its ops' attribute arrays: it stays valid (and
+ * prints the same) after the source module is freed; under ASan a shared
+ * array is a use after free here. */
+static const char *attribute_ops =
+    "fusion @f {\n"
+    "  %T0 = input f32[8, 4]\n"
+    "  %T1 = permute %T0 {dims=[1, 0]}\n"
+    "  %T2 = slice %T1 {starts=[0, 2], ends=[4, 8], steps=[1, 1]}\n"
+    "  %T3 = pad %T2, 0.0 {widths=[1, 1, 0, 0]}\n"
+    "  %T4 = exp %T3\n"
+    "  %T5 = sum %T4 {axes=[1]}\n"
+    "  output %T5\n"
+    "}\n";
+
+static void test_extract_owns_attributes(void) {
+  parsed p;
+  if (!parse(&p, attribute_ops)) return;
+  CHECK_EQ_INT(fu_segment_fusion(p.m->first, &p.diag, NULL, NULL), FU_OK);
+  char *src = print_module(p.m);
+  fu_module *out = NULL;
+  CHECK_EQ_INT(fu_segment_extract(p.m, "@g0", fu_default_allocator(), &p.diag, &out), FU_OK);
+  char *before = out ? print_module(out) : NULL;
+  fu_module_free(p.m);
+  if (out) {
+    char *after = print_module(out);
+    CHECK_STR(after, before);
+    CHECK(after && strstr(after, "{dims=[1, 0]}") && strstr(after, "{starts=[0, 2], ends=[4, 8], steps=[1, 1]}") &&
+          strstr(after, "{widths=[1, 1, 0, 0]}"));
+    CHECK_EQ_INT(fu_verify_module(out, &p.diag), FU_OK);
+    free(after);
+    fu_module_free(out);
+  }
+  if (!out) fprintf(stderr, "%s\n", src ? src : "");
+  free(before);
+  free(src);
+}
+
 /* A segment input computed inside the fusion becomes a random input with
  * its symbolic shape bound from the source's example shapes. */
 static void test_extract_intermediate(void) {
@@ -577,5 +614,5 @@ FU_TEST_MAIN(FU_TEST(test_cycle_check_basic), FU_TEST(test_cycle_check_random), 
              FU_TEST(test_priority_order),
              FU_TEST(test_reject_cache), FU_TEST(test_summaries_match_scan),
              FU_TEST(test_random_fusions_valid_and_deterministic), FU_TEST(test_spaces_and_bytes),
-             FU_TEST(test_extract), FU_TEST(test_extract_intermediate), FU_TEST(test_dot),
+             FU_TEST(test_extract), FU_TEST(test_extract_owns_attributes), FU_TEST(test_extract_intermediate), FU_TEST(test_dot),
              FU_TEST(test_debug_stream))

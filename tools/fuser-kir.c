@@ -15,10 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "fuser/driver.h"
 #include "fuser/kir_text.h"
-#ifdef FUSER_HAS_LLVM
-#include "fuser/backend.h"
-#endif
 
 typedef struct tool_opts {
   const char *emit, *sm, *pipeline;
@@ -45,77 +43,38 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    if (n == cap) {
-      char *nb = realloc(buf, cap * 2);
-      if (!nb) {
-        free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-  }
-  bool err = ferror(f) != 0;
-  if (f != stdin) fclose(f);
-  if (err) {
-    free(buf);
-    return NULL;
-  }
-  *len = n;
-  return buf;
-}
-
-#ifdef FUSER_HAS_LLVM
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
 
-/* Compiles the kernels `repeat` times (the output of the last run is kept)
- * and reports the times when asked. */
-static fu_status compile(const tool_opts *o, fu_kernel **ks, uint32_t n, fu_diag_engine *diag, fu_strbuf *out,
-                         double t_parse) {
-  fu_backend_options bo;
-  memset(&bo, 0, sizeof bo);
-  bo.llvm_before_opt = o->no_opt;
-  bo.default_sm = o->sm;
-  bo.pipeline = o->pipeline;
-  fu_backend *be = NULL;
-  fu_status st = fu_backend_new(&bo, diag->alloc, diag, &be);
-  if (st != FU_OK) return st;
-  bool ptx = strcmp(o->emit, "ptx") == 0;
+/* Compiles the kernels `repeat` times through the build's target (the
+ * output of the last run is kept) and reports the times when asked. */
+static fu_status compile(const tool_opts *o, fu_compiler *c, fu_kernel **ks, uint32_t n, const fu_source *src,
+                         fu_diag_engine *diag, fu_strbuf *out, double t_parse) {
+  fu_target_output what = strcmp(o->emit, "ptx") == 0 ? FU_TARGET_PTX : FU_TARGET_TEXT;
   double *walls = calloc((size_t)o->repeat, sizeof *walls);
   double *cpus = calloc((size_t)o->repeat, sizeof *cpus);
-  if (!walls || !cpus) st = FU_ERR_NOMEM;
-  fu_backend_timing first, t;
+  fu_status st = walls && cpus ? FU_OK : FU_ERR_NOMEM;
+  fu_target_timing first, t;
   memset(&first, 0, sizeof first);
+  memset(&t, 0, sizeof t);
   size_t mark = out->len;
   for (long r = 0; r < o->repeat && st == FU_OK; r++) {
     out->len = mark;
     if (out->data) out->data[mark] = '\0';
-    const fu_kernel *const *cks = (const fu_kernel *const *)ks;
-    st = ptx ? fu_backend_emit_ptx(be, cks, n, o->sm, out) : fu_backend_emit_llvm(be, cks, n, out);
-    fu_backend_last_timing(be, &t);
+    st = fu_compile_kernels(c, (const fu_kernel *const *)ks, n, what, o->sm, src, out, diag);
+    if (c->state && c->target->last_timing) c->target->last_timing(c->state, &t);
     if (r == 0) first = t;
-    walls[r] = t.total_ms - t.libdevice_load_ms;
+    walls[r] = t.total_ms - t.load_ms;
     cpus[r] = t.cpu_ms;
   }
   if (st == FU_OK && o->timing) {
     fprintf(stderr,
             "fuser-kir timing: parse %.3f ms, libdevice load %.3f ms; first compile: build %.3f ms, opt %.3f ms, "
             "codegen %.3f ms, total %.3f ms, cpu %.3f ms (without libdevice load)\n",
-            t_parse, first.libdevice_load_ms, first.build_ms, first.opt_ms, first.codegen_ms,
-            first.total_ms - first.libdevice_load_ms, first.cpu_ms);
+            t_parse, first.load_ms, first.build_ms, first.opt_ms, first.codegen_ms, first.total_ms - first.load_ms,
+            first.cpu_ms);
     if (o->repeat > 1) {
       qsort(walls, (size_t)o->repeat, sizeof *walls, cmp_double);
       qsort(cpus, (size_t)o->repeat, sizeof *cpus, cmp_double);
@@ -127,13 +86,12 @@ static fu_status compile(const tool_opts *o, fu_kernel **ks, uint32_t n, fu_diag
   }
   free(walls);
   free(cpus);
-  fu_backend_free(be);
   return st;
 }
-#endif
 
 /* Parses one buffer and appends what --emit asks for to `out`. */
-static fu_status process(const tool_opts *o, const fu_source *src, fu_diag_engine *diag, fu_strbuf *out) {
+static fu_status process(const tool_opts *o, fu_compiler *c, const fu_source *src, fu_diag_engine *diag,
+                         fu_strbuf *out) {
   fu_module *m = fu_module_new(diag->alloc);
   if (!m) return FU_ERR_NOMEM;
   fu_kernel **ks = NULL;
@@ -148,22 +106,14 @@ static fu_status process(const tool_opts *o, const fu_source *src, fu_diag_engin
     }
     if (o->timing) fprintf(stderr, "fuser-kir timing: parse %.3f ms\n", t_parse);
   } else if (st == FU_OK) {
-#ifdef FUSER_HAS_LLVM
-    st = compile(o, ks, n, diag, out, t_parse);
-#else
-    st = FU_ERR_UNSUPPORTED;
-#endif
+    st = compile(o, c, ks, n, src, diag, out, t_parse);
   }
   fu_module_free(m);
   return st;
 }
 
-static bool is_separator(const char *line, const char *end) {
-  return end - line >= 8 && memcmp(line, "// -----", 8) == 0;
-}
-
 int main(int argc, char **argv) {
-  tool_opts o = {"kir", "sm_90", NULL, false, false, 1};
+  tool_opts o = {"kir", FU_DEFAULT_ARCH, NULL, false, false, 1};
   const char *input = NULL, *output = NULL;
   bool split = false;
   for (int i = 1; i < argc; i++) {
@@ -210,52 +160,36 @@ int main(int argc, char **argv) {
     fprintf(stderr, "fuser-kir: unknown --emit=%s (expected kir, llvm or ptx)\n", o.emit);
     return 2;
   }
-#ifndef FUSER_HAS_LLVM
-  if (strcmp(o.emit, "kir") != 0) {
+  if (strcmp(o.emit, "kir") != 0 && !fu_target_lookup("llvm")) {
     fprintf(stderr, "fuser-kir: --emit=%s: this build has no LLVM backend\n", o.emit);
     return 1;
   }
-#endif
 
+  fu_allocator alloc = fu_default_allocator();
+  bool from_stdin = strcmp(input, "-") == 0;
   size_t len = 0;
-  char *text = read_all(input, &len);
-  if (!text) {
+  char *text = NULL;
+  if ((from_stdin ? fu_read_stream(stdin, alloc, &text, &len) : fu_read_file(input, alloc, &text, &len)) != FU_OK) {
     fprintf(stderr, "fuser-kir: cannot read '%s'\n", input);
     return 1;
   }
-  fu_allocator alloc = fu_default_allocator();
   fu_diag_engine diag;
   fu_diag_init(&diag, alloc);
   fu_strbuf out;
   fu_strbuf_init(&out, alloc);
-  const char *name = strcmp(input, "-") == 0 ? "<stdin>" : input;
-  bool failed = false;
-
-  /* chunks: [start, end) with the 1-based line of start */
-  const char *p = text, *end = text + len, *chunk = text;
-  uint32_t line = 1, chunk_line = 1;
-  unsigned n_chunks = 0;
-  for (;;) {
-    const char *nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
-    const char *line_end = nl ? nl : end;
-    bool sep = split && p < end && is_separator(p, line_end);
-    if (sep || p >= end) {
-      fu_source src = {name, chunk, (size_t)(p - chunk), chunk_line};
-      if (n_chunks++) fu_strbuf_puts(&out, "// -----\n");
-      fu_status st = process(&o, &src, &diag, &out);
-      if (st != FU_OK) failed = true;
-      if (p >= end) break;
-      chunk = nl ? nl + 1 : end;
-      chunk_line = line + 1;
-    }
-    if (!nl) {
-      if (p >= end) break;
-      p = end;
-      continue;
-    }
-    p = nl + 1;
-    line++;
+  fu_source whole = {from_stdin ? "<stdin>" : input, text, len, 1}, *chunks = NULL;
+  uint32_t n_chunks = 1;
+  bool failed = split && fu_split_input(&whole, alloc, &chunks, &n_chunks) != FU_OK;
+  if (failed) n_chunks = 0;
+  fu_target_options to = {o.pipeline, o.no_opt, o.sm};
+  fu_compiler compiler;
+  fu_compiler_init(&compiler, "llvm", &to, alloc);
+  for (uint32_t i = 0; i < n_chunks; i++) {
+    if (i) fu_strbuf_puts(&out, "// -----\n");
+    if (process(&o, &compiler, chunks ? &chunks[i] : &whole, &diag, &out) != FU_OK) failed = true;
   }
+  fu_compiler_free(&compiler);
+  if (chunks) fu_mem_free(&alloc, chunks, n_chunks * sizeof *chunks);
 
   int rc = failed ? 1 : 0;
   if (out.failed) {
@@ -276,6 +210,6 @@ int main(int argc, char **argv) {
     }
   }
   fu_strbuf_free(&out);
-  free(text);
+  fu_mem_free(&alloc, text, len + 1);
   return rc;
 }

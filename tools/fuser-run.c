@@ -36,9 +36,6 @@
 #include "fuser/pass.h"
 #include "fuser/runtime.h"
 #endif
-#ifdef FUSER_HAS_LLVM
-#include "fuser/backend.h"
-#endif
 
 #define TOOL "fuser-run"
 
@@ -225,6 +222,10 @@ static void parse_args(int argc, char **argv, run_args *a) {
       a->seed = (uint64_t)parse_int(v, "--seed", 0);
     } else if ((v = opt_value(argc, argv, &i, "--default-extent"))) {
       a->default_extent = parse_int(v, "--default-extent", 0);
+      if (a->default_extent == 0) {
+        fprintf(stderr, TOOL ": error: --default-extent must be at least 1 (it is the size of every unbound symbol)\n");
+        exit(2);
+      }
     } else if ((v = opt_value(argc, argv, &i, "--save-outputs"))) {
       a->save_outputs = v;
     } else if ((v = opt_value(argc, argv, &i, "--save-inputs"))) {
@@ -709,71 +710,21 @@ static void gpu_diag_handler(void *user, const fu_diagnostic *d) {
     fprintf(stderr, TOOL ": %s: %s\n", fu_severity_name(d->severity), d->message);
 }
 
-/* The kernels of f's segments, in order. */
-static uint32_t fusion_kernels(fu_fusion *f, const fu_kernel **out, uint32_t cap) {
-  uint32_t n = 0;
-  for (fu_op *op = f->body.first; op; op = op->next)
-    if (op->kind == FU_OP_SEGMENT && op->u.segment.kernel) {
-      if (n < cap) out[n] = op->u.segment.kernel;
-      n++;
-    }
-  return n;
-}
-
-#ifdef FUSER_HAS_LLVM
-/* Runs the pipeline `all` (or --pass) over the module, with the schedule
- * pass tuned for the GPU found: its description goes to a temporary device
- * file that `schedule{device=...}` reads. */
+/* Runs the pipeline `all` (or --pass) over the module, with the passes
+ * tuned for the GPU found (the run options' typed device). */
 static fu_status compile_module(fu_module *m, const run_args *a, const fu_device *dev, const fu_source *src,
                                 fu_diag_engine *diag) {
-  fu_allocator al = fu_default_allocator();
-  char path[] = "/tmp/fuser-run-device-XXXXXX";
-  fu_strbuf text, desc;
-  fu_strbuf_init(&text, al);
-  fu_strbuf_init(&desc, al);
-  bool have_file = false;
-  fu_status st = FU_OK;
-  if (a->pipeline) {
-    fu_strbuf_puts(&text, a->pipeline);
-  } else {
-    int fd = mkstemp(path);
-    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!fp) {
-      if (fd >= 0) close(fd);
-      fprintf(stderr, TOOL ": cannot create a temporary device file: %s\n", strerror(errno));
-      st = FU_ERR_IO;
-      goto done;
-    }
-    have_file = true;
-    fu_device_print(&desc, dev);
-    fwrite(desc.data ? desc.data : "", 1, desc.len, fp);
-    if (fclose(fp) != 0) {
-      fprintf(stderr, TOOL ": cannot write '%s': %s\n", path, strerror(errno));
-      st = FU_ERR_IO;
-      goto done;
-    }
-    size_t n = 0;
-    const fu_pass_def *passes = fu_pass_all(&n);
-    for (size_t i = 0; i < n; i++) {
-      fu_strbuf_printf(&text, "%s%s", i ? "," : "", passes[i].name);
-      if (strcmp(passes[i].name, "schedule") == 0) fu_strbuf_printf(&text, "{device=%s}", path);
-    }
-  }
   fu_pipeline p;
-  fu_pipeline_init(&p, al);
-  st = fu_pipeline_parse(&p, text.data ? text.data : "", "--pass", diag);
+  fu_pipeline_init(&p, fu_default_allocator());
+  fu_status st = fu_pipeline_parse(&p, a->pipeline ? a->pipeline : "all", "--pass", diag);
   if (st == FU_OK) {
     fu_run_options ro = fu_run_options_default();
+    ro.device = dev;
     st = fu_pipeline_run(&p, m, &ro, NULL, src, diag);
   }
   fu_pipeline_free(&p);
-done:
-  if (have_file) unlink(path);
-  fu_strbuf_free(&text);
-  fu_strbuf_free(&desc);
   return st;
 }
-#endif
 
 static const char *output_name(const fu_value *v) { return v->name ? v->name : "?"; }
 
@@ -882,9 +833,9 @@ typedef struct gpu_ctx {
   fu_diag_engine *diag;
   const char *ptx_text; /* --ptx contents, or NULL */
   size_t ptx_len;
-#ifdef FUSER_HAS_LLVM
-  fu_backend *be;
-#endif
+  fu_compiler comp;     /* the build's target, when it has one */
+  fu_module *m;
+  const fu_source *src;
 } gpu_ctx;
 
 /* The PTX for f: the --ptx file, or the backend's for f's kernels. */
@@ -894,27 +845,19 @@ static fu_status ptx_for(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_strbuf 
     *len = g->ptx_len;
     return FU_OK;
   }
-#ifdef FUSER_HAS_LLVM
-  uint32_t n = fusion_kernels(f, NULL, 0);
-  const fu_kernel **ks = calloc(n ? n : 1, sizeof *ks);
-  if (!ks) return FU_ERR_NOMEM;
-  fusion_kernels(f, ks, n);
+  (void)a;
+  if (!g->comp.target) {
+    fprintf(stderr, TOOL ": no PTX: this build has no code-generation backend; pass --ptx FILE.ptx\n");
+    return FU_ERR_UNSUPPORTED;
+  }
   char arch[16];
   fu_rt_device_arch(fu_rt_device(g->rt), arch, sizeof arch);
-  if (!fu_backend_sm_supported(arch)) snprintf(arch, sizeof arch, "sm_90");
-  fu_status st = fu_backend_emit_ptx(g->be, ks, n, arch, own);
-  free(ks);
+  const char *use = g->comp.target->arch_supported(arch) ? arch : FU_DEFAULT_ARCH;
+  fu_status st = fu_compile_module(&g->comp, g->m, f->name, FU_TARGET_PTX, use, g->src, own, g->diag);
   if (st != FU_OK) return st;
   *ptx = own->data ? own->data : "";
   *len = own->len;
   return FU_OK;
-#else
-  (void)f;
-  (void)a;
-  (void)own;
-  fprintf(stderr, TOOL ": no PTX: this build has no LLVM backend; pass --ptx FILE.ptx\n");
-  return FU_ERR_UNSUPPORTED;
-#endif
 }
 
 /* One fusion on the GPU: PTX, module, inputs, plan, run, outputs; then the
@@ -950,7 +893,7 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
   fu_strbuf_init(&dumps, al);
   fu_strbuf_init(&log, al);
   int rc = 1;
-  uint32_t n_kernels = fusion_kernels(f, NULL, 0);
+  uint32_t n_kernels = fu_compile_count_kernels(g->m, f->name);
 
   const char *ptx = NULL;
   size_t ptx_len = 0;
@@ -1156,7 +1099,7 @@ static int gpu_preflight(const run_args *a, fu_module *m, uint32_t n_selected) {
             a->file, n_selected);
     return 2;
   }
-#ifndef FUSER_HAS_LLVM
+  if (fu_target_lookup(NULL)) return 0;
   if (a->pipeline) {
     fprintf(stderr, TOOL ": --pass needs the LLVM backend, which this build does not have\n");
     return 2;
@@ -1176,7 +1119,7 @@ static int gpu_preflight(const run_args *a, fu_module *m, uint32_t n_selected) {
               fu_loc_file_line(why->loc), why->kind == FU_OP_SEGMENT ? "has no kernel" : "is in no segment");
       return 1;
     }
-    if (!a->ptx && fusion_kernels(f, NULL, 0) > 0) {
+    if (!a->ptx && fu_compile_count_kernels(m, f->name) > 0) {
       fprintf(stderr,
               TOOL ": fusion '@%s' needs PTX, and this build has no LLVM backend to make it: pass --ptx FILE.ptx (made "
                    "where LLVM is with fuser-opt --pass=all --emit=ptx FILE.fir -o FILE.ptx)\n",
@@ -1184,9 +1127,6 @@ static int gpu_preflight(const run_args *a, fu_module *m, uint32_t n_selected) {
       return 2;
     }
   }
-#else
-  (void)m;
-#endif
   return 0;
 }
 
@@ -1250,15 +1190,15 @@ static int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32
     g.ptx_text = ptx_text;
     g.ptx_len = ptx_len;
   }
-#ifdef FUSER_HAS_LLVM
-  bool need_compile = a->pipeline != NULL;
-  for (fu_fusion *f = m->first; f; f = f->next)
-    if (!a->fusion || (f->name && strcmp(f->name, a->fusion) == 0)) need_compile |= !fu_rt_fusion_is_lowered(f, NULL);
-  if (need_compile && (st = compile_module(m, a, &dev->desc, src, &diag)) != FU_OK) rc = 1;
-  if (!rc && !a->ptx && (st = fu_backend_new(NULL, al, &diag, &g.be)) != FU_OK) rc = 1;
-#else
-  (void)src;
-#endif
+  fu_compiler_init(&g.comp, NULL, NULL, al);
+  g.m = m;
+  g.src = src;
+  if (g.comp.target) {
+    bool need_compile = a->pipeline != NULL;
+    for (fu_fusion *f = m->first; f; f = f->next)
+      if (!a->fusion || (f->name && strcmp(f->name, a->fusion) == 0)) need_compile |= !fu_rt_fusion_is_lowered(f, NULL);
+    if (need_compile && (st = compile_module(m, a, &dev->desc, src, &diag)) != FU_OK) rc = 1;
+  }
   fu_strbuf outbuf;
   fu_strbuf_init(&outbuf, al);
   bool opened = !rc && a->json;
@@ -1284,9 +1224,7 @@ static int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32
   fwrite(outbuf.data ? outbuf.data : "", 1, outbuf.len, stdout);
   if (fflush(stdout) != 0) rc = 1;
   fu_strbuf_free(&outbuf);
-#ifdef FUSER_HAS_LLVM
-  if (g.be) fu_backend_free(g.be);
-#endif
+  fu_compiler_free(&g.comp);
   if (ptx_text) fu_mem_free(&al, ptx_text, ptx_len + 1);
   fu_rt_close(g.rt);
   return rc;
@@ -1328,6 +1266,7 @@ int main(int argc, char **argv) {
   if (st == FU_OK) st = fu_verify_module(m, &diag);
   if (st != FU_OK) goto out;
 
+  fu_loc file_loc = {&src, 0, 0}; /* the file, no line */
   uint32_t n_selected = 0;
   for (fu_fusion *f = m->first; f; f = f->next)
     if (!a.fusion || (f->name && strcmp(f->name, a.fusion) == 0)) n_selected++;
@@ -1339,7 +1278,7 @@ int main(int argc, char **argv) {
       fprintf(stderr, TOOL ": no fusion named '@%s' in '%s' (it has:%s)\n", a.fusion, src.name,
               names.len ? names.data : " none");
     else
-      fprintf(stderr, TOOL ": '%s' holds no fusion\n", src.name);
+      fu_error(&diag, file_loc, "the input holds no fusion");
     fu_strbuf_free(&names);
     goto out;
   }

@@ -115,14 +115,6 @@ static int write_output(const options *o, const fu_strbuf *sb) {
   return 0;
 }
 
-/* Is the line [p, end) a chunk separator: "# -----" or "// -----"? */
-static bool is_separator(const char *p, const char *end) {
-  while (p < end && (*p == ' ' || *p == '\t')) p++;
-  while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) end--;
-  size_t n = (size_t)(end - p);
-  return (n == 7 && memcmp(p, "# -----", 7) == 0) || (n == 8 && memcmp(p, "// -----", 8) == 0);
-}
-
 /* Translate one chunk; output goes to `out`, diagnostics to stderr. */
 static fu_status translate(const options *o, const fu_source *src, fu_allocator alloc, fu_strbuf *out) {
   fu_diag_engine diag;
@@ -162,24 +154,18 @@ int main(int argc, char **argv) {
   fu_strbuf_init(&out, alloc);
   bool failed = false;
   /* chunks: the whole text, or the pieces between separator lines */
-  const char *chunk = text, *end = text + len, *p = text;
-  uint32_t line = 1, chunk_line = 1, n_chunks = 0;
-  for (;;) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *line_end = nl ? nl : end;
-    bool sep = o.split && is_separator(p, line_end);
-    if (sep || !nl) {
-      const char *chunk_end = sep ? p : end;
-      fu_source src = {name, chunk, (size_t)(chunk_end - chunk), chunk_line};
-      if (n_chunks++) fu_strbuf_puts(&out, o.direction > 0 ? "// -----\n" : "# -----\n");
-      failed |= translate(&o, &src, alloc, &out) != FU_OK;
-      if (!nl) break;
-      chunk = nl + 1;
-      chunk_line = line + 1;
-    }
-    p = nl + 1;
-    line++;
+  fu_source whole = {name, text, len, 1}, *chunks = NULL;
+  uint32_t n_chunks = 1;
+  if (o.split && fu_split_input_at(&whole, o.direction > 0 ? "#" : "//", alloc, &chunks, &n_chunks) != FU_OK) {
+    fprintf(stderr, "fuser-translate: out of memory\n");
+    fu_mem_free(&alloc, text, len + 1);
+    return 1;
   }
+  for (uint32_t i = 0; i < n_chunks; i++) {
+    if (i) fu_strbuf_puts(&out, o.direction > 0 ? "// -----\n" : "# -----\n");
+    failed |= translate(&o, chunks ? &chunks[i] : &whole, alloc, &out) != FU_OK;
+  }
+  if (chunks) fu_mem_free(&alloc, chunks, n_chunks * sizeof *chunks);
   rc = failed ? 1 : write_output(&o, &out);
   fu_strbuf_free(&out);
   fu_mem_free(&alloc, text, len + 1);

@@ -39,7 +39,5 @@ char *fu_arena_strndup(fu_arena *arena, const char *s, size_t len);
 char *fu_arena_strdup(fu_arena *arena, const char *s);
 /* Copies `count` elements of `size` bytes (NULL when count == 0). */
 void *fu_arena_memdup(fu_arena *arena, const void *src, size_t count, size_t size);
-/* Bytes handed out so far (for statistics and benchmarks). */
-size_t fu_arena_bytes_used(const fu_arena *arena);
 
 #endif

@@ -45,7 +45,7 @@ typedef struct fu_backend_options {
    * made for fuser's kernels (lib/target/llvm/context.c says what it runs and
    * why); "default<O3>" gives LLVM's standard one. */
   const char *pipeline;
-  /* The sm used by fu_backend_emit_llvm (NULL: "sm_90"). */
+  /* The sm used by fu_backend_emit_llvm (NULL: FU_DEFAULT_ARCH, fuser/target.h). */
   const char *default_sm;
   /* Extra target features such as "+ptx80"; NULL: the sm's default PTX
    * version. */

@@ -14,10 +14,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fuser/device.h"
 #include "fuser/diag.h"
 #include "fuser/ir.h"
 #include "fuser/pass.h"
 #include "fuser/strbuf.h"
+#include "fuser/target.h"
 
 #define FU_VERSION_STRING "0.1.0"
 
@@ -90,6 +92,7 @@ typedef struct fu_run_options {
   const char *debug;           /* --debug list (pass names or "all"), or NULL */
   bool print_locs;             /* IR dumps carry `// line:col` comments */
   FILE *dump;                  /* where IR dumps and --debug output go */
+  const fu_device *device;     /* the target the passes tune for (NULL: their default) */
 } fu_run_options;
 
 /* Default options: verify after every pass, no dumps, dumps to stderr. */
@@ -114,6 +117,9 @@ bool fu_name_in_list(const char *list, const char *name);
  * (free with fu_mem_free(alloc, *out, *n * sizeof **out)); chunks point into
  * whole->text. */
 fu_status fu_split_input(const fu_source *whole, fu_allocator alloc, fu_source **out, uint32_t *n);
+/* The same with another comment leader: "#" cuts Python at `# -----`. */
+fu_status fu_split_input_at(const fu_source *whole, const char *leader, fu_allocator alloc, fu_source **out,
+                            uint32_t *n);
 
 /* ---- --verify-diagnostics ---------------------------------------------- */
 
@@ -132,6 +138,50 @@ void fu_expect_handler(void *user, const fu_diagnostic *d);
  * met to `report`; returns true when everything matched. */
 bool fu_expect_finish(fu_expect_checker *c, fu_diag_engine *report);
 void fu_expect_free(fu_expect_checker *c);
+
+/* ---- compiling kernels for a target ------------------------------------ */
+
+/* One target's compiler, shared by every compile call of a tool: the
+ * target instance is opened at the first call (so libdevice is read once
+ * per process) and its diagnostics are relayed to the engine of the call
+ * at hand, with the call's input file on those that have no location. */
+typedef struct fu_compiler {
+  const fu_target_def *target; /* NULL: the build has no backend */
+  fu_target_options options;
+  fu_allocator alloc;
+  void *state;                 /* the target instance, once opened */
+  fu_diag_engine relay;        /* what the target reports to */
+  fu_diag_engine *to;          /* the current call's engine */
+  const fu_source *src;        /* the current call's input */
+  fu_target_timing total;      /* summed over the calls */
+  unsigned calls;
+} fu_compiler;
+
+/* `target` NULL: the build's preferred target.  Never fails: a build
+ * without that target leaves c->target NULL, and compiling then says so. */
+void fu_compiler_init(fu_compiler *c, const char *target, const fu_target_options *o, fu_allocator alloc);
+void fu_compiler_free(fu_compiler *c);
+
+/* Compiles `n` kernels into `out`; `arch` NULL: FU_DEFAULT_ARCH.  Errors,
+ * with `src` (may be NULL) on those without a location, go to `diag`. */
+fu_status fu_compile_kernels(fu_compiler *c, const fu_kernel *const *ks, uint32_t n, fu_target_output what,
+                             const char *arch, const fu_source *src, fu_strbuf *out, fu_diag_engine *diag);
+
+/* The one way tools compile a module: the kernels of every lowered segment
+ * (of fusion `fusion` only, when not NULL) into one output, for `arch`, or,
+ * when NULL, the architecture the schedules were made for (one module has
+ * one), or FU_DEFAULT_ARCH.  A module with no kernel, segments scheduled
+ * for different architectures, an architecture the target cannot compile
+ * for, and a build without a backend are errors located at `src`. */
+fu_status fu_compile_module(fu_compiler *c, fu_module *m, const char *fusion, fu_target_output what,
+                            const char *arch, const fu_source *src, fu_strbuf *out, fu_diag_engine *diag);
+
+/* How many kernels fu_compile_module would compile. */
+uint32_t fu_compile_count_kernels(const fu_module *m, const char *fusion);
+
+/* The text --timing prints after the emit phase: where the compile time
+ * went, one-time loads apart.  Nothing when nothing was compiled. */
+void fu_compiler_timing_report(const fu_compiler *c, fu_strbuf *out);
 
 /* ---- fuser-opt ----------------------------------------------------------- */
 
@@ -154,9 +204,15 @@ typedef fu_status (*fu_emit_fn)(void *user, fu_module *m, fu_emit_kind kind, fu_
 
 typedef struct fu_opt_config {
   const char *tool_name;               /* for messages and --version */
-  fu_emit_fn emitters[FU_EMIT_COUNT];  /* NULL: not available in this build (FIR is built in) */
+  fu_emit_fn emitters[FU_EMIT_COUNT];  /* NULL: the compiler's, if any (FIR is built in) */
   void *emit_user;
+  fu_compiler *compiler;               /* --emit of a target's text and PTX (NULL: none) */
 } fu_opt_config;
+
+/* Whether this configuration can write `k`: an emitter of the tool, or the
+ * compiler's target; fu_opt_target_output says which target output it is. */
+bool fu_opt_can_emit(const fu_opt_config *cfg, fu_emit_kind k);
+bool fu_opt_target_output(const fu_opt_config *cfg, fu_emit_kind k, fu_target_output *what);
 
 /* The parsed command line of fuser-opt. */
 typedef struct fu_opt_args {
@@ -173,6 +229,7 @@ typedef struct fu_opt_args {
   bool version;
   /* ---- codegen: the target and the index graph's outputs ---- */
   const char *device;          /* --device=NAME|FILE, or NULL (the passes' default) */
+  fu_device device_desc;       /* what --device names; run.device points here when given */
   bool print_index_graph;      /* --print-index-graph: the index-graph pass prints to stderr */
   const char *index_graph_dot; /* --index-graph-dot=FILE */
   /* ---- end codegen ---- */

@@ -86,8 +86,6 @@ const fu_ix *fu_ix_extent(fu_ix_ctx *c, fu_extent e);
 bool fu_ix_is_const(const fu_ix *x, int64_t *v);
 /* Provably d divides x (for every binding of the symbols and variables). */
 bool fu_ix_divides(const fu_ix *d, const fu_ix *x);
-/* Provably a <= b. */
-bool fu_ix_le(const fu_ix *a, const fu_ix *b);
 /* An exclusive constant upper bound of x, or -1 when none is known. */
 int64_t fu_ix_upper(const fu_ix *x);
 /* x with variable `var` replaced by `value`, simplified again. */

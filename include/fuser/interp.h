@@ -130,6 +130,17 @@ typedef struct fu_compare_result {
 fu_status fu_host_tensor_compare(const fu_host_tensor *got, const fu_host_tensor *want, double rtol, double atol,
                                  fu_compare_result *out);
 
+/* ---- scalars --------------------------------------------------------------- */
+
+/* Pointwise op `k` on the literal values `operands` (n of them) with result
+ * dtype `result`, computed exactly as the interpreter computes it on tensors:
+ * the same compute kind, kernel and conversions.  The constant folder calls
+ * this, so each op's semantics are written once.  FU_ERR_RUNTIME for an
+ * integer division by zero; FU_ERR_UNSUPPORTED for a non-literal operand, an
+ * op that is not pointwise, or one not defined on these dtypes. */
+fu_status fu_interp_eval_scalar(fu_op_kind k, fu_value *const *operands, uint32_t n, fu_dtype result,
+                                fu_scalar_value *out);
+
 /* ---- arguments ------------------------------------------------------------ */
 
 typedef enum fu_arg_kind { FU_ARG_NONE = 0, FU_ARG_TENSOR, FU_ARG_SCALAR } fu_arg_kind;

@@ -115,7 +115,7 @@ struct fu_value {
 /* ---- ops ------------------------------------------------------------- */
 
 typedef enum fu_op_kind {
-#define FU_OP(id, name, cls, nops, flags) FU_OP_##id,
+#define FU_OP(id, name, cls, nops, flags, math) FU_OP_##id,
 #include "fuser/ops.def"
   FU_OP_COUNT
 } fu_op_kind;
@@ -158,7 +158,23 @@ typedef struct fu_op_info {
   fu_op_class cls;
   int num_operands; /* -1: variadic */
   unsigned flags;
+  const char *math; /* ops.def's MATH column as a string, NULL for `none` */
 } fu_op_info;
+
+/* A compile-time test on ops.def's MATH column, so an includer of ops.def
+ * can emit code for the rows that name a function and nothing for the
+ * others: FU_MATH_SELECT(m, A, B) is the macro name A when m is a function
+ * name, B when m is `none` (then call it: FU_MATH_SELECT(m, A, B)(args)). */
+#define FU_MATH_PROBE_none ~, 0
+#define FU_MATH_SECOND_(a, b, ...) b
+#define FU_MATH_SECOND(...) FU_MATH_SECOND_(__VA_ARGS__)
+#define FU_MATH_HAS(m) FU_MATH_SECOND(FU_MATH_PROBE_##m, 1, ~)
+#define FU_MATH_SELECT_0(a, b) b
+#define FU_MATH_SELECT_1(a, b) a
+#define FU_MATH_SELECT_(f, a, b) FU_MATH_SELECT_##f(a, b)
+#define FU_MATH_SELECT__(f, a, b) FU_MATH_SELECT_(f, a, b)
+#define FU_MATH_SELECT(m, a, b) FU_MATH_SELECT__(FU_MATH_HAS(m), a, b)
+#define FU_MATH_NOTHING(...)
 
 const fu_op_info *fu_op_info_of(fu_op_kind k);
 /* FU_OP_COUNT when unknown. */
@@ -252,8 +268,9 @@ struct fu_op {
    * ops always stay outside segments. */
   bool host;
   /* Per-class payload; which member is live follows fu_op_info_of(kind)->cls
-   * (and kind for the META ops). */
-  union {
+   * (and kind for the META ops); the attribute table (fu_op_attr_spec)
+   * describes the members of each class. */
+  union fu_op_payload {
     struct { fu_layout layout; fu_example example; } input;          /* INPUT */
     fu_segment_info segment;                                          /* SEGMENT */
     struct { fu_int_list axes; bool keepdim; fu_dtype dtype; } reduce; /* REDUCE; dtype NONE = default */
@@ -267,6 +284,43 @@ struct fu_op {
     struct { fu_int_list widths; } pad; /* pairs (before, after), innermost dim first as in nvFuser */
   } u;
 };
+
+/* ---- op attributes: one table per class --------------------------------- */
+
+/* The attributes of an op are its class's payload (fu_op.u): each class
+ * describes its members once, and printing, equality (CSE), hashing and
+ * copying (segment extraction) all go through that description.  META ops
+ * (input, output, segment) carry structure, not attributes: they are never
+ * equal to another op and their owners copy them. */
+typedef enum fu_attr_kind {
+  FU_AK_INT,       /* int64_t */
+  FU_AK_BOOL,      /* bool */
+  FU_AK_DTYPE,     /* fu_dtype */
+  FU_AK_INT_LIST,  /* fu_int_list */
+  FU_AK_BOOL_LIST, /* bool * at `offset`, its uint32_t count at `count_offset` */
+} fu_attr_kind;
+
+typedef struct fu_attr_field {
+  const char *name; /* the .fir attribute name */
+  fu_attr_kind kind;
+  size_t offset;       /* of the member in fu_op.u */
+  size_t count_offset; /* FU_AK_BOOL_LIST only */
+  bool print_always;   /* else printed only when not false / FU_DT_NONE */
+} fu_attr_field;
+
+typedef struct fu_attr_spec {
+  const fu_attr_field *fields; /* in canonical (printing) order */
+  uint32_t n;
+} fu_attr_spec;
+
+fu_attr_spec fu_op_attr_spec(fu_op_class cls);
+/* Equal kinds with equal attributes (false for META ops other than a == b). */
+bool fu_op_attrs_equal(const fu_op *a, const fu_op *b);
+/* `h` mixed with op's attributes. */
+uint64_t fu_op_attrs_hash(const fu_op *op, uint64_t h);
+/* to's payload := a deep copy of from's in m's arena (to is of from's kind);
+ * META payloads are zeroed.  False on allocation failure. */
+bool fu_op_attrs_copy(fu_module *m, const fu_op *from, fu_op *to);
 
 struct fu_block {
   fu_op *first, *last;
@@ -305,7 +359,6 @@ uint32_t fu_module_num_fusions(const fu_module *m);
 fu_op *fu_op_new(fu_fusion *f, fu_op_kind kind, fu_value *const *operands, uint32_t n_operands,
                  uint32_t n_results, fu_loc loc);
 void fu_block_append(fu_block *b, fu_op *op);
-void fu_block_insert_before(fu_block *b, fu_op *before, fu_op *op);
 void fu_block_remove(fu_block *b, fu_op *op);
 
 /* A literal constant operand. */

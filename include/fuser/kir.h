@@ -61,10 +61,15 @@ typedef struct fu_kval {
   fu_dtype dtype;   /* element dtype for tensors and arrays */
   uint32_t id;      /* dense per kernel */
   /* FU_KV_TENSOR_PARAM */
-  fu_value *tensor;   /* the fusion value this parameter binds */
+  fu_value *tensor;   /* the fusion value this parameter binds (NULL for a workspace) */
   bool readonly;      /* an input: loads may use the non-coherent path */
   bool noalias;
   uint32_t align;     /* bytes guaranteed for the base pointer */
+  /* a workspace: global scratch the runtime allocates per launch, ws_size
+   * elements (evaluated like the grid); ws_zeroed: all zero at launch, and
+   * the kernel leaves it all zero again when it ends */
+  struct fu_lexpr *ws_size; /* NULL: not a workspace */
+  bool ws_zeroed;
   /* FU_KV_SCALAR_PARAM */
   fu_kparam_role role;
   fu_value *scalar;   /* FU_KP_SCALAR_INPUT */
@@ -89,6 +94,8 @@ typedef enum fu_kinst_kind {
   FU_KI_ASSIGN,  /* mutable args[0] = args[1] */
   FU_KI_SHFL_XOR,/* results[0] = warp shuffle butterfly of args[0] with lane mask u.shfl_mask */
   FU_KI_SYNC,    /* block-wide barrier */
+  FU_KI_ATOM_ADD,/* results[0] = old value of global args[0] at index args[1]; that element += args[2] */
+  FU_KI_FENCE,   /* memory fence at scope u.fence */
   FU_KI_FOR,     /* for results[0] in [args[0], args[1]) step args[2] { u.loop.body } */
   FU_KI_IF,      /* if args[0] { u.branch.then_body } else { u.branch.else_body } */
 } fu_kinst_kind;
@@ -99,6 +106,11 @@ typedef enum fu_special {
   FU_SP_NTID_X, FU_SP_NTID_Y, FU_SP_NTID_Z,
   FU_SP_NCTAID_X, FU_SP_NCTAID_Y, FU_SP_NCTAID_Z,
 } fu_special;
+
+typedef enum fu_fence_scope {
+  FU_FENCE_BLOCK, /* membar.cta */
+  FU_FENCE_GPU,   /* membar.gl */
+} fu_fence_scope;
 
 typedef enum fu_loop_kind {
   FU_LOOP_SERIAL,
@@ -122,6 +134,7 @@ typedef struct fu_kinst {
     fu_special special;                             /* SPECIAL */
     struct { uint32_t width; fu_mem_space space; bool predicated_by_parent; } mem; /* LOAD/STORE */
     uint32_t shfl_mask;                             /* SHFL_XOR */
+    fu_fence_scope fence;                           /* FENCE */
     struct { fu_loop_kind kind; fu_kblock body; } loop; /* FOR */
     struct { fu_kblock then_body, else_body; } branch;  /* IF */
   } u;
@@ -173,6 +186,9 @@ fu_kval *fu_kernel_stride_param(fu_module *m, fu_kernel *k, const char *name, fu
 fu_kval *fu_kernel_scalar_input_param(fu_module *m, fu_kernel *k, const char *name, fu_dtype dtype,
                                       fu_value *scalar);
 fu_kval *fu_kernel_scalar_param(fu_module *m, fu_kernel *k, const char *name, fu_dtype dtype);
+/* A workspace of `size` elements of `dtype` (noalias, 16-byte aligned). */
+fu_kval *fu_kernel_workspace_param(fu_module *m, fu_kernel *k, const char *name, fu_dtype dtype, fu_lexpr *size,
+                                   bool zeroed);
 
 fu_kval *fu_kval_new_local(fu_module *m, fu_kernel *k, const char *name, fu_dtype dtype);
 fu_kval *fu_kval_new_mutable(fu_module *m, fu_kernel *k, const char *name, fu_dtype dtype);
@@ -221,6 +237,10 @@ fu_kval *fu_kb_read(fu_kbuilder *b, const char *name, fu_kval *mut);
 fu_kinst *fu_kb_assign(fu_kbuilder *b, fu_kval *mut, fu_kval *value);
 fu_kval *fu_kb_shfl_xor(fu_kbuilder *b, const char *name, fu_kval *x, uint32_t lane_mask);
 fu_kinst *fu_kb_sync(fu_kbuilder *b);
+/* Atomically adds `value` to element `index` of global tensor `mem` (an
+ * int dtype); the result is the element's old value. */
+fu_kval *fu_kb_atom_add(fu_kbuilder *b, const char *name, fu_kval *mem, fu_kval *index, fu_kval *value);
+fu_kinst *fu_kb_fence(fu_kbuilder *b, fu_fence_scope scope);
 /* `for %name = start to end step step`; the induction variable has start's
  * dtype.  Continue building inside with fu_kbuilder_at(m, k, &inst->u.loop.body). */
 fu_kinst *fu_kb_for(fu_kbuilder *b, const char *name, fu_kval *start, fu_kval *end, fu_kval *step,

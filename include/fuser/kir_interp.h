@@ -2,14 +2,16 @@
  * fusions built on it.
  *
  * fu_kir_run executes one kernel over host memory for a given grid, block
- * after block and thread after thread, with the CPU interpreter's
- * arithmetic (lib/interp), so a lowered kernel can be checked against the
- * fusion interpreter with no GPU.  Every load and store is bounds-checked,
- * vector accesses must be aligned to their width, and stores can be
- * counted per element (each output element written exactly once).
- * Barriers and warp shuffles need threads in lockstep, which a sequential
- * interpreter does not give: kernels that use them are refused
- * (FU_ERR_UNSUPPORTED).
+ * after block, with the CPU interpreter's arithmetic (lib/interp), so a
+ * lowered kernel can be checked against the fusion interpreter with no
+ * GPU.  The threads of a block run in lockstep (lib/interp/kir_exec.c):
+ * barriers and warp shuffles behave as on the GPU, and a barrier reached by
+ * only some threads, a shuffle reached by only part of a warp, a thread
+ * finishing while others wait at a barrier, and a shared-memory race
+ * between two barriers (a write and another thread's access of the same
+ * element) are errors.  Every load and store is bounds-checked, vector
+ * accesses must be aligned to their width, and stores can be counted per
+ * element (each output element written exactly once).
  *
  * fu_kir_run_fusion runs a whole lowered fusion the way the runtime will:
  * inputs bound, host ops applied as views (strides from

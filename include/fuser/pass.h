@@ -8,8 +8,11 @@
 
 #include <stdio.h>
 
+#include "fuser/device.h"
 #include "fuser/diag.h"
 #include "fuser/ir.h"
+
+typedef struct fu_pass_def fu_pass_def;
 
 typedef struct fu_pass_option {
   const char *name;
@@ -22,6 +25,8 @@ typedef struct fu_pass_context {
   uint32_t n_options;
   FILE *debug_out;         /* where --debug=<pass> output goes (NULL: off) */
   const char *debug_flags; /* comma-separated pass names given to --debug, or "all" */
+  const fu_pass_def *pass; /* the pass being run: its declared options give the defaults */
+  const fu_device *device; /* the target the tool compiles for, or NULL (a pass's own default) */
 } fu_pass_context;
 
 typedef fu_status (*fu_pass_fn)(fu_module *m, fu_pass_context *ctx);
@@ -32,20 +37,26 @@ typedef struct fu_pass_option_def {
   const char *default_value;
 } fu_pass_option_def;
 
-typedef struct fu_pass_def {
+/* A pass, defined once, in its own file (`const fu_pass_def fu_pass_<id>`):
+ * its name, summary and options are read from here by the pipeline parser,
+ * --list-passes and fu_pass_option_value. */
+struct fu_pass_def {
   const char *name;
   const char *summary;
   const fu_pass_option_def *options; /* NULL-name terminated, or NULL */
   fu_pass_fn run;
-} fu_pass_def;
+};
 
-/* The registry: a constant table, in passes/registry.c. */
+/* The registry: a list of the passes' definitions, in passes/registry.c. */
 const fu_pass_def *fu_pass_lookup(const char *name, size_t len);
-/* Every registered pass, in registry order; *n receives the count. */
-const fu_pass_def *fu_pass_all(size_t *n);
+/* Every registered pass, in registry (= pipeline) order; *n receives the count. */
+const fu_pass_def *const *fu_pass_all(size_t *n);
 
-/* The value of option `name`, or the pass's declared default, or NULL. */
-const char *fu_pass_option_value(const fu_pass_context *ctx, const fu_pass_def *pass, const char *name);
+/* The value of option `name` given to the running pass (ctx->pass), or the
+ * pass's declared default, or NULL. */
+const char *fu_pass_option_value(const fu_pass_context *ctx, const char *name);
+/* True when the pipeline text gave option `name` (not just its default). */
+bool fu_pass_option_given(const fu_pass_context *ctx, const char *name);
 /* True when --debug names this pass (or "all"); then ctx->debug_out is set. */
 bool fu_pass_debug_enabled(const fu_pass_context *ctx, const char *pass_name);
 

@@ -30,7 +30,6 @@
 
 /* The registry entry: name "segment", option `dot=FILE`. */
 extern const fu_pass_def fu_pass_segment;
-extern const fu_pass_option_def fu_pass_options_segment[];
 fu_status fu_pass_run_segment(fu_module *m, fu_pass_context *ctx);
 
 /* What one run did, for tools, tests and the benchmark. */

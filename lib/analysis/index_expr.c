@@ -311,17 +311,6 @@ bool fu_ix_divides(const fu_ix *d, const fu_ix *x) {
   }
 }
 
-bool fu_ix_le(const fu_ix *a, const fu_ix *b) {
-  if (a == b) return true;
-  int64_t av = 0, bv = 0;
-  if (fu_ix_is_const(b, &bv)) {
-    int64_t u = fu_ix_upper(a);
-    if (u >= 0) return u - 1 <= bv;
-  }
-  if (fu_ix_is_const(a, &av) && av <= 0) return true;
-  return false;
-}
-
 /* ---- constructors ------------------------------------------------------------------ */
 
 static bool is_zero(const fu_ix *x) { return x && x->kind == FU_IX_CONST && x->value == 0; }

@@ -68,6 +68,19 @@ static const struct option_def {
     {"version", O_VERSION, ARG_NONE, NULL, "show the version"},
 };
 
+/* PTX from any target; a text kind from the target whose text it is. */
+bool fu_opt_target_output(const fu_opt_config *cfg, fu_emit_kind k, fu_target_output *what) {
+  const fu_target_def *t = cfg && cfg->compiler ? cfg->compiler->target : NULL;
+  if (!t || k == FU_EMIT_FIR) return false;
+  *what = k == FU_EMIT_PTX ? FU_TARGET_PTX : FU_TARGET_TEXT;
+  return k == FU_EMIT_PTX || strcmp(t->text_name, emit_names[k]) == 0;
+}
+
+bool fu_opt_can_emit(const fu_opt_config *cfg, fu_emit_kind k) {
+  fu_target_output what;
+  return k == FU_EMIT_FIR || (cfg && cfg->emitters[k]) || fu_opt_target_output(cfg, k, &what);
+}
+
 static const char *tool(const fu_opt_config *cfg) {
   return cfg && cfg->tool_name ? cfg->tool_name : "fuser-opt";
 }
@@ -92,24 +105,24 @@ void fu_opt_print_help(fu_strbuf *out, const fu_opt_config *cfg) {
   }
   fu_strbuf_puts(out, "\npasses (see --list-passes): all");
   size_t n;
-  const fu_pass_def *all = fu_pass_all(&n);
-  for (size_t i = 0; i < n; i++) fu_strbuf_printf(out, ", %s", all[i].name);
+  const fu_pass_def *const *all = fu_pass_all(&n);
+  for (size_t i = 0; i < n; i++) fu_strbuf_printf(out, ", %s", all[i]->name);
   fu_strbuf_puts(out, "\n--emit kinds in this build: fir");
   for (int k = 1; k < FU_EMIT_COUNT; k++)
-    if (cfg && cfg->emitters[k]) fu_strbuf_printf(out, ", %s", emit_names[k]);
+    if (fu_opt_can_emit(cfg, (fu_emit_kind)k)) fu_strbuf_printf(out, ", %s", emit_names[k]);
   fu_strbuf_puts(out, "\n\nexit status: 0 success, 1 bad input or a failing pass (or unmet expectations with\n"
                       "--verify-diagnostics), 2 bad command line\n");
 }
 
 void fu_opt_print_pass_list(fu_strbuf *out) {
   size_t n;
-  const fu_pass_def *all = fu_pass_all(&n);
+  const fu_pass_def *const *all = fu_pass_all(&n);
   fu_strbuf_puts(out, "Passes, in pipeline order (--pass=all runs them in this order):\n");
   for (size_t i = 0; i < n; i++) {
-    fu_strbuf_printf(out, "  %s\n      %s\n", all[i].name, all[i].summary);
-    if (!all[i].options || !all[i].options->name) continue;
+    fu_strbuf_printf(out, "  %s\n      %s\n", all[i]->name, all[i]->summary);
+    if (!all[i]->options || !all[i]->options->name) continue;
     fu_strbuf_puts(out, "    options:\n");
-    for (const fu_pass_option_def *o = all[i].options; o->name; o++)
+    for (const fu_pass_option_def *o = all[i]->options; o->name; o++)
       fu_strbuf_printf(out, "      %s (default: %s)\n          %s\n", o->name,
                        o->default_value ? o->default_value : "none", o->summary ? o->summary : "");
   }
@@ -137,10 +150,10 @@ static bool check_pass_list(const char *list, const char *flag, bool allow_all, 
     bool is_all = len == 3 && memcmp(p, "all", 3) == 0;
     if (!fu_pass_lookup(p, len) && !(allow_all && is_all)) {
       size_t n;
-      const fu_pass_def *all = fu_pass_all(&n);
+      const fu_pass_def *const *all = fu_pass_all(&n);
       fprintf(err, "%s: error: unknown pass '%.*s' in --%s; valid passes: %s", tool(cfg), (int)len, p, flag,
               allow_all ? "all" : "");
-      for (size_t i = 0; i < n; i++) fprintf(err, "%s%s", (allow_all || i) ? ", " : "", all[i].name);
+      for (size_t i = 0; i < n; i++) fprintf(err, "%s%s", (allow_all || i) ? ", " : "", all[i]->name);
       fputc('\n', err);
       return false;
     }
@@ -205,12 +218,11 @@ static fu_status apply_codegen_args(fu_opt_args *a, const fu_opt_config *cfg, FI
     fu_diag_engine diag;
     fu_diag_init(&diag, fu_default_allocator());
     diag.stream = err;
-    fu_device dev;
-    if (fu_device_from_spec(a->device, fu_default_allocator(), &dev, &diag) != FU_OK) {
+    if (fu_device_from_spec(a->device, fu_default_allocator(), &a->device_desc, &diag) != FU_OK) {
       usage_error(err, cfg, "bad --device '%s'", a->device);
       return FU_ERR_INVALID_ARG;
     }
-    if (add_default_option(a, NULL, "device", a->device) < 0) return FU_ERR_NOMEM;
+    a->run.device = &a->device_desc;
   }
   if ((a->print_index_graph || a->index_graph_dot) && !pipeline_has(a, "index-graph")) {
     usage_error(err, cfg, "--%s needs the index-graph pass in the pipeline (--pass=...,index-graph or --pass=all)",
@@ -301,7 +313,7 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
         usage_error(err, cfg, "unknown --emit kind '%s'; valid kinds: fir, llvm, ptx, cuda", value);
         return FU_ERR_INVALID_ARG;
       }
-      if (k != FU_EMIT_FIR && !(cfg && cfg->emitters[k])) {
+      if (k != FU_EMIT_FIR && !fu_opt_can_emit(cfg, k)) {
         usage_error(err, cfg,
                     "--emit=%s is not available in this build (fuser was built without the %s backend; "
                     "see README.md)",

@@ -109,13 +109,13 @@ static bool process_chunk(opt_state *s, const fu_source *src, fu_diag_engine *di
       fu_timing_add(&s->timing, "print", fu_timing_now() - t0);
     } else {
       /* ---- codegen: --device names the architecture the kernels are emitted for ---- */
-      if (a->device) {
-        fu_device dev;
-        st = fu_device_from_spec(a->device, s->alloc, &dev, diag);
-        if (st == FU_OK) st = fu_schedule_retarget(m, &dev);
-      }
+      if (a->run.device) st = fu_schedule_retarget(m, a->run.device);
       /* ---- end codegen ---- */
-      if (st == FU_OK) st = s->cfg->emitters[a->emit](s->cfg->emit_user, m, a->emit, out, diag);
+      fu_target_output what;
+      if (st == FU_OK && s->cfg->emitters[a->emit])
+        st = s->cfg->emitters[a->emit](s->cfg->emit_user, m, a->emit, out, diag);
+      else if (st == FU_OK && fu_opt_target_output(s->cfg, a->emit, &what))
+        st = fu_compile_module(s->cfg->compiler, m, NULL, what, NULL, src, out, diag);
       fu_timing_add(&s->timing, "emit", fu_timing_now() - t0);
     }
     if (out->failed) {
@@ -246,6 +246,7 @@ int fu_opt_main(int argc, char *const *argv, const fu_opt_config *cfg_in, FILE *
     fu_strbuf rep;
     fu_strbuf_init(&rep, s.alloc);
     fu_timing_report(&s.timing, args.timing, &rep);
+    if (cfg.compiler) fu_compiler_timing_report(cfg.compiler, &rep);
     fputs(rep.data ? rep.data : "", err);
     fu_strbuf_free(&rep);
   }

@@ -65,9 +65,9 @@ static size_t scan_name(cursor *c) {
 
 static void list_passes(fu_strbuf *sb) {
   size_t n;
-  const fu_pass_def *all = fu_pass_all(&n);
+  const fu_pass_def *const *all = fu_pass_all(&n);
   fu_strbuf_puts(sb, "all");
-  for (size_t i = 0; i < n; i++) fu_strbuf_printf(sb, ", %s", all[i].name);
+  for (size_t i = 0; i < n; i++) fu_strbuf_printf(sb, ", %s", all[i]->name);
 }
 
 static void list_options(fu_strbuf *sb, const fu_pass_def *pass) {
@@ -168,9 +168,9 @@ static fu_status parse_steps(cursor *c, fu_pipeline *p, fu_strbuf *sb) {
     const char *name = c->text + name_pos;
     if (name_len == 3 && memcmp(name, "all", 3) == 0) {
       size_t n;
-      const fu_pass_def *all = fu_pass_all(&n);
+      const fu_pass_def *const *all = fu_pass_all(&n);
       for (size_t i = 0; i < n; i++)
-        if (!push_step(p, &all[i])) return FU_ERR_NOMEM;
+        if (!push_step(p, all[i])) return FU_ERR_NOMEM;
       skip_blanks(c);
       if (c->pos < c->len && c->text[c->pos] == '{') {
         fu_error(c->diag, at(c, c->pos), "'all' takes no options; give them to a single pass");

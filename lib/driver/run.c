@@ -59,6 +59,8 @@ fu_status fu_pipeline_run(const fu_pipeline *p, fu_module *m, const fu_run_optio
     ctx.n_options = step->n_options;
     ctx.debug_flags = o->debug;
     ctx.debug_out = fu_name_in_list(o->debug, name) ? (o->dump ? o->dump : stderr) : NULL;
+    ctx.pass = step->pass;
+    ctx.device = o->device;
 
     unsigned errors_before = diag->n_errors;
     double t0 = fu_timing_now();

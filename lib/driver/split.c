@@ -3,11 +3,13 @@
 
 #include "fuser/driver.h"
 
-/* A separator is a line whose only content is `// -----`. */
-static bool is_separator(const char *p, const char *end) {
+/* The one separator rule of every tool: a line whose only content
+ * (blanks around it aside) is the comment leader, one space and `-----`. */
+static bool is_separator(const char *p, const char *end, const char *leader) {
   while (p < end && (*p == ' ' || *p == '\t')) p++;
   while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) end--;
-  return (size_t)(end - p) == 8 && memcmp(p, "// -----", 8) == 0;
+  size_t n = strlen(leader);
+  return (size_t)(end - p) == n + 6 && memcmp(p, leader, n) == 0 && memcmp(p + n, " -----", 6) == 0;
 }
 
 static bool push(fu_allocator alloc, fu_source **v, uint32_t *n, uint32_t *cap, fu_source s) {
@@ -23,6 +25,11 @@ static bool push(fu_allocator alloc, fu_source **v, uint32_t *n, uint32_t *cap, 
 }
 
 fu_status fu_split_input(const fu_source *whole, fu_allocator alloc, fu_source **out, uint32_t *n) {
+  return fu_split_input_at(whole, "//", alloc, out, n);
+}
+
+fu_status fu_split_input_at(const fu_source *whole, const char *leader, fu_allocator alloc, fu_source **out,
+                            uint32_t *n) {
   fu_source *v = NULL;
   uint32_t count = 0, cap = 0;
   const char *text = whole->text, *end = whole->text + whole->len;
@@ -31,7 +38,7 @@ fu_status fu_split_input(const fu_source *whole, fu_allocator alloc, fu_source *
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     const char *eol = nl ? nl : end;
-    if (is_separator(p, eol)) {
+    if (is_separator(p, eol, leader)) {
       fu_source s = {whole->name, chunk, (size_t)(p - chunk), chunk_line};
       if (!push(alloc, &v, &count, &cap, s)) goto nomem;
       chunk = nl ? nl + 1 : end;

@@ -57,11 +57,9 @@ static void slot_set_scalar(fu_interp_slot *s, fu_dtype dt, fu_ck k, const void 
 static void slot_set_literal(fu_interp_slot *s, const fu_value *v) {
   if (fu_dtype_is_float(v->type.dtype)) {
     slot_set_scalar(s, v->type.dtype, FU_CK_F64, &v->literal.f);
-  } else if (fu_dtype_is_bool(v->type.dtype)) {
-    int64_t b = v->literal.b ? 1 : 0;
-    slot_set_scalar(s, FU_DT_BOOL, FU_CK_I64, &b);
   } else {
-    slot_set_scalar(s, v->type.dtype, FU_CK_I64, &v->literal.i);
+    int64_t i = fu_interp_literal_i64(v);
+    slot_set_scalar(s, fu_dtype_is_bool(v->type.dtype) ? FU_DT_BOOL : v->type.dtype, FU_CK_I64, &i);
   }
 }
 
@@ -285,7 +283,6 @@ static fu_status broadcast_operand(fu_interp *I, fu_op *op, uint32_t i, int32_t 
 
 static fu_status eval_pointwise(fu_interp *I, fu_op *op) {
   fu_value *res = op->results[0];
-  const fu_op_info *info = fu_op_info_of(op->kind);
   int32_t rank = res->type.rank < 0 ? 0 : res->type.rank;
   int64_t shape[FU_MAX_RANK];
   fu_status st = fu_interp_result_shape(I, op, 0, shape, -1);
@@ -312,31 +309,12 @@ static fu_status eval_pointwise(fu_interp *I, fu_op *op) {
     if (st != FU_OK) return st;
   }
   fu_dtype rdt = res->type.dtype;
-  fu_ck kind;
-  if (op->kind == FU_OP_CAST || op->kind == FU_OP_SET) {
-    kind = fu_interp_ck(ins[0].dtype); /* load exact, round once on store */
-  } else if (info->flags & FU_OF_BOOL_RESULT) {
-    fu_dtype cd = op->n_operands == 1 ? op->operands[0]->type.dtype
-                                      : fu_dtype_common(op->operands, op->n_operands);
-    kind = fu_interp_ck(cd);
-  } else {
-    kind = fu_interp_ck(rdt);
-  }
   fu_host_tensor *out;
   st = fu_interp_alloc_result(I, op, 0, shape, &out);
   if (st != FU_OK) return st;
   fu_pw_loop l;
-  memset(&l, 0, sizeof l);
-  l.op = op->kind;
-  l.kind = kind;
-  l.out_kind = (info->flags & FU_OF_BOOL_RESULT) ? FU_CK_I64 : kind;
-  l.bool_result = rdt == FU_DT_BOOL;
-  l.n_in = op->n_operands;
-  for (uint32_t i = 0; i < op->n_operands; i++) {
-    l.in[i] = &ins[i];
-    l.in_kinds[i] = kind;
-  }
-  if (op->kind == FU_OP_WHERE) l.in_kinds[0] = FU_CK_I64;
+  fu_interp_pw_loop_init(&l, op->kind, op->operands, op->n_operands, rdt);
+  for (uint32_t i = 0; i < op->n_operands; i++) l.in[i] = &ins[i];
   l.out = out;
   switch (fu_interp_pw_run(&l)) {
   case FU_PW_OK: return FU_OK;

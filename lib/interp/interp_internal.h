@@ -35,6 +35,32 @@ void fu_interp_store(fu_dtype dt, void *p, int64_t stride, size_t n, fu_ck k, co
 int64_t fu_interp_f2i64(double d);
 int32_t fu_interp_f2i32(double d);
 
+/* `case FU_OP_<id>:` for the kinds of every class that is not pointwise,
+ * nothing for the pointwise ones: a kernel switch over op kinds lists them
+ * with
+ *   #define FU_OP(id, name, cls, nops, flags, math) FU_INTERP_CASE_IF_NOT_PW_##cls(id)
+ *   #include "fuser/ops.def"
+ * instead of a `default:`, so the compiler names the switch when a pointwise
+ * op is added (-Wswitch) and when a class is added (no macro for it here). */
+#define FU_INTERP_CASE_IF_NOT_PW_UNARY(id)
+#define FU_INTERP_CASE_IF_NOT_PW_BINARY(id)
+#define FU_INTERP_CASE_IF_NOT_PW_TERNARY(id)
+#define FU_INTERP_CASE_IF_NOT_PW_CAST(id)
+#define FU_INTERP_CASE_IF_NOT_PW_META(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_REDUCE(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_VARIANCE(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_BROADCAST_IN_DIM(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_BROADCAST(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_EXPAND(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_RESHAPE(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_PERMUTE(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_SQUEEZE(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_SLICE(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_CAT(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_PAD(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_FULL(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_IOTA(id) case FU_OP_##id:
+
 /* Outcome of a row kernel. */
 typedef enum fu_pw_err {
   FU_PW_OK = 0,
@@ -65,6 +91,14 @@ typedef struct fu_pw_loop {
 } fu_pw_loop;
 
 fu_pw_err fu_interp_pw_run(const fu_pw_loop *l);
+
+/* The kinds of a pointwise loop for op `k` on `operands` with result dtype
+ * `rdt` (everything but in[] and out): the one rule for the compute kind,
+ * shared by the tensor path and the scalar evaluation. */
+void fu_interp_pw_loop_init(fu_pw_loop *l, fu_op_kind k, fu_value *const *operands, uint32_t n, fu_dtype rdt);
+
+/* An int or bool literal's value as int64 (bools as 0 / 1). */
+int64_t fu_interp_literal_i64(const fu_value *v);
 
 /* Reductions: `in` reduced over the dims with reduce[d] true into `out`
  * (contiguous, with in's kept dims in order; keepdim dims of extent 1

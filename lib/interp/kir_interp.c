@@ -1,347 +1,13 @@
-/* fuser: the kernel IR interpreter and the lowered-fusion runner
- * (include/fuser/kir_interp.h).
- *
- * Registers hold each value in its dtype's storage format (8 bytes: f32 as
- * float bits, f16/bf16 as their uint16 patterns, bool as one byte), so
- * loads and stores are copies and every conversion goes through the CPU
- * interpreter's own load/store conversions: the arithmetic is exactly the
- * fusion interpreter's, op for op.  The compute dtype of a math
- * instruction is the backend's: the result dtype (f16/bf16 widened to
- * f32), or for ops with a bool result the operands' promoted dtype. */
+/* fuser: the lowered-fusion runner (include/fuser/kir_interp.h): binds a
+ * fusion's inputs, applies host ops as views, launches each segment's
+ * kernel through fu_kir_run (kir_exec.c) on buffers in the layouts the
+ * compiler assumed, and checks that each output element is written once. */
 #include <stdio.h>
 #include <string.h>
 
 #include "fuser/kir_interp.h"
 #include "fuser/view_layout.h"
 #include "interp_internal.h"
-
-typedef struct kexec {
-  const fu_kernel *k;
-  const fu_kir_arg *args;
-  fu_diag_engine *diag;
-  fu_allocator alloc;
-  uint64_t *reg; /* by kval id */
-  int32_t *param_of; /* kval id -> parameter index, -1 */
-  int64_t grid[3];
-  int64_t bid[3], tid[3];
-  fu_kir_stats st;
-  bool failed;
-  /* arrays: storage per array kval id, and the arrays themselves */
-  unsigned char **arrays;
-  const fu_kval **array_kv;
-} kexec;
-
-static void kerr(kexec *x, const fu_kinst *in, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void kerr(kexec *x, const fu_kinst *in, const char *fmt, ...) {
-  if (x->failed) return;
-  x->failed = true;
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  (void)in;
-  fu_error(x->diag, fu_loc_none(), "kernel '@%s', block (%lld, %lld, %lld), thread (%lld, %lld, %lld): %s",
-           x->k->name ? x->k->name : "?", (long long)x->bid[0], (long long)x->bid[1], (long long)x->bid[2],
-           (long long)x->tid[0], (long long)x->tid[1], (long long)x->tid[2], msg);
-}
-
-static int64_t as_int(const kexec *x, const fu_kval *v) {
-  int64_t r = 0;
-  fu_interp_load(v->dtype, &x->reg[v->id], 1, 1, FU_CK_I64, &r);
-  return r;
-}
-
-static bool as_bool(const kexec *x, const fu_kval *v) {
-  int64_t r = 0;
-  fu_interp_load(v->dtype, &x->reg[v->id], 1, 1, FU_CK_I64, &r);
-  if (fu_dtype_is_float(v->dtype)) {
-    double d;
-    fu_interp_load(v->dtype, &x->reg[v->id], 1, 1, FU_CK_F64, &d);
-    return d != 0; /* NaN is true */
-  }
-  return r != 0;
-}
-
-static void set_int(kexec *x, const fu_kval *v, int64_t i) {
-  x->reg[v->id] = 0;
-  fu_interp_store(v->dtype, &x->reg[v->id], 1, 1, FU_CK_I64, &i);
-}
-
-/* ---- memory ------------------------------------------------------------------------------- */
-
-/* The element address of `width` elements at index i of memory operand m,
- * checked; NULL after reporting. */
-static unsigned char *address(kexec *x, const fu_kinst *in, const fu_kval *m, int64_t i, uint32_t width, bool store) {
-  size_t es = fu_dtype_size(m->dtype);
-  unsigned char *base;
-  int64_t n;
-  if (m->kind == FU_KV_TENSOR_PARAM) {
-    int32_t p = m->id < x->k->next_kval_id ? x->param_of[m->id] : -1;
-    if (p < 0) {
-      kerr(x, in, "'%%%s' is not a parameter", m->name ? m->name : "?");
-      return NULL;
-    }
-    base = x->args[p].data;
-    n = x->args[p].n_elems;
-  } else {
-    base = x->arrays[m->id];
-    n = m->length;
-  }
-  if (!base || i < 0 || i > n - (int64_t)width) {
-    kerr(x, in, "%s of %u element%s of '%%%s' at index %lld is out of bounds (%lld elements)", store ? "store" : "load",
-         width, width == 1 ? "" : "s", m->name ? m->name : "?", (long long)i, (long long)n);
-    return NULL;
-  }
-  unsigned char *a = base + (size_t)i * es;
-  if (width > 1 && ((uintptr_t)a % (width * es)) != 0) {
-    kerr(x, in, "vector %s of %u elements of '%%%s' at index %lld is not aligned to %zu bytes", store ? "store" : "load",
-         width, m->name ? m->name : "?", (long long)i, width * es);
-    return NULL;
-  }
-  if (store && m->kind == FU_KV_TENSOR_PARAM) {
-    uint32_t *w = x->args[x->param_of[m->id]].writes;
-    if (w)
-      for (uint32_t j = 0; j < width; j++) w[i + j]++;
-  }
-  return a;
-}
-
-/* Copies a value of dtype `from` (storage at src) to dtype `to` at dst,
- * converting like a cast. */
-static void convert(fu_dtype from, const void *src, fu_dtype to, void *dst) {
-  if (from == to) {
-    memcpy(dst, src, fu_dtype_size(to));
-    return;
-  }
-  fu_ck k = fu_interp_ck(from);
-  union {
-    double f64;
-    float f32;
-    int64_t i64;
-  } tmp;
-  fu_interp_load(from, src, 1, 1, k, &tmp);
-  fu_interp_store(to, dst, 1, 1, k, &tmp);
-}
-
-/* ---- math ------------------------------------------------------------------------------- */
-
-static void math(kexec *x, const fu_kinst *in) {
-  const fu_kval *r = in->results[0];
-  fu_op_kind op = in->u.math;
-  x->reg[r->id] = 0;
-  if (op == FU_OP_CAST || op == FU_OP_SET) {
-    convert(in->args[0]->dtype, &x->reg[in->args[0]->id], r->dtype, &x->reg[r->id]);
-    return;
-  }
-  bool bool_res = fu_op_has(op, FU_OF_BOOL_RESULT);
-  fu_dtype c;
-  if (bool_res)
-    c = in->n_args == 1 ? in->args[0]->dtype : fu_dtype_promote(in->args[0]->dtype, in->args[1]->dtype);
-  else
-    c = r->dtype;
-  fu_ck k = fu_interp_ck(c);
-  union cell {
-    double f64;
-    float f32;
-    int64_t i64;
-  } buf[3], out;
-  void *ins[3] = {&buf[0], &buf[1], &buf[2]};
-  for (uint32_t i = 0; i < in->n_args && i < 3; i++) {
-    fu_ck ak = (op == FU_OP_WHERE && i == 0) ? FU_CK_I64 : k;
-    if (op == FU_OP_WHERE && i == 0) {
-      buf[0].i64 = as_bool(x, in->args[0]) ? 1 : 0;
-      continue;
-    }
-    fu_interp_load(in->args[i]->dtype, &x->reg[in->args[i]->id], 1, 1, ak, &buf[i]);
-  }
-  fu_pw_err e = fu_interp_pw_apply(op, k, r->dtype == FU_DT_BOOL, ins, &out, 1);
-  if (e == FU_PW_DIV_ZERO) {
-    kerr(x, in, "integer division by zero in '%s'", fu_op_info_of(op)->name);
-    return;
-  }
-  if (e != FU_PW_OK) {
-    kerr(x, in, "'%s' is not defined for %s", fu_op_info_of(op)->name, fu_dtype_name(c));
-    return;
-  }
-  fu_interp_store(r->dtype, &x->reg[r->id], 1, 1, bool_res ? FU_CK_I64 : k, &out);
-}
-
-static void constant(kexec *x, const fu_kinst *in) {
-  const fu_kval *r = in->results[0];
-  x->reg[r->id] = 0;
-  if (fu_dtype_is_float(r->dtype))
-    fu_interp_store(r->dtype, &x->reg[r->id], 1, 1, FU_CK_F64, &in->u.constant.f);
-  else if (fu_dtype_is_bool(r->dtype)) {
-    int64_t b = in->u.constant.b ? 1 : 0;
-    fu_interp_store(r->dtype, &x->reg[r->id], 1, 1, FU_CK_I64, &b);
-  } else {
-    fu_interp_store(r->dtype, &x->reg[r->id], 1, 1, FU_CK_I64, &in->u.constant.i);
-  }
-}
-
-static int64_t special(const kexec *x, fu_special sp) {
-  switch (sp) {
-  case FU_SP_TID_X: return x->tid[0];
-  case FU_SP_TID_Y: return x->tid[1];
-  case FU_SP_TID_Z: return x->tid[2];
-  case FU_SP_CTAID_X: return x->bid[0];
-  case FU_SP_CTAID_Y: return x->bid[1];
-  case FU_SP_CTAID_Z: return x->bid[2];
-  case FU_SP_NTID_X: return x->k->block[0];
-  case FU_SP_NTID_Y: return x->k->block[1];
-  case FU_SP_NTID_Z: return x->k->block[2];
-  case FU_SP_NCTAID_X: return x->grid[0];
-  case FU_SP_NCTAID_Y: return x->grid[1];
-  case FU_SP_NCTAID_Z: return x->grid[2];
-  }
-  return 0;
-}
-
-static void exec_block(kexec *x, const fu_kblock *b);
-
-static void exec(kexec *x, const fu_kinst *in) {
-  x->st.instructions++;
-  switch (in->kind) {
-  case FU_KI_CONST: constant(x, in); return;
-  case FU_KI_MATH: math(x, in); return;
-  case FU_KI_SPECIAL: set_int(x, in->results[0], special(x, in->u.special)); return;
-  case FU_KI_LOAD: {
-    const fu_kval *m = in->args[0];
-    uint32_t w = in->u.mem.width;
-    unsigned char *a = address(x, in, m, as_int(x, in->args[1]), w, false);
-    if (!a) return;
-    size_t es = fu_dtype_size(m->dtype);
-    for (uint32_t j = 0; j < w; j++) {
-      x->reg[in->results[j]->id] = 0;
-      convert(m->dtype, a + j * es, in->results[j]->dtype, &x->reg[in->results[j]->id]);
-    }
-    x->st.loads++;
-    if (w > 1) x->st.vector_loads++;
-    return;
-  }
-  case FU_KI_STORE: {
-    const fu_kval *m = in->args[0];
-    uint32_t w = in->u.mem.width;
-    unsigned char *a = address(x, in, m, as_int(x, in->args[1]), w, true);
-    if (!a) return;
-    size_t es = fu_dtype_size(m->dtype);
-    for (uint32_t j = 0; j < w; j++) convert(in->args[2 + j]->dtype, &x->reg[in->args[2 + j]->id], m->dtype, a + j * es);
-    x->st.stores++;
-    if (w > 1) x->st.vector_stores++;
-    return;
-  }
-  case FU_KI_READ: x->reg[in->results[0]->id] = x->reg[in->args[0]->id]; return;
-  case FU_KI_ASSIGN:
-    x->reg[in->args[0]->id] = 0;
-    convert(in->args[1]->dtype, &x->reg[in->args[1]->id], in->args[0]->dtype, &x->reg[in->args[0]->id]);
-    return;
-  case FU_KI_SHFL_XOR:
-  case FU_KI_SYNC:
-    kerr(x, in, "'%s' needs threads in lockstep, which the kernel interpreter does not model",
-         in->kind == FU_KI_SYNC ? "sync" : "shfl.xor");
-    return;
-  case FU_KI_FOR: {
-    int64_t start = as_int(x, in->args[0]), end = as_int(x, in->args[1]), step = as_int(x, in->args[2]);
-    if (step <= 0) {
-      kerr(x, in, "loop step %lld is not positive", (long long)step);
-      return;
-    }
-    for (int64_t i = start; i < end && !x->failed; i += step) {
-      set_int(x, in->results[0], i);
-      exec_block(x, &in->u.loop.body);
-    }
-    return;
-  }
-  case FU_KI_IF:
-    exec_block(x, as_bool(x, in->args[0]) ? &in->u.branch.then_body : &in->u.branch.else_body);
-    return;
-  }
-}
-
-static void exec_block(kexec *x, const fu_kblock *b) {
-  for (const fu_kinst *in = b->first; in && !x->failed; in = in->next) exec(x, in);
-}
-
-/* Arrays declared anywhere in the kernel, found through their uses. */
-static bool alloc_arrays(kexec *x, const fu_kblock *b) {
-  for (const fu_kinst *in = b->first; in; in = in->next) {
-    for (uint32_t i = 0; i < in->n_args; i++) {
-      const fu_kval *v = in->args[i];
-      if (v->kind != FU_KV_ARRAY || x->arrays[v->id]) continue;
-      x->arrays[v->id] = fu_mem_calloc(&x->alloc, (size_t)(v->length > 0 ? v->length : 1), fu_dtype_size(v->dtype));
-      if (!x->arrays[v->id]) return false;
-      x->array_kv[v->id] = v;
-    }
-    if (in->kind == FU_KI_FOR && !alloc_arrays(x, &in->u.loop.body)) return false;
-    if (in->kind == FU_KI_IF && (!alloc_arrays(x, &in->u.branch.then_body) || !alloc_arrays(x, &in->u.branch.else_body)))
-      return false;
-  }
-  return true;
-}
-
-fu_status fu_kir_run(const fu_kernel *k, const fu_kir_arg *args, const int64_t grid[3], fu_allocator alloc,
-                     fu_diag_engine *diag, fu_kir_stats *stats) {
-  if (fu_kernel_verify(k, diag, NULL) != FU_OK) return FU_ERR_VERIFY;
-  kexec x;
-  memset(&x, 0, sizeof x);
-  x.k = k;
-  x.args = args;
-  x.diag = diag;
-  x.alloc = alloc;
-  uint32_t n = k->next_kval_id ? k->next_kval_id : 1;
-  x.reg = fu_mem_calloc(&alloc, n, sizeof *x.reg);
-  x.param_of = fu_mem_alloc(&alloc, n * sizeof *x.param_of);
-  x.arrays = fu_mem_calloc(&alloc, n, sizeof *x.arrays);
-  x.array_kv = fu_mem_calloc(&alloc, n, sizeof *x.array_kv);
-  fu_status st = FU_OK;
-  if (!x.reg || !x.param_of || !x.arrays || !x.array_kv || !alloc_arrays(&x, &k->body)) {
-    fu_error(diag, fu_loc_none(), "out of memory running kernel '@%s'", k->name ? k->name : "?");
-    st = FU_ERR_NOMEM;
-    goto done;
-  }
-  for (uint32_t i = 0; i < n; i++) x.param_of[i] = -1;
-  for (uint32_t p = 0; p < k->n_params; p++) {
-    const fu_kval *v = k->params[p];
-    x.param_of[v->id] = (int32_t)p;
-    if (v->kind == FU_KV_SCALAR_PARAM) {
-      x.reg[v->id] = 0;
-      if (fu_dtype_is_float(v->dtype))
-        fu_interp_store(v->dtype, &x.reg[v->id], 1, 1, FU_CK_F64, &args[p].scalar.f);
-      else {
-        int64_t i = fu_dtype_is_bool(v->dtype) ? (args[p].scalar.b ? 1 : 0) : args[p].scalar.i;
-        fu_interp_store(v->dtype, &x.reg[v->id], 1, 1, FU_CK_I64, &i);
-      }
-    }
-  }
-  for (int d = 0; d < 3; d++) x.grid[d] = grid[d];
-  for (x.bid[2] = 0; x.bid[2] < grid[2] && !x.failed; x.bid[2]++)
-    for (x.bid[1] = 0; x.bid[1] < grid[1] && !x.failed; x.bid[1]++)
-      for (x.bid[0] = 0; x.bid[0] < grid[0] && !x.failed; x.bid[0]++)
-        for (x.tid[2] = 0; x.tid[2] < k->block[2] && !x.failed; x.tid[2]++)
-          for (x.tid[1] = 0; x.tid[1] < k->block[1] && !x.failed; x.tid[1]++)
-            for (x.tid[0] = 0; x.tid[0] < k->block[0] && !x.failed; x.tid[0]++) exec_block(&x, &k->body);
-  if (x.failed) st = FU_ERR_RUNTIME;
-  if (stats) {
-    stats->instructions += x.st.instructions;
-    stats->loads += x.st.loads;
-    stats->stores += x.st.stores;
-    stats->vector_loads += x.st.vector_loads;
-    stats->vector_stores += x.st.vector_stores;
-  }
-done:
-  if (x.arrays && x.array_kv)
-    for (uint32_t i = 0; i < n; i++)
-      if (x.arrays[i]) {
-        const fu_kval *a = x.array_kv[i];
-        fu_mem_free(&alloc, x.arrays[i], (size_t)(a->length > 0 ? a->length : 1) * fu_dtype_size(a->dtype));
-      }
-  fu_mem_free(&alloc, x.arrays, n * sizeof *x.arrays);
-  fu_mem_free(&alloc, x.array_kv, n * sizeof *x.array_kv);
-  fu_mem_free(&alloc, x.reg, n * sizeof *x.reg);
-  fu_mem_free(&alloc, x.param_of, n * sizeof *x.param_of);
-  return st;
-}
 
 /* ---- running a lowered fusion ------------------------------------------------------------ */
 
@@ -422,6 +88,30 @@ static int64_t span_of(const fu_host_tensor *t) {
   return s;
 }
 
+static size_t ws_bytes(const fu_kval *v, const fu_kir_arg *a) {
+  return (size_t)(a->n_elems > 0 ? a->n_elems : 1) * fu_dtype_size(v->dtype);
+}
+
+/* A workspace as the runtime makes it: its size evaluated from the bound
+ * extents, all zero when `zeroed`, else filled with 0xff bytes so that a
+ * kernel reading scratch it never wrote gives visibly wrong results. */
+static fu_status alloc_workspace(frun *r, const fu_op *seg, const fu_kernel *k, const fu_kval *v,
+                                 const fu_lexpr_binding *bind, fu_kir_arg *arg, void **owned) {
+  const char *bad = NULL;
+  int64_t n = 0;
+  if (fu_lexpr_eval(v->ws_size, bind, r->b.n, &n, &bad) != FU_OK || n < 0 || n > (INT64_C(1) << 40)) {
+    fu_error(r->diag, seg->loc, "cannot evaluate the size of workspace '%%%s' of kernel '@%s'%s%s",
+             v->name ? v->name : "?", k->name, bad ? ": unbound " : "", bad ? bad : "");
+    return FU_ERR_RUNTIME;
+  }
+  arg->n_elems = n;
+  *owned = fu_mem_alloc(&r->alloc, ws_bytes(v, arg));
+  if (!*owned) return FU_ERR_NOMEM;
+  memset(*owned, v->ws_zeroed ? 0 : 0xff, ws_bytes(v, arg));
+  arg->data = *owned;
+  return FU_OK;
+}
+
 static fu_status run_segment(frun *r, fu_op *seg) {
   fu_segment_info *si = &seg->u.segment;
   fu_kernel *k = si->kernel;
@@ -454,12 +144,20 @@ static fu_status run_segment(frun *r, fu_op *seg) {
   }
   fu_kir_arg *args = fu_mem_calloc(&r->alloc, k->n_params ? k->n_params : 1, sizeof *args);
   uint32_t **writes = fu_mem_calloc(&r->alloc, k->n_params ? k->n_params : 1, sizeof *writes);
-  fu_status st = args && writes ? FU_OK : FU_ERR_NOMEM;
+  void **ws = fu_mem_calloc(&r->alloc, k->n_params ? k->n_params : 1, sizeof *ws);
+  fu_lexpr_binding *bind = fu_mem_calloc(&r->alloc, r->b.n ? r->b.n : 1, sizeof *bind);
+  fu_status st = args && writes && ws && bind ? FU_OK : FU_ERR_NOMEM;
+  for (uint32_t i = 0; bind && i < r->b.n; i++) {
+    bind[i].sym = r->b.v[i].sym;
+    bind[i].value = r->b.v[i].value;
+  }
   for (uint32_t p = 0; p < k->n_params && st == FU_OK; p++) {
     const fu_kval *v = k->params[p];
     switch (v->kind == FU_KV_TENSOR_PARAM ? FU_KP_NONE : v->role) {
     case FU_KP_NONE:
-      if (v->kind == FU_KV_TENSOR_PARAM) {
+      if (v->kind == FU_KV_TENSOR_PARAM && v->ws_size) {
+        st = alloc_workspace(r, seg, k, v, bind, &args[p], &ws[p]);
+      } else if (v->kind == FU_KV_TENSOR_PARAM) {
         if (!v->tensor || v->tensor->id >= r->f->next_value_id || !r->has[v->tensor->id]) {
           fu_error(r->diag, seg->loc, "kernel parameter '%%%s' is bound to no value", v->name ? v->name : "?");
           st = FU_ERR_RUNTIME;
@@ -511,14 +209,7 @@ static fu_status run_segment(frun *r, fu_op *seg) {
     }
   }
   int64_t grid[3] = {1, 1, 1};
-  fu_lexpr_binding *bind = NULL;
   if (st == FU_OK) {
-    bind = fu_mem_calloc(&r->alloc, r->b.n ? r->b.n : 1, sizeof *bind);
-    if (!bind) st = FU_ERR_NOMEM;
-    for (uint32_t i = 0; bind && i < r->b.n; i++) {
-      bind[i].sym = r->b.v[i].sym;
-      bind[i].value = r->b.v[i].value;
-    }
     for (int d = 0; d < 3 && st == FU_OK; d++) {
       const char *bad = NULL;
       if (fu_lexpr_eval(k->grid[d], bind, r->b.n, &grid[d], &bad) != FU_OK) {
@@ -553,6 +244,9 @@ static fu_status run_segment(frun *r, fu_op *seg) {
   }
   for (uint32_t p = 0; writes && p < k->n_params; p++)
     if (writes[p]) fu_mem_free(&r->alloc, writes[p], (size_t)(args[p].n_elems ? args[p].n_elems : 1) * sizeof **writes);
+  for (uint32_t p = 0; ws && p < k->n_params; p++)
+    if (ws[p]) fu_mem_free(&r->alloc, ws[p], ws_bytes(k->params[p], &args[p]));
+  if (ws) fu_mem_free(&r->alloc, ws, (k->n_params ? k->n_params : 1) * sizeof *ws);
   if (bind) fu_mem_free(&r->alloc, bind, (r->b.n ? r->b.n : 1) * sizeof *bind);
   if (writes) fu_mem_free(&r->alloc, writes, (k->n_params ? k->n_params : 1) * sizeof *writes);
   if (args) fu_mem_free(&r->alloc, args, (k->n_params ? k->n_params : 1) * sizeof *args);

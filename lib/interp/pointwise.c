@@ -137,8 +137,38 @@ static fu_pw_err i64_apply(fu_op_kind k, bool bool_result, void *const *in, void
       r[i] = v > c[i] ? c[i] : v;
     }
     return FU_PW_OK;
-  default: return FU_PW_UNSUPPORTED;
+  /* float math only: FU_OF_FLOAT_RESULT gives these a float compute kind */
+  case FU_OP_EXP:
+  case FU_OP_EXP2:
+  case FU_OP_EXPM1:
+  case FU_OP_LOG:
+  case FU_OP_LOG2:
+  case FU_OP_LOG10:
+  case FU_OP_LOG1P:
+  case FU_OP_SQRT:
+  case FU_OP_RSQRT:
+  case FU_OP_RECIPROCAL:
+  case FU_OP_SIN:
+  case FU_OP_COS:
+  case FU_OP_TAN:
+  case FU_OP_TANH:
+  case FU_OP_SINH:
+  case FU_OP_COSH:
+  case FU_OP_ASIN:
+  case FU_OP_ACOS:
+  case FU_OP_ATAN:
+  case FU_OP_ERF:
+  case FU_OP_ERFC:
+  case FU_OP_SIGMOID:
+  case FU_OP_SILU:
+  case FU_OP_ATAN2:
+  case FU_OP_LERP:
+  case FU_OP_COUNT:
+#define FU_OP(id, name, cls, nops, flags, math) FU_INTERP_CASE_IF_NOT_PW_##cls(id)
+#include "fuser/ops.def"
+    return FU_PW_UNSUPPORTED;
   }
+  return FU_PW_UNSUPPORTED;
 }
 
 #undef IMAP1

@@ -151,21 +151,6 @@ void fu_block_append(fu_block *b, fu_op *op) {
   b->last = op;
 }
 
-void fu_block_insert_before(fu_block *b, fu_op *before, fu_op *op) {
-  if (!before) {
-    fu_block_append(b, op);
-    return;
-  }
-  op->parent = b;
-  op->next = before;
-  op->prev = before->prev;
-  if (before->prev)
-    before->prev->next = op;
-  else
-    b->first = op;
-  before->prev = op;
-}
-
 void fu_block_remove(fu_block *b, fu_op *op) {
   if (op->prev)
     op->prev->next = op->next;

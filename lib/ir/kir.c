@@ -100,6 +100,16 @@ fu_kval *fu_kernel_scalar_param(fu_module *m, fu_kernel *k, const char *name, fu
   return add_new_param(m, k, FU_KV_SCALAR_PARAM, name, dtype);
 }
 
+fu_kval *fu_kernel_workspace_param(fu_module *m, fu_kernel *k, const char *name, fu_dtype dtype, fu_lexpr *size,
+                                   bool zeroed) {
+  if (!size) return NULL;
+  fu_kval *v = fu_kernel_tensor_param(m, k, name, dtype, NULL, false, true, 16);
+  if (!v) return NULL;
+  v->ws_size = size;
+  v->ws_zeroed = zeroed;
+  return v;
+}
+
 fu_kval *fu_kval_new_local(fu_module *m, fu_kernel *k, const char *name, fu_dtype dtype) {
   return fu_kval_new(m, k, FU_KV_LOCAL, name, dtype);
 }
@@ -288,6 +298,25 @@ fu_kval *fu_kb_shfl_xor(fu_kbuilder *b, const char *name, fu_kval *x, uint32_t l
 fu_kinst *fu_kb_sync(fu_kbuilder *b) {
   fu_kinst *in = fu_kinst_new(b->m, FU_KI_SYNC, NULL, 0, NULL, 0);
   if (in) fu_kblock_append(b->block, in);
+  return in;
+}
+
+fu_kval *fu_kb_atom_add(fu_kbuilder *b, const char *name, fu_kval *mem, fu_kval *index, fu_kval *value) {
+  fu_kval *r = NULL;
+  if (!mem) return NULL;
+  fu_kval *args[3] = {mem, index, value};
+  fu_kinst *in = emit1(b, FU_KI_ATOM_ADD, name, mem->dtype, args, 3, &r);
+  if (!in) return NULL;
+  in->u.mem.width = 1;
+  in->u.mem.space = FU_MEM_GLOBAL;
+  return r;
+}
+
+fu_kinst *fu_kb_fence(fu_kbuilder *b, fu_fence_scope scope) {
+  fu_kinst *in = fu_kinst_new(b->m, FU_KI_FENCE, NULL, 0, NULL, 0);
+  if (!in) return NULL;
+  in->u.fence = scope;
+  fu_kblock_append(b->block, in);
   return in;
 }
 

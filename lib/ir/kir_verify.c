@@ -41,6 +41,8 @@ static const char *inst_name(const fu_kinst *in) {
   case FU_KI_ASSIGN: return "assign";
   case FU_KI_SHFL_XOR: return "shfl.xor";
   case FU_KI_SYNC: return "sync";
+  case FU_KI_ATOM_ADD: return "atom.add";
+  case FU_KI_FENCE: return "fence";
   case FU_KI_FOR: return "for";
   case FU_KI_IF: return "if";
   }
@@ -253,6 +255,33 @@ static bool verify_mem(kverifier *v, const fu_kinst *in, bool is_store) {
   return true;
 }
 
+/* atom.add: a global int element, its old value as the result. */
+static void verify_atom(kverifier *v, const fu_kinst *in) {
+  char b[32];
+  if (in->n_args != 3 || in->n_results != 1 || in->u.mem.width != 1) {
+    verr(v, in, "needs a memory operand, an index, a value and one result");
+    return;
+  }
+  if (!verify_mem(v, in, true)) return;
+  const fu_kval *mem = in->args[0];
+  if (mem->kind != FU_KV_TENSOR_PARAM) {
+    verr(v, in, "'%%%s' is not in global memory", vname(mem, b, sizeof b));
+    return;
+  }
+  if (mem->dtype != FU_DT_I32 && mem->dtype != FU_DT_I64) {
+    verr(v, in, "'%%%s' is %s: atomics take i32 or i64", vname(mem, b, sizeof b), fu_dtype_name(mem->dtype));
+    return;
+  }
+  if (!use_scalar(v, in, in->args[2], "value")) return;
+  if (in->args[2]->dtype != mem->dtype)
+    verr(v, in, "value '%%%s' is %s but '%%%s' is %s", vname(in->args[2], b, sizeof b),
+         fu_dtype_name(in->args[2]->dtype), mem->name ? mem->name : "?", fu_dtype_name(mem->dtype));
+  define(v, in, in->results[0]);
+  if (in->results[0] && in->results[0]->dtype != mem->dtype)
+    verr(v, in, "result '%%%s' must be %s", in->results[0]->name ? in->results[0]->name : "?",
+         fu_dtype_name(mem->dtype));
+}
+
 static void verify_inst(kverifier *v, const fu_kinst *in, unsigned depth) {
   char b[32];
   switch (in->kind) {
@@ -330,6 +359,11 @@ static void verify_inst(kverifier *v, const fu_kinst *in, unsigned depth) {
   case FU_KI_SYNC:
     if (in->n_args || in->n_results) verr(v, in, "takes no operands");
     return;
+  case FU_KI_FENCE:
+    if (in->n_args || in->n_results) verr(v, in, "takes no operands");
+    if (in->u.fence != FU_FENCE_BLOCK && in->u.fence != FU_FENCE_GPU) verr(v, in, "has an unknown scope");
+    return;
+  case FU_KI_ATOM_ADD: verify_atom(v, in); return;
   case FU_KI_FOR: {
     if (in->n_args != 3 || in->n_results != 1) {
       verr(v, in, "needs start, end, step and an induction variable");
@@ -391,6 +425,9 @@ static void verify_params(kverifier *v) {
       if (p->tensor && fu_type_is_tensor(&p->tensor->type) && p->tensor->type.dtype != p->dtype)
         verr(v, NULL, "parameter '%%%s' is %s but binds a %s tensor", pn, fu_dtype_name(p->dtype),
              fu_dtype_name(p->tensor->type.dtype));
+      if (p->ws_size && p->tensor) verr(v, NULL, "workspace '%%%s' binds a fusion value", pn);
+      if (p->ws_size && p->readonly) verr(v, NULL, "workspace '%%%s' is read-only", pn);
+      if (!p->ws_size && p->ws_zeroed) verr(v, NULL, "parameter '%%%s' is zeroed but not a workspace", pn);
       continue;
     }
     if (p->kind != FU_KV_SCALAR_PARAM) {

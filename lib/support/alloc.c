@@ -54,7 +54,6 @@ typedef struct arena_chunk {
 struct fu_arena {
   fu_allocator alloc;
   arena_chunk *head;
-  size_t bytes_used;
 };
 
 enum { ARENA_CHUNK_DEFAULT = 64 * 1024 };
@@ -64,7 +63,6 @@ fu_arena *fu_arena_new(fu_allocator a) {
   if (!arena) return NULL;
   arena->alloc = a;
   arena->head = NULL;
-  arena->bytes_used = 0;
   return arena;
 }
 
@@ -104,7 +102,6 @@ void *fu_arena_alloc(fu_arena *arena, size_t size) {
   }
   void *p = c->data + c->used;
   c->used += rounded;
-  arena->bytes_used += rounded;
   memset(p, 0, size);
   return p;
 }
@@ -131,4 +128,3 @@ void *fu_arena_memdup(fu_arena *arena, const void *src, size_t count, size_t siz
   return p;
 }
 
-size_t fu_arena_bytes_used(const fu_arena *arena) { return arena->bytes_used; }

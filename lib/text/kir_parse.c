@@ -491,6 +491,62 @@ static bool parse_shape(kparser *p, fu_extent *dims, int32_t *rank) {
   return true;
 }
 
+/* `align = INT`, a power of two. */
+static bool parse_align(kparser *p, fu_kval *v) {
+  next(p);
+  int64_t a = 0;
+  if (!expect_punct(p, '=')) return false;
+  fu_loc aloc = p->tok.loc;
+  if (!parse_int(p, 1, 1 << 20, "alignment", &a)) return false;
+  if (a & (a - 1)) {
+    perr(p, aloc, "alignment %lld is not a power of two", (long long)a);
+    return false;
+  }
+  v->align = (uint32_t)a;
+  return true;
+}
+
+/* The attributes after a tensor or workspace parameter's type, in any
+ * order: `noalias`, `align=N`, and `readonly`, `bind=%V` for a tensor or
+ * `zeroed` for a workspace. */
+static bool parse_param_attrs(kparser *p, fu_kval *v, bool workspace, token *bind, bool *has_bind, bool *has_align) {
+  for (;;) {
+    if (!workspace && tok_is(p, T_IDENT, "readonly")) {
+      v->readonly = true;
+      next(p);
+    } else if (workspace && tok_is(p, T_IDENT, "zeroed")) {
+      v->ws_zeroed = true;
+      next(p);
+    } else if (tok_is(p, T_IDENT, "noalias")) {
+      v->noalias = true;
+      next(p);
+    } else if (tok_is(p, T_IDENT, "align")) {
+      if (!parse_align(p, v)) return false;
+      *has_align = true;
+    } else if (!workspace && tok_is(p, T_IDENT, "bind")) {
+      next(p);
+      if (!expect_punct(p, '=')) return false;
+      if (p->tok.kind != T_VALUE) return expected(p, "the bound fusion value");
+      *bind = p->tok;
+      *has_bind = true;
+      next(p);
+    } else {
+      return true;
+    }
+  }
+}
+
+/* `workspace DTYPE [lexpr] attrs` after the ':'. */
+static bool parse_workspace_param(kparser *p, fu_kval *v) {
+  if (!parse_dtype(p, &v->dtype) || !expect_punct(p, '[')) return false;
+  if (!(v->ws_size = parse_lexpr(p, 0)) || !expect_punct(p, ']')) return false;
+  bool has_align = false, has_bind = false;
+  token none;
+  if (!parse_param_attrs(p, v, true, &none, &has_bind, &has_align)) return false;
+  if (!has_align) v->align = (uint32_t)fu_dtype_size(v->dtype);
+  return true;
+}
+
 static bool parse_tensor_param(kparser *p, fu_kval *v, fu_loc ploc) {
   fu_dtype dt = FU_DT_NONE;
   if (!parse_dtype(p, &dt)) return false;
@@ -502,36 +558,7 @@ static bool parse_tensor_param(kparser *p, fu_kval *v, fu_loc ploc) {
   token bind;
   memset(&bind, 0, sizeof bind);
   bool has_bind = false, has_align = false;
-  for (;;) {
-    if (tok_is(p, T_IDENT, "readonly")) {
-      v->readonly = true;
-      next(p);
-    } else if (tok_is(p, T_IDENT, "noalias")) {
-      v->noalias = true;
-      next(p);
-    } else if (tok_is(p, T_IDENT, "align")) {
-      next(p);
-      int64_t a = 0;
-      if (!expect_punct(p, '=')) return false;
-      fu_loc aloc = p->tok.loc;
-      if (!parse_int(p, 1, 1 << 20, "alignment", &a)) return false;
-      if (a & (a - 1)) {
-        perr(p, aloc, "alignment %lld is not a power of two", (long long)a);
-        return false;
-      }
-      v->align = (uint32_t)a;
-      has_align = true;
-    } else if (tok_is(p, T_IDENT, "bind")) {
-      next(p);
-      if (!expect_punct(p, '=')) return false;
-      if (p->tok.kind != T_VALUE) return expected(p, "the bound fusion value");
-      bind = p->tok;
-      has_bind = true;
-      next(p);
-    } else {
-      break;
-    }
-  }
+  if (!parse_param_attrs(p, v, false, &bind, &has_bind, &has_align)) return false;
   if (!has_align) v->align = (uint32_t)fu_dtype_size(dt);
   const char *bname = has_bind ? bind.text : v->name;
   size_t blen = has_bind ? bind.len : strlen(v->name);
@@ -620,6 +647,11 @@ static bool parse_param(kparser *p) {
     v->kind = FU_KV_TENSOR_PARAM;
     v->space = FU_MEM_GLOBAL;
     if (!parse_tensor_param(p, v, ploc)) return false;
+  } else if (tok_is(p, T_IDENT, "workspace")) {
+    next(p);
+    v->kind = FU_KV_TENSOR_PARAM;
+    v->space = FU_MEM_GLOBAL;
+    if (!parse_workspace_param(p, v)) return false;
   } else if (!parse_scalar_param(p, v)) {
     return false;
   }
@@ -890,6 +922,17 @@ static bool parse_assignment(kparser *p, fu_kblock *b, bool top, fu_loc loc) {
     if (!in) return oom(p);
     in->u.shfl_mask = (uint32_t)mask;
     if (!parse_result_type(p, res, 1)) return false;
+  } else if (word_is(&op, "atom.add")) {
+    fu_kval *mem, *index, *x;
+    bool pred;
+    if (!parse_mem_ref(p, &mem, &index, &pred) || !expect_punct(p, ',') || !(x = use_value(p))) return false;
+    fu_kval *args[3] = {mem, index, x};
+    in = fu_kinst_new(p->m, FU_KI_ATOM_ADD, args, 3, res, 1);
+    if (!in) return oom(p);
+    in->u.mem.width = 1;
+    in->u.mem.space = FU_MEM_GLOBAL;
+    in->u.mem.predicated_by_parent = pred;
+    if (!parse_result_type(p, res, 1)) return false;
   } else {
     fu_op_kind k = fu_op_kind_from_name(op.text, op.len);
     if (k == FU_OP_COUNT || !fu_op_has(k, FU_OF_POINTWISE)) {
@@ -930,6 +973,20 @@ static bool parse_stmt(kparser *p, fu_kblock *b, bool top) {
   if (tok_is(p, T_IDENT, "sync")) {
     next(p);
     return append(p, b, fu_kinst_new(p->m, FU_KI_SYNC, NULL, 0, NULL, 0), loc);
+  }
+  if (tok_is(p, T_IDENT, "fence")) {
+    next(p);
+    fu_fence_scope sc;
+    if (tok_is(p, T_IDENT, "gpu"))
+      sc = FU_FENCE_GPU;
+    else if (tok_is(p, T_IDENT, "block"))
+      sc = FU_FENCE_BLOCK;
+    else
+      return expected(p, "a fence scope ('gpu' or 'block')");
+    next(p);
+    fu_kinst *in = fu_kinst_new(p->m, FU_KI_FENCE, NULL, 0, NULL, 0);
+    if (in) in->u.fence = sc;
+    return append(p, b, in, loc);
   }
   if (tok_is(p, T_IDENT, "for")) return parse_for(p, b, loc);
   if (tok_is(p, T_IDENT, "if")) return parse_if(p, b, loc);

@@ -249,6 +249,15 @@ static void print_param(kprinter *p, const fu_kval *v) {
   put_ref(p, v);
   if (!v) return;
   fu_strbuf_puts(out, ": ");
+  if (v->kind == FU_KV_TENSOR_PARAM && v->ws_size) {
+    fu_strbuf_printf(out, "workspace %s[", dtname(v->dtype));
+    fu_lexpr_print(out, v->ws_size);
+    fu_strbuf_putc(out, ']');
+    if (v->ws_zeroed) fu_strbuf_puts(out, " zeroed");
+    if (v->noalias) fu_strbuf_puts(out, " noalias");
+    fu_strbuf_printf(out, " align=%u", v->align);
+    return;
+  }
   if (v->kind == FU_KV_TENSOR_PARAM) {
     fu_strbuf_puts(out, "global ");
     if (v->tensor && fu_type_is_tensor(&v->tensor->type) && v->tensor->type.dtype == v->dtype)
@@ -370,6 +379,14 @@ static void print_inst(kprinter *p, const fu_kinst *in, int indent) {
     print_result_type(p, in);
     break;
   case FU_KI_SYNC: fu_strbuf_puts(out, "sync"); break;
+  case FU_KI_FENCE: fu_strbuf_puts(out, in->u.fence == FU_FENCE_GPU ? "fence gpu" : "fence block"); break;
+  case FU_KI_ATOM_ADD:
+    print_results(p, in);
+    print_mem_op(p, "atom.add", in);
+    fu_strbuf_puts(out, ", ");
+    put_ref(p, in->n_args > 2 ? in->args[2] : NULL);
+    print_result_type(p, in);
+    break;
   case FU_KI_FOR:
     fu_strbuf_puts(out, "for ");
     put_ref(p, in->n_results ? in->results[0] : NULL);

@@ -215,53 +215,59 @@ static void put_input_attrs(fu_strbuf *sb, const fu_op *op) {
   attr_end(sb, n);
 }
 
-/* Canonical attribute order per op class (docs/ir.md). */
+/* The attributes in the class's table order (fu_op_attr_spec), which is
+ * the canonical order of docs/ir.md. */
 static void put_op_attrs(fu_strbuf *sb, const fu_op *op) {
   int n = 0;
-  switch (fu_op_info_of(op->kind)->cls) {
-  case FU_OC_REDUCE:
-    attr_list(sb, &n, "axes", op->u.reduce.axes);
-    if (op->u.reduce.keepdim) {
-      attr_name(sb, &n, "keepdim");
-      fu_strbuf_puts(sb, "true");
+  fu_attr_spec spec = fu_op_attr_spec(fu_op_info_of(op->kind)->cls);
+  for (uint32_t i = 0; i < spec.n; i++) {
+    const fu_attr_field *f = &spec.fields[i];
+    const char *at = (const char *)&op->u + f->offset;
+    switch (f->kind) {
+    case FU_AK_INT: {
+      int64_t v;
+      memcpy(&v, at, sizeof v);
+      attr_name(sb, &n, f->name);
+      put_int(sb, v);
+      break;
     }
-    if (op->u.reduce.dtype != FU_DT_NONE) {
-      attr_name(sb, &n, "dtype");
-      fu_strbuf_puts(sb, fu_dtype_name(op->u.reduce.dtype));
+    case FU_AK_BOOL: {
+      bool v;
+      memcpy(&v, at, sizeof v);
+      if (!v && !f->print_always) break;
+      attr_name(sb, &n, f->name);
+      fu_strbuf_puts(sb, v ? "true" : "false");
+      break;
     }
-    break;
-  case FU_OC_VARIANCE:
-    attr_list(sb, &n, "axes", op->u.variance.axes);
-    attr_name(sb, &n, "correction");
-    put_int(sb, op->u.variance.correction);
-    if (op->u.variance.keepdim) {
-      attr_name(sb, &n, "keepdim");
-      fu_strbuf_puts(sb, "true");
+    case FU_AK_DTYPE: {
+      fu_dtype v;
+      memcpy(&v, at, sizeof v);
+      if (v == FU_DT_NONE && !f->print_always) break;
+      attr_name(sb, &n, f->name);
+      fu_strbuf_puts(sb, fu_dtype_name(v));
+      break;
     }
-    break;
-  case FU_OC_BROADCAST_IN_DIM: attr_list(sb, &n, "broadcast_dims", op->u.broadcast_in_dim.broadcast_dims); break;
-  case FU_OC_BROADCAST:
-    attr_name(sb, &n, "is_broadcast_dim");
-    fu_strbuf_putc(sb, '[');
-    for (uint32_t i = 0; op->u.broadcast.is_broadcast && i < op->u.broadcast.n; i++) {
-      if (i) fu_strbuf_puts(sb, ", ");
-      fu_strbuf_puts(sb, op->u.broadcast.is_broadcast[i] ? "true" : "false");
+    case FU_AK_INT_LIST: {
+      fu_int_list l;
+      memcpy(&l, at, sizeof l);
+      attr_list(sb, &n, f->name, l);
+      break;
     }
-    fu_strbuf_putc(sb, ']');
-    break;
-  case FU_OC_PERMUTE: attr_list(sb, &n, "dims", op->u.permute.dims); break;
-  case FU_OC_SQUEEZE: attr_list(sb, &n, "dims", op->u.squeeze.dims); break;
-  case FU_OC_SLICE:
-    attr_list(sb, &n, "starts", op->u.slice.starts);
-    attr_list(sb, &n, "ends", op->u.slice.ends);
-    attr_list(sb, &n, "steps", op->u.slice.steps);
-    break;
-  case FU_OC_CAT:
-    attr_name(sb, &n, "dim");
-    put_int(sb, op->u.cat.dim);
-    break;
-  case FU_OC_PAD: attr_list(sb, &n, "widths", op->u.pad.widths); break;
-  default: break;
+    case FU_AK_BOOL_LIST: {
+      bool *v;
+      uint32_t cnt;
+      memcpy(&v, at, sizeof v);
+      memcpy(&cnt, (const char *)&op->u + f->count_offset, sizeof cnt);
+      attr_name(sb, &n, f->name);
+      fu_strbuf_putc(sb, '[');
+      for (uint32_t j = 0; v && j < cnt; j++) {
+        if (j) fu_strbuf_puts(sb, ", ");
+        fu_strbuf_puts(sb, v[j] ? "true" : "false");
+      }
+      fu_strbuf_putc(sb, ']');
+      break;
+    }
+    }
   }
   if (op->host) {
     attr_name(sb, &n, "host");
@@ -411,10 +417,6 @@ static void print_fusion_at(fu_strbuf *out, const fu_fusion *f, const fu_print_o
   fu_strbuf_puts(out, "}\n");
   fu_txt_symtab_free(&taken);
   fu_arena_free(arena);
-}
-
-void fu_print_fusion(fu_strbuf *out, const fu_fusion *f, const fu_print_options *opts) {
-  print_fusion_at(out, f, opts, 0);
 }
 
 void fu_print_module(fu_strbuf *out, const fu_module *m, const fu_print_options *opts) {

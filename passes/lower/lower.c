@@ -8,17 +8,13 @@
  * written permuted for host permutes, so the same lowering serves. */
 #include "fuser/lower.h"
 
-const fu_pass_option_def fu_pass_options_lower[] = {
-    {NULL, NULL, NULL},
-};
-
-fu_status fu_pass_run_lower(fu_module *m, fu_pass_context *ctx);
+static fu_status run_lower(fu_module *m, fu_pass_context *ctx);
 
 const fu_pass_def fu_pass_lower = {
     "lower",
-    "turn each scheduled segment into kernel IR (loops, predicates, vector loads and stores, launch config)",
-    fu_pass_options_lower,
-    fu_pass_run_lower,
+    "turn each scheduled segment into kernel IR (loops, predicates, vector accesses, launch)",
+    NULL,
+    run_lower,
 };
 
 /* The LOWER column of kinds.def. */
@@ -71,7 +67,7 @@ fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {
   return FU_OK;
 }
 
-fu_status fu_pass_run_lower(fu_module *m, fu_pass_context *ctx) {
+static fu_status run_lower(fu_module *m, fu_pass_context *ctx) {
   FILE *debug = fu_pass_debug_enabled(ctx, "lower") ? ctx->debug_out : NULL;
   return fu_lower_module(m, ctx->diag, debug);
 }

@@ -16,19 +16,21 @@
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
 
-const fu_pass_option_def fu_pass_options_schedule[] = {
-    {"device", "the target: h100, h200, a100, sm_80, sm_90, or a device file (key = value lines)", "h100"},
+static const fu_pass_option_def options[] = {
+    {"device",
+     "the target: h100, h200, a100, sm_80, sm_90, or a device file (key = value lines); without it the tool's "
+     "device (--device, or the GPU fuser-run found)",
+     "h100"},
     {NULL, NULL, NULL},
 };
 
-fu_status fu_pass_run_schedule(fu_module *m, fu_pass_context *ctx);
+static fu_status run_schedule(fu_module *m, fu_pass_context *ctx);
 
 const fu_pass_def fu_pass_schedule = {
     "schedule",
-    "pick the pointwise scheduler's parameters for each pointwise (and, as a fallback, transpose) segment and write "
-    "the transforms into the IR",
-    fu_pass_options_schedule,
-    fu_pass_run_schedule,
+    "pick each pointwise segment's schedule (vector width, block, unroll, grid) for --device",
+    options,
+    run_schedule,
 };
 
 static const char *seg_name(const fu_op *seg) { return seg->u.segment.name ? seg->u.segment.name : "?"; }
@@ -73,11 +75,17 @@ fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine 
   return FU_OK;
 }
 
-fu_status fu_pass_run_schedule(fu_module *m, fu_pass_context *ctx) {
-  const char *spec = fu_pass_option_value(ctx, &fu_pass_schedule, "device");
+/* The device: the `device` option when the pipeline gives it, else the
+ * tool's typed device, else the option's default. */
+static fu_status run_schedule(fu_module *m, fu_pass_context *ctx) {
   fu_device dev;
-  fu_status st = fu_device_from_spec(spec ? spec : "h100", m->alloc, &dev, ctx->diag);
-  if (st != FU_OK) return st;
+  if (ctx->device && !fu_pass_option_given(ctx, "device")) {
+    dev = *ctx->device;
+  } else {
+    const char *spec = fu_pass_option_value(ctx, "device");
+    fu_status st = fu_device_from_spec(spec ? spec : "h100", m->alloc, &dev, ctx->diag);
+    if (st != FU_OK) return st;
+  }
   FILE *debug = fu_pass_debug_enabled(ctx, "schedule") ? ctx->debug_out : NULL;
   return fu_schedule_module(m, &dev, ctx->diag, debug);
 }

@@ -35,12 +35,6 @@ static bool copy_type(ex_ctx *c, const fu_type *from, fu_type *to) {
   return true;
 }
 
-static bool copy_list(ex_ctx *c, fu_int_list *l) {
-  if (l->n == 0) return true;
-  *l = fu_int_list_copy(c->dst_m, l->v, l->n);
-  return l->v != NULL;
-}
-
 static void *dup(ex_ctx *c, const void *p, size_t count, size_t size) {
   return p && count ? fu_arena_memdup(c->dst_m->arena, p, count, size) : NULL;
 }
@@ -120,26 +114,6 @@ static fu_value *map_operand(ex_ctx *c, fu_value *v) {
   return l;
 }
 
-static bool copy_payload(ex_ctx *c, const fu_op *from, fu_op *to) {
-  to->u = from->u;
-  switch (fu_op_info_of(from->kind)->cls) {
-  case FU_OC_REDUCE: return copy_list(c, &to->u.reduce.axes);
-  case FU_OC_VARIANCE: return copy_list(c, &to->u.variance.axes);
-  case FU_OC_BROADCAST_IN_DIM: return copy_list(c, &to->u.broadcast_in_dim.broadcast_dims);
-  case FU_OC_BROADCAST:
-    to->u.broadcast.is_broadcast =
-        dup(c, from->u.broadcast.is_broadcast, from->u.broadcast.n, sizeof *from->u.broadcast.is_broadcast);
-    return from->u.broadcast.n == 0 || to->u.broadcast.is_broadcast;
-  case FU_OC_PERMUTE: return copy_list(c, &to->u.permute.dims);
-  case FU_OC_SQUEEZE: return copy_list(c, &to->u.squeeze.dims);
-  case FU_OC_SLICE:
-    return copy_list(c, &to->u.slice.starts) && copy_list(c, &to->u.slice.ends) && copy_list(c, &to->u.slice.steps);
-  case FU_OC_PAD: return copy_list(c, &to->u.pad.widths);
-  case FU_OC_META: memset(&to->u, 0, sizeof to->u); return true; /* inputs: copy_input_attrs */
-  default: return true;
-  }
-}
-
 static fu_status copy_op(ex_ctx *c, const fu_op *op) {
   fu_value *ops[64];
   fu_value **operands = op->n_operands <= 64 ? ops : fu_mem_calloc(&c->alloc, op->n_operands, sizeof *operands);
@@ -152,7 +126,7 @@ static fu_status copy_op(ex_ctx *c, const fu_op *op) {
   fu_op *n = NULL;
   if (st == FU_OK) {
     n = fu_op_new(c->dst, op->kind, operands, op->n_operands, op->n_results, op->loc);
-    if (!n || !copy_payload(c, op, n)) st = FU_ERR_NOMEM;
+    if (!n || !fu_op_attrs_copy(c->dst_m, op, n)) st = FU_ERR_NOMEM;
   }
   for (uint32_t r = 0; n && st == FU_OK && r < op->n_results; r++) {
     const fu_value *from = op->results[r];

@@ -14,15 +14,15 @@
 #include "fuser/print.h"
 #include "internal.h"
 
-const fu_pass_option_def fu_pass_options_segment[] = {
+static const fu_pass_option_def options[] = {
     {"dot", "write a Graphviz graph of the segments of every fusion to this file", NULL},
     {NULL, NULL, NULL},
 };
 
 const fu_pass_def fu_pass_segment = {
     "segment",
-    "partition each fusion into segments that one scheduler kind compiles into one kernel",
-    fu_pass_options_segment,
+    "partition each fusion into segments that one scheduler kind compiles into one kernel each",
+    options,
     fu_pass_run_segment,
 };
 
@@ -318,7 +318,7 @@ fu_status fu_pass_run_segment(fu_module *m, fu_pass_context *ctx) {
   fu_diag_engine *diag = ctx ? ctx->diag : NULL;
   fu_status st = FU_OK;
   for (fu_fusion *f = m->first; f && st == FU_OK; f = f->next) st = fu_segment_fusion(f, diag, dbg, NULL);
-  const char *dot = fu_pass_option_value(ctx, &fu_pass_segment, "dot");
+  const char *dot = fu_pass_option_value(ctx, "dot");
   if (st != FU_OK || !dot || !*dot) return st;
   FILE *fp = fopen(dot, "w");
   if (!fp) {

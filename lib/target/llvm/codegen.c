@@ -265,6 +265,15 @@ static void emit_inst(bk_kernel *kc, const fu_kinst *in) {
   case FU_KI_ASSIGN: LLVMBuildStore(B, kc->vals[in->args[1]->id], kc->vals[in->args[0]->id]); return;
   case FU_KI_SHFL_XOR: kc->vals[in->results[0]->id] = emit_shfl(kc, in->args[0], in->u.shfl_mask); return;
   case FU_KI_SYNC: bk_call_intrinsic(m, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); return;
+  case FU_KI_FENCE:
+    bk_call_intrinsic(m, in->u.fence == FU_FENCE_GPU ? "llvm.nvvm.membar.gl" : "llvm.nvvm.membar.cta", NULL, 0, NULL,
+                      0);
+    return;
+  case FU_KI_ATOM_ADD:
+    /* relaxed at system scope: NVPTX emits atom.global.add; ordering comes from `fence` */
+    kc->vals[in->results[0]->id] = LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpAdd, element_ptr(kc, in->args[0], in->args[1]),
+                                                      kc->vals[in->args[2]->id], LLVMAtomicOrderingMonotonic, 0);
+    return;
   case FU_KI_FOR: emit_for(kc, in); return;
   case FU_KI_IF: emit_if(kc, in); return;
   }

@@ -8,6 +8,7 @@
 
 #include <llvm-c/Target.h>
 
+#include "fuser/target.h"
 #include "internal.h"
 
 #ifndef FUSER_LIBDEVICE_PATH
@@ -121,7 +122,7 @@ fu_status fu_backend_new(const fu_backend_options *opts, fu_allocator alloc, fu_
   fu_backend_options defaults;
   memset(&defaults, 0, sizeof defaults);
   if (!opts) opts = &defaults;
-  const char *sm = opts->default_sm ? opts->default_sm : "sm_90";
+  const char *sm = opts->default_sm ? opts->default_sm : FU_DEFAULT_ARCH;
   if (!fu_backend_sm_supported(sm)) {
     fu_error(diag, fu_loc_none(), "unknown GPU architecture '%s' (expected sm_70 ... sm_90, sm_90a)", sm);
     return FU_ERR_INVALID_ARG;

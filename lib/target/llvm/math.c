@@ -169,40 +169,14 @@ static LLVMValueRef bool_result_op(bk_module *m, fu_op_kind op, const fu_dtype *
   return compare(&x, op, a, b);
 }
 
-static const char *libdevice_unary(fu_op_kind op) {
-  switch (op) {
-  case FU_OP_EXP: return "exp";
-  case FU_OP_EXP2: return "exp2";
-  case FU_OP_EXPM1: return "expm1";
-  case FU_OP_LOG: return "log";
-  case FU_OP_LOG2: return "log2";
-  case FU_OP_LOG10: return "log10";
-  case FU_OP_LOG1P: return "log1p";
-  case FU_OP_RSQRT: return "rsqrt";
-  case FU_OP_SIN: return "sin";
-  case FU_OP_COS: return "cos";
-  case FU_OP_TAN: return "tan";
-  case FU_OP_TANH: return "tanh";
-  case FU_OP_SINH: return "sinh";
-  case FU_OP_COSH: return "cosh";
-  case FU_OP_ASIN: return "asin";
-  case FU_OP_ACOS: return "acos";
-  case FU_OP_ATAN: return "atan";
-  case FU_OP_ERF: return "erf";
-  case FU_OP_ERFC: return "erfc";
-  case FU_OP_FLOOR: return "floor";
-  case FU_OP_CEIL: return "ceil";
-  case FU_OP_ROUND: return "rint"; /* half to even, as torch.round */
-  case FU_OP_TRUNC: return "trunc";
-  default: return NULL;
-  }
-}
-
 static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint32_t n) {
   LLVMBuilderRef B = x->B;
-  const char *ld = libdevice_unary(op);
-  if (ld && n == 1) return libdevice_call(x, ld, a, 1);
+  /* ops.def's MATH column: the libdevice function of the same name */
+  const char *ld = fu_op_info_of(op)->math;
+  if (ld && n == (uint32_t)fu_op_info_of(op)->num_operands) return libdevice_call(x, ld, a, n);
   switch (op) {
+  case FU_OP_ROUND: return libdevice_call(x, "rint", a, 1); /* half to even, as torch.round */
+  case FU_OP_RSQRT: return libdevice_call(x, "rsqrt", a, 1);
   case FU_OP_SET: return a[0];
   case FU_OP_ABS: return fabs_of(x, a[0]);
   case FU_OP_NEG: return LLVMBuildFNeg(B, a[0], "");
@@ -226,9 +200,6 @@ static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint
   case FU_OP_SUB: return LLVMBuildFSub(B, a[0], a[1], "");
   case FU_OP_MUL: return LLVMBuildFMul(B, a[0], a[1], "");
   case FU_OP_DIV: return LLVMBuildFDiv(B, a[0], a[1], "");
-  case FU_OP_POW: return libdevice_call(x, "pow", a, 2);
-  case FU_OP_FMOD: return libdevice_call(x, "fmod", a, 2);
-  case FU_OP_ATAN2: return libdevice_call(x, "atan2", a, 2);
   case FU_OP_REMAINDER: {
     LLVMValueRef r = libdevice_call(x, "fmod", a, 2);
     if (!r) return NULL;

@@ -1,0 +1,717 @@
+/* fuser: the kernel IR interpreter (fu_kir_run, include/fuser/kir_interp.h).
+ *
+ * Registers hold each value in its dtype's storage format (8 bytes: f32 as
+ * float bits, f16/bf16 as their uint16 patterns, bool as one byte), so
+ * loads and stores are copies and every conversion goes through the CPU
+ * interpreter's own load/store conversions: the arithmetic is exactly the
+ * fusion interpreter's, op for op.  The compute dtype of a math
+ * instruction is the backend's: the result dtype (f16/bf16 widened to
+ * f32), or for ops with a bool result the operands' promoted dtype.
+ *
+ * Lockstep.  The structured body is flattened once into linear code with
+ * jumps, so a thread's whole control state is a program counter plus one
+ * iteration counter per enclosing loop; every thread of a block has its
+ * own register file.  A block runs warp by warp: each lane runs until it
+ * reaches a `shfl.xor`, a `sync` or the end.  When lanes of a warp stop at
+ * a shuffle, every lane must be at that same shuffle in the same loop
+ * iterations (else it is an error), and the shuffle is done for all 32 at
+ * once.  When every warp has stopped at a barrier or finished, all threads
+ * must be at the same `sync` in the same iterations (else: a divergent
+ * barrier, or a thread that finished while others wait); then the barrier
+ * opens.  Shared arrays are per block, filled with 0xff bytes when a block
+ * starts; every shared element remembers which thread last wrote and read
+ * it in the current barrier interval, so a write and another thread's
+ * access between the same two barriers is reported as a race. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fuser/kir_interp.h"
+#include "interp_internal.h"
+
+enum { OP_INST, OP_IF, OP_JUMP, OP_FOR_INIT, OP_FOR_TEST, OP_FOR_NEXT, OP_SHFL, OP_SYNC, OP_END };
+enum { TS_RUN, TS_SHFL, TS_SYNC, TS_DONE };
+
+/* One op of the flat code.  `depth` is the number of loops around it (a
+ * FOR's own ops sit at the depth outside the loop, and its counter is
+ * iters[depth]).  `target`: IF to the else part (or past the then part),
+ * JUMP and FOR_NEXT to their destination, FOR_TEST to the loop exit. */
+typedef struct kop {
+  uint8_t code;
+  uint8_t depth;
+  uint32_t target;
+  uint32_t ordinal; /* SHFL, SYNC: 1-based number among its kind, in program order */
+  const fu_kinst *in;
+} kop;
+
+/* The accesses to one shared element in barrier interval `wep`/`rep`. */
+typedef struct shadow {
+  uint32_t wep, wt; /* interval and thread of the last write */
+  uint32_t rep, rt; /* interval and thread of the reads (MANY_READERS: several) */
+} shadow;
+#define MANY_READERS UINT32_MAX
+#define MAX_DEPTH 255u
+
+typedef struct kexec {
+  const fu_kernel *k;
+  const fu_kir_arg *args;
+  fu_diag_engine *diag;
+  fu_allocator alloc;
+  /* flat code */
+  kop *code;
+  uint32_t n_code, cap_code, depth_slots, n_shfl, n_sync;
+  /* per thread of a block */
+  uint32_t nthreads, nreg;
+  uint64_t *regs;  /* nthreads x nreg */
+  uint32_t *iters; /* nthreads x depth_slots */
+  uint32_t *pcs;
+  uint8_t *state;
+  /* the current thread */
+  uint64_t *reg;
+  uint32_t *iter;
+  uint32_t cur;
+  int64_t grid[3], bid[3], tid[3];
+  int32_t *param_of; /* kval id -> parameter index, -1 */
+  /* arrays by kval id: shared ones once per block, local ones once per thread */
+  unsigned char **arrays;
+  const fu_kval **array_kv;
+  shadow **shadows;
+  uint32_t epoch; /* barrier interval, counted over the whole run */
+  fu_kir_stats st;
+  bool failed;
+} kexec;
+
+static void thread_coords(const kexec *x, uint32_t t, int64_t out[3]) {
+  out[0] = t % x->k->block[0];
+  out[1] = (t / x->k->block[0]) % x->k->block[1];
+  out[2] = t / (x->k->block[0] * x->k->block[1]);
+}
+
+static void set_thread(kexec *x, uint32_t t) {
+  x->cur = t;
+  x->reg = x->regs + (size_t)t * x->nreg;
+  x->iter = x->iters + (size_t)t * x->depth_slots;
+  thread_coords(x, t, x->tid);
+}
+
+static void kerr(kexec *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void kerr(kexec *x, const char *fmt, ...) {
+  if (x->failed) return;
+  x->failed = true;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fu_error(x->diag, fu_loc_none(), "kernel '@%s', block (%lld, %lld, %lld), thread (%lld, %lld, %lld): %s",
+           x->k->name ? x->k->name : "?", (long long)x->bid[0], (long long)x->bid[1], (long long)x->bid[2],
+           (long long)x->tid[0], (long long)x->tid[1], (long long)x->tid[2], msg);
+}
+
+static const char *kname(const fu_kval *v) { return v->name ? v->name : "?"; }
+
+static int64_t as_int(const kexec *x, const fu_kval *v) {
+  int64_t r = 0;
+  fu_interp_load(v->dtype, &x->reg[v->id], 1, 1, FU_CK_I64, &r);
+  return r;
+}
+
+static bool as_bool(const kexec *x, const fu_kval *v) {
+  if (fu_dtype_is_float(v->dtype)) {
+    double d;
+    fu_interp_load(v->dtype, &x->reg[v->id], 1, 1, FU_CK_F64, &d);
+    return d != 0; /* NaN is true */
+  }
+  return as_int(x, v) != 0;
+}
+
+static void set_int(kexec *x, const fu_kval *v, int64_t i) {
+  x->reg[v->id] = 0;
+  fu_interp_store(v->dtype, &x->reg[v->id], 1, 1, FU_CK_I64, &i);
+}
+
+/* ---- memory ------------------------------------------------------------------------------- */
+
+/* Records an access to shared element `e` of array m by the current
+ * thread; a write and another thread's access in one barrier interval is
+ * a race. */
+static void track_shared(kexec *x, const fu_kval *m, int64_t e, bool store) {
+  shadow *s = &x->shadows[m->id][e];
+  uint32_t t = x->cur;
+  uint32_t other = UINT32_MAX;
+  const char *what = NULL;
+  if (s->wep == x->epoch && s->wt != t) {
+    other = s->wt;
+    what = "wrote";
+  } else if (store && s->rep == x->epoch && s->rt != t) {
+    other = s->rt;
+    what = "read";
+  }
+  if (what) {
+    char who[96] = "another thread";
+    if (other != MANY_READERS) {
+      int64_t c[3];
+      thread_coords(x, other, c);
+      snprintf(who, sizeof who, "thread (%lld, %lld, %lld)", (long long)c[0], (long long)c[1], (long long)c[2]);
+    }
+    kerr(x, "shared-memory race on '%%%s' element %lld: this thread %s it and %s %s it since the last barrier",
+         kname(m), (long long)e, store ? "writes" : "reads", who, what);
+    return;
+  }
+  if (store) {
+    s->wep = x->epoch;
+    s->wt = t;
+  } else if (s->rep != x->epoch) {
+    s->rep = x->epoch;
+    s->rt = t;
+  } else if (s->rt != t) {
+    s->rt = MANY_READERS;
+  }
+}
+
+/* The element address of `width` elements at index i of memory operand m,
+ * checked; NULL after reporting. */
+static unsigned char *address(kexec *x, const fu_kval *m, int64_t i, uint32_t width, bool store) {
+  size_t es = fu_dtype_size(m->dtype);
+  unsigned char *base;
+  int64_t n;
+  if (m->kind == FU_KV_TENSOR_PARAM) {
+    int32_t p = m->id < x->k->next_kval_id ? x->param_of[m->id] : -1;
+    if (p < 0) {
+      kerr(x, "'%%%s' is not a parameter", kname(m));
+      return NULL;
+    }
+    base = x->args[p].data;
+    n = x->args[p].n_elems;
+  } else {
+    base = x->arrays[m->id];
+    if (base && m->space == FU_MEM_LOCAL) base += (size_t)x->cur * (size_t)m->length * es;
+    n = m->length;
+  }
+  if (!base || i < 0 || i > n - (int64_t)width) {
+    kerr(x, "%s of %u element%s of '%%%s' at index %lld is out of bounds (%lld elements)", store ? "store" : "load",
+         width, width == 1 ? "" : "s", kname(m), (long long)i, (long long)n);
+    return NULL;
+  }
+  unsigned char *a = base + (size_t)i * es;
+  if (width > 1 && ((uintptr_t)a % (width * es)) != 0) {
+    kerr(x, "vector %s of %u elements of '%%%s' at index %lld is not aligned to %zu bytes", store ? "store" : "load",
+         width, kname(m), (long long)i, width * es);
+    return NULL;
+  }
+  if (m->kind == FU_KV_ARRAY && m->space == FU_MEM_SHARED)
+    for (uint32_t j = 0; j < width && !x->failed; j++) track_shared(x, m, i + j, store);
+  if (x->failed) return NULL;
+  if (store && m->kind == FU_KV_TENSOR_PARAM) {
+    uint32_t *w = x->args[x->param_of[m->id]].writes;
+    if (w)
+      for (uint32_t j = 0; j < width; j++) w[i + j]++;
+  }
+  return a;
+}
+
+/* Copies a value of dtype `from` (storage at src) to dtype `to` at dst,
+ * converting like a cast. */
+static void convert(fu_dtype from, const void *src, fu_dtype to, void *dst) {
+  if (from == to) {
+    memcpy(dst, src, fu_dtype_size(to));
+    return;
+  }
+  fu_ck k = fu_interp_ck(from);
+  union {
+    double f64;
+    float f32;
+    int64_t i64;
+  } tmp;
+  fu_interp_load(from, src, 1, 1, k, &tmp);
+  fu_interp_store(to, dst, 1, 1, k, &tmp);
+}
+
+/* ---- math ------------------------------------------------------------------------------- */
+
+static void math(kexec *x, const fu_kinst *in) {
+  const fu_kval *r = in->results[0];
+  fu_op_kind op = in->u.math;
+  x->reg[r->id] = 0;
+  if (op == FU_OP_CAST || op == FU_OP_SET) {
+    convert(in->args[0]->dtype, &x->reg[in->args[0]->id], r->dtype, &x->reg[r->id]);
+    return;
+  }
+  bool bool_res = fu_op_has(op, FU_OF_BOOL_RESULT);
+  fu_dtype c;
+  if (bool_res)
+    c = in->n_args == 1 ? in->args[0]->dtype : fu_dtype_promote(in->args[0]->dtype, in->args[1]->dtype);
+  else
+    c = r->dtype;
+  fu_ck k = fu_interp_ck(c);
+  union cell {
+    double f64;
+    float f32;
+    int64_t i64;
+  } buf[3], out;
+  void *ins[3] = {&buf[0], &buf[1], &buf[2]};
+  for (uint32_t i = 0; i < in->n_args && i < 3; i++) {
+    if (op == FU_OP_WHERE && i == 0) {
+      buf[0].i64 = as_bool(x, in->args[0]) ? 1 : 0;
+      continue;
+    }
+    fu_interp_load(in->args[i]->dtype, &x->reg[in->args[i]->id], 1, 1, k, &buf[i]);
+  }
+  fu_pw_err e = fu_interp_pw_apply(op, k, r->dtype == FU_DT_BOOL, ins, &out, 1);
+  if (e == FU_PW_DIV_ZERO) {
+    kerr(x, "integer division by zero in '%s'", fu_op_info_of(op)->name);
+    return;
+  }
+  if (e != FU_PW_OK) {
+    kerr(x, "'%s' is not defined for %s", fu_op_info_of(op)->name, fu_dtype_name(c));
+    return;
+  }
+  fu_interp_store(r->dtype, &x->reg[r->id], 1, 1, bool_res ? FU_CK_I64 : k, &out);
+}
+
+static void constant(kexec *x, const fu_kinst *in) {
+  const fu_kval *r = in->results[0];
+  x->reg[r->id] = 0;
+  if (fu_dtype_is_float(r->dtype))
+    fu_interp_store(r->dtype, &x->reg[r->id], 1, 1, FU_CK_F64, &in->u.constant.f);
+  else if (fu_dtype_is_bool(r->dtype)) {
+    int64_t b = in->u.constant.b ? 1 : 0;
+    fu_interp_store(r->dtype, &x->reg[r->id], 1, 1, FU_CK_I64, &b);
+  } else {
+    fu_interp_store(r->dtype, &x->reg[r->id], 1, 1, FU_CK_I64, &in->u.constant.i);
+  }
+}
+
+static int64_t special(const kexec *x, fu_special sp) {
+  switch (sp) {
+  case FU_SP_TID_X: return x->tid[0];
+  case FU_SP_TID_Y: return x->tid[1];
+  case FU_SP_TID_Z: return x->tid[2];
+  case FU_SP_CTAID_X: return x->bid[0];
+  case FU_SP_CTAID_Y: return x->bid[1];
+  case FU_SP_CTAID_Z: return x->bid[2];
+  case FU_SP_NTID_X: return x->k->block[0];
+  case FU_SP_NTID_Y: return x->k->block[1];
+  case FU_SP_NTID_Z: return x->k->block[2];
+  case FU_SP_NCTAID_X: return x->grid[0];
+  case FU_SP_NCTAID_Y: return x->grid[1];
+  case FU_SP_NCTAID_Z: return x->grid[2];
+  }
+  return 0;
+}
+
+/* Straight-line instructions: everything but control flow and the
+ * collective ones (shuffles and barriers), which the scheduler runs. */
+static void exec(kexec *x, const fu_kinst *in) {
+  switch (in->kind) {
+  case FU_KI_CONST: constant(x, in); return;
+  case FU_KI_MATH: math(x, in); return;
+  case FU_KI_SPECIAL: set_int(x, in->results[0], special(x, in->u.special)); return;
+  case FU_KI_LOAD: {
+    const fu_kval *m = in->args[0];
+    uint32_t w = in->u.mem.width;
+    unsigned char *a = address(x, m, as_int(x, in->args[1]), w, false);
+    if (!a) return;
+    size_t es = fu_dtype_size(m->dtype);
+    for (uint32_t j = 0; j < w; j++) {
+      x->reg[in->results[j]->id] = 0;
+      convert(m->dtype, a + j * es, in->results[j]->dtype, &x->reg[in->results[j]->id]);
+    }
+    x->st.loads++;
+    if (w > 1) x->st.vector_loads++;
+    return;
+  }
+  case FU_KI_STORE: {
+    const fu_kval *m = in->args[0];
+    uint32_t w = in->u.mem.width;
+    unsigned char *a = address(x, m, as_int(x, in->args[1]), w, true);
+    if (!a) return;
+    size_t es = fu_dtype_size(m->dtype);
+    for (uint32_t j = 0; j < w; j++) convert(in->args[2 + j]->dtype, &x->reg[in->args[2 + j]->id], m->dtype, a + j * es);
+    x->st.stores++;
+    if (w > 1) x->st.vector_stores++;
+    return;
+  }
+  case FU_KI_READ: x->reg[in->results[0]->id] = x->reg[in->args[0]->id]; return;
+  case FU_KI_ASSIGN:
+    x->reg[in->args[0]->id] = 0;
+    convert(in->args[1]->dtype, &x->reg[in->args[1]->id], in->args[0]->dtype, &x->reg[in->args[0]->id]);
+    return;
+  case FU_KI_ATOM_ADD: {
+    /* blocks run one after another, so the add is atomic by construction */
+    const fu_kval *m = in->args[0];
+    unsigned char *a = address(x, m, as_int(x, in->args[1]), 1, true);
+    if (!a) return;
+    int64_t old = 0, add = as_int(x, in->args[2]);
+    fu_interp_load(m->dtype, a, 1, 1, FU_CK_I64, &old);
+    int64_t sum = (int64_t)((uint64_t)old + (uint64_t)add); /* wraps, as the hardware does */
+    fu_interp_store(m->dtype, a, 1, 1, FU_CK_I64, &sum);
+    set_int(x, in->results[0], old);
+    x->st.loads++;
+    x->st.stores++;
+    return;
+  }
+  case FU_KI_FENCE: return; /* blocks run one after another: every write is already visible */
+  default: kerr(x, "unexpected instruction in straight-line code"); return;
+  }
+}
+
+/* ---- flat code ------------------------------------------------------------------------------ */
+
+static bool push(kexec *x, uint8_t code, uint32_t depth, const fu_kinst *in, uint32_t *at) {
+  if (x->n_code == x->cap_code) {
+    uint32_t cap = x->cap_code ? x->cap_code * 2 : 64;
+    kop *n = fu_mem_realloc(&x->alloc, x->code, x->cap_code * sizeof *n, cap * sizeof *n);
+    if (!n) return false;
+    x->code = n;
+    x->cap_code = cap;
+  }
+  kop *o = &x->code[x->n_code];
+  memset(o, 0, sizeof *o);
+  o->code = code;
+  o->depth = (uint8_t)depth;
+  o->in = in;
+  if (code == OP_SHFL) o->ordinal = ++x->n_shfl;
+  if (code == OP_SYNC) o->ordinal = ++x->n_sync;
+  if (at) *at = x->n_code;
+  x->n_code++;
+  return true;
+}
+
+/* Structured statements to linear code: a loop is INIT, TEST (exit when
+ * done), body, NEXT (back to TEST); an `if` is IF (to the else part when
+ * false), then part, JUMP past the else part, else part. */
+static bool flatten(kexec *x, const fu_kblock *b, uint32_t depth) {
+  for (const fu_kinst *in = b->first; in; in = in->next) {
+    uint32_t a, t;
+    switch (in->kind) {
+    case FU_KI_FOR:
+      if (depth + 1 > MAX_DEPTH) return false;
+      if (depth + 1 > x->depth_slots) x->depth_slots = depth + 1;
+      if (!push(x, OP_FOR_INIT, depth, in, NULL) || !push(x, OP_FOR_TEST, depth, in, &t) ||
+          !flatten(x, &in->u.loop.body, depth + 1) || !push(x, OP_FOR_NEXT, depth, in, &a))
+        return false;
+      x->code[a].target = t;
+      x->code[t].target = x->n_code;
+      break;
+    case FU_KI_IF:
+      if (!push(x, OP_IF, depth, in, &a) || !flatten(x, &in->u.branch.then_body, depth)) return false;
+      if (in->u.branch.else_body.first) {
+        if (!push(x, OP_JUMP, depth, in, &t)) return false;
+        x->code[a].target = x->n_code;
+        if (!flatten(x, &in->u.branch.else_body, depth)) return false;
+        x->code[t].target = x->n_code;
+      } else {
+        x->code[a].target = x->n_code;
+      }
+      break;
+    case FU_KI_SHFL_XOR:
+      if (!push(x, OP_SHFL, depth, in, NULL)) return false;
+      break;
+    case FU_KI_SYNC:
+      if (!push(x, OP_SYNC, depth, in, NULL)) return false;
+      break;
+    default:
+      if (!push(x, OP_INST, depth, in, NULL)) return false;
+    }
+  }
+  return true;
+}
+
+/* Runs the current thread until it reaches a shuffle, a barrier or the
+ * end (or fails); returns the thread's new state, its pc at that op. */
+static uint8_t run_thread(kexec *x) {
+  uint32_t pc = x->pcs[x->cur];
+  for (;;) {
+    if (x->failed) return TS_DONE;
+    const kop *o = &x->code[pc];
+    const fu_kinst *in = o->in;
+    switch (o->code) {
+    case OP_INST:
+      x->st.instructions++;
+      exec(x, in);
+      pc++;
+      break;
+    case OP_IF:
+      x->st.instructions++;
+      pc = as_bool(x, in->args[0]) ? pc + 1 : o->target;
+      break;
+    case OP_JUMP: pc = o->target; break;
+    case OP_FOR_INIT: {
+      x->st.instructions++;
+      int64_t step = as_int(x, in->args[2]);
+      if (step <= 0) {
+        kerr(x, "loop step %lld is not positive", (long long)step);
+        return TS_DONE;
+      }
+      set_int(x, in->results[0], as_int(x, in->args[0]));
+      x->iter[o->depth] = 0;
+      pc++;
+      break;
+    }
+    case OP_FOR_TEST: pc = as_int(x, in->results[0]) < as_int(x, in->args[1]) ? pc + 1 : o->target; break;
+    case OP_FOR_NEXT:
+      set_int(x, in->results[0], as_int(x, in->results[0]) + as_int(x, in->args[2]));
+      x->iter[o->depth]++;
+      pc = o->target;
+      break;
+    case OP_SHFL: x->pcs[x->cur] = pc; return TS_SHFL;
+    case OP_SYNC: x->pcs[x->cur] = pc; return TS_SYNC;
+    default: x->pcs[x->cur] = pc; return TS_DONE;
+    }
+  }
+}
+
+/* Whether threads a and b stand at the same dynamic instance of an op:
+ * the same pc in the same iterations of every enclosing loop. */
+static bool same_point(const kexec *x, uint32_t a, uint32_t b) {
+  if (x->pcs[a] != x->pcs[b]) return false;
+  uint32_t d = x->code[x->pcs[a]].depth;
+  return memcmp(x->iters + (size_t)a * x->depth_slots, x->iters + (size_t)b * x->depth_slots, d * sizeof(uint32_t)) == 0;
+}
+
+/* Where thread t stands, for messages. */
+static void describe(const kexec *x, uint32_t t, uint32_t ref, char *buf, size_t n) {
+  const kop *o = &x->code[x->pcs[t]];
+  if (x->state[t] == TS_DONE)
+    snprintf(buf, n, "has finished");
+  else if (x->pcs[t] == x->pcs[ref])
+    snprintf(buf, n, "is there in another loop iteration");
+  else
+    snprintf(buf, n, "is at %s #%u", o->code == OP_SYNC ? "sync" : "shfl.xor", o->ordinal);
+}
+
+/* Lanes [w0, w1) have all stopped and lane `first` is at a shuffle: every
+ * lane must be at the same one; then every lane gets its partner's value. */
+static void warp_shuffle(kexec *x, uint32_t w0, uint32_t w1, uint32_t first) {
+  const kop *o = &x->code[x->pcs[first]];
+  int64_t fc[3];
+  thread_coords(x, first, fc);
+  for (uint32_t t = w0; t < w1; t++) {
+    if (x->state[t] == TS_SHFL && same_point(x, t, first)) continue;
+    char where[64];
+    describe(x, t, first, where, sizeof where);
+    set_thread(x, t);
+    kerr(x, "'shfl.xor' #%u is reached by only part of a warp: thread (%lld, %lld, %lld) is there, this thread %s",
+         o->ordinal, (long long)fc[0], (long long)fc[1], (long long)fc[2], where);
+    return;
+  }
+  if (w1 - w0 != 32) {
+    set_thread(x, first);
+    kerr(x, "'shfl.xor' #%u in a partial warp of %u threads (the block's thread count is not a multiple of 32)",
+         o->ordinal, w1 - w0);
+    return;
+  }
+  uint32_t src = o->in->args[0]->id, dst = o->in->results[0]->id, mask = o->in->u.shfl_mask;
+  uint64_t v[32];
+  for (uint32_t l = 0; l < 32; l++) v[l] = x->regs[(size_t)(w0 + l) * x->nreg + src];
+  for (uint32_t l = 0; l < 32; l++) {
+    x->regs[(size_t)(w0 + l) * x->nreg + dst] = v[l ^ mask];
+    x->pcs[w0 + l]++;
+    x->state[w0 + l] = TS_RUN;
+  }
+  x->st.instructions += 32;
+}
+
+/* All threads have stopped at a barrier or finished: either the block is
+ * done (false), or every thread is at the same barrier, which opens. */
+static bool barrier(kexec *x) {
+  uint32_t n = x->nthreads, first = UINT32_MAX, done = UINT32_MAX;
+  for (uint32_t t = 0; t < n; t++) {
+    if (x->state[t] == TS_SYNC && first == UINT32_MAX) first = t;
+    if (x->state[t] == TS_DONE && done == UINT32_MAX) done = t;
+  }
+  if (first == UINT32_MAX) return false;
+  int64_t fc[3];
+  thread_coords(x, first, fc);
+  uint32_t ord = x->code[x->pcs[first]].ordinal;
+  if (done != UINT32_MAX) {
+    set_thread(x, done);
+    kerr(x, "this thread finished while thread (%lld, %lld, %lld) waits at sync #%u", (long long)fc[0],
+         (long long)fc[1], (long long)fc[2], ord);
+    return false;
+  }
+  for (uint32_t t = 0; t < n; t++) {
+    if (same_point(x, t, first)) continue;
+    char where[64];
+    describe(x, t, first, where, sizeof where);
+    set_thread(x, t);
+    kerr(x, "divergent barrier: thread (%lld, %lld, %lld) waits at sync #%u, this thread %s", (long long)fc[0],
+         (long long)fc[1], (long long)fc[2], ord, where);
+    return false;
+  }
+  x->epoch++;
+  for (uint32_t t = 0; t < n; t++) {
+    x->pcs[t]++;
+    x->state[t] = TS_RUN;
+  }
+  x->st.instructions += n;
+  return true;
+}
+
+/* Runs the block x->bid: warps until they all stop, then barriers. */
+static void run_block(kexec *x) {
+  uint32_t n = x->nthreads;
+  memset(x->pcs, 0, n * sizeof *x->pcs);
+  memset(x->state, TS_RUN, n);
+  for (uint32_t i = 0; i < x->k->next_kval_id; i++) {
+    const fu_kval *a = x->array_kv[i];
+    if (a && a->space == FU_MEM_SHARED) memset(x->arrays[i], 0xff, (size_t)a->length * fu_dtype_size(a->dtype));
+  }
+  x->epoch++;
+  do {
+    for (uint32_t w0 = 0; w0 < n && !x->failed; w0 += 32) {
+      uint32_t w1 = w0 + 32 < n ? w0 + 32 : n;
+      for (;;) {
+        uint32_t first = UINT32_MAX;
+        for (uint32_t t = w0; t < w1; t++) {
+          if (x->state[t] == TS_RUN) {
+            set_thread(x, t);
+            x->state[t] = run_thread(x);
+            if (x->failed) return;
+          }
+          if (x->state[t] == TS_SHFL && first == UINT32_MAX) first = t;
+        }
+        if (first == UINT32_MAX) break;
+        warp_shuffle(x, w0, w1, first);
+        if (x->failed) return;
+      }
+    }
+  } while (!x->failed && barrier(x));
+}
+
+/* ---- set-up ---------------------------------------------------------------------------------- */
+
+static size_t array_bytes(const kexec *x, const fu_kval *a) {
+  size_t b = (size_t)(a->length > 0 ? a->length : 1) * fu_dtype_size(a->dtype);
+  return a->space == FU_MEM_LOCAL ? b * x->nthreads : b;
+}
+
+/* Arrays declared anywhere in the kernel, found through their uses. */
+static bool alloc_arrays(kexec *x, const fu_kblock *b) {
+  for (const fu_kinst *in = b->first; in; in = in->next) {
+    for (uint32_t i = 0; i < in->n_args; i++) {
+      const fu_kval *v = in->args[i];
+      if (v->kind != FU_KV_ARRAY || x->arrays[v->id]) continue;
+      x->array_kv[v->id] = v;
+      x->arrays[v->id] = fu_mem_calloc(&x->alloc, array_bytes(x, v), 1);
+      if (!x->arrays[v->id]) return false;
+      if (v->space == FU_MEM_SHARED) {
+        x->shadows[v->id] = fu_mem_calloc(&x->alloc, (size_t)(v->length > 0 ? v->length : 1), sizeof(shadow));
+        if (!x->shadows[v->id]) return false;
+      }
+    }
+    if (in->kind == FU_KI_FOR && !alloc_arrays(x, &in->u.loop.body)) return false;
+    if (in->kind == FU_KI_IF && (!alloc_arrays(x, &in->u.branch.then_body) || !alloc_arrays(x, &in->u.branch.else_body)))
+      return false;
+  }
+  return true;
+}
+
+static void free_exec(kexec *x, uint32_t n) {
+  for (uint32_t i = 0; x->arrays && x->array_kv && i < n; i++) {
+    const fu_kval *a = x->array_kv[i];
+    if (!a) continue;
+    fu_mem_free(&x->alloc, x->arrays[i], array_bytes(x, a));
+    if (x->shadows[i]) fu_mem_free(&x->alloc, x->shadows[i], (size_t)(a->length > 0 ? a->length : 1) * sizeof(shadow));
+  }
+  fu_mem_free(&x->alloc, x->arrays, n * sizeof *x->arrays);
+  fu_mem_free(&x->alloc, x->array_kv, n * sizeof *x->array_kv);
+  fu_mem_free(&x->alloc, x->shadows, n * sizeof *x->shadows);
+  fu_mem_free(&x->alloc, x->param_of, n * sizeof *x->param_of);
+  fu_mem_free(&x->alloc, x->code, x->cap_code * sizeof *x->code);
+  fu_mem_free(&x->alloc, x->regs, (size_t)x->nthreads * x->nreg * sizeof *x->regs);
+  fu_mem_free(&x->alloc, x->iters, (size_t)x->nthreads * x->depth_slots * sizeof *x->iters);
+  fu_mem_free(&x->alloc, x->pcs, x->nthreads * sizeof *x->pcs);
+  fu_mem_free(&x->alloc, x->state, x->nthreads);
+}
+
+/* Scalar parameters into every thread's registers (they never change). */
+static void bind_scalars(kexec *x) {
+  const fu_kernel *k = x->k;
+  for (uint32_t p = 0; p < k->n_params; p++) {
+    const fu_kval *v = k->params[p];
+    x->param_of[v->id] = (int32_t)p;
+    if (v->kind != FU_KV_SCALAR_PARAM) continue;
+    uint64_t cell = 0;
+    if (fu_dtype_is_float(v->dtype)) {
+      fu_interp_store(v->dtype, &cell, 1, 1, FU_CK_F64, &x->args[p].scalar.f);
+    } else {
+      int64_t i = fu_dtype_is_bool(v->dtype) ? (x->args[p].scalar.b ? 1 : 0) : x->args[p].scalar.i;
+      fu_interp_store(v->dtype, &cell, 1, 1, FU_CK_I64, &i);
+    }
+    for (uint32_t t = 0; t < x->nthreads; t++) x->regs[(size_t)t * x->nreg + v->id] = cell;
+  }
+}
+
+/* A `zeroed` workspace is zero at launch and must be zero again at the end
+ * (the runtime keeps one zeroed buffer across launches): a semaphore the
+ * kernel forgot to reset is an error. */
+static void check_zeroed(kexec *x) {
+  for (uint32_t p = 0; p < x->k->n_params && !x->failed; p++) {
+    const fu_kval *v = x->k->params[p];
+    if (v->kind != FU_KV_TENSOR_PARAM || !v->ws_zeroed || !x->args[p].data) continue;
+    const unsigned char *d = x->args[p].data;
+    size_t bytes = (size_t)x->args[p].n_elems * fu_dtype_size(v->dtype);
+    for (size_t i = 0; i < bytes; i++)
+      if (d[i]) {
+        fu_error(x->diag, fu_loc_none(),
+                 "kernel '@%s' left zeroed workspace '%%%s' non-zero at element %zu (reset it before the kernel ends)",
+                 x->k->name ? x->k->name : "?", kname(v), i / fu_dtype_size(v->dtype));
+        x->failed = true;
+        break;
+      }
+  }
+}
+
+fu_status fu_kir_run(const fu_kernel *k, const fu_kir_arg *args, const int64_t grid[3], fu_allocator alloc,
+                     fu_diag_engine *diag, fu_kir_stats *stats) {
+  if (fu_kernel_verify(k, diag, NULL) != FU_OK) return FU_ERR_VERIFY;
+  kexec x;
+  memset(&x, 0, sizeof x);
+  x.k = k;
+  x.args = args;
+  x.diag = diag;
+  x.alloc = alloc;
+  uint32_t n = k->next_kval_id ? k->next_kval_id : 1;
+  x.nreg = n;
+  x.nthreads = k->block[0] * k->block[1] * k->block[2];
+  x.param_of = fu_mem_alloc(&alloc, n * sizeof *x.param_of);
+  x.arrays = fu_mem_calloc(&alloc, n, sizeof *x.arrays);
+  x.array_kv = fu_mem_calloc(&alloc, n, sizeof *x.array_kv);
+  x.shadows = fu_mem_calloc(&alloc, n, sizeof *x.shadows);
+  bool ok = x.param_of && x.arrays && x.array_kv && x.shadows && flatten(&x, &k->body, 0) &&
+            push(&x, OP_END, 0, NULL, NULL);
+  if (x.depth_slots == 0) x.depth_slots = 1;
+  fu_status st = FU_OK;
+  if (ok) {
+    x.regs = fu_mem_calloc(&alloc, (size_t)x.nthreads * x.nreg, sizeof *x.regs);
+    x.iters = fu_mem_calloc(&alloc, (size_t)x.nthreads * x.depth_slots, sizeof *x.iters);
+    x.pcs = fu_mem_calloc(&alloc, x.nthreads, sizeof *x.pcs);
+    x.state = fu_mem_calloc(&alloc, x.nthreads, 1);
+    ok = x.regs && x.iters && x.pcs && x.state && alloc_arrays(&x, &k->body);
+  }
+  if (!ok) {
+    fu_error(diag, fu_loc_none(), "out of memory running kernel '@%s'", k->name ? k->name : "?");
+    st = FU_ERR_NOMEM;
+    goto done;
+  }
+  for (uint32_t i = 0; i < n; i++) x.param_of[i] = -1;
+  bind_scalars(&x);
+  for (int d = 0; d < 3; d++) x.grid[d] = grid[d];
+  for (x.bid[2] = 0; x.bid[2] < grid[2] && !x.failed; x.bid[2]++)
+    for (x.bid[1] = 0; x.bid[1] < grid[1] && !x.failed; x.bid[1]++)
+      for (x.bid[0] = 0; x.bid[0] < grid[0] && !x.failed; x.bid[0]++) run_block(&x);
+  if (!x.failed) check_zeroed(&x);
+  if (x.failed) st = FU_ERR_RUNTIME;
+  if (stats) {
+    stats->instructions += x.st.instructions;
+    stats->loads += x.st.loads;
+    stats->stores += x.st.stores;
+    stats->vector_loads += x.st.vector_loads;
+    stats->vector_stores += x.st.vector_stores;
+  }
+done:
+  free_exec(&x, n);
+  return st;
+}
