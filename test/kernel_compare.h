@@ -12,12 +12,13 @@
 #include "harness.h"
 
 /* Makes inputs for f with `io`, runs both interpreters, and compares every
- * output with relative tolerance `rtol` (0: bit for bit).  Each problem is
+ * output with relative tolerance `rtol` and absolute tolerance `atol` (both
+ * 0: bit for bit; a reduction's tolerance grows with its extent).  Each problem is
  * a test failure naming `name` (with `log`, the diagnostics captured so
  * far); the kernel interpreter's counts are added to `stats`.  True when
  * every output agrees. */
-static inline bool compare_with_kernels(const char *name, fu_fusion *f, const fu_input_options *io, double rtol,
-                                        fu_diag_engine *diag, const char *log, fu_kir_stats *stats) {
+static inline bool compare_with_kernels_atol(const char *name, fu_fusion *f, const fu_input_options *io, double rtol,
+                                             double atol, fu_diag_engine *diag, const char *log, fu_kir_stats *stats) {
   fu_arg *in = NULL;
   uint32_t n_in = 0;
   if (fu_interp_make_inputs(f, io, fu_default_allocator(), diag, &in, &n_in) != FU_OK) {
@@ -37,7 +38,7 @@ static inline bool compare_with_kernels(const char *name, fu_fusion *f, const fu
     for (uint32_t i = 0; i < n_want; i++) {
       fu_compare_result cr;
       if (want[i].kind != FU_ARG_TENSOR || got[i].kind != FU_ARG_TENSOR ||
-          fu_host_tensor_compare(&got[i].tensor, &want[i].tensor, rtol, 0.0, &cr) != FU_OK) {
+          fu_host_tensor_compare(&got[i].tensor, &want[i].tensor, rtol, atol, &cr) != FU_OK) {
         fu_test_fail(__FILE__, __LINE__, "%s: output %u cannot be compared", name, i);
         ok = false;
         continue;
@@ -54,6 +55,12 @@ static inline bool compare_with_kernels(const char *name, fu_fusion *f, const fu
   if (got) fu_args_free(got, n_got, fu_default_allocator());
   fu_args_free(in, n_in, fu_default_allocator());
   return ok;
+}
+
+/* The same with no absolute tolerance. */
+static inline bool compare_with_kernels(const char *name, fu_fusion *f, const fu_input_options *io, double rtol,
+                                        fu_diag_engine *diag, const char *log, fu_kir_stats *stats) {
+  return compare_with_kernels_atol(name, f, io, rtol, 0.0, diag, log, stats);
 }
 
 #endif

@@ -40,6 +40,9 @@ fu_lower_entry_fn fu_lower_entry(fu_sched_kind k);
  * kind's fallback. */
 fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
 
+/* The reduction lowering (passes/lower/reduction.c). */
+fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
+
 /* Lowers every scheduled segment of m (replacing a kernel already there:
  * lowering is deterministic, so running it twice changes nothing). */
 fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug);

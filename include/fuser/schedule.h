@@ -111,6 +111,15 @@ typedef struct fu_stensor {
   fu_loc loc;
 } fu_stensor;
 
+/* How a reduction schedule combines the partial results of the threads
+ * that share one output element (header attribute `reduce=`, docs/ir.md):
+ * serial: no reduced axis is parallel, each thread owns its outputs;
+ * warp: the reduced axis on threadIdx.x has extent 32, one butterfly of
+ * shuffles; block: threadIdx.x (a multiple of 32) carries the reduced axis,
+ * shuffles then shared memory across the warps of each threadIdx.y row. */
+typedef enum fu_reduce_mode { FU_RM_NONE, FU_RM_SERIAL, FU_RM_WARP, FU_RM_BLOCK } fu_reduce_mode;
+const char *fu_reduce_mode_name(fu_reduce_mode r);
+
 typedef struct fu_schedule {
   const char *device; /* the device it was tuned for (name), or NULL */
   const char *arch;   /* "sm_90", or NULL (the backend's default) */
@@ -130,6 +139,8 @@ typedef struct fu_schedule {
    * FU_SK_NONE: not recorded (a hand-written schedule).  Pointwise is the
    * default and is not printed. */
   fu_sched_kind kind;
+  /* FU_RM_NONE except in reduction schedules, which must name one */
+  fu_reduce_mode reduce;
 } fu_schedule;
 
 /* ---- text (lib/text/schedule_text.c) ------------------------------------- */
@@ -166,6 +177,24 @@ fu_status fu_schedule_verify(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_
 /* Every schedule of every segment of `f`. */
 fu_status fu_schedule_verify_fusion(fu_fusion *f, fu_diag_engine *diag);
 
+/* The reduction structure of a reduction schedule
+ * (lib/analysis/reduction_axes.c): the segment's reductions (one or more
+ * of the same axes over the same input domain, whose operand shape is the
+ * reference's), and for every schedule axis whether it derives from a
+ * reduced dim of the reference.  fu_schedule_reduction_check reports, at
+ * the schedule, a reference that is not a reduction's operand, a transform
+ * that mixes reduced and kept axes, a reduced axis on a block index, and a
+ * `reduce=` that does not match the loop bindings. */
+enum { FU_MAX_SEG_REDUCTIONS = 8 };
+typedef struct fu_reduction_info {
+  const fu_op *ops[FU_MAX_SEG_REDUCTIONS];
+  uint32_t n_ops;
+  bool reduced_dim[FU_MAX_RANK]; /* of the reference */
+  bool *reduced_axis;            /* n_axes entries, allocated by the caller */
+} fu_reduction_info;
+bool fu_schedule_reduction(const fu_op *seg, const fu_schedule *s, fu_reduction_info *ri, fu_diag_engine *diag);
+bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag_engine *diag);
+
 /* ---- the pass (passes/schedule/schedule.c, passes/schedule/pointwise.c) ------------ */
 
 extern const fu_pass_def fu_pass_schedule;
@@ -180,13 +209,17 @@ fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine 
 
 /* A scheduler: the SCHEDULE column of kinds.def.  Builds *out for segment
  * `seg` of f in the module's arena, recording seg's kind in (*out)->kind
- * where it is not the scheduler's own. */
+ * where it is not the scheduler's own.  FU_OK with *out NULL declines the
+ * segment (it stays unscheduled; say why on `debug`). */
 typedef fu_status (*fu_schedule_entry_fn)(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
                                           FILE *debug, fu_schedule **out);
 
 /* The scheduler of kind k, or NULL while the kind has none. */
 fu_schedule_entry_fn fu_schedule_entry(fu_sched_kind k);
 
+/* The reduction scheduler (passes/schedule/reduction.c). */
+fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                                     fu_schedule **out);
 /* The pointwise scheduler (passes/schedule/pointwise.c). */
 fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                 fu_schedule **out);

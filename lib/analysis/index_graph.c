@@ -406,10 +406,33 @@ static bool op_dims_in_range(const fu_op *op) {
   }
 }
 
+/* A reduction maps each kept dim of its operand to the result's dim (the
+ * reduced dims end at the op; with keepdim they are new extent-1 dims). */
+static bool reduced_axis(const fu_op *op, int32_t d) {
+  int32_t rank = op->operands[0]->type.rank;
+  for (uint32_t i = 0; i < op->u.reduce.axes.n; i++)
+    if (op->u.reduce.axes.v[i] == d || op->u.reduce.axes.v[i] + rank == d) return true;
+  return false;
+}
+
+static void reduction_exprs(fu_igraph *g, const fu_op *op) {
+  const fu_value *x = op->operands[0], *r = op->results[0];
+  int32_t rd = 0;
+  for (int32_t d = 0; d < x->type.rank && rd < r->type.rank; d++) {
+    if (!reduced_axis(op, d)) map_dim(g, op, x, d, r, rd++);
+    else if (op->u.reduce.keepdim)
+      add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, rd++), UINT32_MAX, NULL);
+  }
+}
+
 static bool build_exprs(fu_igraph *g) {
   for (fu_op *op = g->seg->u.segment.body ? g->seg->u.segment.body->first : NULL; op; op = op->next) {
     const fu_op_info *info = fu_op_info_of(op->kind);
     const fu_value *r = op->n_results ? op->results[0] : NULL;
+    if (r && fu_type_is_tensor(&r->type) && fu_op_info_of(op->kind)->cls == FU_OC_REDUCE && g->s->reduce != FU_RM_NONE) {
+      reduction_exprs(g, op);
+      continue;
+    }
     if (!r || !fu_type_is_tensor(&r->type)) {
       if (op->kind == FU_OP_SEGMENT || fu_op_has(op->kind, FU_OF_REDUCTION) || fu_op_has(op->kind, FU_OF_RESIZE)) goto unsupported;
       continue;
@@ -745,6 +768,14 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
   for (int32_t d = 0; d < rr; d++)
     if (fu_extent_is_one(r->type.dims[d])) c[d] = zero;
   switch (fu_op_info_of(op->kind)->cls) {
+  case FU_OC_REDUCE: {
+    int32_t rd = 0;
+    for (int32_t d = 0; d < x->type.rank && rd < rr; d++) {
+      if (!reduced_axis(op, d)) c[rd++] = xc[d];
+      else if (op->u.reduce.keepdim) c[rd++] = zero;
+    }
+    break;
+  }
   case FU_OC_BROADCAST_IN_DIM:
     for (uint32_t i = 0; i < op->u.broadcast_in_dim.broadcast_dims.n; i++) {
       int32_t rd = (int32_t)op->u.broadcast_in_dim.broadcast_dims.v[i];
@@ -873,6 +904,7 @@ static bool output_coords(fu_igraph *g) {
     const fu_value *o = si->outputs[i];
     int32_t l = local_of(g, o);
     if (l < 0 || !fu_type_is_tensor(&o->type)) continue;
+    if (g->coords[l] && g->s->reduce != FU_RM_NONE) continue; /* reached: a reduction's result or the reference's */
     const fu_ix *n = fu_ix_const(g->ix, 1);
     for (int32_t d = 0; d < o->type.rank; d++) n = fu_ix_mul(g->ix, n, fu_ix_extent(g->ix, o->type.dims[d]));
     if (n != ref_n) {
@@ -1011,7 +1043,7 @@ static void walk_back(fu_igraph *g, uint32_t l, const fu_ix *const *c, const fu_
   for (uint32_t i = 0; i < op->n_operands; i++) {
     int32_t xl = local_of(g, op->operands[i]);
     if (xl < 0 || !fu_type_is_tensor(&op->operands[i]->type)) continue;
-    const fu_ix **xc = fu_igraph_back_map(g, op, i, c);
+    const fu_ix **xc = fu_op_info_of(op->kind)->cls == FU_OC_REDUCE ? g->coords[xl] : fu_igraph_back_map(g, op, i, c);
     if (!xc) continue;
     const fu_ix *const *t = intern_tuple(g, xc, (uint32_t)op->operands[i]->type.rank);
     if (t) walk_back(g, (uint32_t)xl, t, op, depth + 1);

@@ -256,6 +256,7 @@ fu_status fu_schedule_verify(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_
     return FU_ERR_VERIFY;
   }
   if (!verify_structure(seg, s, diag)) return FU_ERR_VERIFY;
+  if (!fu_schedule_reduction_check(seg, s, diag)) return FU_ERR_VERIFY;
   return verify_indexing(f, seg, s, diag) ? FU_OK : FU_ERR_VERIFY;
 }
 

@@ -91,6 +91,10 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
     fu_strbuf_puts(out, "kind=");
     put_word(out, fu_sched_kind_name(s->kind));
   }
+  if (s->reduce != FU_RM_NONE) {
+    fu_strbuf_puts(out, n++ ? ", " : " {");
+    fu_strbuf_printf(out, "reduce=%s", fu_reduce_mode_name(s->reduce));
+  }
   if (n) fu_strbuf_putc(out, '}');
   fu_strbuf_puts(out, " {\n");
   if (s->reference) {
@@ -339,8 +343,13 @@ static void header_attrs(sparser *p, fu_schedule *s) {
         serr(p, &a[i].value, "unknown segment kind '%s' for 'kind'; valid: %s", w, fu_sched_kind_names());
         s->kind = FU_SK_NONE;
       }
+    } else if (fu_txt_tok_is(&a[i].name, "reduce")) {
+      s->reduce = FU_RM_NONE;
+      for (fu_reduce_mode r = FU_RM_SERIAL; r <= FU_RM_BLOCK; r++)
+        if (is_word(&a[i].value, fu_reduce_mode_name(r))) s->reduce = r;
+      if (s->reduce == FU_RM_NONE) bad_attr_value(p, &a[i], "serial, warp or block");
     } else {
-      serr(p, &a[i].name, "unknown attribute '%.*s' for 'schedule'; valid: device, arch, index, kind",
+      serr(p, &a[i].name, "unknown attribute '%.*s' for 'schedule'; valid: device, arch, index, kind, reduce",
            (int)a[i].name.len, a[i].name.p);
     }
   }

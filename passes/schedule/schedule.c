@@ -62,6 +62,7 @@ fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine 
       fu_schedule *s = NULL;
       fu_status st = entry(f, op, dev, diag, debug, &s);
       if (st != FU_OK) return st;
+      if (!s) continue; /* the scheduler declined (with a remark): the segment stays as it is */
       /* What the scheduler wrote must pass the verifier a parser would run. */
       st = fu_schedule_verify(f, op, s, diag);
       if (st != FU_OK) {

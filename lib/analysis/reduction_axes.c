@@ -1,0 +1,151 @@
+/* fuser: the reduction structure of a reduction schedule: which schedule
+ * axes are reduced, and whether the loop bindings fit the schedule's
+ * `reduce=` combine (include/fuser/schedule.h).  Shared by the schedule
+ * verifier and the reduction lowering, so the two agree on what a
+ * reduction schedule may say. */
+#include <string.h>
+
+#include "fuser/schedule.h"
+
+static const char *seg_name(const fu_op *seg) { return seg->u.segment.name ? seg->u.segment.name : "?"; }
+
+static bool same_shape(const fu_value *a, const fu_value *b) {
+  if (a->type.rank != b->type.rank) return false;
+  for (int32_t d = 0; d < a->type.rank; d++)
+    if (!fu_extent_equal(a->type.dims[d], b->type.dims[d])) return false;
+  return true;
+}
+
+/* Collects the segment's reductions and marks the reduced dims of their
+ * common operand domain, then propagates the marks through the schedule's
+ * transforms.  A schedule must not merge a reduced axis with a kept one:
+ * the lowering keeps the two loop nests apart. */
+bool fu_schedule_reduction(const fu_op *seg, const fu_schedule *s, fu_reduction_info *ri, fu_diag_engine *diag) {
+  bool *ra = ri->reduced_axis;
+  memset(ri, 0, sizeof *ri);
+  ri->reduced_axis = ra;
+  const fu_block *body = seg->u.segment.body;
+  for (const fu_op *op = body ? body->first : NULL; op; op = op->next) {
+    if (!fu_op_has(op->kind, FU_OF_REDUCTION)) continue;
+    if (fu_op_info_of(op->kind)->cls != FU_OC_REDUCE) {
+      fu_error(diag, op->loc, "'%s' needs Welford combines, which the reduction lowering does not have yet",
+               fu_op_info_of(op->kind)->name);
+      return false;
+    }
+    if (ri->n_ops == FU_MAX_SEG_REDUCTIONS) {
+      fu_error(diag, op->loc, "segment '@%s' has more than %d reductions", seg_name(seg), FU_MAX_SEG_REDUCTIONS);
+      return false;
+    }
+    const fu_value *x = op->operands[0];
+    bool red[FU_MAX_RANK] = {false};
+    for (uint32_t i = 0; i < op->u.reduce.axes.n; i++) {
+      int64_t a = op->u.reduce.axes.v[i];
+      if (a < 0) a += x->type.rank;
+      if (a >= 0 && a < x->type.rank) red[a] = true;
+    }
+    if (ri->n_ops == 0) {
+      memcpy(ri->reduced_dim, red, sizeof red);
+    } else if (!same_shape(x, ri->ops[0]->operands[0]) || memcmp(red, ri->reduced_dim, sizeof red) != 0) {
+      fu_error(diag, op->loc, "the reductions of segment '@%s' must reduce the same axes of the same domain",
+               seg_name(seg));
+      return false;
+    }
+    ri->ops[ri->n_ops++] = op;
+  }
+  if (!ri->n_ops) {
+    fu_error(diag, s->loc, "segment '@%s' has no reduction for a reduction schedule", seg_name(seg));
+    return false;
+  }
+  if (!same_shape(s->reference, ri->ops[0]->operands[0])) {
+    fu_error(diag, s->loc, "the reference of a reduction schedule must have the shape of the reduction's operand");
+    return false;
+  }
+  for (uint32_t a = 0; a < s->n_axes; a++)
+    if (s->axes[a].ref_dim >= 0) ra[a] = ri->reduced_dim[s->axes[a].ref_dim];
+  for (uint32_t i = 0; i < s->n_xforms; i++) {
+    const fu_sxform *x = &s->xforms[i];
+    if (x->kind == FU_SX_SPLIT) {
+      ra[x->out[0]] = ra[x->out[1]] = ra[x->in[0]];
+      continue;
+    }
+    if (ra[x->in[0]] != ra[x->in[1]]) {
+      fu_error(diag, x->loc, "merge of reduced axis '%s' with kept axis '%s'", s->axes[x->in[ra[x->in[0]] ? 0 : 1]].name,
+               s->axes[x->in[ra[x->in[0]] ? 1 : 0]].name);
+      return false;
+    }
+    ra[x->out[0]] = ra[x->in[0]];
+  }
+  return true;
+}
+
+/* The constant extent of a thread axis: the inner factor of a split, or a
+ * constant dim of the reference; 0 when unknown. */
+static int64_t const_extent(const fu_schedule *s, uint32_t a) {
+  if (s->axes[a].ref_dim >= 0) {
+    fu_extent e = s->reference->type.dims[s->axes[a].ref_dim];
+    return fu_extent_is_const(e) ? e.value : 0;
+  }
+  const fu_sxform *x = s->axes[a].def >= 0 ? &s->xforms[s->axes[a].def] : NULL;
+  return x && x->kind == FU_SX_SPLIT && x->out[1] == a ? x->factor : 0;
+}
+
+bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
+  bool is_red = seg->u.segment.kind == FU_SK_REDUCTION;
+  if (!is_red && s->reduce == FU_RM_NONE) return true;
+  if (!is_red) {
+    fu_error(diag, s->loc, "'reduce=' is for reduction segments, and segment '@%s' is a %s segment", seg_name(seg),
+             fu_sched_kind_name(seg->u.segment.kind));
+    return false;
+  }
+  if (s->reduce == FU_RM_NONE) {
+    fu_error(diag, s->loc, "the schedule of reduction segment '@%s' must say how it combines: reduce=serial, warp or block",
+             seg_name(seg));
+    return false;
+  }
+  bool ra[256];
+  if (s->n_axes > 256) return false;
+  fu_reduction_info ri = {.reduced_axis = ra};
+  memset(ra, 0, sizeof ra);
+  if (!fu_schedule_reduction(seg, s, &ri, diag)) return false;
+  bool ok = true, in_reduction = false, on_tx = false;
+  for (uint32_t i = 0; i < s->n_loops; i++) {
+    const fu_sloop *l = &s->loops[i];
+    const char *an = s->axes[l->axis].name;
+    bool r = ra[l->axis];
+    bool par = l->ptype != FU_PT_SERIAL && l->ptype != FU_PT_UNROLL && l->ptype != FU_PT_VECTORIZE;
+    if (r && (l->ptype == FU_PT_BLOCK_X || l->ptype == FU_PT_BLOCK_Y || l->ptype == FU_PT_THREAD_Y)) {
+      fu_error(diag, l->loc, "reduced axis '%s' is on %s: only threadIdx.x may carry a reduced axis (grid reductions come later)",
+               an, fu_ptype_name(l->ptype));
+      ok = false;
+    }
+    if (!r && l->ptype == FU_PT_VECTORIZE) {
+      fu_error(diag, l->loc, "kept axis '%s' of a reduction is vectorized: only reduced axes may be", an);
+      ok = false;
+    }
+    if (r && !par) in_reduction = true;
+    if (!r && !par && in_reduction) {
+      fu_error(diag, l->loc, "kept axis '%s' is inside the reduction's serial loops: put it before them", an);
+      ok = false;
+    }
+    if (r && l->ptype == FU_PT_THREAD_X) {
+      on_tx = true;
+      int64_t e = const_extent(s, l->axis);
+      if (s->reduce == FU_RM_SERIAL) {
+        fu_error(diag, l->loc, "reduce=serial, but reduced axis '%s' is on threadIdx.x", an);
+        ok = false;
+      } else if (s->reduce == FU_RM_WARP && e != 32) {
+        fu_error(diag, l->loc, "reduce=warp needs reduced axis '%s' on threadIdx.x to have extent 32", an);
+        ok = false;
+      } else if (s->reduce == FU_RM_BLOCK && (e < 64 || e % 32 != 0)) {
+        fu_error(diag, l->loc, "reduce=block needs reduced axis '%s' on threadIdx.x to have an extent of 64 or more, a "
+                               "multiple of 32", an);
+        ok = false;
+      }
+    }
+  }
+  if (ok && s->reduce != FU_RM_SERIAL && !on_tx) {
+    fu_error(diag, s->loc, "reduce=%s, but no reduced axis is on threadIdx.x", fu_reduce_mode_name(s->reduce));
+    ok = false;
+  }
+  return ok;
+}

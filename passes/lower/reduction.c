@@ -1,0 +1,595 @@
+/* fuser: lowering a scheduled reduction segment to kernel IR.
+ *
+ * The schedule's loops split in two (lib/analysis/reduction_axes.c): the
+ * kept axes (blocks, threadIdx.y, serial loops outside) and the reduced
+ * ones (threadIdx.x, and serial loops inside).  The kernel is
+ *
+ *   kept loops {
+ *     acc = identity                      (one mutable per reduction)
+ *     reduced serial loops {
+ *       if (in range) { acc = acc op prologue(x) }   (full-size outputs stored here)
+ *     }
+ *     reduce=warp|block: butterfly shfl.xor 16..1 over threadIdx.x;
+ *     reduce=block: lane 0 of each warp stores to shared memory, sync,
+ *       every thread combines its row's warp slots in slot order
+ *     if (kept in range && threadIdx.x == 0) { epilogue(acc); store }
+ *   }
+ *
+ * Values are evaluated demand-driven at their index-graph coordinates and
+ * memoized per body, with the CPU interpreter's dtype rules (f16/bf16
+ * compute in f32 and round after each op, integers in i64).  Accumulators
+ * are f32 for f16/bf16/f32 results, f64 for f64, i64 for integers and
+ * bools; the combine order is fixed, so results are deterministic. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fuser/index_graph.h"
+#include "fuser/lower.h"
+#include "fuser/schedule.h"
+
+enum { MAX_MEMO = 512, MAX_PARAMS = 64 };
+
+typedef struct rl {
+  /* what is lowered, and where diagnostics go */
+  fu_module *m;
+  fu_fusion *f;
+  fu_op *seg;
+  const fu_schedule *s;
+  fu_diag_engine *diag;
+  bool failed;
+  /* the index graph, and the kernel being built */
+  fu_igraph *g;
+  fu_ix_ctx *ix;
+  fu_kernel *k;
+  fu_kbuilder b;
+  fu_dtype idx;
+  fu_reduction_info ri;
+  bool ra[256];
+  const fu_ix *rvars[16]; /* loop variables of reduced axes */
+  uint32_t n_rvars;
+  fu_kval **tparam, **sparam; /* by fusion value id */
+  struct {
+    const void *key;
+    int32_t dim;
+    fu_kval *kv;
+  } params[MAX_PARAMS];
+  uint32_t n_params;
+  struct {
+    const fu_ix *x;
+    fu_kval *kv;
+  } ixv[1024];
+  uint32_t n_ixv;
+  struct {
+    const fu_value *v;
+    const fu_ix *const *c;
+    fu_kval *kv;
+  } memo[MAX_MEMO];
+  uint32_t n_memo;
+} rl;
+
+static bool fail(rl *L, fu_loc loc, const char *what) {
+  if (!L->failed) fu_error(L->diag, loc, "cannot lower reduction segment '@%s': %s", L->seg->u.segment.name, what);
+  L->failed = true;
+  return false;
+}
+
+static fu_kval *chk(rl *L, fu_kval *v) {
+  if (!v) fail(L, L->seg->loc, "out of memory");
+  return v;
+}
+
+/* ---- index expressions (scoped: values emitted in a body are forgotten
+ * when the body closes) ------------------------------------------------------------ */
+
+static fu_kval *ixv_get(const rl *L, const fu_ix *x) {
+  for (uint32_t i = L->n_ixv; i-- > 0;)
+    if (L->ixv[i].x == x) return L->ixv[i].kv;
+  return NULL;
+}
+
+static void ixv_set(rl *L, const fu_ix *x, fu_kval *kv) {
+  if (L->n_ixv == 1024) {
+    fail(L, L->seg->loc, "too many index expressions");
+    return;
+  }
+  L->ixv[L->n_ixv].x = x;
+  L->ixv[L->n_ixv++].kv = kv;
+}
+
+static fu_kval *param_of(rl *L, const void *key, int32_t dim, const char *sym) {
+  for (uint32_t i = 0; i < L->n_params; i++)
+    if (L->params[i].key == key && L->params[i].dim == dim) return L->params[i].kv;
+  if (L->n_params == MAX_PARAMS) return fail(L, L->seg->loc, "too many extent and stride parameters") ? NULL : NULL;
+  fu_kval *kv;
+  if (sym) {
+    kv = fu_kernel_extent_param(L->m, L->k, sym, L->idx, sym);
+  } else {
+    const fu_value *v = key;
+    fu_kval *t = L->tparam[v->id];
+    if (!t) return fail(L, L->seg->loc, "a stride of a tensor without a parameter") ? NULL : NULL;
+    char name[64];
+    snprintf(name, sizeof name, "%s_stride%d", t->name ? t->name : "t", (int)dim);
+    kv = fu_kernel_stride_param(L->m, L->k, name, L->idx, t, dim);
+  }
+  if (!chk(L, kv)) return NULL;
+  L->params[L->n_params].key = key;
+  L->params[L->n_params].dim = dim;
+  L->params[L->n_params++].kv = kv;
+  return kv;
+}
+
+static fu_kval *emit_ix(rl *L, const fu_ix *x) {
+  if (L->failed || !x) return x ? NULL : chk(L, NULL);
+  fu_kval *kv = ixv_get(L, x);
+  if (kv) return kv;
+  static const fu_op_kind ops[] = {[FU_IX_ADD] = FU_OP_ADD, [FU_IX_MUL] = FU_OP_MUL, [FU_IX_DIV] = FU_OP_DIV,
+                                   [FU_IX_MOD] = FU_OP_FMOD};
+  switch (x->kind) {
+  case FU_IX_CONST: kv = chk(L, fu_kb_const_i(&L->b, NULL, L->idx, x->value)); break;
+  case FU_IX_SYM: kv = param_of(L, x->sym, -1, x->sym); break;
+  case FU_IX_VAR:
+    if (x->tag != FU_IG_VAR_STRIDE) return fail(L, L->seg->loc, "a loop variable used outside its loop") ? NULL : NULL;
+    kv = param_of(L, x->payload, x->dim, NULL);
+    break;
+  case FU_IX_CEILDIV: {
+    fu_kval *a = emit_ix(L, x->a), *b = emit_ix(L, x->b), *one = emit_ix(L, fu_ix_const(L->ix, 1));
+    fu_kval *t = a && b && one ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, L->idx, b, one)) : NULL;
+    t = t ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, a, t)) : NULL;
+    kv = t ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_DIV, L->idx, t, b)) : NULL;
+    break;
+  }
+  default: {
+    fu_kval *a = emit_ix(L, x->a), *b = emit_ix(L, x->b);
+    kv = a && b ? chk(L, fu_kb_binary(&L->b, NULL, ops[x->kind], L->idx, a, b)) : NULL;
+    break;
+  }
+  }
+  if (kv) ixv_set(L, x, kv);
+  return kv;
+}
+
+/* Does x depend on a reduced axis's loop variable? */
+static bool on_reduced(rl *L, const fu_ix *x) {
+  for (uint32_t i = 0; i < L->n_rvars; i++)
+    if (fu_ix_subst(L->ix, x, L->rvars[i], fu_ix_const(L->ix, 0)) != x) return true;
+  return false;
+}
+
+/* The conjunction of the guard predicates (those on kept axes, or all of
+ * them); NULL when there is none. */
+static fu_kval *guards(rl *L, bool all_axes) {
+  fu_kval *all = NULL;
+  for (uint32_t i = 0; i < fu_igraph_num_predicates(L->g) && !L->failed; i++) {
+    const fu_ix *idx, *ext;
+    fu_igraph_predicate(L->g, i, &idx, &ext);
+    if (!all_axes && on_reduced(L, idx)) continue;
+    fu_kval *a = emit_ix(L, idx), *e = emit_ix(L, ext);
+    fu_kval *p = a && e ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LT, FU_DT_BOOL, a, e)) : NULL;
+    all = all && p ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LOGICAL_AND, FU_DT_BOOL, all, p)) : p;
+  }
+  return all;
+}
+
+/* ---- values -------------------------------------------------------------------------- */
+
+static const char *vname(const fu_value *v) { return v && v->name ? v->name : "?"; }
+
+static fu_kval *memo_get(const rl *L, const fu_value *v, const fu_ix *const *c) {
+  for (uint32_t i = 0; i < L->n_memo; i++)
+    if (L->memo[i].v == v && L->memo[i].c == c) return L->memo[i].kv;
+  return NULL;
+}
+
+static void memo_put(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval *kv) {
+  if (L->n_memo == MAX_MEMO) {
+    fail(L, L->seg->loc, "too many values in one body");
+    return;
+  }
+  L->memo[L->n_memo].v = v;
+  L->memo[L->n_memo].c = c;
+  L->memo[L->n_memo++].kv = kv;
+}
+
+static fu_dtype compute_of(fu_dtype t) { return t == FU_DT_F16 || t == FU_DT_BF16 ? FU_DT_F32 : t; }
+
+static fu_kval *cast_to(rl *L, fu_kval *x, fu_dtype t) {
+  if (!x || x->dtype == t) return x;
+  return chk(L, fu_kb_unary(&L->b, NULL, FU_OP_CAST, t, x));
+}
+
+static fu_kval *literal(rl *L, const fu_value *v) {
+  fu_dtype t = v->type.dtype;
+  if (fu_dtype_is_float(t)) return chk(L, fu_kb_const_f(&L->b, NULL, t, v->literal.f));
+  if (fu_dtype_is_bool(t)) return chk(L, fu_kb_const_b(&L->b, NULL, v->literal.b));
+  return chk(L, fu_kb_const_i(&L->b, NULL, t, v->literal.i));
+}
+
+static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c);
+
+/* A pointwise op in the interpreter's compute dtype, rounded to the
+ * result's dtype. */
+static fu_kval *pointwise(rl *L, const fu_op *op, const fu_ix *const *c) {
+  const fu_value *r = op->results[0];
+  fu_dtype rt = r->type.dtype, ct;
+  fu_kval *a[3];
+  if (op->n_operands > 3) return fail(L, op->loc, "an op with more than 3 operands") ? NULL : NULL;
+  for (uint32_t i = 0; i < op->n_operands; i++) {
+    const fu_value *x = op->operands[i];
+    if (!fu_type_is_tensor(&x->type)) {
+      a[i] = eval(L, x, NULL);
+    } else {
+      const fu_ix **xc = fu_igraph_back_map(L->g, op, i, c);
+      const fu_ix *const *t = xc ? fu_igraph_intern_coords(L->g, xc, (uint32_t)x->type.rank) : NULL;
+      a[i] = t ? eval(L, x, t) : NULL;
+      if (!t) fail(L, op->loc, "an operand cannot be indexed");
+    }
+    if (!a[i]) return NULL;
+  }
+  if (op->kind == FU_OP_CAST || op->kind == FU_OP_SET) return cast_to(L, a[0], rt);
+  if (fu_op_has(op->kind, FU_OF_BOOL_RESULT)) {
+    fu_dtype cd = op->n_operands == 1 ? op->operands[0]->type.dtype : fu_dtype_common(op->operands, op->n_operands);
+    ct = fu_dtype_is_float(cd) ? compute_of(cd) : FU_DT_I64;
+  } else if (fu_dtype_is_float(rt)) {
+    ct = compute_of(rt);
+  } else {
+    ct = rt == FU_DT_BOOL && fu_op_has(op->kind, FU_OF_INT_ONLY) ? FU_DT_BOOL : FU_DT_I64;
+  }
+  for (uint32_t i = 0; i < op->n_operands; i++)
+    if (!(a[i] = cast_to(L, a[i], op->kind == FU_OP_WHERE && i == 0 ? FU_DT_BOOL : ct))) return NULL;
+  fu_dtype mt = fu_op_has(op->kind, FU_OF_BOOL_RESULT) ? FU_DT_BOOL : ct;
+  return cast_to(L, chk(L, fu_kb_math(&L->b, vname(r), op->kind, mt, a, op->n_operands)), rt);
+}
+
+static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c) {
+  if (L->failed) return NULL;
+  if (!fu_type_is_tensor(&v->type)) c = NULL;
+  fu_kval *kv = memo_get(L, v, c);
+  if (kv) return kv;
+  bool input = false;
+  for (uint32_t i = 0; i < L->seg->n_operands; i++)
+    if (L->seg->operands[i] == v) input = true;
+  const fu_op *op = v->def;
+  if (v->is_literal) {
+    kv = literal(L, v);
+  } else if (input && !c) {
+    if (!(kv = L->sparam[v->id])) fail(L, L->seg->loc, "a scalar input without a parameter");
+  } else if (input) {
+    const fu_ix *off = fu_igraph_offset(L->g, v, c);
+    fu_kval *at = off ? emit_ix(L, off) : NULL;
+    if (!off) fail(L, L->seg->loc, "a load cannot be indexed");
+    if (at && !fu_kb_load(&L->b, vname(v), L->tparam[v->id], at, 1, v->type.dtype, &kv)) chk(L, NULL);
+  } else if (op && op->parent == L->seg->u.segment.body && c) {
+    const fu_op_info *info = fu_op_info_of(op->kind);
+    if (fu_op_has(op->kind, FU_OF_POINTWISE)) {
+      kv = pointwise(L, op, c);
+    } else if (info->cls == FU_OC_FULL) {
+      kv = cast_to(L, eval(L, op->operands[0], NULL), v->type.dtype);
+    } else if (info->cls == FU_OC_BROADCAST_IN_DIM || info->cls == FU_OC_BROADCAST || info->cls == FU_OC_EXPAND ||
+               info->cls == FU_OC_RESHAPE || info->cls == FU_OC_PERMUTE || info->cls == FU_OC_SQUEEZE) {
+      const fu_ix **xc = fu_igraph_back_map(L->g, op, 0, c);
+      const fu_ix *const *t = xc ? fu_igraph_intern_coords(L->g, xc, (uint32_t)op->operands[0]->type.rank) : NULL;
+      kv = t ? eval(L, op->operands[0], t) : NULL;
+      if (!t) fail(L, op->loc, "a view cannot be indexed");
+    } else {
+      char what[96];
+      snprintf(what, sizeof what, "'%s' is not reached at the coordinates the kernel has", info->name);
+      fail(L, op->loc, what);
+    }
+  } else {
+    fail(L, L->seg->loc, "a value is not reached by the loop domain");
+  }
+  if (kv) memo_put(L, v, c, kv);
+  return kv;
+}
+
+/* ---- reductions ------------------------------------------------------------------------ */
+
+static fu_dtype acc_dtype(const fu_op *op) {
+  fu_dtype t = op->results[0]->type.dtype;
+  return fu_dtype_is_float(t) ? compute_of(t) : FU_DT_I64;
+}
+
+static fu_op_kind combine_op(const fu_op *op) {
+  switch (op->kind) {
+  case FU_OP_PROD: return FU_OP_MUL;
+  case FU_OP_MAX: return FU_OP_MAXIMUM;
+  case FU_OP_MIN: return FU_OP_MINIMUM;
+  default: return FU_OP_ADD;
+  }
+}
+
+static fu_kval *identity(rl *L, const fu_op *op) {
+  fu_dtype t = acc_dtype(op);
+  bool fl = fu_dtype_is_float(t);
+  switch (op->kind) {
+  case FU_OP_PROD: return chk(L, fl ? fu_kb_const_f(&L->b, NULL, t, 1.0) : fu_kb_const_i(&L->b, NULL, t, 1));
+  case FU_OP_MAX: return chk(L, fl ? fu_kb_const_f(&L->b, NULL, t, -INFINITY) : fu_kb_const_i(&L->b, NULL, t, INT64_MIN));
+  case FU_OP_MIN: return chk(L, fl ? fu_kb_const_f(&L->b, NULL, t, INFINITY) : fu_kb_const_i(&L->b, NULL, t, INT64_MAX));
+  default: return chk(L, fl ? fu_kb_const_f(&L->b, NULL, t, 0.0) : fu_kb_const_i(&L->b, NULL, t, 0));
+  }
+}
+
+static fu_kval *combine(rl *L, const fu_op *op, fu_kval *a, fu_kval *b) {
+  return a && b ? chk(L, fu_kb_binary(&L->b, NULL, combine_op(op), acc_dtype(op), a, b)) : NULL;
+}
+
+/* Opens `if (cond)` (nothing when cond is NULL) and returns the builder to
+ * restore after the then-block. */
+static fu_kbuilder open_if(rl *L, fu_kval *cond) {
+  fu_kbuilder saved = L->b;
+  if (!cond) return saved;
+  fu_kinst *br = fu_kb_if(&L->b, cond);
+  if (!br) chk(L, NULL);
+  else L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.then_body);
+  return saved;
+}
+
+/* Stores every output whose coordinates do (full-size outputs, inside the
+ * accumulation) or do not (reduced outputs, in the epilogue) depend on a
+ * reduced axis. */
+static void store_outputs(rl *L, bool reduced) {
+  const fu_segment_info *si = &L->seg->u.segment;
+  for (uint32_t i = 0; i < si->n_outputs && !L->failed; i++) {
+    const fu_value *o = si->outputs[i];
+    const fu_ix *const *c = fu_igraph_coords(L->g, o);
+    const fu_ix *off = c ? fu_igraph_offset(L->g, o, c) : NULL;
+    if (!fu_type_is_tensor(&o->type) || !off) {
+      fail(L, L->seg->loc, "an output is not reached by the loop domain");
+      return;
+    }
+    if (on_reduced(L, off) != reduced) continue;
+    fu_kval *val = cast_to(L, eval(L, o, c), o->type.dtype), *at = emit_ix(L, off);
+    if (val && at && !fu_kb_store(&L->b, L->tparam[o->id], at, &val, 1)) chk(L, NULL);
+  }
+}
+
+/* The reduced serial loops from loop `i` inward, then one accumulation. */
+static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
+  if (L->failed) return;
+  const fu_schedule *s = L->s;
+  while (i < s->n_loops && s->loops[i].ptype != FU_PT_SERIAL && s->loops[i].ptype != FU_PT_UNROLL &&
+         s->loops[i].ptype != FU_PT_VECTORIZE)
+    i++;
+  uint32_t mark = L->n_ixv;
+  fu_kbuilder saved = L->b;
+  if (i < s->n_loops) {
+    const fu_sloop *l = &s->loops[i];
+    fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
+    fu_kval *end = emit_ix(L, fu_igraph_axis_extent(L->g, l->axis));
+    fu_kinst *lp = zero && one && end ? fu_kb_for(&L->b, s->axes[l->axis].name, zero, end, one,
+                                                  l->ptype == FU_PT_SERIAL ? FU_LOOP_SERIAL : FU_LOOP_UNROLL)
+                                      : NULL;
+    if (!lp) {
+      chk(L, NULL);
+      return;
+    }
+    L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
+    ixv_set(L, fu_igraph_loop_var(L->g, i), lp->results[0]);
+    accumulate(L, i + 1, acc);
+  } else {
+    L->n_memo = 0;
+    open_if(L, guards(L, true));
+    for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+      const fu_op *op = L->ri.ops[j];
+      const fu_value *x = op->operands[0];
+      fu_kval *v = cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), acc_dtype(op));
+      fu_kval *a = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+      fu_kval *n = combine(L, op, a, v);
+      if (n && !fu_kb_assign(&L->b, acc[j], n)) chk(L, NULL);
+    }
+    store_outputs(L, true);
+  }
+  L->n_ixv = mark;
+  L->b = saved;
+}
+
+/* The combine across threadIdx.x (reduce=warp|block) of every reduction,
+ * then the epilogue under the kept guards, on threadIdx.x == 0 when the
+ * threads of a row share it. */
+static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
+  fu_kval *v[FU_MAX_SEG_REDUCTIONS];
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+  if (L->s->reduce != FU_RM_SERIAL)
+    for (uint32_t mask = 16; mask >= 1 && !L->failed; mask /= 2)
+      for (uint32_t j = 0; j < L->ri.n_ops; j++)
+        v[j] = v[j] ? combine(L, L->ri.ops[j], v[j], chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j], mask))) : NULL;
+  if (L->s->reduce == FU_RM_BLOCK && !L->failed) {
+    uint32_t warps = L->k->block[0] / 32, rows = L->k->block[1];
+    const fu_ix *ty = NULL;
+    for (uint32_t i = 0; i < L->s->n_loops; i++)
+      if (L->s->loops[i].ptype == FU_PT_THREAD_Y) ty = fu_igraph_loop_var(L->g, i);
+    const fu_ix *row = fu_ix_mul(L->ix, ty ? ty : fu_ix_const(L->ix, 0), fu_ix_const(L->ix, warps));
+    const fu_ix *slot = fu_ix_add(L->ix, row, fu_ix_div(L->ix, tx, fu_ix_const(L->ix, 32)));
+    fu_kval *lane = emit_ix(L, fu_ix_mod(L->ix, tx, fu_ix_const(L->ix, 32)));
+    fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *at = emit_ix(L, slot);
+    fu_kval *first = lane && zero ? chk(L, fu_kb_binary(&L->b, "lane0", FU_OP_EQ, FU_DT_BOOL, lane, zero)) : NULL;
+    fu_kval *arr[FU_MAX_SEG_REDUCTIONS];
+    fu_kbuilder saved = open_if(L, first);
+    for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+      char nm[32];
+      snprintf(nm, sizeof nm, "warp_partials%u", j);
+      arr[j] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED, (int64_t)(warps * rows)));
+      if (arr[j] && at && !fu_kb_store(&L->b, arr[j], at, &v[j], 1)) chk(L, NULL);
+    }
+    L->b = saved;
+    if (!fu_kb_sync(&L->b)) chk(L, NULL);
+    for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+      for (uint32_t w = 0; w < warps && !L->failed; w++) {
+        fu_kval *p = NULL, *pat = emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w)));
+        if (pat && !fu_kb_load(&L->b, NULL, arr[j], pat, 1, acc_dtype(L->ri.ops[j]), &p)) chk(L, NULL);
+        v[j] = w == 0 ? p : combine(L, L->ri.ops[j], v[j], p);
+      }
+    /* the next iteration of a kept loop overwrites the slots */
+    if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
+  }
+  if (L->failed) return;
+  L->n_memo = 0;
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+    const fu_value *r = L->ri.ops[j]->results[0];
+    memo_put(L, r, fu_igraph_coords(L->g, r), cast_to(L, v[j], r->type.dtype));
+  }
+  fu_kval *cond = guards(L, false);
+  if (L->s->reduce != FU_RM_SERIAL) {
+    fu_kval *t = emit_ix(L, tx), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
+    fu_kval *t0 = t && zero ? chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero)) : NULL;
+    cond = cond && t0 ? chk(L, fu_kb_binary(&L->b, "store", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, t0)) : t0;
+  }
+  fu_kbuilder saved = open_if(L, cond);
+  store_outputs(L, false);
+  L->b = saved;
+}
+
+/* Kept loops from loop `i` (parallel axes become special registers,
+ * serial ones loops), then the reduction. */
+static void kept_from(rl *L, uint32_t i, bool in_loop) {
+  if (L->failed) return;
+  const fu_schedule *s = L->s;
+  static const fu_special sp[FU_PT_COUNT] = {[FU_PT_BLOCK_X] = FU_SP_CTAID_X, [FU_PT_BLOCK_Y] = FU_SP_CTAID_Y,
+                                             [FU_PT_THREAD_X] = FU_SP_TID_X, [FU_PT_THREAD_Y] = FU_SP_TID_Y};
+  const fu_ix *tx = NULL;
+  uint32_t red0 = s->n_loops; /* the first reduced serial loop */
+  for (; i < s->n_loops; i++) {
+    const fu_sloop *l = &s->loops[i];
+    if (l->ptype == FU_PT_SERIAL || l->ptype == FU_PT_UNROLL || l->ptype == FU_PT_VECTORIZE) {
+      if (!L->ra[l->axis]) break;
+      if (red0 == s->n_loops) red0 = i;
+      continue;
+    }
+    if (l->grid_stride) {
+      fail(L, l->loc, "a grid-stride block axis");
+      return;
+    }
+    fu_kval *kv = chk(L, fu_kb_special(&L->b, s->axes[l->axis].name, sp[l->ptype], L->idx));
+    if (kv) ixv_set(L, fu_igraph_loop_var(L->g, i), kv);
+    if (l->ptype == FU_PT_THREAD_X && L->ra[l->axis]) tx = fu_igraph_loop_var(L->g, i);
+  }
+  for (uint32_t j = 0; j < s->n_loops && !tx; j++)
+    if (s->loops[j].ptype == FU_PT_THREAD_X && L->ra[s->loops[j].axis]) tx = fu_igraph_loop_var(L->g, j);
+  if (i < s->n_loops) {
+    /* a kept serial loop */
+    const fu_sloop *l = &s->loops[i];
+    fu_kbuilder saved = L->b;
+    uint32_t mark = L->n_ixv;
+    fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
+    fu_kval *end = emit_ix(L, fu_igraph_axis_extent(L->g, l->axis));
+    fu_kinst *lp = zero && one && end ? fu_kb_for(&L->b, s->axes[l->axis].name, zero, end, one, FU_LOOP_SERIAL) : NULL;
+    if (!lp) {
+      chk(L, NULL);
+      return;
+    }
+    L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
+    ixv_set(L, fu_igraph_loop_var(L->g, i), lp->results[0]);
+    kept_from(L, i + 1, true);
+    L->n_ixv = mark;
+    L->b = saved;
+    return;
+  }
+  fu_kval *acc[FU_MAX_SEG_REDUCTIONS];
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "acc%u", j);
+    acc[j] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(L->ri.ops[j])));
+    fu_kval *id = identity(L, L->ri.ops[j]);
+    if (acc[j] && id && !fu_kb_assign(&L->b, acc[j], id)) chk(L, NULL);
+  }
+  accumulate(L, red0, acc);
+  if (!L->failed && s->reduce != FU_RM_SERIAL && !tx) fail(L, s->loc, "no reduced axis on threadIdx.x");
+  finish(L, acc, tx, in_loop);
+}
+
+/* ---- parameters and launch --------------------------------------------------------------- */
+
+static bool make_params(rl *L) {
+  const fu_segment_info *si = &L->seg->u.segment;
+  for (uint32_t pass = 0; pass < 3; pass++) {
+    uint32_t n = pass == 1 ? si->n_outputs : L->seg->n_operands;
+    for (uint32_t i = 0; i < n; i++) {
+      const fu_value *v = pass == 1 ? si->outputs[i] : L->seg->operands[i];
+      bool tensor = fu_type_is_tensor(&v->type);
+      if (tensor != (pass < 2) || v->is_literal || L->tparam[v->id] || L->sparam[v->id]) continue;
+      if (!v->name) return fail(L, L->seg->loc, "a parameter without a name");
+      if (tensor)
+        L->tparam[v->id] = fu_kernel_tensor_param(L->m, L->k, v->name, v->type.dtype, (fu_value *)v, pass == 0, true,
+                                                  (uint32_t)fu_dtype_size(v->type.dtype));
+      else
+        L->sparam[v->id] = fu_kernel_scalar_input_param(L->m, L->k, v->name, v->type.dtype, (fu_value *)v);
+      if (!(tensor ? L->tparam[v->id] : L->sparam[v->id])) return chk(L, NULL) != NULL;
+    }
+  }
+  return true;
+}
+
+static bool make_launch(rl *L) {
+  const fu_schedule *s = L->s;
+  for (uint32_t i = 0; i < s->n_loops; i++) {
+    const fu_sloop *l = &s->loops[i];
+    const fu_ix *ext = fu_igraph_axis_extent(L->g, l->axis);
+    int64_t e = 0;
+    if (l->ptype == FU_PT_THREAD_X || l->ptype == FU_PT_THREAD_Y) {
+      if (!fu_ix_is_const(ext, &e) || e < 1 || e > 1024) return fail(L, l->loc, "a thread axis of no constant extent");
+      L->k->block[l->ptype == FU_PT_THREAD_X ? 0 : 1] = (uint32_t)e;
+    } else if (l->ptype == FU_PT_BLOCK_X || l->ptype == FU_PT_BLOCK_Y) {
+      fu_lexpr *g = fu_ix_to_lexpr(L->m, ext);
+      if (!g) return fail(L, l->loc, "a block axis whose extent the host cannot evaluate");
+      L->k->grid[l->ptype == FU_PT_BLOCK_X ? 0 : 1] = g;
+    }
+  }
+  if (s->reduce != FU_RM_SERIAL && (L->k->block[0] * L->k->block[1]) % 32 != 0)
+    return fail(L, s->loc, "a block that is not whole warps");
+  return true;
+}
+
+fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
+  *out = NULL;
+  const fu_schedule *s = seg->u.segment.schedule;
+  if (!s) return FU_ERR_INVALID_ARG;
+  if (s->n_axes > 256) return FU_ERR_UNSUPPORTED;
+  fu_module *m = f->module;
+  fu_allocator alloc = m->alloc;
+  rl *L = fu_mem_calloc(&alloc, 1, sizeof *L);
+  if (!L) return FU_ERR_NOMEM;
+  L->m = m;
+  L->f = f;
+  L->seg = seg;
+  L->s = s;
+  L->diag = diag;
+  L->ri.reduced_axis = L->ra;
+  unsigned errors_before = diag->n_errors;
+  fu_status st = fu_schedule_reduction_check(seg, s, diag) && fu_schedule_reduction(seg, s, &L->ri, diag)
+                     ? fu_igraph_build(f, seg, s, alloc, diag, &L->g)
+                     : FU_ERR_VERIFY;
+  uint32_t nv = f->next_value_id ? f->next_value_id : 1;
+  if (st == FU_OK) {
+    L->ix = fu_igraph_ix(L->g);
+    L->idx = s->index_dtype == FU_DT_I32 || s->index_dtype == FU_DT_I64 ? s->index_dtype : fu_igraph_index_dtype(L->g);
+    for (uint32_t i = 0; i < s->n_loops && L->n_rvars < 16; i++)
+      if (L->ra[s->loops[i].axis]) L->rvars[L->n_rvars++] = fu_igraph_loop_var(L->g, i);
+    char name[256];
+    fu_kernel_name_for(f, seg, name, sizeof name);
+    L->k = fu_kernel_new(m, name);
+    L->tparam = fu_mem_calloc(&alloc, nv, sizeof *L->tparam);
+    L->sparam = fu_mem_calloc(&alloc, nv, sizeof *L->sparam);
+    if (!L->k || !L->tparam || !L->sparam) {
+      chk(L, NULL);
+    } else {
+      L->k->index_dtype = L->idx;
+      L->b = fu_kbuilder_at(m, L->k, &L->k->body);
+      if (make_params(L) && make_launch(L)) kept_from(L, 0, false);
+    }
+    st = L->failed ? FU_ERR_VERIFY : FU_OK;
+    if (st == FU_OK && fu_kernel_verify(L->k, diag, NULL) != FU_OK) {
+      fu_error(diag, seg->loc, "internal error: the kernel lowered from '@%s' does not verify",
+               seg->u.segment.name ? seg->u.segment.name : "?");
+      st = FU_ERR_VERIFY;
+    }
+  }
+  if (st != FU_OK && diag->n_errors == errors_before)
+    fu_error(diag, seg->loc, "cannot lower segment '@%s'", seg->u.segment.name ? seg->u.segment.name : "?");
+  if (st == FU_OK) *out = L->k;
+  if (L->tparam) fu_mem_free(&alloc, L->tparam, nv * sizeof *L->tparam);
+  if (L->sparam) fu_mem_free(&alloc, L->sparam, nv * sizeof *L->sparam);
+  fu_igraph_free(L->g);
+  fu_mem_free(&alloc, L, sizeof *L);
+  return st;
+}

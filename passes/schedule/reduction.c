@@ -1,0 +1,250 @@
+/* fuser: the reduction scheduler.
+ *
+ * The reference is the reductions' operand (docs/ir.md, "Schedules"): its
+ * kept dims merge into one row axis `i`, its reduced dims into one axis
+ * `r`.  Two layouts are handled:
+ *   - inner (the reduced dims are the last ones): threads along threadIdx.x
+ *     stride over a row and accumulate serially, then combine with warp
+ *     shuffles (reduce=warp: one warp per row, several rows per block on
+ *     threadIdx.y, for short rows) or shuffles then shared memory across
+ *     the warps (reduce=block: one block per row, for long rows);
+ *   - outer (the reduced dims are the first ones): each thread owns one
+ *     output column and walks down the reduced axis (reduce=serial);
+ *     consecutive threads read consecutive columns, so loads coalesce.
+ * A reduction of every dim is an inner one with no row axis (one block).
+ * Row lengths and counts are estimated at the inputs' example sizes, but
+ * every split is guarded unless its factor provably divides, so the
+ * kernel is right for any size.  Reduced dims in the middle, or not
+ * adjacent, and var/var_mean (Welford) are declined with a remark: the
+ * segment stays unscheduled, as before this scheduler. */
+#include <stdio.h>
+#include <string.h>
+
+#include "fuser/index_graph.h"
+#include "fuser/schedule.h"
+
+enum { MAX_AXES = 48, SHORT_ROW = 256 };
+
+typedef struct rbuild {
+  fu_saxis axes[MAX_AXES];
+  char names[MAX_AXES][8];
+  fu_sxform xf[MAX_AXES];
+  fu_sloop loops[8];
+  uint32_t n_axes, n_xf, n_loops;
+  const fu_value *ref;
+} rbuild;
+
+static uint32_t new_axis(rbuild *b, const char *name, int32_t ref_dim) {
+  uint32_t a = b->n_axes++;
+  snprintf(b->names[a], sizeof b->names[a], "%s", name);
+  b->axes[a] = (fu_saxis){.name = b->names[a], .ref_dim = ref_dim, .def = ref_dim >= 0 ? -1 : (int32_t)b->n_xf,
+                          .loc = fu_loc_none()};
+  return a;
+}
+
+/* The extent of axis a when it is constant, else 0. */
+static int64_t axis_const(const rbuild *b, uint32_t a) {
+  const fu_saxis *x = &b->axes[a];
+  if (x->ref_dim >= 0) {
+    fu_extent e = b->ref->type.dims[x->ref_dim];
+    return e.sym ? 0 : e.value;
+  }
+  const fu_sxform *t = &b->xf[x->def];
+  if (t->kind == FU_SX_SPLIT) {
+    int64_t in = axis_const(b, t->in[0]);
+    return t->out[1] == a ? t->factor : in ? (in + t->factor - 1) / t->factor : 0;
+  }
+  return axis_const(b, t->in[0]) * axis_const(b, t->in[1]);
+}
+
+/* Merges reference dims [lo, hi) into one axis named `name`. */
+static uint32_t merge_dims(rbuild *b, int32_t lo, int32_t hi, const char *name) {
+  uint32_t cur = UINT32_MAX;
+  for (int32_t d = lo; d < hi; d++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "d%d", (int)d);
+    uint32_t a = new_axis(b, nm, d);
+    if (cur == UINT32_MAX) {
+      cur = a;
+      continue;
+    }
+    fu_sxform *t = &b->xf[b->n_xf];
+    *t = (fu_sxform){.kind = FU_SX_MERGE, .in = {cur, a}, .loc = fu_loc_none()};
+    char mid[8];
+    snprintf(mid, sizeof mid, "m%u", b->n_axes);
+    t->out[0] = new_axis(b, d + 1 == hi ? name : mid, -1);
+    b->n_xf++;
+    cur = t->out[0];
+  }
+  return cur;
+}
+
+/* Splits x by f into (outer, inner); exact when f provably divides. */
+static void split_axis(rbuild *b, uint32_t x, int64_t f, const char *outer, const char *inner, uint32_t *o,
+                       uint32_t *i) {
+  int64_t e = axis_const(b, x);
+  fu_sxform *t = &b->xf[b->n_xf];
+  *t = (fu_sxform){.kind = FU_SX_SPLIT, .in = {x}, .factor = f, .loc = fu_loc_none()};
+  t->tail = e && e % f == 0 ? FU_TAIL_EXACT : FU_TAIL_GUARD;
+  t->out[0] = *o = new_axis(b, outer, -1);
+  t->out[1] = *i = new_axis(b, inner, -1);
+  b->n_xf++;
+}
+
+static void add_loop(rbuild *b, uint32_t a, fu_ptype p) {
+  b->loops[b->n_loops++] = (fu_sloop){.axis = a, .ptype = p, .loc = fu_loc_none()};
+}
+
+/* Extent estimate of reference dims [lo, hi) at the example sizes
+ * (unbound symbols count as 4096). */
+static double estimate(fu_fusion *f, const fu_value *ref, int32_t lo, int32_t hi) {
+  double n = 1;
+  for (int32_t d = lo; d < hi; d++) {
+    fu_extent e = ref->type.dims[d];
+    double v = e.sym ? 4096.0 : (double)e.value;
+    for (fu_op *op = e.sym ? f->body.first : NULL; op; op = op->next) {
+      if (op->kind != FU_OP_INPUT || !op->n_results) continue;
+      const fu_type *t = &op->results[0]->type;
+      const fu_example *ex = &op->u.input.example;
+      for (int32_t k = 0; ex->shape && ex->rank == t->rank && k < t->rank; k++)
+        if (t->dims[k].sym && strcmp(t->dims[k].sym, e.sym) == 0) v = (double)ex->shape[k];
+    }
+    n *= v;
+  }
+  return n;
+}
+
+static int64_t pow2_at_least(double x) {
+  int64_t p = 1;
+  while ((double)p < x && p < (1 << 20)) p *= 2;
+  return p;
+}
+
+fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
+                                     FILE *debug, fu_schedule **out) {
+  *out = NULL;
+  fu_module *m = f->module;
+  const fu_segment_info *si = &seg->u.segment;
+  const char *sname = si->name ? si->name : "?";
+  const fu_op *red = NULL;
+  for (const fu_op *op = si->body ? si->body->first : NULL; op && !red; op = op->next)
+    if (fu_op_has(op->kind, FU_OF_REDUCTION)) red = op;
+  if (!red) {
+    fu_error(diag, seg->loc, "reduction segment '@%s' has no reduction", sname);
+    return FU_ERR_INVALID_ARG;
+  }
+  if (fu_op_info_of(red->kind)->cls != FU_OC_REDUCE) {
+    if (debug)
+      fprintf(debug, "schedule: @%s: '%s' needs Welford combines, which come later: not scheduled\n", sname,
+              fu_op_info_of(red->kind)->name);
+    return FU_OK;
+  }
+  rbuild *b = fu_mem_calloc(&m->alloc, 1, sizeof *b);
+  if (!b) return FU_ERR_NOMEM;
+  const fu_value *ref = b->ref = red->operands[0];
+  int32_t rank = ref->type.rank;
+  bool reduced[FU_MAX_RANK] = {false};
+  for (uint32_t i = 0; i < red->u.reduce.axes.n; i++) {
+    int64_t a = red->u.reduce.axes.v[i];
+    if (a < 0) a += rank;
+    if (a >= 0 && a < rank) reduced[a] = true;
+  }
+  int32_t nred = 0, first = rank, last = -1;
+  for (int32_t d = 0; d < rank; d++)
+    if (reduced[d]) {
+      nred++;
+      if (d < first) first = d;
+      last = d;
+    }
+  bool inner = nred > 0 && last == rank - 1 && last - first + 1 == nred;
+  bool outer = !inner && nred > 0 && first == 0 && last + 1 == nred;
+  fu_status st = FU_OK;
+  fu_reduce_mode mode = FU_RM_SERIAL;
+  char why[256] = "";
+  if (!inner && !outer) {
+    if (debug)
+      fprintf(debug,
+              "schedule: @%s: '%s' reduces %s; reduced dims that are innermost or outermost and adjacent are "
+              "scheduled so far: not scheduled\n",
+              sname, fu_op_info_of(red->kind)->name, nred ? "dims in the middle or apart" : "no dim");
+    fu_mem_free(&m->alloc, b, sizeof *b);
+    return FU_OK;
+  } else if (inner) {
+    double row = estimate(f, ref, first, rank), rows = estimate(f, ref, 0, first);
+    uint32_t i = first > 0 ? merge_dims(b, 0, first, "i") : UINT32_MAX;
+    uint32_t r = merge_dims(b, first, rank, "r"), rs, rx;
+    if (row <= SHORT_ROW && i != UINT32_MAX) {
+      /* one warp per row, 4 rows per block */
+      uint32_t ib, iy;
+      mode = FU_RM_WARP;
+      split_axis(b, r, dev->warp_size, "rs", "rx", &rs, &rx);
+      split_axis(b, i, 4, "ib", "iy", &ib, &iy);
+      add_loop(b, ib, FU_PT_BLOCK_X);
+      add_loop(b, iy, FU_PT_THREAD_Y);
+      snprintf(why, sizeof why, "short rows (%.0f elements <= %d): one warp per row, 4 rows per block, %.0f rows",
+               row, SHORT_ROW, rows);
+    } else {
+      /* one block per row: enough threads for ~8 elements each, 64..512 */
+      int64_t tx = pow2_at_least(row / 8);
+      if (tx < 64) tx = 64;
+      if (tx > 512) tx = 512;
+      if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
+      mode = FU_RM_BLOCK;
+      split_axis(b, r, tx, "rs", "rx", &rs, &rx);
+      if (i != UINT32_MAX) add_loop(b, i, FU_PT_BLOCK_X);
+      snprintf(why, sizeof why,
+               "%s (%.0f elements): one block of %lld threads per row, shuffles then shared memory, %.0f row(s)",
+               i == UINT32_MAX ? "a reduction of every dim" : "long rows", row, (long long)tx, rows);
+    }
+    add_loop(b, rx, FU_PT_THREAD_X);
+    add_loop(b, rs, FU_PT_SERIAL);
+  } else {
+    double cols = estimate(f, ref, last + 1, rank), depth = estimate(f, ref, 0, last + 1);
+    uint32_t r = merge_dims(b, 0, last + 1, "r");
+    uint32_t i = merge_dims(b, last + 1, rank, "i"), ib, ix;
+    int64_t tx = pow2_at_least(cols);
+    if (tx < 32) tx = 32;
+    if (tx > 128) tx = 128;
+    split_axis(b, i, tx, "ib", "ix", &ib, &ix);
+    add_loop(b, ib, FU_PT_BLOCK_X);
+    add_loop(b, ix, FU_PT_THREAD_X);
+    add_loop(b, r, FU_PT_SERIAL);
+    snprintf(why, sizeof why,
+             "outer reduction (%.0f rows down, %.0f columns): each thread owns a column and walks down serially, "
+             "%lld threads per block",
+             depth, cols, (long long)tx);
+  }
+  fu_schedule *s = NULL;
+  if (st == FU_OK && !(s = fu_arena_calloc(m->arena, 1, sizeof *s))) st = FU_ERR_NOMEM;
+  if (st == FU_OK) {
+    s->reference = (fu_value *)ref;
+    s->loc = seg->loc;
+    s->reduce = mode;
+    s->kind = FU_SK_REDUCTION;
+    s->axes = fu_arena_memdup(m->arena, b->axes, b->n_axes, sizeof *b->axes);
+    s->xforms = b->n_xf ? fu_arena_memdup(m->arena, b->xf, b->n_xf, sizeof *b->xf) : NULL;
+    s->loops = fu_arena_memdup(m->arena, b->loops, b->n_loops, sizeof *b->loops);
+    s->n_axes = b->n_axes;
+    s->n_xforms = b->n_xf;
+    s->n_loops = b->n_loops;
+    for (uint32_t a = 0; s->axes && a < s->n_axes; a++)
+      if (!(s->axes[a].name = fu_arena_strdup(m->arena, b->names[a]))) st = FU_ERR_NOMEM;
+    char arch[16];
+    fu_device_arch(dev, arch, sizeof arch);
+    s->device = fu_arena_strdup(m->arena, dev->name);
+    s->arch = fu_arena_strdup(m->arena, arch);
+    if (!s->axes || !s->loops || (b->n_xf && !s->xforms) || !s->device || !s->arch) st = FU_ERR_NOMEM;
+  }
+  fu_mem_free(&m->alloc, b, sizeof *b);
+  fu_igraph *g = NULL;
+  if (st == FU_OK) st = fu_igraph_build(f, seg, s, m->alloc, diag, &g);
+  if (st == FU_OK) {
+    s->index_dtype = fu_igraph_index_dtype(g);
+    fu_igraph_free(g);
+    if (debug)
+      fprintf(debug, "schedule: @%s: reduction of %%%s, reduce=%s: %s, index %s\n", sname,
+              ref->name ? ref->name : "?", fu_reduce_mode_name(mode), why, fu_dtype_name(s->index_dtype));
+    *out = s;
+  }
+  return st;
+}

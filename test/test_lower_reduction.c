@@ -1,0 +1,172 @@
+/* Tests of the reduction scheduler and lowering: each fusion goes through
+ * segment, schedule and lower, prints and parses back unchanged, and its
+ * kernels run in the kernel IR interpreter (blocks in lockstep: shuffles,
+ * barriers, shared memory) against the reference interpreter, which
+ * accumulates in f64.  Kernels accumulate in f32 (f64 for f64), so sums
+ * are compared with a tolerance that grows with the reduced extent;
+ * max/min are exact.  Shapes: rows and columns of 1, 3, 33, 1023, 4097,
+ * primes, more rows than blocks hold, symbolic sizes; f32/f16/bf16/f64,
+ * integer and bool inputs; sum/prod/max/min; inner, outer, all dims,
+ * several adjacent dims, keepdim; prologues and epilogues. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fuser/lower.h"
+#include "fuser/parse.h"
+#include "fuser/print.h"
+#include "fuser/schedule.h"
+#include "fuser/segment.h"
+#include "fuser/verify.h"
+#include "diag_capture.h"
+#include "harness.h"
+#include "kernel_compare.h"
+
+/* Compiles `text` for the H100, checks the round trip, compares the
+ * kernels with the interpreter; the printed module goes to `printed`. */
+static bool run(const char *name, const char *text, double rtol, double atol, char *printed, size_t cap) {
+  capture c;
+  fu_diag_engine diag;
+  diag_capture(&diag, &c);
+  fu_source src = {.name = name, .text = text, .len = strlen(text), .first_line = 1};
+  fu_module *m = NULL;
+  fu_device dev;
+  fu_device_preset("h100", &dev);
+  bool ok = fu_parse_module(&src, fu_default_allocator(), &diag, &m) == FU_OK;
+  for (fu_fusion *f = ok ? m->first : NULL; f && ok; f = f->next) ok = fu_segment_fusion(f, &diag, NULL, NULL) == FU_OK;
+  ok = ok && fu_schedule_module(m, &dev, &diag, NULL) == FU_OK && fu_lower_module(m, &diag, NULL) == FU_OK &&
+       fu_verify_module(m, &diag) == FU_OK;
+  if (!ok) {
+    fu_test_fail(__FILE__, __LINE__, "%s: compile failed:\n%s", name, c.text);
+    if (m) fu_module_free(m);
+    return false;
+  }
+  fu_strbuf p1, p2;
+  fu_strbuf_init(&p1, fu_default_allocator());
+  fu_strbuf_init(&p2, fu_default_allocator());
+  fu_print_module(&p1, m, NULL);
+  fu_source src2 = {.name = name, .text = p1.data, .len = p1.len, .first_line = 1};
+  fu_module *m2 = NULL;
+  ok = fu_parse_module(&src2, fu_default_allocator(), &diag, &m2) == FU_OK;
+  CHECK(ok);
+  if (ok) {
+    fu_print_module(&p2, m2, NULL);
+    CHECK_STR(p2.data, p1.data);
+    fu_input_options io;
+    memset(&io, 0, sizeof io);
+    io.seed = 11;
+    fu_kir_stats stats;
+    memset(&stats, 0, sizeof stats);
+    for (fu_fusion *f = m2->first; f; f = f->next)
+      if (!compare_with_kernels_atol(name, f, &io, rtol, atol, &diag, c.text, &stats)) ok = false;
+    if (!ok) fprintf(stderr, "---- %s ----\n%s\n", name, p1.data);
+  }
+  if (printed) snprintf(printed, cap, "%s", p1.data ? p1.data : "");
+  fu_strbuf_free(&p1);
+  fu_strbuf_free(&p2);
+  if (m2) fu_module_free(m2);
+  fu_module_free(m);
+  return ok;
+}
+
+/* One reduction `op` of an input of `dtype` and `shape` over `axes`, with
+ * the result in `rdtype`; tolerance from the reduced extent n. */
+static void one(const char *op, const char *dtype, const char *shape, const char *axes, const char *rshape,
+                const char *rdtype, int64_t n, const char *expect_reduce) {
+  char text[1024], name[160], printed[65536];
+  snprintf(name, sizeof name, "%s %s%s axes %s", op, dtype, shape, axes);
+  snprintf(text, sizeof text,
+           "fusion @r {\n  %%T0 = input %s%s\n  %%T1 = %s %%T0 {axes=%s} : %s%s\n  output %%T1\n}\n", dtype, shape, op,
+           axes, rdtype, rshape);
+  bool exact = strcmp(op, "max") == 0 || strcmp(op, "min") == 0 || rdtype[0] == 'i';
+  bool half = strcmp(rdtype, "f16") == 0 || strcmp(rdtype, "bf16") == 0;
+  double eps = half ? 1e-2 : strcmp(rdtype, "f64") == 0 ? 1e-13 : 1e-6;
+  double rtol = exact ? 0 : eps * 4, atol = exact ? 0 : eps * 4 * sqrt((double)n) + (half ? 0 : eps * (double)n);
+  if (run(name, text, rtol, atol, printed, sizeof printed) && expect_reduce) {
+    char want[32];
+    snprintf(want, sizeof want, "reduce=%s", expect_reduce);
+    if (!strstr(printed, want)) fu_test_fail(__FILE__, __LINE__, "%s: expected %s in\n%s", name, want, printed);
+    fu_test_checks++;
+  }
+}
+
+static void test_inner_sizes(void) {
+  one("sum", "f32", "[1, 1]", "[1]", "[1]", "f32", 1, "warp");
+  one("sum", "f32", "[3, 3]", "[1]", "[3]", "f32", 3, "warp");
+  one("sum", "f32", "[33, 33]", "[1]", "[33]", "f32", 33, "warp");
+  one("sum", "f32", "[7, 1023]", "[1]", "[7]", "f32", 1023, "block");
+  one("sum", "f32", "[3, 4097]", "[1]", "[3]", "f32", 4097, "block");
+  one("sum", "f32", "[5, 131]", "[1]", "[5]", "f32", 131, "warp");
+  one("sum", "f32", "[1031, 3]", "[1]", "[1031]", "f32", 3, "warp"); /* more rows than a wave of blocks */
+  one("sum", "f32", "[2, 3, 257]", "[1, 2]", "[2]", "f32", 771, "block");
+}
+
+static void test_outer_sizes(void) {
+  one("sum", "f32", "[1, 1]", "[0]", "[1]", "f32", 1, "serial");
+  one("sum", "f32", "[1]", "[0]", "[]", "f32", 1, "block"); /* all dims reduced: inner, one block */
+  one("sum", "f32", "[3, 5]", "[0]", "[5]", "f32", 3, "serial");
+  one("sum", "f32", "[1023, 33]", "[0]", "[33]", "f32", 1023, "serial");
+  one("sum", "f32", "[33, 1031]", "[0]", "[1031]", "f32", 33, "serial");
+  one("sum", "f32", "[3, 7, 129]", "[0, 1]", "[129]", "f32", 21, "serial");
+}
+
+static void test_all_dims(void) {
+  one("sum", "f32", "[4097]", "[0]", "[]", "f32", 4097, "block");
+  one("sum", "f32", "[3, 33]", "[0, 1]", "[]", "f32", 99, "block");
+  one("max", "f32", "[37, 41]", "[0, 1]", "[]", "f32", 0, "block");
+}
+
+static void test_ops_and_dtypes(void) {
+  static const char *ops[] = {"sum", "max", "min"};
+  static const char *dts[] = {"f32", "f16", "bf16", "f64"};
+  for (int o = 0; o < 3; o++)
+    for (int d = 0; d < 4; d++) {
+      one(ops[o], dts[d], "[9, 1023]", "[1]", "[9]", dts[d], 1023, "block");
+      one(ops[o], dts[d], "[33, 17]", "[0]", "[17]", dts[d], 33, "serial");
+      one(ops[o], dts[d], "[6, 40]", "[1]", "[6]", dts[d], 40, "warp");
+    }
+  one("prod", "f32", "[5, 23]", "[1]", "[5]", "f32", 23, "warp");
+  one("prod", "f64", "[23, 5]", "[0]", "[5]", "f64", 23, "serial");
+  one("sum", "i32", "[7, 300]", "[1]", "[7]", "i64", 0, "block");
+  one("max", "i32", "[7, 300]", "[1]", "[7]", "i32", 0, "block");
+  one("min", "i64", "[300, 7]", "[0]", "[7]", "i64", 0, "serial");
+  one("sum", "bool", "[7, 70]", "[1]", "[7]", "i64", 0, "warp");
+}
+
+/* Prologue (cast, pow, a broadcast of a smaller input), keepdim and an
+ * epilogue (a division and a cast) in one kernel; symbolic sizes. */
+static void test_fused_and_symbolic(void) {
+  char printed[65536];
+  run("fused",
+      "fusion @f {\n"
+      "  %T0 = input f16[N, 999] {example=randn, example_shape=[13, 999]}\n"
+      "  %T1 = input f32[999]\n"
+      "  %T2 = cast %T0 : f32[N, 999]\n"
+      "  %T3 = broadcast_in_dim %T1 {broadcast_dims=[1]} : f32[N, 999]\n"
+      "  %T4 = mul %T2, %T3 : f32[N, 999]\n"
+      "  %T5 = pow %T4, 2.0 : f32[N, 999]\n"
+      "  %T6 = sum %T5 {axes=[1], keepdim=true} : f32[N, 1]\n"
+      "  %T7 = div %T6, 999.0 : f32[N, 1]\n"
+      "  %T8 = cast %T7 : bf16[N, 1]\n"
+      "  output %T8\n"
+      "}\n",
+      2e-2, 2e-2, printed, sizeof printed);
+  CHECK(strstr(printed, "reduce=block") != NULL);
+  /* symbolic sizes: example sizes for the heuristics, guards for any size */
+  static const struct {
+    const char *name, *text, *expect;
+    double rtol, atol;
+  } sym[] = {
+      {"symbolic outer", "fusion @s {\n  %T0 = input f32[R, C] {example=randn, example_shape=[67, 45]}\n"
+                         "  %T1 = sum %T0 {axes=[0]} : f32[C]\n  output %T1\n}\n", "reduce=serial", 1e-5, 1e-4},
+      {"symbolic inner", "fusion @s {\n  %T0 = input f32[R, C] {example=randn, example_shape=[5, 3001]}\n"
+                         "  %T1 = max %T0 {axes=[1]} : f32[R]\n  output %T1\n}\n", "tail=guard", 0, 0},
+  };
+  for (size_t i = 0; i < sizeof sym / sizeof sym[0]; i++) {
+    run(sym[i].name, sym[i].text, sym[i].rtol, sym[i].atol, printed, sizeof printed);
+    CHECK(strstr(printed, sym[i].expect) != NULL);
+  }
+}
+
+FU_TEST_MAIN(FU_TEST(test_inner_sizes), FU_TEST(test_outer_sizes), FU_TEST(test_all_dims), FU_TEST(test_ops_and_dtypes),
+             FU_TEST(test_fused_and_symbolic))
