@@ -820,62 +820,51 @@ static bool set_coords(fu_igraph *g, int32_t l, const fu_ix **c, uint32_t *queue
   return true;
 }
 
-/* The users of each value of the graph, as lists of body ops (each op
- * once per value), so that the walk below is linear in ops and uses. */
-typedef struct use_lists {
-  uint32_t *start; /* by local value: users are ops[start[l] .. start[l + 1]) */
-  const fu_op **ops;
-  uint32_t n_ops;
-} use_lists;
-
-static bool op_uses_earlier(const fu_op *op, uint32_t i) {
-  for (uint32_t j = 0; j < i; j++)
-    if (op->operands[j] == op->operands[i]) return true;
-  return false;
-}
-
-static bool build_uses(fu_igraph *g, use_lists *u) {
-  fu_block *body = g->seg->u.segment.body;
-  memset(u, 0, sizeof *u);
-  u->start = fu_mem_calloc(&g->alloc, g->n_vals + 2, sizeof *u->start);
-  if (!u->start) return false;
+/* The ops of `body` that use each local value, in body order (CSR: the
+ * users of l are ops[first[l] .. first[l + 1])), so the walk below visits
+ * each use once instead of scanning every op per value, which made long
+ * chains quadratic.  NULL when memory runs out. */
+static const fu_op **users_index(fu_igraph *g, fu_block *body, uint32_t **first_out, size_t *n_uses) {
+  uint32_t *first = fu_mem_alloc(&g->alloc, (g->n_vals + 2) * sizeof *first);
+  if (!first) return NULL;
+  memset(first, 0, (g->n_vals + 2) * sizeof *first);
+  size_t n = 0;
   for (fu_op *op = body ? body->first : NULL; op; op = op->next)
     for (uint32_t i = 0; i < op->n_operands; i++) {
       int32_t l = local_of(g, op->operands[i]);
-      if (l >= 0 && !op_uses_earlier(op, i)) u->start[l + 2]++;
+      if (l >= 0) first[l + 2]++, n++;
     }
-  for (uint32_t l = 0; l < g->n_vals; l++) u->start[l + 2] += u->start[l + 1];
-  u->n_ops = u->start[g->n_vals + 1];
-  u->ops = fu_mem_alloc(&g->alloc, (u->n_ops ? u->n_ops : 1) * sizeof *u->ops);
-  if (!u->ops) return false;
-  /* start[l + 1] is the fill cursor of l; it ends at the end of l's list */
+  for (uint32_t l = 0; l < g->n_vals; l++) first[l + 2] += first[l + 1];
+  const fu_op **ops = fu_mem_alloc(&g->alloc, (n + 1) * sizeof *ops);
+  if (!ops) {
+    fu_mem_free(&g->alloc, first, (g->n_vals + 2) * sizeof *first);
+    return NULL;
+  }
   for (fu_op *op = body ? body->first : NULL; op; op = op->next)
     for (uint32_t i = 0; i < op->n_operands; i++) {
       int32_t l = local_of(g, op->operands[i]);
-      if (l >= 0 && !op_uses_earlier(op, i)) u->ops[u->start[l + 1]++] = op;
+      if (l >= 0) ops[first[l + 1]++] = op;
     }
-  return true;
+  *first_out = first;
+  *n_uses = n;
+  return ops;
 }
 
-static void free_uses(fu_igraph *g, use_lists *u) {
-  fu_mem_free(&g->alloc, u->start, (g->n_vals + 2) * sizeof *u->start);
-  fu_mem_free(&g->alloc, u->ops, (u->n_ops ? u->n_ops : 1) * sizeof *u->ops);
-}
-
-/* Breadth-first from the reference over back and forward maps, linear in
- * the segment's ops and uses. */
+/* Breadth-first from the reference over back and forward maps; linear in
+ * ops times uses through users_index. */
 static bool build_coords(fu_igraph *g) {
   uint32_t *queue = fu_mem_alloc(&g->alloc, (g->n_vals + 1) * sizeof *queue);
-  use_lists uses;
-  if (!queue || !build_uses(g, &uses)) {
+  fu_block *body = g->seg->u.segment.body;
+  uint32_t *first = NULL;
+  size_t n_uses = 0;
+  const fu_op **users = queue ? users_index(g, body, &first, &n_uses) : NULL;
+  if (!users) {
+    if (queue) fu_mem_free(&g->alloc, queue, (g->n_vals + 1) * sizeof *queue);
     g->nomem = true;
-    if (queue) free_uses(g, &uses);
-    fu_mem_free(&g->alloc, queue, (g->n_vals + 1) * sizeof *queue);
     return false;
   }
   uint32_t qh = 0, qn = 0;
   queue[qn++] = (uint32_t)local_of(g, g->s->reference);
-  fu_block *body = g->seg->u.segment.body;
   while (qh < qn) {
     uint32_t l = queue[qh++];
     const fu_value *v = g->vals[l];
@@ -887,15 +876,17 @@ static bool build_coords(fu_igraph *g) {
           set_coords(g, xl, fu_igraph_back_map(g, op, i, g->coords[l]), queue, &qn);
       }
     }
-    for (uint32_t k = uses.start[l]; k < uses.start[l + 1]; k++) {
-      const fu_op *op = uses.ops[k];
+    for (uint32_t u = first[l]; u < first[l + 1]; u++) {
+      const fu_op *op = users[u];
+      if (u > first[l] && users[u - 1] == op) continue; /* an op using v twice */
       if (!op->n_results || !fu_type_is_tensor(&op->results[0]->type)) continue;
       int32_t rl = local_of(g, op->results[0]);
       if (rl >= 0 && !g->coords[rl]) set_coords(g, rl, forward_map(g, op), queue, &qn);
     }
     if (g->nomem) break;
   }
-  free_uses(g, &uses);
+  fu_mem_free(&g->alloc, users, (n_uses + 1) * sizeof *users);
+  fu_mem_free(&g->alloc, first, (g->n_vals + 2) * sizeof *first);
   fu_mem_free(&g->alloc, queue, (g->n_vals + 1) * sizeof *queue);
   return !g->nomem;
 }
@@ -1079,7 +1070,7 @@ static void walk_back(fu_igraph *g, uint32_t l, const fu_ix *const *c) {
     uint32_t i = f->next++;
     int32_t xl = local_of(g, op->operands[i]);
     if (xl < 0 || !fu_type_is_tensor(&op->operands[i]->type)) continue;
-    const fu_ix **xc = fu_igraph_back_map(g, op, i, f->c);
+    const fu_ix **xc = fu_op_info_of(op->kind)->cls == FU_OC_REDUCE ? g->coords[xl] : fu_igraph_back_map(g, op, i, f->c);
     if (!xc) continue;
     const fu_ix *const *t = intern_tuple(g, xc, (uint32_t)op->operands[i]->type.rank);
     if (t) walk_visit(g, (uint32_t)xl, t, op, &stk, &n, &cap);
