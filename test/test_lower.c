@@ -498,7 +498,48 @@ static void test_cycle_and_more(void) {
   CHECK(has(&r, "blockIdx.y"));
 }
 
+/* Pointwise fusions of every rank up to the IR's limit (issue 17 item 2:
+ * rank 9 and above overflowed the scheduler's loop array), with a bias
+ * broadcast along the inner dims and a per-row scale along the outer ones,
+ * so that the 2-D schedule and the probe see every dim. */
+static void test_high_rank(void) {
+  static const int32_t ranks[] = {9, 12, FU_MAX_RANK};
+  static const int64_t ext[FU_MAX_RANK] = {2, 1, 3, 2, 1, 2, 1, 1, 2, 3, 1, 2, 1, 1, 2, 5};
+  for (size_t k = 0; k < sizeof ranks / sizeof ranks[0]; k++) {
+    int32_t r = ranks[k];
+    char full[256] = "", inner[256] = "", outer[256] = "", dims[64] = "", text[2048];
+    size_t nf = 0, ni = 0, no = 0, nd = 0;
+    for (int32_t d = 0; d < r; d++) {
+      const char *sep = d ? ", " : "";
+      nf += (size_t)snprintf(full + nf, sizeof full - nf, "%s%lld", sep, (long long)ext[d]);
+      no += (size_t)snprintf(outer + no, sizeof outer - no, "%s%lld", sep, d < r / 2 ? (long long)ext[d] : 1LL);
+      if (d >= r / 2) {
+        ni += (size_t)snprintf(inner + ni, sizeof inner - ni, "%s%lld", d > r / 2 ? ", " : "", (long long)ext[d]);
+        nd += (size_t)snprintf(dims + nd, sizeof dims - nd, "%s%d", d > r / 2 ? ", " : "", (int)d);
+      }
+    }
+    snprintf(text, sizeof text,
+             "fusion @rank%d {\n"
+             "  %%T0 = input f32[%s] {example=randn, seed=1}\n"
+             "  %%T1 = input f32[%s] {example=randn, seed=2}\n"
+             "  %%T2 = input f32[%s] {example=randn, seed=3}\n"
+             "  %%T3 = broadcast_in_dim %%T1 {broadcast_dims=[%s]} : f32[%s]\n"
+             "  %%T4 = add %%T0, %%T3 : f32[%s]\n"
+             "  %%T5 = mul %%T4, %%T2 : f32[%s]\n"
+             "  %%T6 = tanh %%T5 : f32[%s]\n"
+             "  output %%T6\n"
+             "}\n",
+             (int)r, full, inner, outer, dims, full, full, full, full);
+    char name[32];
+    snprintf(name, sizeof name, "rank%d", (int)r);
+    run_result res;
+    run_case(name, text, &res);
+    CHECK(res.ok);
+    CHECK(res.n_kernels == 1);
+  }
+}
+
 FU_TEST_MAIN(FU_TEST(test_cycle_and_more), FU_TEST(test_gelu_bookend), FU_TEST(test_odd_sizes), FU_TEST(test_symbolic), FU_TEST(test_bias_broadcast),
              FU_TEST(test_half_types), FU_TEST(test_where_and_ints), FU_TEST(test_internal_reshape),
              FU_TEST(test_noncontiguous_and_permuted), FU_TEST(test_multi_output_and_scalars),
-             FU_TEST(test_creation_and_expand), FU_TEST(test_hand_schedule))
+             FU_TEST(test_creation_and_expand), FU_TEST(test_hand_schedule), FU_TEST(test_high_rank))

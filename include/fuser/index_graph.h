@@ -68,6 +68,11 @@ fu_ix_ctx *fu_ix_ctx_new(fu_allocator alloc);
 void fu_ix_ctx_free(fu_ix_ctx *c);
 /* True once an allocation failed: every constructor then returns NULL. */
 bool fu_ix_failed(const fu_ix_ctx *c);
+/* Whether constant folding met a sum or product of constants beyond int64
+ * since the last call (the expression is then kept unfolded, and would
+ * wrap in a kernel): the caller reports it where it knows what the
+ * expression is.  Clears the flag. */
+bool fu_ix_take_overflow(fu_ix_ctx *c);
 
 const fu_ix *fu_ix_const(fu_ix_ctx *c, int64_t v);
 /* `sym` is compared by its text. */

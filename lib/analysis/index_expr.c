@@ -25,6 +25,7 @@ struct fu_ix_ctx {
   size_t cap, n;
   uint32_t next_id;
   bool failed;
+  bool overflow; /* fu_ix_take_overflow */
 };
 
 fu_ix_ctx *fu_ix_ctx_new(fu_allocator alloc) {
@@ -50,6 +51,12 @@ void fu_ix_ctx_free(fu_ix_ctx *c) {
 }
 
 bool fu_ix_failed(const fu_ix_ctx *c) { return c->failed; }
+
+bool fu_ix_take_overflow(fu_ix_ctx *c) {
+  bool o = c->overflow;
+  c->overflow = false;
+  return o;
+}
 
 /* ---- hash-consing ------------------------------------------------------------ */
 
@@ -209,10 +216,15 @@ static const fu_ix *from_mono(fu_ix_ctx *c, const mono *m) {
   return r;
 }
 
-static bool mono_mul(const mono *a, const mono *b, mono *out) {
+/* a * b; false when it has too many factors or its constant overflows
+ * (then *overflow is set). */
+static bool mono_mul(const mono *a, const mono *b, mono *out, bool *overflow) {
   if (a->n + b->n > MAX_FACTORS) return false;
   mono r;
-  if (__builtin_mul_overflow(a->c, b->c, &r.c)) return false;
+  if (__builtin_mul_overflow(a->c, b->c, &r.c)) {
+    *overflow = true;
+    return false;
+  }
   uint32_t i = 0, j = 0;
   r.n = 0;
   while (i < a->n || j < b->n) {
@@ -322,7 +334,10 @@ const fu_ix *fu_ix_add(fu_ix_ctx *c, const fu_ix *a, const fu_ix *b) {
   if (is_zero(b)) return a;
   int64_t av = 0, bv = 0, r;
   bool ac = fu_ix_is_const(a, &av), bc = fu_ix_is_const(b, &bv);
-  if (ac && bc && !__builtin_add_overflow(av, bv, &r)) return fu_ix_const(c, r);
+  if (ac && bc) {
+    if (!__builtin_add_overflow(av, bv, &r)) return fu_ix_const(c, r);
+    c->overflow = true;
+  }
   if (ac) {
     const fu_ix *t = a;
     a = b;
@@ -336,8 +351,10 @@ const fu_ix *fu_ix_add(fu_ix_ctx *c, const fu_ix *a, const fu_ix *b) {
   }
   /* (x + c1) + c2 -> x + (c1 + c2) */
   int64_t inner;
-  if (bc && a->kind == FU_IX_ADD && fu_ix_is_const(a->b, &inner) && !__builtin_add_overflow(inner, bv, &r))
-    return fu_ix_add(c, a->a, fu_ix_const(c, r));
+  if (bc && a->kind == FU_IX_ADD && fu_ix_is_const(a->b, &inner)) {
+    if (!__builtin_add_overflow(inner, bv, &r)) return fu_ix_add(c, a->a, fu_ix_const(c, r));
+    c->overflow = true;
+  }
   if (!bc && a->id > b->id) {
     const fu_ix *t = a;
     a = b;
@@ -353,7 +370,7 @@ const fu_ix *fu_ix_mul(fu_ix_ctx *c, const fu_ix *a, const fu_ix *b) {
   if (is_one(b)) return a;
   mono ma, mb, m;
   bool am = to_mono(a, &ma), bm = to_mono(b, &mb);
-  if (am && bm && mono_mul(&ma, &mb, &m)) return from_mono(c, &m);
+  if (am && bm && mono_mul(&ma, &mb, &m, &c->overflow)) return from_mono(c, &m);
   /* keep the monomial on the right, and fold (x * M1) * M2 */
   if (am && !bm) {
     const fu_ix *t = a;
@@ -367,7 +384,7 @@ const fu_ix *fu_ix_mul(fu_ix_ctx *c, const fu_ix *a, const fu_ix *b) {
   }
   if (bm && a->kind == FU_IX_MUL) {
     mono mi;
-    if (to_mono(a->b, &mi) && mono_mul(&mi, &mb, &m)) return fu_ix_mul(c, a->a, from_mono(c, &m));
+    if (to_mono(a->b, &mi) && mono_mul(&mi, &mb, &m, &c->overflow)) return fu_ix_mul(c, a->a, from_mono(c, &m));
   }
   if (!bm && a->id > b->id) {
     const fu_ix *t = a;
@@ -505,7 +522,7 @@ static void flatten(const fu_ix *x, const mono *k, terms *t) {
   if (t->overflow) return;
   mono m, p;
   if (to_mono(x, &m)) {
-    if (!mono_mul(&m, k, &p)) t->overflow = true;
+    if (!mono_mul(&m, k, &p, &t->overflow)) t->overflow = true;
     else add_term(t, NULL, &p);
     return;
   }
@@ -515,7 +532,7 @@ static void flatten(const fu_ix *x, const mono *k, terms *t) {
     return;
   }
   if (x->kind == FU_IX_MUL && to_mono(x->b, &m)) {
-    if (!mono_mul(&m, k, &p)) t->overflow = true;
+    if (!mono_mul(&m, k, &p, &t->overflow)) t->overflow = true;
     else flatten(x->a, &p, t);
     return;
   }
@@ -535,7 +552,8 @@ static void fold_pairs(terms *t) {
         const fu_ix *r = t->v[j].atom;
         if (!r || r->kind != FU_IX_MOD || r->a != d->a || r->b != d->b) continue;
         mono want;
-        if (!mono_mul(&t->v[j].coef, &mq, &want) || !mono_equal(&want, &t->v[i].coef)) continue;
+        bool too_big = false; /* then no pair: the terms stay as they are */
+        if (!mono_mul(&t->v[j].coef, &mq, &want, &too_big) || !mono_equal(&want, &t->v[i].coef)) continue;
         mono k = t->v[j].coef;
         const fu_ix *y = d->a;
         uint32_t hi = i > j ? i : j, lo = i > j ? j : i;

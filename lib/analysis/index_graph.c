@@ -107,6 +107,15 @@ static const char *vname(const fu_value *v) { return v && v->name ? v->name : "?
 
 static fu_loc seg_loc(const fu_igraph *g) { return g->s && fu_loc_known(g->s->loc) ? g->s->loc : g->seg->loc; }
 
+/* Whether the index arithmetic since the last check met a constant sum or
+ * product beyond int64 (which a kernel would wrap); then a located error
+ * naming `what`, the extent or index being computed. */
+static bool overflowed(fu_igraph *g, fu_loc loc, const char *what, const char *name, bool is_value) {
+  if (!fu_ix_take_overflow(g->ix)) return false;
+  fu_error(g->diag, loc, "extent product overflows: %s '%s%s' exceeds 2^63 - 1", what, is_value ? "%" : "", name);
+  return true;
+}
+
 static const fu_ix **new_tuple(fu_igraph *g, uint32_t rank) {
   const fu_ix **t = fu_arena_calloc(g->arena, rank ? rank : 1, sizeof *t);
   if (!t) g->nomem = true;
@@ -490,7 +499,10 @@ static bool build_exprs(fu_igraph *g) {
     case FU_OC_PERMUTE:
       for (int32_t d = 0; d < r->type.rank; d++) map_dim(g, op, x, (int32_t)op->u.permute.dims.v[d], r, d);
       break;
-    case FU_OC_RESHAPE: reshape_exprs(g, op); break;
+    case FU_OC_RESHAPE:
+      reshape_exprs(g, op);
+      if (overflowed(g, op->loc, "an extent of the reshape to", vname(r), true)) return false;
+      break;
     case FU_OC_FULL:
     case FU_OC_IOTA:
       for (int32_t d = 0; d < r->type.rank; d++)
@@ -532,6 +544,21 @@ static bool build_groups(fu_igraph *g) {
 }
 
 /* ---- 3. loops -------------------------------------------------------------------------- */
+
+/* A split of a constant extent E by F iterates ceil(E / F) * F indices of
+ * which the largest, (ceil(E / F) - 1) * F + F - 1, must fit in int64 (the
+ * kernel computes it before the guard drops it). */
+static bool split_domain_fits(fu_igraph *g, const fu_sxform *x) {
+  int64_t e, outer, hi;
+  if (x->kind != FU_SX_SPLIT || x->factor <= 0 || !fu_ix_is_const(g->axis_ext[x->in[0]], &e) ||
+      !fu_ix_is_const(g->axis_ext[x->out[0]], &outer) || outer < 1)
+    return true;
+  if (!__builtin_mul_overflow(outer - 1, x->factor, &hi) && !__builtin_add_overflow(hi, x->factor - 1, &hi)) return true;
+  fu_error(g->diag, x->loc,
+           "extent product overflows: splitting axis '%s' of extent %lld by %lld iterates past 2^63 - 1",
+           g->s->axes[x->in[0]].name, (long long)e, (long long)x->factor);
+  return false;
+}
 
 static bool build_loops(fu_igraph *g) {
   const fu_schedule *s = g->s;
@@ -575,6 +602,8 @@ static bool build_loops(fu_igraph *g) {
       g->axis_ext[x->out[0]] = fu_ix_ceildiv(g->ix, g->axis_ext[x->in[0]], f);
       g->axis_ext[x->out[1]] = f;
     }
+    if (overflowed(g, x->loc, "the extent of axis", s->axes[x->out[0]].name, false) || !split_domain_fits(g, x))
+      return false;
     for (uint32_t k = 0; k < (x->kind == FU_SX_MERGE ? 1u : 2u); k++) {
       uint32_t o = x->out[k];
       g->axis_id[o] = add_id(g, FU_ID_AXIS, ref, -1, g->axis_ext[o]);
@@ -617,6 +646,7 @@ static bool build_loops(fu_igraph *g) {
       g->axis_idx[x->in[0]] = fu_ix_div(g->ix, m, g->axis_ext[x->in[1]]);
       g->axis_idx[x->in[1]] = fu_ix_mod(g->ix, m, g->axis_ext[x->in[1]]);
     }
+    if (overflowed(g, x->loc, "the index of axis", s->axes[x->in[0]].name, false)) return false;
   }
   /* a predicate on the outer output of a predicated split is implied:
    * idx(in) < ext(in) gives idx(outer) <= idx(in) / f < ceil(ext(in) / f) */
@@ -900,6 +930,7 @@ static bool output_coords(fu_igraph *g) {
   const fu_value *ref = g->s->reference;
   const fu_ix *ref_n = fu_ix_const(g->ix, 1);
   for (int32_t d = 0; d < ref->type.rank; d++) ref_n = fu_ix_mul(g->ix, ref_n, fu_ix_extent(g->ix, ref->type.dims[d]));
+  if (overflowed(g, seg_loc(g), "the element count of", vname(ref), true)) return false;
   for (uint32_t i = 0; i < si->n_outputs; i++) {
     const fu_value *o = si->outputs[i];
     int32_t l = local_of(g, o);
@@ -907,6 +938,7 @@ static bool output_coords(fu_igraph *g) {
     if (g->coords[l] && g->s->reduce != FU_RM_NONE) continue; /* reached: a reduction's result or the reference's */
     const fu_ix *n = fu_ix_const(g->ix, 1);
     for (int32_t d = 0; d < o->type.rank; d++) n = fu_ix_mul(g->ix, n, fu_ix_extent(g->ix, o->type.dims[d]));
+    if (overflowed(g, seg_loc(g), "the element count of", vname(o), true)) return false;
     if (n != ref_n) {
       fu_strbuf a, b;
       fu_strbuf_init(&a, g->alloc);
@@ -976,6 +1008,7 @@ static const fu_ix **strides_of(fu_igraph *g, const fu_value *v) {
     for (uint32_t k = 0; k < st_d->n_atoms; k++) x = fu_ix_mul(g->ix, x, fu_ix_sym(g->ix, st_d->atoms[k].sym));
     s[d] = x;
   }
+  if (overflowed(g, seg_loc(g), "a stride of", vname(v), true)) return NULL;
   g->strides[l] = s;
   return s;
 }
@@ -988,7 +1021,8 @@ const fu_ix *fu_igraph_offset(fu_igraph *g, const fu_value *v, const fu_ix *cons
     if (fu_extent_is_one(v->type.dims[d])) continue; /* index 0 */
     off = fu_ix_add(g->ix, off, fu_ix_mul(g->ix, coords[d], s[d]));
   }
-  return fu_ix_simplify_linear(g->ix, off);
+  off = fu_ix_simplify_linear(g->ix, off);
+  return overflowed(g, seg_loc(g), "the offset into", vname(v), true) ? NULL : off;
 }
 
 fu_amode fu_igraph_access_mode(fu_igraph *g, const fu_value *v, const fu_ix *offset, const char **why) {
@@ -1030,24 +1064,50 @@ static void add_access(fu_igraph *g, const fu_value *v, bool store, const fu_op 
   a->mode = a->offset ? fu_igraph_access_mode(g, v, a->offset, &a->why_not_vector) : FU_AM_LANES;
 }
 
-/* Walks back from value l at coordinates c; each (value, c) once. */
-static void walk_back(fu_igraph *g, uint32_t l, const fu_ix *const *c, const fu_op *user, uint32_t depth) {
-  if (g->nomem || depth > 100000 || !first_visit(g, l, c)) return;
+/* A pending visit of the walk below: value l at coordinates c, reached
+ * from `user`; `next` is its op's next operand to follow. */
+typedef struct walk_frame {
+  uint32_t l, next;
+  const fu_ix *const *c;
+} walk_frame;
+
+/* Visits value l at coordinates c: an input records its access; a value
+ * computed in the segment is pushed to have its operands followed. */
+static void walk_visit(fu_igraph *g, uint32_t l, const fu_ix *const *c, const fu_op *user, walk_frame **stk,
+                       uint32_t *n, uint32_t *cap) {
+  if (g->nomem || !first_visit(g, l, c)) return;
   const fu_value *v = g->vals[l];
   if (g->is_input[l]) {
     if (fu_type_is_tensor(&v->type)) add_access(g, v, false, user, c);
     return;
   }
-  const fu_op *op = v->def;
-  if (!op) return;
-  for (uint32_t i = 0; i < op->n_operands; i++) {
+  if (!v->def || !grow_array(g, (void **)stk, cap, *n + 1, sizeof **stk)) return;
+  (*stk)[(*n)++] = (walk_frame){l, 0, c};
+}
+
+/* Walks back from value l at coordinates c, depth first in operand order;
+ * each (value, c) once.  The path is kept on the heap: a long chain of ops
+ * is as deep as it is long. */
+static void walk_back(fu_igraph *g, uint32_t l, const fu_ix *const *c) {
+  walk_frame *stk = NULL;
+  uint32_t n = 0, cap = 0;
+  walk_visit(g, l, c, NULL, &stk, &n, &cap);
+  while (n && !g->nomem) {
+    walk_frame *f = &stk[n - 1];
+    const fu_op *op = g->vals[f->l]->def;
+    if (f->next >= op->n_operands) {
+      n--;
+      continue;
+    }
+    uint32_t i = f->next++;
     int32_t xl = local_of(g, op->operands[i]);
     if (xl < 0 || !fu_type_is_tensor(&op->operands[i]->type)) continue;
-    const fu_ix **xc = fu_op_info_of(op->kind)->cls == FU_OC_REDUCE ? g->coords[xl] : fu_igraph_back_map(g, op, i, c);
+    const fu_ix **xc = fu_op_info_of(op->kind)->cls == FU_OC_REDUCE ? g->coords[xl] : fu_igraph_back_map(g, op, i, f->c);
     if (!xc) continue;
     const fu_ix *const *t = intern_tuple(g, xc, (uint32_t)op->operands[i]->type.rank);
-    if (t) walk_back(g, (uint32_t)xl, t, op, depth + 1);
+    if (t) walk_visit(g, (uint32_t)xl, t, op, &stk, &n, &cap);
   }
+  fu_mem_free(&g->alloc, stk, (size_t)cap * sizeof *stk);
 }
 
 static bool build_accesses(fu_igraph *g) {
@@ -1062,7 +1122,7 @@ static bool build_accesses(fu_igraph *g) {
     const fu_value *o = si->outputs[i];
     int32_t l = local_of(g, o);
     if (l < 0 || !fu_type_is_tensor(&o->type) || !g->coords[l]) continue;
-    walk_back(g, (uint32_t)l, g->coords[l], NULL, 0);
+    walk_back(g, (uint32_t)l, g->coords[l]);
   }
   for (uint32_t i = 0; i < g->n_acc; i++)
     if (!g->acc[i].offset) return false;
@@ -1135,6 +1195,10 @@ fu_status fu_igraph_build(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_all
   }
   if (fu_ix_failed(g->ix) || g->nomem) {
     st = FU_ERR_NOMEM;
+    goto done;
+  }
+  if (overflowed(g, seg_loc(g), "an index of segment", g->seg->u.segment.name ? g->seg->u.segment.name : "?", false)) {
+    st = FU_ERR_VERIFY;
     goto done;
   }
   g->index_dtype = choose_index(g);

@@ -32,15 +32,12 @@ static bool is_segment_input(const fu_op *seg, const fu_value *v) {
   return false;
 }
 
-/* The structure: axes used once, loop = leaves, parallel types. */
-static bool verify_structure(fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
+/* The structure: axes used once, loop = leaves, parallel types.  used_by
+ * and in_loop are per axis (scratch of at least n_axes entries). */
+static bool verify_structure_in(fu_op *seg, const fu_schedule *s, fu_diag_engine *diag, int32_t *used_by,
+                                bool *in_loop) {
   bool ok = true;
   uint32_t na = s->n_axes;
-  if (na > 4096) {
-    fu_error(diag, s->loc, "the schedule has %u axes; the limit is 4096", na);
-    return false;
-  }
-  int32_t used_by[4096];
   for (uint32_t a = 0; a < na; a++) used_by[a] = -1;
   for (uint32_t t = 0; t < s->n_xforms; t++) {
     const fu_sxform *x = &s->xforms[t];
@@ -60,7 +57,6 @@ static bool verify_structure(fu_op *seg, const fu_schedule *s, fu_diag_engine *d
       ok = false;
     }
   }
-  bool in_loop[4096];
   memset(in_loop, 0, na * sizeof in_loop[0]);
   int32_t per_ptype[FU_PT_COUNT];
   for (int p = 0; p < FU_PT_COUNT; p++) per_ptype[p] = -1;
@@ -130,6 +126,18 @@ static bool verify_structure(fu_op *seg, const fu_schedule *s, fu_diag_engine *d
              s->reference->name ? s->reference->name : "?", seg_name(seg));
     ok = false;
   }
+  return ok;
+}
+
+static bool verify_structure(fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
+  size_t n = s->n_axes ? s->n_axes : 1;
+  int32_t *used_by = fu_mem_alloc(&diag->alloc, n * sizeof *used_by);
+  bool *in_loop = fu_mem_alloc(&diag->alloc, n * sizeof *in_loop);
+  bool ok = used_by && in_loop;
+  if (!ok) fu_error(diag, s->loc, "out of memory while verifying the schedule");
+  else ok = verify_structure_in(seg, s, diag, used_by, in_loop);
+  fu_mem_free(&diag->alloc, used_by, n * sizeof *used_by);
+  fu_mem_free(&diag->alloc, in_loop, n * sizeof *in_loop);
   return ok;
 }
 

@@ -147,6 +147,9 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
 
 /* ---- parsing -------------------------------------------------------------------- */
 
+/* Axes and transforms are capped: each transform nests the index
+ * expressions one level deeper.  Tensor entries (one per value of the
+ * segment) grow with the segment. */
 enum { MAX_AXES = 256, MAX_STMTS = 256 };
 
 typedef struct sparser {
@@ -163,8 +166,8 @@ typedef struct sparser {
   fu_sloop loops[MAX_STMTS];
   uint32_t n_loops;
   bool have_loop;
-  fu_stensor tensors[MAX_STMTS];
-  uint32_t n_tensors;
+  fu_stensor *tensors;
+  uint32_t n_tensors, cap_tensors;
 } sparser;
 
 static fu_loc tloc(const sparser *p, const fu_token *t) {
@@ -542,7 +545,7 @@ static bool parse_tensor(sparser *p, const fu_token *kw) {
         else if (is_word(val, "local")) t.memory = FU_MEM_LOCAL;
         else serr(p, val, "unknown memory space '%.*s'; valid: global, shared, local", (int)val->len, val->p);
       } else if (fu_txt_tok_is(&a[i].name, "inline")) {
-        if (val->kind != FU_TOK_INT || val->ival < 0 || val->ival > MAX_STMTS)
+        if (val->kind != FU_TOK_INT || val->ival < 0 || val->ival > MAX_AXES)
           bad_attr_value(p, &a[i], "a non-negative integer (a loop position)");
         else
           t.inline_pos = (int32_t)val->ival;
@@ -557,9 +560,15 @@ static bool parse_tensor(sparser *p, const fu_token *kw) {
     }
   }
   (void)memory_given;
-  if (p->n_tensors == MAX_STMTS) {
-    serr(p, kw, "too many tensor entries");
-    return false;
+  if (v && p->n_tensors == p->cap_tensors) {
+    uint32_t cap = p->cap_tensors ? p->cap_tensors * 2 : 16;
+    fu_stensor *n = fu_mem_realloc(&p->m->alloc, p->tensors, p->cap_tensors * sizeof *n, cap * sizeof *n);
+    if (!n) {
+      p->nomem = true;
+      return false;
+    }
+    p->tensors = n;
+    p->cap_tensors = cap;
   }
   if (v) p->tensors[p->n_tensors++] = t;
   return true;
@@ -636,6 +645,7 @@ bool fu_txt_parse_schedule(fu_lexer *lx, const fu_token *kw, fu_module *m, const
   if (!p->bad) *out = s;
 done:
   if (p->nomem) *nomem = true;
+  fu_mem_free(&m->alloc, p->tensors, p->cap_tensors * sizeof *p->tensors);
   fu_mem_free(&m->alloc, p, sizeof *p);
   return ok;
 }

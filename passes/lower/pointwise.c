@@ -36,6 +36,15 @@ typedef struct memo_ent {
   fu_kval *kv;
 } memo_ent;
 
+/* A value being evaluated: v at coordinates c in lane `lane`, waiting for
+ * its op's operands (args[0 .. next) are done). */
+typedef struct eval_frame {
+  const fu_value *v;
+  const fu_ix *const *c;
+  uint32_t lane, next;
+  fu_kval *args[3];
+} eval_frame;
+
 typedef struct lw {
   fu_module *m;
   fu_fusion *f;
@@ -77,6 +86,9 @@ typedef struct lw {
   /* values of the current body */
   memo_ent *memo;
   uint32_t memo_cap, memo_n;
+  /* the pending evaluations (eval's explicit stack) */
+  eval_frame *stk;
+  uint32_t stk_n, stk_cap;
   /* lanes */
   const fu_ix *lane;
   int64_t width;
@@ -384,19 +396,19 @@ static fu_kval *literal(lw *L, const fu_value *v) {
   return chk(L, fu_kb_const_i(&L->b, NULL, t, v->literal.i));
 }
 
-/* The operand's value at the coordinates op needs it at. */
-static fu_kval *operand(lw *L, const fu_op *op, uint32_t i, const fu_ix *const *c, uint32_t lane) {
+/* The coordinates op's operand i is needed at (NULL for a scalar), or
+ * false after a located error. */
+static bool operand_coords(lw *L, const fu_op *op, uint32_t i, const fu_ix *const *c, const fu_ix *const **out) {
   const fu_value *x = op->operands[i];
-  if (!fu_type_is_tensor(&x->type)) return eval(L, x, NULL, 0);
+  *out = NULL;
+  if (!fu_type_is_tensor(&x->type)) return true;
   const fu_ix **xc = fu_igraph_back_map(L->g, op, i, c);
-  const fu_ix *const *t = xc ? fu_igraph_intern_coords(L->g, xc, (uint32_t)x->type.rank) : NULL;
-  if (!t) {
-    if (!L->failed)
-      fu_error(L->diag, op->loc, "'%s' cannot be indexed from the loop domain", fu_op_info_of(op->kind)->name);
-    L->failed = true;
-    return NULL;
-  }
-  return eval(L, x, t, lane);
+  *out = xc ? fu_igraph_intern_coords(L->g, xc, (uint32_t)x->type.rank) : NULL;
+  if (*out) return true;
+  if (!L->failed)
+    fu_error(L->diag, op->loc, "'%s' cannot be indexed from the loop domain", fu_op_info_of(op->kind)->name);
+  L->failed = true;
+  return false;
 }
 
 /* A pointwise op on kernel values, in the interpreter's compute dtype. */
@@ -454,27 +466,42 @@ static fu_kval *pointwise(lw *L, const fu_op *op, fu_kval **args, char *name) {
   return chk(L, fu_kb_unary(&L->b, name, FU_OP_CAST, rt, res));
 }
 
-static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *const *c, uint32_t lane) {
+/* How many of op's operands are evaluated before it (in operand order):
+ * the tensor operands of pointwise ops (not the literals, which are
+ * written in their compute dtype) and the operand of a view; ops with
+ * scalar operands only (full, iota) evaluate them themselves. */
+static uint32_t n_args(const fu_op *op) {
+  if (fu_op_has(op->kind, FU_OF_POINTWISE)) return op->n_operands;
+  switch (fu_op_info_of(op->kind)->cls) {
+  case FU_OC_BROADCAST_IN_DIM:
+  case FU_OC_BROADCAST:
+  case FU_OC_EXPAND:
+  case FU_OC_RESHAPE:
+  case FU_OC_PERMUTE:
+  case FU_OC_SQUEEZE: return 1;
+  default: return 0;
+  }
+}
+
+static bool skips_arg(const fu_op *op, uint32_t i) {
+  return fu_op_has(op->kind, FU_OF_POINTWISE) && op->operands[i]->is_literal && op->kind != FU_OP_CAST &&
+         op->kind != FU_OP_SET;
+}
+
+/* v (defined by op) from its evaluated operands args. */
+static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *const *c, uint32_t lane,
+                        fu_kval **args) {
   const fu_op_info *info = fu_op_info_of(op->kind);
   char nm[80];
   lane_name(v, lane, c ? L->n_lanes : 1, nm, sizeof nm);
-  if (fu_op_has(op->kind, FU_OF_POINTWISE)) {
-    fu_kval *args[3];
-    if (op->n_operands > 3) return NULL;
-    for (uint32_t i = 0; i < op->n_operands; i++) {
-      args[i] = NULL;
-      if (op->operands[i]->is_literal && op->kind != FU_OP_CAST && op->kind != FU_OP_SET) continue;
-      if (!(args[i] = operand(L, op, i, c, lane))) return NULL;
-    }
-    return pointwise(L, op, args, nm);
-  }
+  if (fu_op_has(op->kind, FU_OF_POINTWISE)) return pointwise(L, op, args, nm);
   switch (info->cls) {
   case FU_OC_BROADCAST_IN_DIM:
   case FU_OC_BROADCAST:
   case FU_OC_EXPAND:
   case FU_OC_RESHAPE:
   case FU_OC_PERMUTE:
-  case FU_OC_SQUEEZE: return operand(L, op, 0, c, lane);
+  case FU_OC_SQUEEZE: return args[0];
   case FU_OC_FULL: return cast_to(L, eval(L, op->operands[0], NULL, 0), v->type.dtype);
   case FU_OC_IOTA: {
     if (!c || v->type.rank != 1) break;
@@ -494,40 +521,102 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
   return NULL;
 }
 
-/* Value v at coordinates c (NULL for scalars) in lane `lane`. */
-static fu_kval *eval(lw *L, const fu_value *v, const fu_ix *const *c, uint32_t lane) {
-  if (L->failed) return NULL;
-  if (!fu_type_is_tensor(&v->type)) {
-    c = NULL;
-    lane = 0;
-  }
-  fu_kval *kv = memo_get(L, v, c, lane);
-  if (kv) return kv;
-  if (v->is_literal) {
-    kv = literal(L, v);
-  } else if (is_seg_input(L, v)) {
-    if (!fu_type_is_tensor(&v->type)) {
-      kv = L->sparam[v->id];
-      if (!kv) {
-        fu_error(L->diag, L->seg->loc, "scalar '%%%s' has no kernel parameter", vname(v));
-        L->failed = true;
-      }
-    } else {
-      kv = load(L, v, c, lane);
+/* A value that needs no operand: a literal, a segment input, or an error.
+ * *leaf is false for a value computed in the segment (nothing done). */
+static fu_kval *leaf(lw *L, const fu_value *v, const fu_ix *const *c, uint32_t lane, bool *is_leaf) {
+  *is_leaf = true;
+  if (v->is_literal) return literal(L, v);
+  if (is_seg_input(L, v)) {
+    if (fu_type_is_tensor(&v->type)) return load(L, v, c, lane);
+    if (!L->sparam[v->id]) {
+      fu_error(L->diag, L->seg->loc, "scalar '%%%s' has no kernel parameter", vname(v));
+      L->failed = true;
     }
-  } else if (v->def && v->def->parent == L->seg->u.segment.body) {
+    return L->sparam[v->id];
+  }
+  if (v->def && v->def->parent == L->seg->u.segment.body) {
     if (fu_type_is_tensor(&v->type) && !c) {
       fu_error(L->diag, v->def->loc, "'%%%s' is not reached by the loop domain", vname(v));
       L->failed = true;
       return NULL;
     }
-    kv = compute(L, v->def, v, c, lane);
-  } else {
-    fu_error(L->diag, L->seg->loc, "'%%%s' is used in segment '@%s' but is not one of its inputs", vname(v),
-             L->seg->u.segment.name);
-    L->failed = true;
+    if (v->def->n_operands > 3 && fu_op_has(v->def->kind, FU_OF_POINTWISE)) return NULL;
+    *is_leaf = false;
+    return NULL;
   }
-  if (kv && !memo_get(L, v, c, lane)) memo_put(L, v, c, lane, kv);
+  fu_error(L->diag, L->seg->loc, "'%%%s' is used in segment '@%s' but is not one of its inputs", vname(v),
+           L->seg->u.segment.name);
+  L->failed = true;
+  return NULL;
+}
+
+/* Starts evaluating v at c in `lane`: *kv is its value when it is memoized
+ * or a leaf (NULL after an error); otherwise a frame is pushed.  True when
+ * a frame was pushed. */
+static bool eval_start(lw *L, const fu_value *v, const fu_ix *const *c, uint32_t lane, fu_kval **kv) {
+  if (!fu_type_is_tensor(&v->type)) {
+    c = NULL;
+    lane = 0;
+  }
+  *kv = memo_get(L, v, c, lane);
+  if (*kv) return false;
+  bool is_leaf;
+  *kv = leaf(L, v, c, lane, &is_leaf);
+  if (is_leaf) {
+    if (*kv && !memo_get(L, v, c, lane)) memo_put(L, v, c, lane, *kv);
+    return false;
+  }
+  if (L->stk_n == L->stk_cap) {
+    uint32_t cap = L->stk_cap ? L->stk_cap * 2 : 64;
+    eval_frame *n = fu_mem_realloc(&L->alloc, L->stk, L->stk_cap * sizeof *n, cap * sizeof *n);
+    if (!n) return oom(L);
+    L->stk = n;
+    L->stk_cap = cap;
+  }
+  L->stk[L->stk_n++] = (eval_frame){v, c, lane, 0, {NULL, NULL, NULL}};
+  return true;
+}
+
+/* Value v at coordinates c (NULL for scalars) in lane `lane`, demand
+ * driven: operands first, in operand order, then the op.  The pending ops
+ * are an explicit stack, so a chain of ops costs heap, not C stack.  (full
+ * and iota evaluate their scalar operands by calling back in, one level.) */
+static fu_kval *eval(lw *L, const fu_value *v, const fu_ix *const *c, uint32_t lane) {
+  if (L->failed) return NULL;
+  uint32_t base = L->stk_n;
+  fu_kval *kv = NULL;
+  if (!eval_start(L, v, c, lane, &kv)) return kv;
+  while (L->stk_n > base) {
+    eval_frame *f = &L->stk[L->stk_n - 1];
+    const fu_op *op = f->v->def;
+    if (f->next < n_args(op)) {
+      uint32_t i = f->next;
+      const fu_ix *const *xc = NULL;
+      fu_kval *x = NULL;
+      if (skips_arg(op, i)) {
+        f->args[f->next++] = NULL;
+        continue;
+      }
+      if (!operand_coords(L, op, i, f->c, &xc)) break;
+      if (eval_start(L, op->operands[i], xc, f->lane, &x)) continue; /* f may have moved */
+      if (!x) break;
+      f->args[f->next++] = x;
+      continue;
+    }
+    fu_kval *args[3] = {f->args[0], f->args[1], f->args[2]};
+    kv = compute(L, op, f->v, f->c, f->lane, args);
+    f = &L->stk[L->stk_n - 1]; /* a nested eval may have moved the stack */
+    if (!kv) break;
+    if (!memo_get(L, f->v, f->c, f->lane)) memo_put(L, f->v, f->c, f->lane, kv);
+    if (--L->stk_n > base) {
+      eval_frame *p = &L->stk[L->stk_n - 1];
+      p->args[p->next++] = kv;
+    }
+  }
+  if (L->stk_n > base) {
+    L->stk_n = base;
+    return NULL;
+  }
   return kv;
 }
 
@@ -1093,6 +1182,7 @@ fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
   fu_mem_free(&L.alloc, L.ixv, L.ixv_cap * sizeof *L.ixv);
   fu_mem_free(&L.alloc, L.log, L.cap_log * sizeof *L.log);
   fu_mem_free(&L.alloc, L.memo, L.memo_cap * sizeof *L.memo);
+  fu_mem_free(&L.alloc, L.stk, L.stk_cap * sizeof *L.stk);
   fu_igraph_free(L.g);
   if (st == FU_OK) *out = L.k;
   return st;

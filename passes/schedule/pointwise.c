@@ -40,39 +40,25 @@
 
 enum { BLOCK = 128, LARGE_BLOCK = 512, MAX_SAXES = 64 };
 
-/* Symbol values from the inputs' example shapes, for estimates only. */
+/* Symbol values from the inputs' example shapes, for estimates only: a
+ * symbol takes the example extent of the first input dim it sizes. */
 typedef struct binding {
-  const char *sym[64];
-  int64_t val[64];
-  uint32_t n;
+  const fu_fusion *f;
 } binding;
 
-static void bind_examples(fu_fusion *f, binding *b) {
-  b->n = 0;
-  for (fu_op *op = f->body.first; op; op = op->next) {
-    if (op->kind != FU_OP_INPUT || !op->n_results) continue;
-    const fu_type *t = &op->results[0]->type;
-    const fu_example *ex = &op->u.input.example;
-    if (ex->rank != t->rank || !ex->shape) continue;
-    for (int32_t d = 0; d < t->rank; d++) {
-      const char *s = t->dims[d].sym;
-      if (!s) continue;
-      bool known = false;
-      for (uint32_t i = 0; i < b->n; i++)
-        if (strcmp(b->sym[i], s) == 0) known = true;
-      if (!known && b->n < 64) {
-        b->sym[b->n] = s;
-        b->val[b->n++] = ex->shape[d];
-      }
-    }
-  }
-}
+static void bind_examples(fu_fusion *f, binding *b) { b->f = f; }
 
 /* Extent at the example sizes; unbound symbols count as 4096. */
 static double estimate_extent(const binding *b, fu_extent e) {
   if (!e.sym) return (double)e.value;
-  for (uint32_t i = 0; i < b->n; i++)
-    if (strcmp(b->sym[i], e.sym) == 0) return (double)b->val[i];
+  for (const fu_op *op = b->f->body.first; op; op = op->next) {
+    if (op->kind != FU_OP_INPUT || !op->n_results) continue;
+    const fu_type *t = &op->results[0]->type;
+    const fu_example *ex = &op->u.input.example;
+    if (ex->rank != t->rank || !ex->shape) continue;
+    for (int32_t d = 0; d < t->rank; d++)
+      if (t->dims[d].sym && strcmp(t->dims[d].sym, e.sym) == 0) return (double)ex->shape[d];
+  }
   return 4096.0;
 }
 
@@ -89,7 +75,7 @@ typedef struct sbuild {
   uint32_t n_axes;
   fu_sxform xf[MAX_SAXES];
   uint32_t n_xf;
-  fu_sloop loops[8];
+  fu_sloop loops[MAX_SAXES]; /* a loop axis is an axis: at most as many */
   uint32_t n_loops;
   char names[MAX_SAXES][16];
 } sbuild;
@@ -232,12 +218,20 @@ static bool is_input(const fu_op *seg, const fu_value *v) {
  * when the probe cannot be built. */
 typedef struct probe {
   uint32_t n;
-  const fu_value *v[64];
-  uint32_t mask[64];
+  const fu_value **v;
+  uint32_t *mask; /* bit d: reference dim d (ranks stay below 32) */
 } probe;
 
-static bool run_probe(fu_fusion *f, fu_op *seg, const fu_value *ref, fu_diag_engine *diag, probe *out) {
-  out->n = 0;
+static void probe_free(fu_module *m, probe *p, uint32_t cap) {
+  fu_mem_free(&m->alloc, p->v, cap * sizeof *p->v);
+  fu_mem_free(&m->alloc, p->mask, cap * sizeof *p->mask);
+}
+
+/* The probe's accesses; the caller frees them with probe_free and the
+ * capacity *cap. */
+static bool run_probe(fu_fusion *f, fu_op *seg, const fu_value *ref, fu_diag_engine *diag, probe *out, uint32_t *cap) {
+  memset(out, 0, sizeof *out);
+  *cap = 0;
   fu_module *m = f->module;
   int32_t r = ref->type.rank;
   if (r == 0) return true;
@@ -257,7 +251,14 @@ static bool run_probe(fu_fusion *f, fu_op *seg, const fu_value *ref, fu_diag_eng
   s.n_loops = b->n_loops;
   fu_igraph *g = NULL;
   bool ok = fu_igraph_build(f, seg, &s, m->alloc, diag, &g) == FU_OK;
-  for (uint32_t i = 0; ok && i < fu_igraph_num_accesses(g) && out->n < 64; i++) {
+  uint32_t n_acc = ok ? fu_igraph_num_accesses(g) : 0;
+  if (n_acc) {
+    out->v = fu_mem_calloc(&m->alloc, n_acc, sizeof *out->v);
+    out->mask = fu_mem_calloc(&m->alloc, n_acc, sizeof *out->mask);
+    *cap = n_acc;
+    ok = out->v && out->mask;
+  }
+  for (uint32_t i = 0; ok && i < n_acc; i++) {
     const fu_iaccess *a = fu_igraph_access(g, i);
     if (a->is_store) continue;
     uint32_t mask = 0;
@@ -385,16 +386,22 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_sch
   *outputs_ok = true;
   *n_scalar = 0;
   *n_vector = 0;
-  uint32_t n = 0;
-  fu_stensor tens[256];
-  bool whole[256]; /* some access of tens[k] is a whole vector */
+  /* one entry per global tensor and per intermediate */
+  uint32_t n = 0, n_glob = seg->n_operands + seg->u.segment.n_outputs, cap = n_glob;
+  for (fu_op *op = seg->u.segment.body->first; op; op = op->next) cap += op->n_results;
+  fu_stensor *tens = fu_arena_calloc(m->arena, cap ? cap : 1, sizeof *tens);
+  bool *whole = fu_mem_calloc(&m->alloc, cap ? cap : 1, sizeof *whole); /* some access of tens[k] is a whole vector */
+  if (!tens || !whole) {
+    fu_mem_free(&m->alloc, whole, (cap ? cap : 1) * sizeof *whole);
+    fu_igraph_free(g);
+    return FU_ERR_NOMEM;
+  }
   int64_t width = 1;
   fu_igraph_lane_var(g, &width);
   /* global tensors: inputs in the segment's operand order, then outputs */
-  uint32_t n_glob = seg->n_operands + seg->u.segment.n_outputs;
   for (uint32_t gi = 0; gi < n_glob; gi++) {
     const fu_value *gv = gi < seg->n_operands ? seg->operands[gi] : seg->u.segment.outputs[gi - seg->n_operands];
-    for (uint32_t i = 0; i < fu_igraph_num_accesses(g) && n < 256; i++) {
+    for (uint32_t i = 0; i < fu_igraph_num_accesses(g) && n < cap; i++) {
       const fu_iaccess *a = fu_igraph_access(g, i);
       if (a->value != gv || a->is_store != (gi >= seg->n_operands)) continue;
       bool seen = false;
@@ -425,8 +432,8 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_sch
     else (*n_scalar)++;
   }
   /* intermediates: registers, inlined into every loop axis */
-  for (fu_op *op = seg->u.segment.body->first; op && n < 256; op = op->next)
-    for (uint32_t r = 0; r < op->n_results && n < 256; r++) {
+  for (fu_op *op = seg->u.segment.body->first; op && n < cap; op = op->next)
+    for (uint32_t r = 0; r < op->n_results && n < cap; r++) {
       fu_value *v = op->results[r];
       if (!fu_type_is_tensor(&v->type) || is_output(seg, v) || is_input(seg, v)) continue;
       fu_stensor t;
@@ -437,11 +444,12 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_sch
       t.loc = fu_loc_none();
       tens[n++] = t;
     }
-  s->tensors = fu_arena_memdup(m->arena, tens, n, sizeof *tens);
-  s->n_tensors = s->tensors ? n : 0;
+  fu_mem_free(&m->alloc, whole, (cap ? cap : 1) * sizeof *whole);
+  s->tensors = tens;
+  s->n_tensors = n;
   s->index_dtype = fu_igraph_index_dtype(g);
   fu_igraph_free(g);
-  return n && !s->tensors ? FU_ERR_NOMEM : FU_OK;
+  return FU_OK;
 }
 
 /* "direct", or which block axes stride, for --debug=schedule. */
@@ -481,8 +489,11 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   }
   /* 2. shape */
   probe pr;
-  if (!run_probe(f, seg, ref, diag, &pr)) return FU_ERR_VERIFY;
-  plan p = {choose_break(ref, &pr, &bind), 1, 1, BLOCK};
+  uint32_t pr_cap;
+  bool probed = run_probe(f, seg, ref, diag, &pr, &pr_cap);
+  plan p = {probed ? choose_break(ref, &pr, &bind) : 0, 1, 1, BLOCK};
+  probe_free(m, &pr, pr_cap);
+  if (!probed) return FU_ERR_VERIFY;
   /* 3. vector width: 16 bytes over the widest dtype of the segment's global
    * tensors (bool tensors are accessed element by element and do not count;
    * with nothing but bools there is no vector) */
@@ -497,43 +508,23 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   if (ref->type.rank == 0) vmax = 1;
   fu_schedule *best = NULL;
   bool transpose = si->kind != FU_SK_POINTWISE;
-  if (transpose) {
-    /* the fallback: the width that accesses the most tensors with whole
-     * vectors (ties: the wider); outputs written permuted are stored lane
-     * by lane; none at any width: no vector */
-    uint32_t best_vec = 0, n_eligible = 0;
-    for (uint32_t i = 0; i < seg->n_operands + si->n_outputs; i++) {
-      const fu_value *gv = i < seg->n_operands ? seg->operands[i] : si->outputs[i - seg->n_operands];
-      if (fu_type_is_tensor(&gv->type) && gv->type.dtype != FU_DT_BOOL) n_eligible++;
-    }
-    for (int64_t v = vmax; v >= 2 && best_vec < n_eligible; v /= 2) {
-      plan q = p;
-      q.vec = v;
-      fu_schedule *s = make_schedule(m, ref, &q);
-      if (!s) return FU_ERR_NOMEM;
-      bool outputs_ok;
-      uint32_t n_scalar, n_vec;
-      fu_status st = evaluate(f, seg, dev, s, diag, &outputs_ok, &n_scalar, &n_vec);
-      if (st != FU_OK) return st;
-      if (debug)
-        fprintf(debug, "schedule: @%s: width %lld: %u tensor(s) as whole vectors, outputs %s (transpose fallback)\n",
-                si->name ? si->name : "?", (long long)v, n_vec, outputs_ok ? "vectorized" : "lane by lane");
-      if (n_vec > best_vec) {
-        best = s;
-        best_vec = n_vec;
-        p.vec = v;
-      }
-    }
-    if (!best) {
-      p.vec = 1;
-      if (!(best = make_schedule(m, ref, &p))) return FU_ERR_NOMEM;
-      bool outputs_ok;
-      uint32_t n_scalar, n_vec;
-      fu_status st = evaluate(f, seg, dev, best, diag, &outputs_ok, &n_scalar, &n_vec);
-      if (st != FU_OK) return st;
-    }
+  /* The search, from the widest down.  Pointwise: the widest width that
+   * writes every output with whole vectors (width 1 always does), or half
+   * of it when that reads every input whole and the wider one does not.
+   * The transpose fallback: the width that accesses the most tensors with
+   * whole vectors (ties: the wider), stopping once all of them are; outputs
+   * written permuted are stored lane by lane; none at any width: no vector
+   * (width 1, not printed). */
+  uint32_t best_vec = 0, n_eligible = 0, best_scalar = 0;
+  for (uint32_t i = 0; i < seg->n_operands + si->n_outputs; i++) {
+    const fu_value *gv = i < seg->n_operands ? seg->operands[i] : si->outputs[i - seg->n_operands];
+    if (fu_type_is_tensor(&gv->type) && gv->type.dtype != FU_DT_BOOL) n_eligible++;
   }
-  for (int64_t v = vmax; v >= 1 && !transpose; v /= 2) {
+  for (int64_t v = vmax; v >= 1; v /= 2) {
+    if (transpose && (best_vec >= n_eligible || v == 1) && (best || v > 1)) {
+      if (best) break;
+      continue; /* nothing can improve: straight to width 1 */
+    }
     plan q = p;
     q.vec = v;
     fu_schedule *s = make_schedule(m, ref, &q);
@@ -542,27 +533,33 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     uint32_t n_scalar, n_vec;
     fu_status st = evaluate(f, seg, dev, s, diag, &outputs_ok, &n_scalar, &n_vec);
     if (st != FU_OK) return st;
-    if (debug)
+    if (debug && transpose && v > 1)
+      fprintf(debug, "schedule: @%s: width %lld: %u tensor(s) as whole vectors, outputs %s (transpose fallback)\n",
+              si->name ? si->name : "?", (long long)v, n_vec, outputs_ok ? "vectorized" : "lane by lane");
+    else if (debug && !transpose && !best)
       fprintf(debug, "schedule: @%s: width %lld: outputs %s, %u input(s) element by element\n",
               si->name ? si->name : "?", (long long)v, outputs_ok ? "vectorized" : "not vectorizable", n_scalar);
+    if (transpose) {
+      if (n_vec > best_vec || v == 1) {
+        best = s;
+        best_vec = n_vec;
+        p.vec = v;
+      }
+      continue;
+    }
+    if (best) {
+      /* the half-width try: kept only if it reads more inputs whole */
+      if (outputs_ok && n_scalar < best_scalar && v > 1) {
+        best = s;
+        p = q;
+      }
+      break;
+    }
     if (outputs_ok || v == 1) {
       best = s;
       p = q;
+      best_scalar = n_scalar;
       if (n_scalar == 0 || v == 1) break;
-      /* a narrower vector might read every input whole: try it, keep this
-       * one unless that works */
-      plan q2 = q;
-      q2.vec = v / 2;
-      fu_schedule *s2 = make_schedule(m, ref, &q2);
-      if (!s2) return FU_ERR_NOMEM;
-      bool ok2;
-      uint32_t ns2, nv2;
-      if ((st = evaluate(f, seg, dev, s2, diag, &ok2, &ns2, &nv2)) != FU_OK) return st;
-      if (ok2 && ns2 < n_scalar && q2.vec > 1) {
-        best = s2;
-        p = q2;
-      }
-      break;
     }
   }
   /* 4. block: 512 threads for a 1-D schedule whose grid of such blocks
