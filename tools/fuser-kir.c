@@ -1,7 +1,7 @@
 /* fuser-kir: read kernel IR, print it back, or compile it to LLVM IR / PTX.
  *
  *   fuser-kir FILE.kir [--emit=kir|llvm|ptx] [--sm=sm_90] [-o OUT] [--timing] [--repeat=N]
- *             [--split-input-file] [--pipeline=P] [--no-opt]
+ *             [--split-input-file] [--pipeline=P] [--no-opt] [--error-limit=N]
  *
  * FILE may be `-` for stdin and may hold several kernels.  --timing prints
  * where the compile time went to stderr (libdevice loading apart); with
@@ -9,7 +9,8 @@
  * reported.  With --split-input-file the input is cut at lines starting
  * with `// -----` and each chunk is handled on its own (diagnostics keep the
  * file's line numbers); the outputs are joined with the same separator and
- * the exit status is 1 if any chunk failed. */
+ * the exit status is 1 if any chunk failed.  --error-limit=N stops after N
+ * errors (default 20, counted afresh per chunk; 0: no limit). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,14 +27,15 @@ typedef struct tool_opts {
 
 static void usage(FILE *out) {
   fputs("usage: fuser-kir FILE.kir [--emit=kir|llvm|ptx] [--sm=sm_90] [-o OUT] [--timing] [--repeat=N]\n"
-        "                 [--split-input-file] [--pipeline=P] [--no-opt]\n"
+        "                 [--split-input-file] [--pipeline=P] [--no-opt] [--error-limit=N]\n"
         "  --emit=kir    print the kernels back (default)\n"
         "  --emit=llvm   LLVM IR after the optimization pipeline (--no-opt: before it)\n"
         "  --emit=ptx    PTX for --sm (default sm_90)\n"
         "  --timing      print compile times to stderr\n"
         "  --repeat=N    compile N times (with --timing: median and minimum)\n"
         "  --pipeline=P  LLVM pass pipeline (default: fuser's own, see lib/target/llvm/context.c; 'default<O3>': LLVM's)\n"
-        "  --split-input-file  handle each `// -----` chunk on its own\n",
+        "  --split-input-file  handle each `// -----` chunk on its own\n"
+        "  --error-limit=N     stop after N errors per chunk (default 20; 0: no limit)\n",
         out);
 }
 
@@ -116,6 +118,7 @@ int main(int argc, char **argv) {
   tool_opts o = {"kir", FU_DEFAULT_ARCH, NULL, false, false, 1};
   const char *input = NULL, *output = NULL;
   bool split = false;
+  unsigned error_limit = FU_DIAG_DEFAULT_ERROR_LIMIT;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strncmp(a, "--emit=", 7) == 0) {
@@ -130,6 +133,11 @@ int main(int argc, char **argv) {
       o.pipeline = a + 11;
     } else if (strcmp(a, "--split-input-file") == 0) {
       split = true;
+    } else if (strncmp(a, "--error-limit=", 14) == 0) {
+      if (!fu_parse_error_limit(a + 14, &error_limit)) {
+        fprintf(stderr, "fuser-kir: error: bad --error-limit '%s': expected a count (0: no limit)\n", a + 14);
+        return 2;
+      }
     } else if (strcmp(a, "--no-opt") == 0) {
       o.no_opt = true;
     } else if (strncmp(a, "--repeat=", 9) == 0) {
@@ -175,6 +183,7 @@ int main(int argc, char **argv) {
   }
   fu_diag_engine diag;
   fu_diag_init(&diag, alloc);
+  diag.error_limit = error_limit;
   fu_strbuf out;
   fu_strbuf_init(&out, alloc);
   fu_source whole = {from_stdin ? "<stdin>" : input, text, len, 1}, *chunks = NULL;
@@ -186,6 +195,7 @@ int main(int argc, char **argv) {
   fu_compiler_init(&compiler, "llvm", &to, alloc);
   for (uint32_t i = 0; i < n_chunks; i++) {
     if (i) fu_strbuf_puts(&out, "// -----\n");
+    fu_diag_restart_limit(&diag);
     if (process(&o, &compiler, chunks ? &chunks[i] : &whole, &diag, &out) != FU_OK) failed = true;
   }
   fu_compiler_free(&compiler);

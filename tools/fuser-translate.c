@@ -2,6 +2,7 @@
  *
  *   fuser-translate --from=nvfuser-py repro.py [-o f.fir] [--function=name]
  *   fuser-translate --to=nvfuser-py f.fir [-o repro.py]
+ *   (both: [--split-input-file] [--error-limit=N])
  *
  * A thin main over lib/frontend: read the input, import or export, print.
  * Exit status: 0 success, 1 bad input, 2 bad command line. */
@@ -25,6 +26,7 @@ static const char usage[] =
     "  --device=DEV        torch device of the exported inputs (default: cuda)\n"
     "  --split-input-file  cut the input at lines '# -----' (Python) or '// -----' (.fir)\n"
     "                      and translate each chunk on its own\n"
+    "  --error-limit=N     stop after N errors per chunk (default 20; 0: no limit)\n"
     "  -o FILE             write the result to FILE (default: stdout)\n"
     "  FILE                the input; '-' or nothing reads stdin\n";
 
@@ -35,6 +37,7 @@ typedef struct options {
   const char *function;
   const char *device;
   bool split;
+  unsigned error_limit; /* per chunk; 0: none */
 } options;
 
 static int parse_args(int argc, char **argv, options *o) {
@@ -62,6 +65,11 @@ static int parse_args(int argc, char **argv, options *o) {
       o->direction = dir;
     } else if (strncmp(a, "--function=", 11) == 0) {
       o->function = a + 11;
+    } else if (strncmp(a, "--error-limit=", 14) == 0) {
+      if (!fu_parse_error_limit(a + 14, &o->error_limit)) {
+        fprintf(stderr, "fuser-translate: error: bad --error-limit '%s': expected a count (0: no limit)\n", a + 14);
+        return 2;
+      }
     } else if (strcmp(a, "--split-input-file") == 0) {
       o->split = true;
     } else if (strncmp(a, "--device=", 9) == 0) {
@@ -119,6 +127,7 @@ static int write_output(const options *o, const fu_strbuf *sb) {
 static fu_status translate(const options *o, const fu_source *src, fu_allocator alloc, fu_strbuf *out) {
   fu_diag_engine diag;
   fu_diag_init(&diag, alloc);
+  diag.error_limit = o->error_limit;
   fu_module *m = NULL;
   fu_status st;
   if (o->direction > 0) {
@@ -136,7 +145,7 @@ static fu_status translate(const options *o, const fu_source *src, fu_allocator 
 }
 
 int main(int argc, char **argv) {
-  options o = {0, NULL, NULL, NULL, NULL, false};
+  options o = {0, NULL, NULL, NULL, NULL, false, FU_DIAG_DEFAULT_ERROR_LIMIT};
   int rc = parse_args(argc, argv, &o);
   if (rc >= 0) return rc;
   fu_allocator alloc = fu_default_allocator();

@@ -60,12 +60,15 @@ static fu_status build_module(fu_backend *be, const fu_kernel *const *ks, uint32
                     LLVMValueAsMetadata(LLVMConstInt(m->t_i32, 0, 0)));
 
   for (uint32_t i = 0; i < n && st == FU_OK; i++) st = bk_emit_kernel(m, ks[i]);
-  if (st == FU_OK) st = bk_limit_inlining(m);
   if (st != FU_OK) return st;
-  /* Only the kernels are entry points; everything else may be inlined and dropped. */
+  /* Only the kernels are entry points; everything else may be inlined and
+   * dropped (the device functions the inline budget adds afterwards keep
+   * external linkage, libdevice.c says why). */
   for (LLVMValueRef f = LLVMGetFirstFunction(m->M); f; f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f) && LLVMGetFunctionCallConv(f) != LLVMPTXKernelCallConv)
       LLVMSetLinkage(f, LLVMInternalLinkage);
+  st = bk_limit_inlining(m);
+  if (st != FU_OK) return st;
   char *msg = NULL;
   if (LLVMVerifyModule(m->M, LLVMReturnStatusAction, &msg)) {
     bk_error(be, "internal error: the LLVM IR made from the kernel IR does not verify: %s", msg ? msg : "");
