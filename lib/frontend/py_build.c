@@ -231,13 +231,16 @@ static int eval_const(builder *b, const fu_py_expr *e, pconst *out) {
           fu_error(b->diag, e->loc, "integer division by zero");
           return -1;
         }
-        int64_t v;
+        int64_t v = 0;
+        bool ovf = false;
         if (strcmp(op, "+") == 0)
-          v = li + ri;
+          ovf = __builtin_add_overflow(li, ri, &v);
         else if (strcmp(op, "-") == 0)
-          v = li - ri;
+          ovf = __builtin_sub_overflow(li, ri, &v);
         else if (strcmp(op, "*") == 0)
-          v = li * ri;
+          ovf = __builtin_mul_overflow(li, ri, &v);
+        else if (li == INT64_MIN && ri == -1) /* // and % */
+          ovf = strcmp(op, "//") == 0;
         else if (strcmp(op, "//") == 0)
           v = li / ri - ((li % ri != 0) && ((li < 0) != (ri < 0)));
         else if (strcmp(op, "%") == 0) {
@@ -249,7 +252,17 @@ static int eval_const(builder *b, const fu_py_expr *e, pconst *out) {
             return 1;
           }
           v = 1;
-          for (int64_t k = 0; k < ri && k < 64; k++) v *= li;
+          if (li == 0 || li == 1)
+            v = ri == 0 ? 1 : li;
+          else if (li == -1)
+            v = ri % 2 ? -1 : 1;
+          else /* |li| >= 2 overflows within 63 steps */
+            for (int64_t k = 0; k < ri && !ovf; k++) ovf = __builtin_mul_overflow(v, li, &v);
+        }
+        if (ovf) {
+          fu_error(b->diag, e->loc, "integer overflow in '%lld %s %lld' (beyond 64 bits)", (long long)li, op,
+                   (long long)ri);
+          return -1;
         }
         *out = pconst_int(v);
         return 1;
@@ -906,23 +919,38 @@ static bool concretize_from_examples(builder *b, fu_value *x) {
   return all;
 }
 
+static bool has_zero(fu_py_symtab *syms, const fu_extent *dims, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    fu_extent e = fu_py_symtab_canon(syms, dims[i]);
+    if (fu_extent_is_const(e) && e.value == 0) return true;
+  }
+  return false;
+}
+
+/* What solve_reshape found. */
+typedef enum solved { SOLVED, OPEN, OPERAND_OVERFLOWS, SHAPE_OVERFLOWS } solved;
+
 /* Work out a reshape's result extents: -1 entries, and symbols of the
- * operand that the new shape must pin down.  Returns false when the
- * symbolic extents leave it open. */
-static bool solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t rank) {
+ * operand that the new shape must pin down.  OPEN when the symbolic
+ * extents leave it open; the products of the constant extents are
+ * checked, so a shape beyond 2^63-1 elements is reported, not wrapped. */
+static solved solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t rank) {
   /* multisets of symbols: operand minus result, and result minus operand */
   const char *xs[FU_MAX_RANK];
   uint32_t nxs = 0;
   bool used[FU_MAX_RANK] = {false};
   int64_t xc = 1, rc = 1;
+  bool xovf = false, rovf = false; /* a product past 2^63-1 (a 0 extent makes it 0) */
   int infer = -1;
   for (int32_t d = 0; d < x->type.rank; d++) {
     fu_extent e = fu_py_symtab_canon(&b->syms, x->type.dims[d]);
-    if (fu_extent_is_const(e))
-      xc *= e.value;
-    else
+    if (!fu_extent_is_const(e))
       xs[nxs++] = e.sym;
+    else
+      xovf |= __builtin_mul_overflow(xc, e.value, &xc);
   }
+  if (xovf && !has_zero(&b->syms, x->type.dims, (uint32_t)x->type.rank)) return OPERAND_OVERFLOWS;
+  if (xovf) xc = 0;
   uint32_t extra_result_syms = 0;
   for (uint32_t j = 0; j < rank; j++) {
     fu_extent e = fu_py_symtab_canon(&b->syms, shape[j]);
@@ -931,7 +959,7 @@ static bool solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t ra
       if (e.value == -1)
         infer = (int)j;
       else
-        rc *= e.value;
+        rovf |= __builtin_mul_overflow(rc, e.value, &rc);
       continue;
     }
     uint32_t k = 0;
@@ -941,6 +969,8 @@ static bool solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t ra
     else
       extra_result_syms++;
   }
+  if (rovf && !has_zero(&b->syms, shape, rank)) return SHAPE_OVERFLOWS;
+  if (rovf) rc = 0;
   const char *left = NULL;
   uint32_t n_left = 0;
   for (uint32_t k = 0; k < nxs; k++)
@@ -948,28 +978,28 @@ static bool solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t ra
       left = xs[k];
       n_left++;
     }
-  if (extra_result_syms) return false;
+  if (extra_result_syms) return OPEN;
   if (infer >= 0) {
     if (n_left == 0) {
-      if (rc == 0 || xc % rc != 0) return false;
+      if (rc == 0 || xc % rc != 0) return OPEN;
       shape[infer].value = xc / rc;
-      return true;
+      return SOLVED;
     }
     if (n_left == 1 && xc == rc) {
       shape[infer].sym = left;
       shape[infer].value = 0;
-      return true;
+      return SOLVED;
     }
-    return false;
+    return OPEN;
   }
-  if (n_left == 0) return true; /* inference checks the element count */
+  if (n_left == 0) return SOLVED; /* inference checks the element count */
   if (n_left == 1 && xc != 0 && rc % xc == 0) {
     fu_extent s = {0, left}, c = {rc / xc, NULL};
     fu_py_symtab_unify(&b->syms, s, c);
     fu_py_symtab_canon_type(&b->syms, &x->type);
-    return true;
+    return SOLVED;
   }
-  return false;
+  return OPEN;
 }
 
 static void format_extents(builder *b, const fu_extent *dims, int32_t rank, char *buf, size_t cap) {
@@ -1025,17 +1055,30 @@ static fu_status build_reshape(builder *b, const fu_py_expr *call, const char *w
   }
   fu_extent saved[FU_MAX_RANK];
   memcpy(saved, shape, rank * sizeof *shape);
-  if (!solve_reshape(b, x, shape, rank)) {
+  solved sv = solve_reshape(b, x, shape, rank);
+  if (sv == OPEN) {
     memcpy(shape, saved, rank * sizeof *shape);
-    if (!concretize_from_examples(b, x) || !solve_reshape(b, x, shape, rank)) {
-      char have[256];
+    sv = concretize_from_examples(b, x) ? solve_reshape(b, x, shape, rank) : OPEN;
+  }
+  if (sv == OPERAND_OVERFLOWS || sv == SHAPE_OVERFLOWS) {
+    char have[256];
+    bool opnd = sv == OPERAND_OVERFLOWS;
+    if (opnd)
       format_extents(b, x->type.dims, x->type.rank, have, sizeof have);
-      fu_error(b->diag, new_e->loc,
-               "cannot tell the extents of '%s' from operand shape %s: give original_shape, constant input sizes "
-               "or an inputs list",
-               what, have);
-      return FU_ERR_UNSUPPORTED;
-    }
+    else
+      format_extents(b, saved, (int32_t)rank, have, sizeof have);
+    fu_error(b->diag, opnd ? s[0]->loc : new_e->loc, "the %s %s of '%s' has more than 2^63-1 elements",
+             opnd ? "operand shape" : "'new_shape'", have, what);
+    return FU_ERR_VERIFY;
+  }
+  if (sv == OPEN) {
+    char have[256];
+    format_extents(b, x->type.dims, x->type.rank, have, sizeof have);
+    fu_error(b->diag, new_e->loc,
+             "cannot tell the extents of '%s' from operand shape %s: give original_shape, constant input sizes "
+             "or an inputs list",
+             what, have);
+    return FU_ERR_UNSUPPORTED;
   }
   fu_op *op = new_op(b, FU_OP_RESHAPE, &x, 1, 1, call->loc);
   if (!op) return nomem(b);

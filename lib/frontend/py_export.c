@@ -431,7 +431,7 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
     int64_t s = 1;
     for (int32_t d = rank - 1; d >= 0; d--) {
       strided |= shape[d] != 1 && strides[d] != s;
-      s *= shape[d];
+      if (__builtin_mul_overflow(s, shape[d], &s)) s = INT64_MAX; /* then no stride matches */
     }
   }
   /* with strides: make the storage, then view it */
@@ -442,7 +442,9 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
         storage = 0;
         break;
       }
-      storage += (shape[d] - 1) * strides[d];
+      int64_t span;
+      if (__builtin_mul_overflow(shape[d] - 1, strides[d], &span) || __builtin_add_overflow(storage, span, &storage))
+        storage = INT64_MAX; /* the verifier keeps examples far below this */
     }
   const char *dtype = fu_py_torch_dtype_name(t->dtype);
   bool is_float = fu_dtype_is_float(t->dtype);

@@ -183,7 +183,9 @@ static fu_status eval_slice(fu_interp *I, fu_op *op, fu_interp_slot *s, fu_host_
                                 "slice [%lld:%lld] of dim %u is out of bounds for extent %lld", (long long)b,
                                 (long long)e, d, (long long)in->shape[d]);
     v.shape[d] = (e - b) / st + ((e - b) % st != 0);
-    v.strides[d] = in->strides[d] * st;
+    /* with two or more elements st <= e - b, so the product stays inside
+     * the operand's storage; a huge step over one element must not overflow */
+    v.strides[d] = v.shape[d] > 1 ? in->strides[d] * st : in->strides[d];
     off += b * in->strides[d];
   }
   v.data = offset_data(in, off, any_zero(v.rank, v.shape));

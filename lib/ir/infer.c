@@ -498,16 +498,18 @@ static fu_status infer_expand(ictx *c, fu_type *out) {
  * the constant product overflows. */
 static bool count_elems(const fu_type *t, int64_t *prod, const char **syms, int *nsym) {
   int64_t p = 1;
+  bool ovf = false, zero = false; /* a 0 extent makes any product 0 */
   *nsym = 0;
   for (int32_t i = 0; i < t->rank; i++) {
     if (t->dims[i].sym) {
       syms[(*nsym)++] = t->dims[i].sym;
       continue;
     }
-    if (__builtin_mul_overflow(p, t->dims[i].value, &p)) return false;
+    zero |= t->dims[i].value == 0;
+    ovf |= __builtin_mul_overflow(p, t->dims[i].value, &p);
   }
-  *prod = p;
-  return true;
+  *prod = zero ? 0 : p;
+  return zero || !ovf;
 }
 
 /* Same element count: both empty (a constant 0 extent), or equal constant
