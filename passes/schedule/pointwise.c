@@ -35,45 +35,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fuser/example_sizes.h"
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
 
 enum { BLOCK = 128, LARGE_BLOCK = 512, MAX_SAXES = 64 };
 
 /* Symbol values from the inputs' example shapes, for estimates only. */
-typedef struct binding {
-  const char *sym[64];
-  int64_t val[64];
-  uint32_t n;
-} binding;
-
-static void bind_examples(fu_fusion *f, binding *b) {
-  b->n = 0;
-  for (fu_op *op = f->body.first; op; op = op->next) {
-    if (op->kind != FU_OP_INPUT || !op->n_results) continue;
-    const fu_type *t = &op->results[0]->type;
-    const fu_example *ex = &op->u.input.example;
-    if (ex->rank != t->rank || !ex->shape) continue;
-    for (int32_t d = 0; d < t->rank; d++) {
-      const char *s = t->dims[d].sym;
-      if (!s) continue;
-      bool known = false;
-      for (uint32_t i = 0; i < b->n; i++)
-        if (strcmp(b->sym[i], s) == 0) known = true;
-      if (!known && b->n < 64) {
-        b->sym[b->n] = s;
-        b->val[b->n++] = ex->shape[d];
-      }
-    }
-  }
-}
+typedef fu_example_sizes binding;
 
 /* Extent at the example sizes; unbound symbols count as 4096. */
 static double estimate_extent(const binding *b, fu_extent e) {
   if (!e.sym) return (double)e.value;
-  for (uint32_t i = 0; i < b->n; i++)
-    if (strcmp(b->sym[i], e.sym) == 0) return (double)b->val[i];
-  return 4096.0;
+  return (double)fu_example_extent(b, e, 4096);
 }
 
 static double estimate_numel(const binding *b, const fu_type *t) {
@@ -461,7 +435,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   fu_module *m = f->module;
   const fu_segment_info *si = &seg->u.segment;
   binding bind;
-  bind_examples(f, &bind);
+  if (fu_example_sizes_bind(&bind, f, m->arena) != FU_OK) return FU_ERR_NOMEM;
   /* 1. reference */
   const fu_value *ref = NULL;
   double ref_n = -1;
