@@ -36,3 +36,8 @@ def f(fd : FusionDefinition) -> None :
     T1 = fd.ops.reshape(T0, new_shape=[2 ** 63])
     fd.add_output(T1)
 # CHECK: extent-overflow.py:[[@LINE-2]]:40: error: integer overflow in '2 ** 63' (beyond 64 bits)
+
+# -----
+def f(fd : FusionDefinition) -> None :
+    S0 = fd.define_scalar(1e300, dtype=DataType.Int)
+# CHECK: extent-overflow.py:[[@LINE-1]]:27: error: 'fd.define_scalar' cannot make an integer from 1e+300
