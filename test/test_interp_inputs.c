@@ -322,7 +322,7 @@ static void test_example_sizes(void) {
                      "  %T1 = input f32[M, N]\n  %T2 = input f32[K] {example=zeros, example_shape=[7]}\n"
                      "  output %T0, %T1, %T2\n}\n"));
   fu_example_sizes s;
-  CHECK_EQ_INT(fu_example_sizes_bind(&s, p.f, p.f->module->arena), FU_OK);
+  CHECK_EQ_INT(fu_example_sizes_bind(&s, p.f, fu_default_allocator()), FU_OK);
   CHECK_EQ_INT(s.n, 2);
   int64_t v = 0;
   CHECK(fu_example_sizes_get(&s, "N", &v) && v == 5);
@@ -332,6 +332,7 @@ static void test_example_sizes(void) {
   CHECK_EQ_INT(fu_example_extent(&s, (fu_extent){0, "M"}, FU_DEFAULT_EXTENT), 4);
   CHECK_EQ_INT(fu_example_extent(&s, (fu_extent){0, "M"}, 4096), 4096);
   CHECK_EQ_INT(fu_example_extent(&s, (fu_extent){11, NULL}, 4096), 11);
+  fu_example_sizes_free(&s);
   ti_free(&p);
 }
 

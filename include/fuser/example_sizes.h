@@ -15,6 +15,7 @@
 #define FU_DEFAULT_EXTENT 4
 
 typedef struct fu_example_sizes {
+  fu_allocator alloc;
   const char **sym; /* open addressing on the symbol's text; NULL: empty */
   int64_t *val;
   uint32_t cap, n;
@@ -22,8 +23,10 @@ typedef struct fu_example_sizes {
 
 /* Binds the symbols of `f`'s top-level inputs that state example_shape;
  * the first input that binds a symbol wins (the verifier refuses two
- * sizes).  The table lives in `arena`.  FU_ERR_NOMEM on failure. */
-fu_status fu_example_sizes_bind(fu_example_sizes *s, const fu_fusion *f, fu_arena *arena);
+ * sizes).  The table comes from `alloc`: free it with
+ * fu_example_sizes_free (also after a failure, FU_ERR_NOMEM). */
+fu_status fu_example_sizes_bind(fu_example_sizes *s, const fu_fusion *f, fu_allocator alloc);
+void fu_example_sizes_free(fu_example_sizes *s);
 /* The size bound to `sym`, if any. */
 bool fu_example_sizes_get(const fu_example_sizes *s, const char *sym, int64_t *value);
 /* `e` at the example sizes: its value when constant, its binding when

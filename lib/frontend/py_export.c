@@ -558,8 +558,9 @@ static fu_status export_fusion(exporter *ex, const fu_fusion *f, const char *py_
   }
   if (st == FU_OK) {
     fu_strbuf_printf(ex->out, "\nwith FusionDefinition() as fd:\n    %s(fd)\n\n", py_name);
-    if (fu_example_sizes_bind(&ex->sizes, f, ex->scratch) != FU_OK) st = nomem(ex);
+    if (fu_example_sizes_bind(&ex->sizes, f, ex->alloc) != FU_OK) st = nomem(ex);
     if (st == FU_OK) export_inputs(ex, f);
+    fu_example_sizes_free(&ex->sizes);
   }
   fu_py_map_free(&ex->used);
   fu_py_map_free(&ex->origins);

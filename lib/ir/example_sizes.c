@@ -27,16 +27,20 @@ static uint32_t count_symbols(const fu_fusion *f) {
   return n > UINT32_MAX / 4 ? UINT32_MAX / 4 : (uint32_t)n;
 }
 
-fu_status fu_example_sizes_bind(fu_example_sizes *s, const fu_fusion *f, fu_arena *arena) {
+fu_status fu_example_sizes_bind(fu_example_sizes *s, const fu_fusion *f, fu_allocator alloc) {
   memset(s, 0, sizeof *s);
+  s->alloc = alloc;
   uint32_t n = count_symbols(f);
   if (n == 0) return FU_OK;
   uint32_t cap = 16;
   while (cap < 2 * n) cap *= 2;
-  s->sym = fu_arena_calloc(arena, cap, sizeof *s->sym);
-  s->val = fu_arena_calloc(arena, cap, sizeof *s->val);
-  if (!s->sym || !s->val) return FU_ERR_NOMEM;
   s->cap = cap;
+  s->sym = fu_mem_calloc(&s->alloc, cap, sizeof *s->sym);
+  s->val = fu_mem_calloc(&s->alloc, cap, sizeof *s->val);
+  if (!s->sym || !s->val) {
+    fu_example_sizes_free(s);
+    return FU_ERR_NOMEM;
+  }
   for (const fu_op *op = f->body.first; op; op = op->next) {
     if (op->kind != FU_OP_INPUT || op->n_results != 1) continue;
     const fu_type *t = &op->results[0]->type;
@@ -53,6 +57,14 @@ fu_status fu_example_sizes_bind(fu_example_sizes *s, const fu_fusion *f, fu_aren
     }
   }
   return FU_OK;
+}
+
+void fu_example_sizes_free(fu_example_sizes *s) {
+  if (s->sym) fu_mem_free(&s->alloc, s->sym, (size_t)s->cap * sizeof *s->sym);
+  if (s->val) fu_mem_free(&s->alloc, s->val, (size_t)s->cap * sizeof *s->val);
+  s->sym = NULL;
+  s->val = NULL;
+  s->cap = s->n = 0;
 }
 
 bool fu_example_sizes_get(const fu_example_sizes *s, const char *sym, int64_t *value) {

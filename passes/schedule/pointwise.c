@@ -435,7 +435,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   fu_module *m = f->module;
   const fu_segment_info *si = &seg->u.segment;
   binding bind;
-  if (fu_example_sizes_bind(&bind, f, m->arena) != FU_OK) return FU_ERR_NOMEM;
+  if (fu_example_sizes_bind(&bind, f, m->alloc) != FU_OK) return FU_ERR_NOMEM;
   /* 1. reference */
   const fu_value *ref = NULL;
   double ref_n = -1;
@@ -451,12 +451,17 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   if (!ref) {
     fu_error(diag, seg->loc, "%s segment '@%s' has no tensor output to schedule",
              si->kind == FU_SK_NONE ? "pointwise" : fu_sched_kind_name(si->kind), si->name ? si->name : "?");
+    fu_example_sizes_free(&bind);
     return FU_ERR_UNSUPPORTED;
   }
   /* 2. shape */
   probe pr;
-  if (!run_probe(f, seg, ref, diag, &pr)) return FU_ERR_VERIFY;
+  if (!run_probe(f, seg, ref, diag, &pr)) {
+    fu_example_sizes_free(&bind);
+    return FU_ERR_VERIFY;
+  }
   plan p = {choose_break(ref, &pr, &bind), 1, 1, BLOCK};
+  fu_example_sizes_free(&bind);
   /* 3. vector width: 16 bytes over the widest dtype of the segment's global
    * tensors (bool tensors are accessed element by element and do not count;
    * with nothing but bools there is no vector) */

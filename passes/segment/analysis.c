@@ -365,7 +365,7 @@ fu_status fu_seg_env_init(fu_seg_env *env, fu_fusion *f, fu_diag_engine *diag, F
   env->n_values = f->next_value_id;
   fu_status st = alloc_arrays(env);
   if (st != FU_OK) return st;
-  if ((st = fu_example_sizes_bind(&env->sizes, f, f->module->arena)) != FU_OK) return st;
+  if ((st = fu_example_sizes_bind(&env->sizes, f, env->alloc)) != FU_OK) return st;
   for (uint32_t v = 0; v < env->n_values; v++) env->v_def[v] = FU_SEG_NONE;
   for (uint32_t i = 0; i < env->n_op_ids; i++) env->node_of_op[i] = FU_SEG_NONE;
 
@@ -471,6 +471,7 @@ void fu_seg_env_free(fu_seg_env *env) {
   FREE_N(env->spaces, env->cap_spaces);
   FREE_N(env->space_tab, env->space_tab_cap);
 #undef FREE_N
+  fu_example_sizes_free(&env->sizes);
   fu_seg_vec_free(&env->comp_log, a);
   fu_seg_vec_free(&env->cross_v, a);
   fu_seg_vec_free(&env->cross_u, a);

@@ -304,7 +304,7 @@ typedef struct fu_seg_env {
   uint32_t n_spaces, cap_spaces;
   int32_t *space_tab; /* open addressing, -1 empty */
   uint32_t space_tab_cap;
-  fu_example_sizes sizes; /* symbol sizes from the inputs' example shapes (in the module arena) */
+  fu_example_sizes sizes; /* symbol sizes from the inputs' example shapes */
 
   /* groups */
   fu_seg_graph g;
