@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuser/example_sizes.h"
 #include "fuser/npy.h"
 #include "test_interp_util.h"
 
@@ -312,5 +313,28 @@ static void test_npy_inputs(void) {
   rmdir(dir);
 }
 
-FU_TEST_MAIN(FU_TEST(test_binding_errors), FU_TEST(test_example_kinds), FU_TEST(test_symbols_and_overrides),
+/* The one binding of symbols to example sizes: the first input that binds
+ * a symbol gives its size; constants are themselves; an unbound symbol
+ * gets the caller's default. */
+static void test_example_sizes(void) {
+  ti_prog p;
+  CHECK(ti_parse(&p, "fusion @e {\n  %T0 = input f32[N, 3] {example=randn, example_shape=[5, 3]}\n"
+                     "  %T1 = input f32[M, N]\n  %T2 = input f32[K] {example=zeros, example_shape=[7]}\n"
+                     "  output %T0, %T1, %T2\n}\n"));
+  fu_example_sizes s;
+  CHECK_EQ_INT(fu_example_sizes_bind(&s, p.f, fu_default_allocator()), FU_OK);
+  CHECK_EQ_INT(s.n, 2);
+  int64_t v = 0;
+  CHECK(fu_example_sizes_get(&s, "N", &v) && v == 5);
+  CHECK(fu_example_sizes_get(&s, "K", &v) && v == 7);
+  CHECK(!fu_example_sizes_get(&s, "M", &v));
+  CHECK_EQ_INT(fu_example_extent(&s, (fu_extent){0, "N"}, FU_DEFAULT_EXTENT), 5);
+  CHECK_EQ_INT(fu_example_extent(&s, (fu_extent){0, "M"}, FU_DEFAULT_EXTENT), 4);
+  CHECK_EQ_INT(fu_example_extent(&s, (fu_extent){0, "M"}, 4096), 4096);
+  CHECK_EQ_INT(fu_example_extent(&s, (fu_extent){11, NULL}, 4096), 11);
+  fu_example_sizes_free(&s);
+  ti_free(&p);
+}
+
+FU_TEST_MAIN(FU_TEST(test_binding_errors), FU_TEST(test_example_sizes), FU_TEST(test_example_kinds), FU_TEST(test_symbols_and_overrides),
              FU_TEST(test_layouts), FU_TEST(test_npy_inputs))

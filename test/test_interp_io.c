@@ -101,6 +101,47 @@ static void test_bf16_special_values(void) {
   CHECK_EQ_INT(bad, 0);
 }
 
+/* Conversions C leaves undefined out of range are defined in the
+ * interpreter as on the GPU: double to float overflows to an infinity
+ * (rounding to nearest), NaN stays NaN; float to int saturates and NaN
+ * gives 0. */
+static void test_out_of_range_conversions(void) {
+  fu_allocator a = fu_default_allocator();
+  fu_host_tensor f, i, l;
+  CHECK_EQ_INT(fu_host_tensor_alloc(&f, a, FU_DT_F32, 1, TI_SHAPE(8)), FU_OK);
+  fu_host_tensor_set_flat(&f, 0, 1e300);
+  fu_host_tensor_set_flat(&f, 1, -1e300);
+  fu_host_tensor_set_flat(&f, 2, 0x1.ffffffp127); /* FLT_MAX + half an ulp: a tie, rounds to even (inf) */
+  fu_host_tensor_set_flat(&f, 3, 0x1.fffffefp127); /* below the tie: FLT_MAX */
+  fu_host_tensor_set_flat(&f, 4, -0x1.fffffefp127);
+  fu_host_tensor_set_flat(&f, 5, NAN);
+  fu_host_tensor_set_flat(&f, 6, 1.0 / 3.0);
+  fu_host_tensor_set_flat(&f, 7, 1e-50); /* underflows to 0 */
+  const float *fv = f.data;
+  CHECK(isinf(fv[0]) && fv[0] > 0);
+  CHECK(isinf(fv[1]) && fv[1] < 0);
+  CHECK(isinf(fv[2]) && fv[2] > 0);
+  CHECK(fv[3] == FLT_MAX);
+  CHECK(fv[4] == -FLT_MAX);
+  CHECK(isnan(fv[5]));
+  CHECK(fv[6] == 1.0f / 3.0f);
+  CHECK(fv[7] == 0.0f);
+  CHECK_EQ_INT(fu_host_tensor_alloc(&i, a, FU_DT_I32, 1, TI_SHAPE(6)), FU_OK);
+  CHECK_EQ_INT(fu_host_tensor_alloc(&l, a, FU_DT_I64, 1, TI_SHAPE(6)), FU_OK);
+  const double in[6] = {NAN, INFINITY, -INFINITY, 1e300, -1e300, -2.9};
+  const int64_t want32[6] = {0, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, -2};
+  const int64_t want64[6] = {0, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, -2};
+  for (int k = 0; k < 6; k++) {
+    fu_host_tensor_set_flat(&i, k, in[k]);
+    fu_host_tensor_set_flat(&l, k, in[k]);
+    CHECK_EQ_INT(((const int32_t *)i.data)[k], want32[k]);
+    CHECK_EQ_INT(((const int64_t *)l.data)[k], want64[k]);
+  }
+  fu_host_tensor_free(&f);
+  fu_host_tensor_free(&i);
+  fu_host_tensor_free(&l);
+}
+
 static void test_host_tensors(void) {
   fu_allocator a = fu_default_allocator();
   fu_host_tensor t;
@@ -380,6 +421,6 @@ static void test_npy_truncations(void) {
   fu_strbuf_free(&sb);
 }
 
-FU_TEST_MAIN(FU_TEST(test_f16_special_values), FU_TEST(test_bf16_special_values), FU_TEST(test_host_tensors),
+FU_TEST_MAIN(FU_TEST(test_f16_special_values), FU_TEST(test_bf16_special_values), FU_TEST(test_host_tensors), FU_TEST(test_out_of_range_conversions),
              FU_TEST(test_rng), FU_TEST(test_npy_round_trip), FU_TEST(test_npy_variants),
              FU_TEST(test_npy_truncations))

@@ -264,7 +264,7 @@ typedef struct fu_input_options {
   uint32_t n_overrides;
   uint64_t seed;          /* for inputs made at random without their own seed */
   bool random;            /* the user asked for random inputs: unbound symbols get default_extent */
-  int64_t default_extent; /* 0: 4 */
+  int64_t default_extent; /* 0: FU_DEFAULT_EXTENT (fuser/example_sizes.h) */
 } fu_input_options;
 
 /* Make one arg per INPUT op of `f`, in order, from (by priority) an

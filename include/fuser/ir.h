@@ -306,6 +306,8 @@ typedef struct fu_attr_field {
   size_t offset;       /* of the member in fu_op.u */
   size_t count_offset; /* FU_AK_BOOL_LIST only */
   bool print_always;   /* else printed only when not false / FU_DT_NONE */
+  bool required;       /* the parser refuses an op without it */
+  int64_t absent;      /* FU_AK_INT: the value when not written (others: 0, false, FU_DT_NONE, empty) */
 } fu_attr_field;
 
 typedef struct fu_attr_spec {

@@ -608,7 +608,7 @@ bool fu_layout_apply_view(const fu_op *op, const fu_view_layout *in, fu_view_lay
                 fu_op_info_of(op->kind)->name, desc);
     return false;
   }
-  bool ok;
+  bool ok = false;
   switch (fu_op_info_of(op->kind)->cls) {
   case FU_OC_RESHAPE: return fu_layout_reshape(ot, in, rt, out, desc, note);
   case FU_OC_PERMUTE: ok = apply_permute(op, in, out, desc, note); break;
@@ -616,7 +616,9 @@ bool fu_layout_apply_view(const fu_op *op, const fu_view_layout *in, fu_view_lay
   case FU_OC_BROADCAST: ok = apply_broadcast(op, in, out, desc, note); break;
   case FU_OC_BROADCAST_IN_DIM: ok = apply_broadcast_in_dim(op, in, out, desc, note); break;
   case FU_OC_EXPAND: ok = apply_expand(op, in, out, desc, note); break;
-  default:
+  case FU_OC_META: case FU_OC_UNARY: case FU_OC_BINARY: case FU_OC_TERNARY: case FU_OC_CAST: /* set is unary */
+  case FU_OC_REDUCE: case FU_OC_VARIANCE: case FU_OC_SLICE: case FU_OC_CAT: case FU_OC_PAD: case FU_OC_FULL:
+  case FU_OC_IOTA:
     if (op->kind != FU_OP_SET || !fu_type_equal(ot, rt)) {
       note_printf(note, "'%s' is not a view op", fu_op_info_of(op->kind)->name);
       return false;
@@ -680,7 +682,10 @@ bool fu_layout_unapply_view(const fu_op *op, const fu_view_layout *in, fu_view_l
     for (int32_t i = 0; i < ot->rank; i++) out->strides[i] = in->strides[bd->v[i]];
     break;
   }
-  default:
+  case FU_OC_EXPAND:
+  case FU_OC_META: case FU_OC_UNARY: case FU_OC_BINARY: case FU_OC_TERNARY: case FU_OC_CAST: /* set is unary */
+  case FU_OC_REDUCE: case FU_OC_VARIANCE: case FU_OC_SLICE: case FU_OC_CAT: case FU_OC_PAD: case FU_OC_FULL:
+  case FU_OC_IOTA:
     if (ot->rank != rt->rank) return false;
     *out = *in;
     break;

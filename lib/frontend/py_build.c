@@ -231,13 +231,16 @@ static int eval_const(builder *b, const fu_py_expr *e, pconst *out) {
           fu_error(b->diag, e->loc, "integer division by zero");
           return -1;
         }
-        int64_t v;
+        int64_t v = 0;
+        bool ovf = false;
         if (strcmp(op, "+") == 0)
-          v = li + ri;
+          ovf = __builtin_add_overflow(li, ri, &v);
         else if (strcmp(op, "-") == 0)
-          v = li - ri;
+          ovf = __builtin_sub_overflow(li, ri, &v);
         else if (strcmp(op, "*") == 0)
-          v = li * ri;
+          ovf = __builtin_mul_overflow(li, ri, &v);
+        else if (li == INT64_MIN && ri == -1) /* // and % */
+          ovf = strcmp(op, "//") == 0;
         else if (strcmp(op, "//") == 0)
           v = li / ri - ((li % ri != 0) && ((li < 0) != (ri < 0)));
         else if (strcmp(op, "%") == 0) {
@@ -249,7 +252,17 @@ static int eval_const(builder *b, const fu_py_expr *e, pconst *out) {
             return 1;
           }
           v = 1;
-          for (int64_t k = 0; k < ri && k < 64; k++) v *= li;
+          if (li == 0 || li == 1)
+            v = ri == 0 ? 1 : li;
+          else if (li == -1)
+            v = ri % 2 ? -1 : 1;
+          else /* |li| >= 2 overflows within 63 steps */
+            for (int64_t k = 0; k < ri && !ovf; k++) ovf = __builtin_mul_overflow(v, li, &v);
+        }
+        if (ovf) {
+          fu_error(b->diag, e->loc, "integer overflow in '%lld %s %lld' (beyond 64 bits)", (long long)li, op,
+                   (long long)ri);
+          return -1;
         }
         *out = pconst_int(v);
         return 1;
@@ -478,12 +491,18 @@ static fu_status name_value(builder *b, fu_value *v, const char *want) {
   return FU_OK;
 }
 
+/* C's float-to-int conversion is undefined outside this range (and for NaN). */
+static bool in_i64_range(double f) { return f >= -9223372036854775808.0 && f < 9223372036854775808.0; }
+
 static fu_value *make_literal(builder *b, const pconst *c) {
   fu_value *v;
   if (fu_dtype_is_float(c->dtype))
     v = fu_literal_f(b->f, c->dtype, pconst_as_double(c));
   else if (fu_dtype_is_int(c->dtype))
-    v = fu_literal_i(b->f, c->dtype, c->kind == PY_FLOAT ? (int64_t)c->v.f : c->kind == PY_INT ? c->v.i : c->v.b);
+    v = fu_literal_i(b->f, c->dtype,
+                     c->kind == PY_FLOAT ? (in_i64_range(c->v.f) ? (int64_t)c->v.f : 0)
+                     : c->kind == PY_INT ? c->v.i
+                                         : c->v.b);
   else
     v = fu_literal_b(b->f, c->kind == PY_BOOL ? c->v.b : pconst_as_double(c) != 0.0);
   if (v) v->literal_typed = c->typed;
@@ -651,81 +670,76 @@ static const fu_py_expr *arg_loc_expr(const fu_py_expr *slot, const fu_py_expr *
 
 /* ---- per-class op builders ------------------------------------------- */
 
-static fu_status build_unary(builder *b, fu_op_kind kind, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!arg|input|arg1|x", NULL};
+/* One fd.ops call being built: its IR op, its arguments bound to the
+ * parameters of its row in frontend_ops, and the first argument evaluated
+ * when the row asks for it. */
+typedef struct op_call {
+  fu_op_kind kind;
+  const fu_py_expr *call;
+  const char *what; /* the call's name as written, for messages */
   const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
-  fu_value *x;
-  if ((st = eval_operand(b, s[0], what, &x)) != FU_OK) return st;
-  return single_value(b, new_op(b, kind, &x, 1, 1, call->loc), res);
+  fu_value *x;    /* s[0] evaluated (FIRST_TENSOR, FIRST_OPERAND) */
+  bool old_order; /* bound with the row's `legacy` parameters */
+} op_call;
+
+typedef fu_status (*build_fn)(builder *b, op_call *c, result *res);
+
+static fu_status build_unary(builder *b, op_call *c, result *res) {
+  return single_value(b, new_op(b, c->kind, &c->x, 1, 1, c->call->loc), res);
 }
 
 /* fd.ops.cast(arg, dtype): the result type is stated, the operand's shape
  * with the new dtype. */
-static fu_status build_cast(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!arg|input|arg1|x", "!dtype", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
-  fu_value *x;
+static fu_status build_cast(builder *b, op_call *c, result *res) {
+  fu_status st;
   fu_dtype dt;
-  if ((st = eval_operand(b, s[0], what, &x)) != FU_OK) return st;
-  if ((st = eval_dtype(b, s[1], what, false, &dt)) != FU_OK) return st;
-  fu_py_symtab_canon_type(&b->syms, &x->type);
-  fu_op *op = new_op(b, FU_OP_CAST, &x, 1, 1, call->loc);
+  if ((st = eval_dtype(b, c->s[1], c->what, false, &dt)) != FU_OK) return st;
+  fu_py_symtab_canon_type(&b->syms, &c->x->type);
+  fu_op *op = new_op(b, FU_OP_CAST, &c->x, 1, 1, c->call->loc);
   if (!op) return nomem(b);
-  if ((st = state_type(b, op, dt, x->type.dims, x->type.rank)) != FU_OK) return st;
+  if ((st = state_type(b, op, dt, c->x->type.dims, c->x->type.rank)) != FU_OK) return st;
   return finish_op(b, op, res);
 }
 
 /* Binary and ternary pointwise ops; their tensor operands share extents. */
-static fu_status build_nary(builder *b, fu_op_kind kind, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const binary[] = {"!arg1|lhs|input|arg|x", "!arg2|rhs|other|y", NULL};
-  static const char *const where[] = {"!pred|cond|condition|arg1", "!arg2|x|input|a", "!arg3|y|other|b", NULL};
-  static const char *const clamp[] = {"!arg|arg1|input|x", "!min|arg2|lo", "!max|arg3|hi", NULL};
-  static const char *const lerp[] = {"!start|arg1|input", "!end|arg2", "!weight|arg3", NULL};
-  const char *const *params = kind == FU_OP_WHERE   ? where
-                              : kind == FU_OP_CLAMP ? clamp
-                              : kind == FU_OP_LERP  ? lerp
-                                                    : binary;
-  uint32_t n = fu_op_info_of(kind)->num_operands;
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
+static fu_status build_nary(builder *b, op_call *c, result *res) {
+  fu_status st;
+  uint32_t n = (uint32_t)fu_op_info_of(c->kind)->num_operands;
   fu_value *v[3];
   for (uint32_t i = 0; i < n; i++)
-    if ((st = eval_operand(b, s[i], what, &v[i])) != FU_OK) return st;
+    if ((st = eval_operand(b, c->s[i], c->what, &v[i])) != FU_OK) return st;
   unify_pointwise(b, v, n);
-  return single_value(b, new_op(b, kind, v, n, 1, call->loc), res);
+  return single_value(b, new_op(b, c->kind, v, n, 1, c->call->loc), res);
+}
+
+/* The dims of a reduction (s[1]), normalized; none reduces every dim, as
+ * nvFuser's overload without axes does. */
+static fu_status eval_axes(builder *b, const op_call *c, int64_t **axes, uint32_t *n_axes) {
+  fu_status st;
+  if (c->s[1]) {
+    if ((st = eval_int_list(b, c->s[1], "dims", c->what, true, axes, n_axes)) != FU_OK) return st;
+  } else {
+    *n_axes = (uint32_t)c->x->type.rank;
+    *axes = scratch_alloc(b, (*n_axes ? *n_axes : 1) * sizeof **axes);
+    if (!*axes) return nomem(b);
+    for (uint32_t i = 0; i < *n_axes; i++) (*axes)[i] = i;
+  }
+  return normalize_dims(b, *axes, n_axes, c->x->type.rank, true, arg_loc_expr(c->s[1], c->call)->loc, "dims",
+                        c->what);
 }
 
 /* sum/prod/max/min(arg, dims, keepdim, dtype): no dims reduces every dim,
  * as nvFuser's overload without axes does. */
-static fu_status build_reduce(builder *b, fu_op_kind kind, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!arg|input|arg1", "axes|dims|axis|dim", "keepdim", "dtype", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
-  fu_value *x;
-  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+static fu_status build_reduce(builder *b, op_call *c, result *res) {
+  fu_status st;
   int64_t *axes;
   uint32_t n_axes;
-  if (s[1]) {
-    if ((st = eval_int_list(b, s[1], "dims", what, true, &axes, &n_axes)) != FU_OK) return st;
-  } else { /* no dims: reduce everything */
-    n_axes = (uint32_t)x->type.rank;
-    axes = scratch_alloc(b, (n_axes ? n_axes : 1) * sizeof *axes);
-    if (!axes) return nomem(b);
-    for (uint32_t i = 0; i < n_axes; i++) axes[i] = i;
-  }
-  if ((st = normalize_dims(b, axes, &n_axes, x->type.rank, true, arg_loc_expr(s[1], call)->loc, "dims", what)) != FU_OK)
-    return st;
+  if ((st = eval_axes(b, c, &axes, &n_axes)) != FU_OK) return st;
   bool keepdim = false;
-  if (s[2] && (st = eval_bool(b, s[2], "keepdim", what, &keepdim)) != FU_OK) return st;
+  if (c->s[2] && (st = eval_bool(b, c->s[2], "keepdim", c->what, &keepdim)) != FU_OK) return st;
   fu_dtype dt = FU_DT_NONE;
-  if (s[3] && (st = eval_dtype(b, s[3], what, true, &dt)) != FU_OK) return st;
-  fu_op *op = new_op(b, kind, &x, 1, 1, call->loc);
+  if (c->s[3] && (st = eval_dtype(b, c->s[3], c->what, true, &dt)) != FU_OK) return st;
+  fu_op *op = new_op(b, c->kind, &c->x, 1, 1, c->call->loc);
   if (!op) return nomem(b);
   op->u.reduce.axes = fu_int_list_copy(b->m, axes, n_axes);
   if (n_axes && !op->u.reduce.axes.v) return nomem(b);
@@ -736,43 +750,29 @@ static fu_status build_reduce(builder *b, fu_op_kind kind, const fu_py_expr *cal
 
 /* var / var_mean(arg, dims, correction, keepdim); the old `unbiased` flag
  * means correction 1. */
-static fu_status build_variance(builder *b, fu_op_kind kind, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!arg|input|arg1", "axes|dims", "correction", "keepdim", "unbiased", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
-  fu_value *x;
-  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+static fu_status build_variance(builder *b, op_call *c, result *res) {
+  fu_status st;
   int64_t *axes;
   uint32_t n_axes;
-  if (s[1]) {
-    if ((st = eval_int_list(b, s[1], "dims", what, true, &axes, &n_axes)) != FU_OK) return st;
-  } else {
-    n_axes = (uint32_t)x->type.rank;
-    axes = scratch_alloc(b, (n_axes ? n_axes : 1) * sizeof *axes);
-    if (!axes) return nomem(b);
-    for (uint32_t i = 0; i < n_axes; i++) axes[i] = i;
-  }
-  if ((st = normalize_dims(b, axes, &n_axes, x->type.rank, true, arg_loc_expr(s[1], call)->loc, "dims", what)) != FU_OK)
-    return st;
+  if ((st = eval_axes(b, c, &axes, &n_axes)) != FU_OK) return st;
   int64_t correction = 1;
-  if (s[2] && s[4]) {
-    fu_error(b->diag, s[4]->loc, "'%s' takes either 'correction' or 'unbiased', not both", what);
+  if (c->s[2] && c->s[4]) {
+    fu_error(b->diag, c->s[4]->loc, "'%s' takes either 'correction' or 'unbiased', not both", c->what);
     return FU_ERR_PARSE;
   }
-  if (s[2] && (st = eval_int(b, s[2], "correction", what, &correction)) != FU_OK) return st;
-  if (s[4]) {
+  if (c->s[2] && (st = eval_int(b, c->s[2], "correction", c->what, &correction)) != FU_OK) return st;
+  if (c->s[4]) {
     bool unbiased;
-    if ((st = eval_bool(b, s[4], "unbiased", what, &unbiased)) != FU_OK) return st;
+    if ((st = eval_bool(b, c->s[4], "unbiased", c->what, &unbiased)) != FU_OK) return st;
     correction = unbiased ? 1 : 0;
   }
   if (correction < 0) {
-    fu_error(b->diag, s[2]->loc, "'correction' of '%s' must not be negative", what);
+    fu_error(b->diag, c->s[2]->loc, "'correction' of '%s' must not be negative", c->what);
     return FU_ERR_VERIFY;
   }
   bool keepdim = false;
-  if (s[3] && (st = eval_bool(b, s[3], "keepdim", what, &keepdim)) != FU_OK) return st;
-  fu_op *op = new_op(b, kind, &x, 1, kind == FU_OP_VAR_MEAN ? 2 : 1, call->loc);
+  if (c->s[3] && (st = eval_bool(b, c->s[3], "keepdim", c->what, &keepdim)) != FU_OK) return st;
+  fu_op *op = new_op(b, c->kind, &c->x, 1, c->kind == FU_OP_VAR_MEAN ? 2 : 1, c->call->loc);
   if (!op) return nomem(b);
   op->u.variance.axes = fu_int_list_copy(b->m, axes, n_axes);
   if (n_axes && !op->u.variance.axes.v) return nomem(b);
@@ -783,31 +783,27 @@ static fu_status build_variance(builder *b, fu_op_kind kind, const fu_py_expr *c
 
 /* broadcast_in_dim(arg, shape, broadcast_dims): -1 in shape keeps the
  * operand's extent; a stated extent pins the operand's symbol. */
-static fu_status build_broadcast_in_dim(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!arg|input|arg1", "!shape|output_shape", "!broadcast_dims", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
-  fu_value *x;
-  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+static fu_status build_broadcast_in_dim(builder *b, op_call *c, result *res) {
+  fu_status st;
   fu_extent *shape;
   uint32_t rank;
   int64_t *bdims;
   uint32_t nb;
-  if ((st = eval_shape(b, s[1], "shape", what, &shape, &rank)) != FU_OK) return st;
-  if ((st = eval_int_list(b, s[2], "broadcast_dims", what, false, &bdims, &nb)) != FU_OK) return st;
-  if (nb != (uint32_t)x->type.rank) {
-    fu_error(b->diag, s[2]->loc, "'broadcast_dims' of '%s' has %u entries but the operand has rank %d", what, nb,
-             x->type.rank);
+  if ((st = eval_shape(b, c->s[1], "shape", c->what, &shape, &rank)) != FU_OK) return st;
+  if ((st = eval_int_list(b, c->s[2], "broadcast_dims", c->what, false, &bdims, &nb)) != FU_OK) return st;
+  if (nb != (uint32_t)c->x->type.rank) {
+    fu_error(b->diag, c->s[2]->loc, "'broadcast_dims' of '%s' has %u entries but the operand has rank %d", c->what, nb,
+             c->x->type.rank);
     return FU_ERR_VERIFY;
   }
-  if ((st = normalize_dims(b, bdims, &nb, (int32_t)rank, false, s[2]->loc, "broadcast_dims", what)) != FU_OK) return st;
+  if ((st = normalize_dims(b, bdims, &nb, (int32_t)rank, false, c->s[2]->loc, "broadcast_dims", c->what)) != FU_OK)
+    return st;
   bool *mapped = scratch_alloc(b, (rank ? rank : 1) * sizeof *mapped);
   if (!mapped) return nomem(b);
   for (uint32_t i = 0; i < nb; i++) {
     uint32_t j = (uint32_t)bdims[i];
     mapped[j] = true;
-    fu_extent xe = fu_py_symtab_canon(&b->syms, x->type.dims[i]);
+    fu_extent xe = fu_py_symtab_canon(&b->syms, c->x->type.dims[i]);
     if (fu_extent_is_const(shape[j]) && shape[j].value == -1)
       shape[j] = xe; /* -1: keep the operand's extent */
     else if (!fu_extent_is_one(xe))
@@ -815,35 +811,31 @@ static fu_status build_broadcast_in_dim(builder *b, const fu_py_expr *call, cons
   }
   for (uint32_t j = 0; j < rank; j++)
     if (!mapped[j] && fu_extent_is_const(shape[j]) && shape[j].value == -1) {
-      fu_error(b->diag, s[1]->loc, "'shape' of '%s' has -1 at dim %u, which does not come from the operand", what, j);
+      fu_error(b->diag, c->s[1]->loc, "'shape' of '%s' has -1 at dim %u, which does not come from the operand", c->what,
+               j);
       return FU_ERR_VERIFY;
     }
-  fu_op *op = new_op(b, FU_OP_BROADCAST_IN_DIM, &x, 1, 1, call->loc);
+  fu_op *op = new_op(b, FU_OP_BROADCAST_IN_DIM, &c->x, 1, 1, c->call->loc);
   if (!op) return nomem(b);
   op->u.broadcast_in_dim.broadcast_dims = fu_int_list_copy(b->m, bdims, nb);
   if (nb && !op->u.broadcast_in_dim.broadcast_dims.v) return nomem(b);
-  if ((st = state_type(b, op, x->type.dtype, shape, (int32_t)rank)) != FU_OK) return st;
+  if ((st = state_type(b, op, c->x->type.dtype, shape, (int32_t)rank)) != FU_OK) return st;
   return finish_op(b, op, res);
 }
 
 /* broadcast(arg, is_broadcast_dim): new dims of extent 1. */
-static fu_status build_broadcast(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!arg|input|arg1", "!is_broadcast_dim", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
-  fu_value *x;
-  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
-  if (s[1]->kind != FU_PY_E_LIST && s[1]->kind != FU_PY_E_TUPLE) {
-    fu_error(b->diag, s[1]->loc, "expected a list of booleans for 'is_broadcast_dim' of '%s'", what);
+static fu_status build_broadcast(builder *b, op_call *c, result *res) {
+  fu_status st;
+  if (c->s[1]->kind != FU_PY_E_LIST && c->s[1]->kind != FU_PY_E_TUPLE) {
+    fu_error(b->diag, c->s[1]->loc, "expected a list of booleans for 'is_broadcast_dim' of '%s'", c->what);
     return FU_ERR_PARSE;
   }
-  uint32_t n = s[1]->u.list.n;
+  uint32_t n = c->s[1]->u.list.n;
   bool *flags = fu_arena_alloc(b->m->arena, (n ? n : 1) * sizeof *flags);
   if (!flags) return nomem(b);
   for (uint32_t i = 0; i < n; i++)
-    if ((st = eval_bool(b, s[1]->u.list.items[i], "is_broadcast_dim", what, &flags[i])) != FU_OK) return st;
-  fu_op *op = new_op(b, FU_OP_BROADCAST, &x, 1, 1, call->loc);
+    if ((st = eval_bool(b, c->s[1]->u.list.items[i], "is_broadcast_dim", c->what, &flags[i])) != FU_OK) return st;
+  fu_op *op = new_op(b, FU_OP_BROADCAST, &c->x, 1, 1, c->call->loc);
   if (!op) return nomem(b);
   op->u.broadcast.is_broadcast = flags;
   op->u.broadcast.n = n;
@@ -851,31 +843,26 @@ static fu_status build_broadcast(builder *b, const fu_py_expr *call, const char 
 }
 
 /* expand(arg, shape): -1 keeps the operand's extent. */
-static fu_status build_expand(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!arg|input|arg1", "!shape|output_shape", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
-  fu_value *x;
-  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+static fu_status build_expand(builder *b, op_call *c, result *res) {
+  fu_status st;
   fu_extent *shape;
   uint32_t rank;
-  if ((st = eval_shape(b, s[1], "shape", what, &shape, &rank)) != FU_OK) return st;
-  if (rank != (uint32_t)x->type.rank) {
-    fu_error(b->diag, s[1]->loc, "'shape' of '%s' has %u entries but the operand has rank %d", what, rank,
-             x->type.rank);
+  if ((st = eval_shape(b, c->s[1], "shape", c->what, &shape, &rank)) != FU_OK) return st;
+  if (rank != (uint32_t)c->x->type.rank) {
+    fu_error(b->diag, c->s[1]->loc, "'shape' of '%s' has %u entries but the operand has rank %d", c->what, rank,
+             c->x->type.rank);
     return FU_ERR_VERIFY;
   }
   for (uint32_t i = 0; i < rank; i++) {
-    fu_extent xe = fu_py_symtab_canon(&b->syms, x->type.dims[i]);
+    fu_extent xe = fu_py_symtab_canon(&b->syms, c->x->type.dims[i]);
     if (fu_extent_is_const(shape[i]) && shape[i].value == -1)
       shape[i] = xe;
     else if (!fu_extent_is_one(xe))
       fu_py_symtab_unify(&b->syms, xe, shape[i]);
   }
-  fu_op *op = new_op(b, FU_OP_EXPAND, &x, 1, 1, call->loc);
+  fu_op *op = new_op(b, FU_OP_EXPAND, &c->x, 1, 1, c->call->loc);
   if (!op) return nomem(b);
-  if ((st = state_type(b, op, x->type.dtype, shape, (int32_t)rank)) != FU_OK) return st;
+  if ((st = state_type(b, op, c->x->type.dtype, shape, (int32_t)rank)) != FU_OK) return st;
   return finish_op(b, op, res);
 }
 
@@ -906,23 +893,38 @@ static bool concretize_from_examples(builder *b, fu_value *x) {
   return all;
 }
 
+static bool has_zero(fu_py_symtab *syms, const fu_extent *dims, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    fu_extent e = fu_py_symtab_canon(syms, dims[i]);
+    if (fu_extent_is_const(e) && e.value == 0) return true;
+  }
+  return false;
+}
+
+/* What solve_reshape found. */
+typedef enum solved { SOLVED, OPEN, OPERAND_OVERFLOWS, SHAPE_OVERFLOWS } solved;
+
 /* Work out a reshape's result extents: -1 entries, and symbols of the
- * operand that the new shape must pin down.  Returns false when the
- * symbolic extents leave it open. */
-static bool solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t rank) {
+ * operand that the new shape must pin down.  OPEN when the symbolic
+ * extents leave it open; the products of the constant extents are
+ * checked, so a shape beyond 2^63-1 elements is reported, not wrapped. */
+static solved solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t rank) {
   /* multisets of symbols: operand minus result, and result minus operand */
   const char *xs[FU_MAX_RANK];
   uint32_t nxs = 0;
   bool used[FU_MAX_RANK] = {false};
   int64_t xc = 1, rc = 1;
+  bool xovf = false, rovf = false; /* a product past 2^63-1 (a 0 extent makes it 0) */
   int infer = -1;
   for (int32_t d = 0; d < x->type.rank; d++) {
     fu_extent e = fu_py_symtab_canon(&b->syms, x->type.dims[d]);
-    if (fu_extent_is_const(e))
-      xc *= e.value;
-    else
+    if (!fu_extent_is_const(e))
       xs[nxs++] = e.sym;
+    else
+      xovf |= __builtin_mul_overflow(xc, e.value, &xc);
   }
+  if (xovf && !has_zero(&b->syms, x->type.dims, (uint32_t)x->type.rank)) return OPERAND_OVERFLOWS;
+  if (xovf) xc = 0;
   uint32_t extra_result_syms = 0;
   for (uint32_t j = 0; j < rank; j++) {
     fu_extent e = fu_py_symtab_canon(&b->syms, shape[j]);
@@ -931,7 +933,7 @@ static bool solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t ra
       if (e.value == -1)
         infer = (int)j;
       else
-        rc *= e.value;
+        rovf |= __builtin_mul_overflow(rc, e.value, &rc);
       continue;
     }
     uint32_t k = 0;
@@ -941,6 +943,8 @@ static bool solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t ra
     else
       extra_result_syms++;
   }
+  if (rovf && !has_zero(&b->syms, shape, rank)) return SHAPE_OVERFLOWS;
+  if (rovf) rc = 0;
   const char *left = NULL;
   uint32_t n_left = 0;
   for (uint32_t k = 0; k < nxs; k++)
@@ -948,28 +952,28 @@ static bool solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t ra
       left = xs[k];
       n_left++;
     }
-  if (extra_result_syms) return false;
+  if (extra_result_syms) return OPEN;
   if (infer >= 0) {
     if (n_left == 0) {
-      if (rc == 0 || xc % rc != 0) return false;
+      if (rc == 0 || xc % rc != 0) return OPEN;
       shape[infer].value = xc / rc;
-      return true;
+      return SOLVED;
     }
     if (n_left == 1 && xc == rc) {
       shape[infer].sym = left;
       shape[infer].value = 0;
-      return true;
+      return SOLVED;
     }
-    return false;
+    return OPEN;
   }
-  if (n_left == 0) return true; /* inference checks the element count */
+  if (n_left == 0) return SOLVED; /* inference checks the element count */
   if (n_left == 1 && xc != 0 && rc % xc == 0) {
     fu_extent s = {0, left}, c = {rc / xc, NULL};
     fu_py_symtab_unify(&b->syms, s, c);
     fu_py_symtab_canon_type(&b->syms, &x->type);
-    return true;
+    return SOLVED;
   }
-  return false;
+  return OPEN;
 }
 
 static void format_extents(builder *b, const fu_extent *dims, int32_t rank, char *buf, size_t cap) {
@@ -987,75 +991,77 @@ static void format_extents(builder *b, const fu_extent *dims, int32_t rank, char
 
 /* reshape(arg, new_shape) and the pre-2023 view/reshape(arg,
  * original_shape, new_shape); original_shape pins the operand's symbols. */
-static fu_status build_reshape(builder *b, const fu_py_expr *call, const char *what, bool legacy_view, result *res) {
-  static const char *const modern[] = {"!arg|input|arg1", "!new_shape|shape", "original_shape", NULL};
-  static const char *const legacy[] = {"!arg|input|arg1", "original_shape", "!new_shape|shape", NULL};
-  bool old_order = legacy_view || call->u.call.n_args == 3;
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, old_order ? legacy : modern, s);
-  if (st != FU_OK) return st;
-  const fu_py_expr *new_e = old_order ? s[2] : s[1], *orig_e = old_order ? s[1] : s[2];
-  fu_value *x;
-  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+static fu_status build_reshape(builder *b, op_call *c, result *res) {
+  fu_status st;
+  bool old_order = c->old_order;
+  const fu_py_expr *new_e = old_order ? c->s[2] : c->s[1], *orig_e = old_order ? c->s[1] : c->s[2];
   if (orig_e) {
     fu_extent *orig;
     uint32_t n;
-    if ((st = eval_shape(b, orig_e, "original_shape", what, &orig, &n)) != FU_OK) return st;
-    bool ok = n == (uint32_t)x->type.rank;
+    if ((st = eval_shape(b, orig_e, "original_shape", c->what, &orig, &n)) != FU_OK) return st;
+    bool ok = n == (uint32_t)c->x->type.rank;
     for (uint32_t i = 0; ok && i < n; i++) {
       if (fu_extent_is_const(orig[i]) && orig[i].value == -1) continue;
-      ok = fu_py_symtab_unify(&b->syms, x->type.dims[i], orig[i]);
+      ok = fu_py_symtab_unify(&b->syms, c->x->type.dims[i], orig[i]);
     }
     if (!ok) {
       char have[256];
-      format_extents(b, x->type.dims, x->type.rank, have, sizeof have);
-      fu_error(b->diag, orig_e->loc, "'original_shape' of '%s' does not match the operand's shape %s", what, have);
+      format_extents(b, c->x->type.dims, c->x->type.rank, have, sizeof have);
+      fu_error(b->diag, orig_e->loc, "'original_shape' of '%s' does not match the operand's shape %s", c->what, have);
       return FU_ERR_VERIFY;
     }
-    fu_py_symtab_canon_type(&b->syms, &x->type);
+    fu_py_symtab_canon_type(&b->syms, &c->x->type);
   }
   fu_extent *shape;
   uint32_t rank;
-  if ((st = eval_shape(b, new_e, "new_shape", what, &shape, &rank)) != FU_OK) return st;
+  if ((st = eval_shape(b, new_e, "new_shape", c->what, &shape, &rank)) != FU_OK) return st;
   uint32_t n_infer = 0;
   for (uint32_t j = 0; j < rank; j++) n_infer += fu_extent_is_const(shape[j]) && shape[j].value == -1;
   if (n_infer > 1) {
-    fu_error(b->diag, new_e->loc, "'new_shape' of '%s' has more than one -1", what);
+    fu_error(b->diag, new_e->loc, "'new_shape' of '%s' has more than one -1", c->what);
     return FU_ERR_VERIFY;
   }
   fu_extent saved[FU_MAX_RANK];
   memcpy(saved, shape, rank * sizeof *shape);
-  if (!solve_reshape(b, x, shape, rank)) {
+  solved sv = solve_reshape(b, c->x, shape, rank);
+  if (sv == OPEN) {
     memcpy(shape, saved, rank * sizeof *shape);
-    if (!concretize_from_examples(b, x) || !solve_reshape(b, x, shape, rank)) {
-      char have[256];
-      format_extents(b, x->type.dims, x->type.rank, have, sizeof have);
-      fu_error(b->diag, new_e->loc,
-               "cannot tell the extents of '%s' from operand shape %s: give original_shape, constant input sizes "
-               "or an inputs list",
-               what, have);
-      return FU_ERR_UNSUPPORTED;
-    }
+    sv = concretize_from_examples(b, c->x) ? solve_reshape(b, c->x, shape, rank) : OPEN;
   }
-  fu_op *op = new_op(b, FU_OP_RESHAPE, &x, 1, 1, call->loc);
+  if (sv == OPERAND_OVERFLOWS || sv == SHAPE_OVERFLOWS) {
+    char have[256];
+    bool opnd = sv == OPERAND_OVERFLOWS;
+    if (opnd)
+      format_extents(b, c->x->type.dims, c->x->type.rank, have, sizeof have);
+    else
+      format_extents(b, saved, (int32_t)rank, have, sizeof have);
+    fu_error(b->diag, opnd ? c->s[0]->loc : new_e->loc, "the %s %s of '%s' has more than 2^63-1 elements",
+             opnd ? "operand shape" : "'new_shape'", have, c->what);
+    return FU_ERR_VERIFY;
+  }
+  if (sv == OPEN) {
+    char have[256];
+    format_extents(b, c->x->type.dims, c->x->type.rank, have, sizeof have);
+    fu_error(b->diag, new_e->loc,
+             "cannot tell the extents of '%s' from operand shape %s: give original_shape, constant input sizes "
+             "or an inputs list",
+             c->what, have);
+    return FU_ERR_UNSUPPORTED;
+  }
+  fu_op *op = new_op(b, FU_OP_RESHAPE, &c->x, 1, 1, c->call->loc);
   if (!op) return nomem(b);
-  if ((st = state_type(b, op, x->type.dtype, shape, (int32_t)rank)) != FU_OK) return st;
+  if ((st = state_type(b, op, c->x->type.dtype, shape, (int32_t)rank)) != FU_OK) return st;
   return finish_op(b, op, res);
 }
 
 /* permute(arg, dims): negative dims count from the end. */
-static fu_status build_permute(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!arg|input|arg1", "!dims", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
-  fu_value *x;
-  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+static fu_status build_permute(builder *b, op_call *c, result *res) {
+  fu_status st;
   int64_t *dims;
   uint32_t n;
-  if ((st = eval_int_list(b, s[1], "dims", what, false, &dims, &n)) != FU_OK) return st;
-  if ((st = normalize_dims(b, dims, &n, x->type.rank, false, s[1]->loc, "dims", what)) != FU_OK) return st;
-  fu_op *op = new_op(b, FU_OP_PERMUTE, &x, 1, 1, call->loc);
+  if ((st = eval_int_list(b, c->s[1], "dims", c->what, false, &dims, &n)) != FU_OK) return st;
+  if ((st = normalize_dims(b, dims, &n, c->x->type.rank, false, c->s[1]->loc, "dims", c->what)) != FU_OK) return st;
+  fu_op *op = new_op(b, FU_OP_PERMUTE, &c->x, 1, 1, c->call->loc);
   if (!op) return nomem(b);
   op->u.permute.dims = fu_int_list_copy(b->m, dims, n);
   if (n && !op->u.permute.dims.v) return nomem(b);
@@ -1063,42 +1069,36 @@ static fu_status build_permute(builder *b, const fu_py_expr *call, const char *w
 }
 
 /* squeeze(arg, dims) and the pre-2023 squeeze(arg, original_shape, dims). */
-static fu_status build_squeeze(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const modern[] = {"!arg|input|arg1", "!dims|dim", "squeeze_expanded", "original_shape", NULL};
-  static const char *const legacy[] = {"!arg|input|arg1", "original_shape", "!dims|dim", NULL};
-  bool old_order = call->u.call.n_args == 3;
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, old_order ? legacy : modern, s);
-  if (st != FU_OK) return st;
-  const fu_py_expr *dims_e = old_order ? s[2] : s[1], *orig_e = old_order ? s[1] : s[3];
-  fu_value *x;
-  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
-  if (!old_order && s[2]) {
+static fu_status build_squeeze(builder *b, op_call *c, result *res) {
+  fu_status st;
+  bool old_order = c->old_order;
+  const fu_py_expr *dims_e = old_order ? c->s[2] : c->s[1], *orig_e = old_order ? c->s[1] : c->s[3];
+  if (!old_order && c->s[2]) {
     bool ignored;
-    if ((st = eval_bool(b, s[2], "squeeze_expanded", what, &ignored)) != FU_OK) return st;
+    if ((st = eval_bool(b, c->s[2], "squeeze_expanded", c->what, &ignored)) != FU_OK) return st;
   }
   if (orig_e) {
     int64_t *orig;
     uint32_t n;
-    if ((st = eval_int_list(b, orig_e, "original_shape", what, false, &orig, &n)) != FU_OK) return st;
-    bool ok = n == (uint32_t)x->type.rank;
+    if ((st = eval_int_list(b, orig_e, "original_shape", c->what, false, &orig, &n)) != FU_OK) return st;
+    bool ok = n == (uint32_t)c->x->type.rank;
     for (uint32_t i = 0; ok && i < n; i++) {
-      fu_extent c = {orig[i], NULL};
-      ok = orig[i] == -1 || fu_py_symtab_unify(&b->syms, x->type.dims[i], c);
+      fu_extent e = {orig[i], NULL};
+      ok = orig[i] == -1 || fu_py_symtab_unify(&b->syms, c->x->type.dims[i], e);
     }
     if (!ok) {
-      fu_error(b->diag, orig_e->loc, "'original_shape' of '%s' does not match the operand's shape", what);
+      fu_error(b->diag, orig_e->loc, "'original_shape' of '%s' does not match the operand's shape", c->what);
       return FU_ERR_VERIFY;
     }
   }
   int64_t *dims;
   uint32_t n;
-  if ((st = eval_int_list(b, dims_e, "dims", what, true, &dims, &n)) != FU_OK) return st;
-  if ((st = normalize_dims(b, dims, &n, x->type.rank, true, dims_e->loc, "dims", what)) != FU_OK) return st;
+  if ((st = eval_int_list(b, dims_e, "dims", c->what, true, &dims, &n)) != FU_OK) return st;
+  if ((st = normalize_dims(b, dims, &n, c->x->type.rank, true, dims_e->loc, "dims", c->what)) != FU_OK) return st;
   /* squeezing a symbolic dim says that it is 1 */
   fu_extent one = {1, NULL};
-  for (uint32_t i = 0; i < n; i++) fu_py_symtab_unify(&b->syms, x->type.dims[dims[i]], one);
-  fu_op *op = new_op(b, FU_OP_SQUEEZE, &x, 1, 1, call->loc);
+  for (uint32_t i = 0; i < n; i++) fu_py_symtab_unify(&b->syms, c->x->type.dims[dims[i]], one);
+  fu_op *op = new_op(b, FU_OP_SQUEEZE, &c->x, 1, 1, c->call->loc);
   if (!op) return nomem(b);
   op->u.squeeze.dims = fu_int_list_copy(b->m, dims, n);
   if (n && !op->u.squeeze.dims.v) return nomem(b);
@@ -1107,21 +1107,15 @@ static fu_status build_squeeze(builder *b, const fu_py_expr *call, const char *w
 
 /* slice(arg, start_indices, end_indices, strides): indices are normalized
  * like Python's unless manual_normalization is set. */
-static fu_status build_slice(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!arg|input|arg1", "!start_indices",       "!end_indices",
-                                       "strides",         "manual_normalization", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
-  fu_value *x;
-  if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
+static fu_status build_slice(builder *b, op_call *c, result *res) {
+  fu_status st;
   int64_t *starts, *ends, *steps;
   uint32_t ns, ne, nt;
-  if ((st = eval_int_list(b, s[1], "start_indices", what, false, &starts, &ns)) != FU_OK) return st;
-  if ((st = eval_int_list(b, s[2], "end_indices", what, false, &ends, &ne)) != FU_OK) return st;
-  uint32_t rank = (uint32_t)x->type.rank;
-  if (s[3] && s[3]->kind != FU_PY_E_NONE) {
-    if ((st = eval_int_list(b, s[3], "strides", what, false, &steps, &nt)) != FU_OK) return st;
+  if ((st = eval_int_list(b, c->s[1], "start_indices", c->what, false, &starts, &ns)) != FU_OK) return st;
+  if ((st = eval_int_list(b, c->s[2], "end_indices", c->what, false, &ends, &ne)) != FU_OK) return st;
+  uint32_t rank = (uint32_t)c->x->type.rank;
+  if (c->s[3] && c->s[3]->kind != FU_PY_E_NONE) {
+    if ((st = eval_int_list(b, c->s[3], "strides", c->what, false, &steps, &nt)) != FU_OK) return st;
   } else {
     nt = rank;
     steps = scratch_alloc(b, (rank ? rank : 1) * sizeof *steps);
@@ -1129,19 +1123,19 @@ static fu_status build_slice(builder *b, const fu_py_expr *call, const char *wha
     for (uint32_t i = 0; i < rank; i++) steps[i] = 1;
   }
   bool manual = false;
-  if (s[4] && (st = eval_bool(b, s[4], "manual_normalization", what, &manual)) != FU_OK) return st;
+  if (c->s[4] && (st = eval_bool(b, c->s[4], "manual_normalization", c->what, &manual)) != FU_OK) return st;
   if (ns != rank || ne != rank || nt != rank) {
-    fu_error(b->diag, call->loc, "'%s' needs one start, end and stride per dim (rank %u)", what, rank);
+    fu_error(b->diag, c->call->loc, "'%s' needs one start, end and stride per dim (rank %u)", c->what, rank);
     return FU_ERR_VERIFY;
   }
   if (!manual) { /* Python-style: negative indices count from the end, ends clamp */
     for (uint32_t i = 0; i < rank; i++) {
-      fu_extent e = fu_py_symtab_canon(&b->syms, x->type.dims[i]);
+      fu_extent e = fu_py_symtab_canon(&b->syms, c->x->type.dims[i]);
       int64_t *ix[2] = {&starts[i], &ends[i]};
       for (int k = 0; k < 2; k++) {
         if (!fu_extent_is_const(e)) {
           if (*ix[k] < 0) {
-            fu_error(b->diag, s[1 + k]->loc, "'%s' has a negative index on the symbolic dim %u", what, i);
+            fu_error(b->diag, c->s[1 + k]->loc, "'%s' has a negative index on the symbolic dim %u", c->what, i);
             return FU_ERR_UNSUPPORTED;
           }
           continue;
@@ -1153,7 +1147,7 @@ static fu_status build_slice(builder *b, const fu_py_expr *call, const char *wha
       if (ends[i] < starts[i]) ends[i] = starts[i];
     }
   }
-  fu_op *op = new_op(b, FU_OP_SLICE, &x, 1, 1, call->loc);
+  fu_op *op = new_op(b, FU_OP_SLICE, &c->x, 1, 1, c->call->loc);
   if (!op) return nomem(b);
   op->u.slice.starts = fu_int_list_copy(b->m, starts, rank);
   op->u.slice.ends = fu_int_list_copy(b->m, ends, rank);
@@ -1163,33 +1157,31 @@ static fu_status build_slice(builder *b, const fu_py_expr *call, const char *wha
 }
 
 /* cat(tensors, dim): every dim but `dim` is shared by the operands. */
-static fu_status build_cat(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!tensors|inputs|input", "dim", "manual_padding", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
-  if (s[0]->kind != FU_PY_E_LIST && s[0]->kind != FU_PY_E_TUPLE) {
-    fu_error(b->diag, s[0]->loc, "expected a list of tensors for '%s'", what);
+static fu_status build_cat(builder *b, op_call *c, result *res) {
+  fu_status st;
+  if (c->s[0]->kind != FU_PY_E_LIST && c->s[0]->kind != FU_PY_E_TUPLE) {
+    fu_error(b->diag, c->s[0]->loc, "expected a list of tensors for '%s'", c->what);
     return FU_ERR_PARSE;
   }
-  uint32_t n = s[0]->u.list.n;
+  uint32_t n = c->s[0]->u.list.n;
   if (n == 0) {
-    fu_error(b->diag, s[0]->loc, "'%s' needs at least one tensor", what);
+    fu_error(b->diag, c->s[0]->loc, "'%s' needs at least one tensor", c->what);
     return FU_ERR_VERIFY;
   }
   fu_value **v = scratch_alloc(b, n * sizeof *v);
   if (!v) return nomem(b);
   for (uint32_t i = 0; i < n; i++)
-    if ((st = eval_tensor(b, s[0]->u.list.items[i], what, &v[i])) != FU_OK) return st;
+    if ((st = eval_tensor(b, c->s[0]->u.list.items[i], c->what, &v[i])) != FU_OK) return st;
   int64_t dim = 0;
-  if (s[1] && (st = eval_int(b, s[1], "dim", what, &dim)) != FU_OK) return st;
-  if (s[2]) {
+  if (c->s[1] && (st = eval_int(b, c->s[1], "dim", c->what, &dim)) != FU_OK) return st;
+  if (c->s[2]) {
     bool ignored;
-    if ((st = eval_bool(b, s[2], "manual_padding", what, &ignored)) != FU_OK) return st;
+    if ((st = eval_bool(b, c->s[2], "manual_padding", c->what, &ignored)) != FU_OK) return st;
   }
   int32_t rank = v[0]->type.rank;
   uint32_t one = 1;
-  if ((st = normalize_dims(b, &dim, &one, rank, false, arg_loc_expr(s[1], call)->loc, "dim", what)) != FU_OK) return st;
+  if ((st = normalize_dims(b, &dim, &one, rank, false, arg_loc_expr(c->s[1], c->call)->loc, "dim", c->what)) != FU_OK)
+    return st;
   /* every dim but the cat dim is shared */
   bool same_rank = true;
   for (uint32_t i = 1; i < n; i++) same_rank &= v[i]->type.rank == rank;
@@ -1198,7 +1190,7 @@ static fu_status build_cat(builder *b, const fu_py_expr *call, const char *what,
       if (d == dim) continue;
       for (uint32_t i = 1; i < n; i++) fu_py_symtab_unify(&b->syms, v[0]->type.dims[d], v[i]->type.dims[d]);
     }
-  fu_op *op = new_op(b, FU_OP_CAT, v, n, 1, call->loc);
+  fu_op *op = new_op(b, FU_OP_CAT, v, n, 1, c->call->loc);
   if (!op) return nomem(b);
   op->u.cat.dim = dim;
   return finish_op(b, op, res);
@@ -1212,22 +1204,18 @@ static fu_value *zero_literal(builder *b, fu_dtype like) {
 
 /* pad(arg, pad_widths, value): no value pads with zero of the tensor's
  * category, as nvFuser does. */
-static fu_status build_pad(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!arg|input|arg1", "!pad_widths|widths", "value", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
-  fu_value *v[2];
-  if ((st = eval_tensor(b, s[0], what, &v[0])) != FU_OK) return st;
+static fu_status build_pad(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_value *v[2] = {c->x, NULL};
   int64_t *widths;
   uint32_t n;
-  if ((st = eval_int_list(b, s[1], "pad_widths", what, false, &widths, &n)) != FU_OK) return st;
-  if (s[2] && s[2]->kind != FU_PY_E_NONE) {
-    if ((st = eval_operand(b, s[2], what, &v[1])) != FU_OK) return st;
+  if ((st = eval_int_list(b, c->s[1], "pad_widths", c->what, false, &widths, &n)) != FU_OK) return st;
+  if (c->s[2] && c->s[2]->kind != FU_PY_E_NONE) {
+    if ((st = eval_operand(b, c->s[2], c->what, &v[1])) != FU_OK) return st;
   } else if (!(v[1] = zero_literal(b, v[0]->type.dtype))) {
     return nomem(b);
   }
-  fu_op *op = new_op(b, FU_OP_PAD, v, 2, 1, call->loc);
+  fu_op *op = new_op(b, FU_OP_PAD, v, 2, 1, c->call->loc);
   if (!op) return nomem(b);
   op->u.pad.widths = fu_int_list_copy(b->m, widths, n);
   if (n && !op->u.pad.widths.v) return nomem(b);
@@ -1235,55 +1223,49 @@ static fu_status build_pad(builder *b, const fu_py_expr *call, const char *what,
 }
 
 /* full(shape, fill_value, dtype). */
-static fu_status build_full(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!shape|size", "!fill_value|arg|value", "!dtype", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
+static fu_status build_full(builder *b, op_call *c, result *res) {
+  fu_status st;
   fu_extent *shape;
   uint32_t rank;
-  if ((st = eval_shape(b, s[0], "shape", what, &shape, &rank)) != FU_OK) return st;
+  if ((st = eval_shape(b, c->s[0], "shape", c->what, &shape, &rank)) != FU_OK) return st;
   for (uint32_t i = 0; i < rank; i++)
     if (fu_extent_is_const(shape[i]) && shape[i].value < 0) {
-      fu_error(b->diag, s[0]->loc, "'shape' of '%s' must not contain -1", what);
+      fu_error(b->diag, c->s[0]->loc, "'shape' of '%s' must not contain -1", c->what);
       return FU_ERR_VERIFY;
     }
   fu_value *fill;
   fu_dtype dt;
-  if ((st = eval_operand(b, s[1], what, &fill)) != FU_OK) return st;
-  if ((st = eval_dtype(b, s[2], what, false, &dt)) != FU_OK) return st;
-  fu_op *op = new_op(b, FU_OP_FULL, &fill, 1, 1, call->loc);
+  if ((st = eval_operand(b, c->s[1], c->what, &fill)) != FU_OK) return st;
+  if ((st = eval_dtype(b, c->s[2], c->what, false, &dt)) != FU_OK) return st;
+  fu_op *op = new_op(b, FU_OP_FULL, &fill, 1, 1, c->call->loc);
   if (!op) return nomem(b);
   if ((st = state_type(b, op, dt, shape, (int32_t)rank)) != FU_OK) return st;
   return finish_op(b, op, res);
 }
 
 /* iota(length, start, step, dtype): start and step default to 0 and 1. */
-static fu_status build_iota(builder *b, const fu_py_expr *call, const char *what, result *res) {
-  static const char *const params[] = {"!length", "start", "step", "dtype", NULL};
-  const fu_py_expr *s[MAX_PARAMS];
-  fu_status st = bind_args(b, call, what, params, s);
-  if (st != FU_OK) return st;
+static fu_status build_iota(builder *b, op_call *c, result *res) {
+  fu_status st;
   fu_extent len;
-  if ((st = eval_extent(b, s[0], "length", what, &len)) != FU_OK) return st;
+  if ((st = eval_extent(b, c->s[0], "length", c->what, &len)) != FU_OK) return st;
   if (fu_extent_is_const(len) && len.value < 0) {
-    fu_error(b->diag, s[0]->loc, "'length' of '%s' must not be negative", what);
+    fu_error(b->diag, c->s[0]->loc, "'length' of '%s' must not be negative", c->what);
     return FU_ERR_VERIFY;
   }
   fu_dtype dt = FU_DT_I64;
-  if (s[3] && (st = eval_dtype(b, s[3], what, false, &dt)) != FU_OK) return st;
+  if (c->s[3] && (st = eval_dtype(b, c->s[3], c->what, false, &dt)) != FU_OK) return st;
   fu_value *v[2];
   bool is_float = fu_dtype_is_float(dt);
   for (int i = 0; i < 2; i++) {
-    const fu_py_expr *e = s[1 + i];
+    const fu_py_expr *e = c->s[1 + i];
     if (e && e->kind != FU_PY_E_NONE) {
-      if ((st = eval_operand(b, e, what, &v[i])) != FU_OK) return st;
+      if ((st = eval_operand(b, e, c->what, &v[i])) != FU_OK) return st;
     } else {
       v[i] = is_float ? fu_literal_f(b->f, FU_DT_F64, (double)i) : fu_literal_i(b->f, FU_DT_I64, i);
       if (!v[i]) return nomem(b);
     }
   }
-  fu_op *op = new_op(b, FU_OP_IOTA, v, 2, 1, call->loc);
+  fu_op *op = new_op(b, FU_OP_IOTA, v, 2, 1, c->call->loc);
   if (!op) return nomem(b);
   if ((st = state_type(b, op, dt, &len, 1)) != FU_OK) return st;
   return finish_op(b, op, res);
@@ -1336,41 +1318,91 @@ static fu_status build_size_query(builder *b, const char *opname, const fu_py_ex
   return FU_OK;
 }
 
-/* Dispatch an fd.ops call on the op's class in ops.def; names nvFuser has
- * beyond the table (view, size, shape, at) are handled first. */
+/* The frontend ops: an nvFuser name and its IR op kind, or NULL and an
+ * IR op class (every op of the class in ops.def, under its own name); the
+ * parameters ("!" for
+ * required, "|" between aliases), the parameters of the pre-2023 three-
+ * argument form (or NULL), whether the first argument is evaluated for the
+ * builder, and the builder.  A frontend op is one row (and, for a new
+ * class, its builder); the first row that matches wins. */
+enum first_arg { FIRST_NONE, FIRST_OPERAND, FIRST_TENSOR };
+typedef struct frontend_op {
+  const char *name;
+  int op; /* named rows: the fu_op_kind; class rows: the fu_op_class */
+  const char *const *params;
+  const char *const *legacy;
+  enum first_arg first;
+  build_fn fn;
+} frontend_op;
+
+#define PARAMS(...) ((const char *const[]){__VA_ARGS__, NULL})
+static const char *const reshape_legacy[] = {"!arg|input|arg1", "original_shape", "!new_shape|shape", NULL};
+static const frontend_op frontend_ops[] = {
+    {"view", FU_OP_RESHAPE, reshape_legacy, reshape_legacy, FIRST_TENSOR, build_reshape},
+    {"where", FU_OP_WHERE, PARAMS("!pred|cond|condition|arg1", "!arg2|x|input|a", "!arg3|y|other|b"), NULL,
+     FIRST_NONE, build_nary},
+    {"clamp", FU_OP_CLAMP, PARAMS("!arg|arg1|input|x", "!min|arg2|lo", "!max|arg3|hi"), NULL, FIRST_NONE, build_nary},
+    {"lerp", FU_OP_LERP, PARAMS("!start|arg1|input", "!end|arg2", "!weight|arg3"), NULL, FIRST_NONE, build_nary},
+    {NULL, FU_OC_UNARY, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary},
+    {NULL, FU_OC_CAST, PARAMS("!arg|input|arg1|x", "!dtype"), NULL, FIRST_OPERAND, build_cast},
+    {NULL, FU_OC_BINARY, PARAMS("!arg1|lhs|input|arg|x", "!arg2|rhs|other|y"), NULL, FIRST_NONE, build_nary},
+    {NULL, FU_OC_REDUCE, PARAMS("!arg|input|arg1", "axes|dims|axis|dim", "keepdim", "dtype"), NULL, FIRST_TENSOR,
+     build_reduce},
+    {NULL, FU_OC_VARIANCE, PARAMS("!arg|input|arg1", "axes|dims", "correction", "keepdim", "unbiased"), NULL,
+     FIRST_TENSOR, build_variance},
+    {NULL, FU_OC_BROADCAST_IN_DIM, PARAMS("!arg|input|arg1", "!shape|output_shape", "!broadcast_dims"), NULL,
+     FIRST_TENSOR, build_broadcast_in_dim},
+    {NULL, FU_OC_BROADCAST, PARAMS("!arg|input|arg1", "!is_broadcast_dim"), NULL, FIRST_TENSOR, build_broadcast},
+    {NULL, FU_OC_EXPAND, PARAMS("!arg|input|arg1", "!shape|output_shape"), NULL, FIRST_TENSOR, build_expand},
+    {NULL, FU_OC_RESHAPE, PARAMS("!arg|input|arg1", "!new_shape|shape", "original_shape"), reshape_legacy, FIRST_TENSOR,
+     build_reshape},
+    {NULL, FU_OC_PERMUTE, PARAMS("!arg|input|arg1", "!dims"), NULL, FIRST_TENSOR, build_permute},
+    {NULL, FU_OC_SQUEEZE, PARAMS("!arg|input|arg1", "!dims|dim", "squeeze_expanded", "original_shape"),
+     PARAMS("!arg|input|arg1", "original_shape", "!dims|dim"), FIRST_TENSOR, build_squeeze},
+    {NULL, FU_OC_SLICE, PARAMS("!arg|input|arg1", "!start_indices", "!end_indices", "strides", "manual_normalization"),
+     NULL, FIRST_TENSOR, build_slice},
+    {NULL, FU_OC_CAT, PARAMS("!tensors|inputs|input", "dim", "manual_padding"), NULL, FIRST_NONE, build_cat},
+    {NULL, FU_OC_PAD, PARAMS("!arg|input|arg1", "!pad_widths|widths", "value"), NULL, FIRST_TENSOR, build_pad},
+    {NULL, FU_OC_FULL, PARAMS("!shape|size", "!fill_value|arg|value", "!dtype"), NULL, FIRST_NONE, build_full},
+    {NULL, FU_OC_IOTA, PARAMS("!length", "start", "step", "dtype"), NULL, FIRST_NONE, build_iota},
+};
+#undef PARAMS
+
+/* The row for an nvFuser op name: a named row, else its class's row. */
+static const frontend_op *find_frontend_op(const char *opname, fu_op_kind *kind) {
+  *kind = fu_op_kind_from_name(opname, strlen(opname));
+  size_t n = sizeof frontend_ops / sizeof frontend_ops[0];
+  for (size_t i = 0; i < n; i++)
+    if (frontend_ops[i].name && strcmp(frontend_ops[i].name, opname) == 0) {
+      *kind = (fu_op_kind)frontend_ops[i].op;
+      return &frontend_ops[i];
+    }
+  if (*kind == FU_OP_COUNT) return NULL;
+  for (size_t i = 0; i < n; i++)
+    if (!frontend_ops[i].name && frontend_ops[i].op == (int)fu_op_info_of(*kind)->cls) return &frontend_ops[i];
+  return NULL;
+}
+
+/* Dispatch an fd.ops call through frontend_ops: bind the arguments to the
+ * row's parameters, evaluate the first one if the row asks, and build.
+ * size, shape and at read a tensor's sizes rather than make an op. */
 static fu_status build_op(builder *b, const char *opname, const fu_py_expr *call, result *res) {
   char what[96];
   op_display(b, opname, what, sizeof what);
-  if (strcmp(opname, "view") == 0) return build_reshape(b, call, what, true, res);
   if (strcmp(opname, "size") == 0 || strcmp(opname, "shape") == 0 || strcmp(opname, "at") == 0)
     return build_size_query(b, opname, call, what, res);
-  fu_op_kind kind = fu_op_kind_from_name(opname, strlen(opname));
-  if (kind == FU_OP_COUNT || fu_op_info_of(kind)->cls == FU_OC_META) {
+  op_call c = {.call = call, .what = what};
+  const frontend_op *row = find_frontend_op(opname, &c.kind);
+  if (!row) {
     fu_error(b->diag, call->loc, "unsupported nvFuser op '%s'", what);
     return FU_ERR_UNSUPPORTED;
   }
-  switch (fu_op_info_of(kind)->cls) {
-    case FU_OC_UNARY: return build_unary(b, kind, call, what, res);
-    case FU_OC_CAST: return build_cast(b, call, what, res);
-    case FU_OC_BINARY:
-    case FU_OC_TERNARY: return build_nary(b, kind, call, what, res);
-    case FU_OC_REDUCE: return build_reduce(b, kind, call, what, res);
-    case FU_OC_VARIANCE: return build_variance(b, kind, call, what, res);
-    case FU_OC_BROADCAST_IN_DIM: return build_broadcast_in_dim(b, call, what, res);
-    case FU_OC_BROADCAST: return build_broadcast(b, call, what, res);
-    case FU_OC_EXPAND: return build_expand(b, call, what, res);
-    case FU_OC_RESHAPE: return build_reshape(b, call, what, false, res);
-    case FU_OC_PERMUTE: return build_permute(b, call, what, res);
-    case FU_OC_SQUEEZE: return build_squeeze(b, call, what, res);
-    case FU_OC_SLICE: return build_slice(b, call, what, res);
-    case FU_OC_CAT: return build_cat(b, call, what, res);
-    case FU_OC_PAD: return build_pad(b, call, what, res);
-    case FU_OC_FULL: return build_full(b, call, what, res);
-    case FU_OC_IOTA: return build_iota(b, call, what, res);
-    case FU_OC_META: break;
-  }
-  fu_error(b->diag, call->loc, "unsupported nvFuser op '%s'", what);
-  return FU_ERR_UNSUPPORTED;
+  c.old_order = row->legacy && (row->legacy == row->params || call->u.call.n_args == 3);
+  fu_status st = bind_args(b, call, what, c.old_order ? row->legacy : row->params, c.s);
+  if (st != FU_OK) return st;
+  if (row->first == FIRST_TENSOR && (st = eval_tensor(b, c.s[0], what, &c.x)) != FU_OK) return st;
+  if (row->first == FIRST_OPERAND && (st = eval_operand(b, c.s[0], what, &c.x)) != FU_OK) return st;
+  return row->fn(b, &c, res);
 }
 
 /* ---- FusionDefinition methods ------------------------------------------ */
@@ -1598,7 +1630,7 @@ static fu_status convert_const(builder *b, pconst *c, fu_dtype dt, const fu_py_e
   if (fu_dtype_is_float(dt)) {
     *c = pconst_float(pconst_as_double(c));
   } else if (fu_dtype_is_int(dt)) {
-    if (c->kind == PY_FLOAT && c->v.f != floor(c->v.f)) {
+    if (c->kind == PY_FLOAT && (c->v.f != floor(c->v.f) || !in_i64_range(c->v.f))) {
       fu_error(b->diag, at->loc, "'%s' cannot make an integer from %g", what, c->v.f);
       return FU_ERR_VERIFY;
     }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fuser/example_sizes.h"
 #include "fuser/frontend.h"
 
 typedef struct sym_origin {
@@ -30,6 +31,7 @@ typedef struct exporter {
   const char **names; /* by value id */
   fu_py_map used;     /* Python names taken */
   fu_py_map origins;  /* symbol -> sym_origin */
+  fu_example_sizes sizes; /* symbol sizes from the inputs' example shapes */
   uint32_t n_fresh;
   bool uses_numpy;
 } exporter;
@@ -374,23 +376,6 @@ static fu_status export_op(exporter *ex, const fu_op *op) {
   return st;
 }
 
-/* The binding of each symbol to a size, from the inputs' example shapes. */
-static int64_t symbol_size(const fu_fusion *f, const char *sym, bool *found) {
-  for (const fu_op *op = f->body.first; op; op = op->next) {
-    if (op->kind != FU_OP_INPUT) continue;
-    const fu_type *t = &op->results[0]->type;
-    const fu_example *e = &op->u.input.example;
-    if (e->rank != t->rank || !e->shape) continue;
-    for (int32_t d = 0; d < t->rank; d++)
-      if (t->dims[d].sym && strcmp(t->dims[d].sym, sym) == 0) {
-        *found = true;
-        return e->shape[d];
-      }
-  }
-  *found = false;
-  return 4;
-}
-
 /* One inputs-list entry: torch code that makes the example data (or
  * made-up data of the right shape and dtype). */
 static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu_strbuf *unbound) {
@@ -419,10 +404,10 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
     } else if (fu_extent_is_const(t->dims[d])) {
       shape[d] = t->dims[d].value;
     } else {
-      bool found;
-      shape[d] = symbol_size(f, t->dims[d].sym, &found);
+      bool found = fu_example_sizes_get(&ex->sizes, t->dims[d].sym, &shape[d]);
+      if (!found) shape[d] = FU_DEFAULT_EXTENT;
       if (!found && !strstr(unbound->data ? unbound->data : "", t->dims[d].sym))
-        fu_strbuf_printf(unbound, "%s%s = 4", unbound->len ? ", " : "", t->dims[d].sym);
+        fu_strbuf_printf(unbound, "%s%s = %d", unbound->len ? ", " : "", t->dims[d].sym, FU_DEFAULT_EXTENT);
     }
   }
   const int64_t *strides = e->strides ? e->strides : op->u.input.layout.strides;
@@ -431,7 +416,7 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
     int64_t s = 1;
     for (int32_t d = rank - 1; d >= 0; d--) {
       strided |= shape[d] != 1 && strides[d] != s;
-      s *= shape[d];
+      if (__builtin_mul_overflow(s, shape[d], &s)) s = INT64_MAX; /* then no stride matches */
     }
   }
   /* with strides: make the storage, then view it */
@@ -442,7 +427,9 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
         storage = 0;
         break;
       }
-      storage += (shape[d] - 1) * strides[d];
+      int64_t span;
+      if (__builtin_mul_overflow(shape[d] - 1, strides[d], &span) || __builtin_add_overflow(storage, span, &storage))
+        storage = INT64_MAX; /* the verifier keeps examples far below this */
     }
   const char *dtype = fu_py_torch_dtype_name(t->dtype);
   bool is_float = fu_dtype_is_float(t->dtype);
@@ -525,7 +512,7 @@ static void export_inputs(exporter *ex, const fu_fusion *f) {
     /* say which sizes were made up, above the list */
     fu_strbuf note;
     fu_strbuf_init(&note, ex->alloc);
-    fu_strbuf_printf(&note, "# Unbound symbolic extents get size 4: %s.\n", unbound.data);
+    fu_strbuf_printf(&note, "# Unbound symbolic extents get size %d: %s.\n", FU_DEFAULT_EXTENT, unbound.data);
     fu_strbuf tail;
     fu_strbuf_init(&tail, ex->alloc);
     fu_strbuf_append(&tail, o->data + comment_at, o->len - comment_at);
@@ -571,7 +558,9 @@ static fu_status export_fusion(exporter *ex, const fu_fusion *f, const char *py_
   }
   if (st == FU_OK) {
     fu_strbuf_printf(ex->out, "\nwith FusionDefinition() as fd:\n    %s(fd)\n\n", py_name);
-    export_inputs(ex, f);
+    if (fu_example_sizes_bind(&ex->sizes, f, ex->alloc) != FU_OK) st = nomem(ex);
+    if (st == FU_OK) export_inputs(ex, f);
+    fu_example_sizes_free(&ex->sizes);
   }
   fu_py_map_free(&ex->used);
   fu_py_map_free(&ex->origins);

@@ -117,11 +117,13 @@ static fu_status eval_size_list(evaluator *ev, const fu_py_expr *e, int32_t *ran
   return FU_ERR_UNSUPPORTED;
 }
 
+/* Row-major strides; a product past 2^63-1 saturates (the verifier
+ * refuses such an example by its byte size, with a location). */
 static void contiguous_strides(int32_t rank, const int64_t *shape, int64_t *strides) {
   int64_t s = 1;
   for (int32_t i = rank - 1; i >= 0; i--) {
     strides[i] = s;
-    s *= shape[i] > 0 ? shape[i] : 1;
+    if (__builtin_mul_overflow(s, shape[i] > 0 ? shape[i] : 1, &s)) s = INT64_MAX;
   }
 }
 
@@ -379,7 +381,9 @@ static fu_status eval_method(evaluator *ev, const fu_py_expr *call, fu_py_exampl
     }
     /* the view must fit in the storage it is taken from */
     int64_t storage = 1, need = 1;
-    for (int32_t i = 0; i < spec->rank; i++) storage *= spec->shape[i];
+    bool big = false; /* checked: sizes come from the script; past 2^63-1 saturates */
+    for (int32_t i = 0; i < spec->rank; i++) big |= __builtin_mul_overflow(storage, spec->shape[i], &storage);
+    if (big) storage = INT64_MAX;
     for (int32_t i = 0; i < r1; i++) {
       if (strides[i] < 0) {
         fu_error(ev->diag, args[1]->loc, "negative strides are not supported");
@@ -388,7 +392,15 @@ static fu_status eval_method(evaluator *ev, const fu_py_expr *call, fu_py_exampl
       if (shape[i] == 0) need = 0;
     }
     if (need) {
-      for (int32_t i = 0; i < r1; i++) need += (shape[i] - 1) * strides[i];
+      bool over = false;
+      for (int32_t i = 0; i < r1; i++) {
+        int64_t span;
+        over |= __builtin_mul_overflow(shape[i] - 1, strides[i], &span) || __builtin_add_overflow(need, span, &need);
+      }
+      if (over) {
+        fu_error(ev->diag, call->loc, "as_strided view needs more than 2^63-1 elements");
+        return FU_ERR_UNSUPPORTED;
+      }
       if (need > storage) {
         fu_error(ev->diag, call->loc, "as_strided view needs %lld elements but the tensor has %lld", (long long)need,
                  (long long)storage);

@@ -1,6 +1,7 @@
 /* fuser: conversions between storage dtypes and the interpreter's compute
  * kinds, one strided row at a time (the switch on dtypes sits outside the
  * element loops). */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -16,8 +17,10 @@ fu_ck fu_interp_ck(fu_dtype dt) {
   }
 }
 
-/* C's float-to-int conversion is undefined out of range; the GPU's cvt.rzi
- * saturates and maps NaN to 0, so the interpreter does the same. */
+/* C's float-to-int conversion is undefined out of range.  The LLVM backend
+ * emits llvm.fptosi.sat (lib/target/llvm/types.c): toward zero, saturating
+ * at the integer's bounds, NaN to 0, which is also what the GPU's cvt.rzi
+ * does.  The interpreter (and so the constant folder) does the same. */
 int64_t fu_interp_f2i64(double d) {
   if (isnan(d)) return 0;
   if (d >= 9223372036854775808.0) return INT64_MAX;
@@ -30,6 +33,20 @@ int32_t fu_interp_f2i32(double d) {
   if (d >= 2147483647.0) return INT32_MAX;
   if (d <= -2147483648.0) return INT32_MIN;
   return (int32_t)d;
+}
+
+/* Double to float, rounding to nearest even like the GPU's cvt.rn.f32.f64:
+ * C leaves a plain (float) cast undefined beyond FLT_MAX, so the overflow
+ * is spelled out.  A value that rounds past FLT_MAX (at or above FLT_MAX
+ * plus half its ulp, 2^128 - 2^103) is an infinity of its sign; one
+ * between FLT_MAX and that rounds to FLT_MAX; NaN stays NaN (its sign
+ * kept). */
+float fu_interp_d2f(double d) {
+  if (isnan(d)) return signbit(d) ? -NAN : NAN;
+  double a = fabs(d);
+  if (a >= 0x1.ffffffp127) return signbit(d) ? -INFINITY : INFINITY;
+  if (a > FLT_MAX) return signbit(d) ? -FLT_MAX : FLT_MAX;
+  return (float)d;
 }
 
 /* Unaligned-safe element reads and writes (views of .npy buffers need not
@@ -96,12 +113,12 @@ void fu_interp_load(fu_dtype dt, const void *p, int64_t s, size_t n, fu_ck k, vo
     if (dt == FU_DT_F32) {
       for (size_t i = 0; i < n; i++) o[i] = RD(float, p, (int64_t)i, s);
     } else if (dt == FU_DT_F64) {
-      for (size_t i = 0; i < n; i++) o[i] = (float)RD(double, p, (int64_t)i, s);
+      for (size_t i = 0; i < n; i++) o[i] = fu_interp_d2f(RD(double, p, (int64_t)i, s));
     } else if (dt == FU_DT_I64) {
       /* Directly from int64: one rounding. */
       for (size_t i = 0; i < n; i++) o[i] = (float)elem_i(dt, p, (int64_t)i, s);
     } else {
-      for (size_t i = 0; i < n; i++) o[i] = (float)elem_f(dt, p, (int64_t)i, s);
+      for (size_t i = 0; i < n; i++) o[i] = fu_interp_d2f(elem_f(dt, p, (int64_t)i, s));
     }
     break;
   }
@@ -117,7 +134,7 @@ void fu_interp_load(fu_dtype dt, const void *p, int64_t s, size_t n, fu_ck k, vo
 static void put_f(fu_dtype dt, void *p, int64_t i, int64_t s, double v) {
   switch (dt) {
   case FU_DT_F64: WR(double, p, i, s, v); break;
-  case FU_DT_F32: WR(float, p, i, s, (float)v); break;
+  case FU_DT_F32: WR(float, p, i, s, fu_interp_d2f(v)); break;
   case FU_DT_F16: WR(uint16_t, p, i, s, fu_f16_from_double(v)); break;
   case FU_DT_BF16: WR(uint16_t, p, i, s, fu_bf16_from_double(v)); break;
   case FU_DT_I64: WR(int64_t, p, i, s, fu_interp_f2i64(v)); break;

@@ -183,7 +183,9 @@ static fu_status eval_slice(fu_interp *I, fu_op *op, fu_interp_slot *s, fu_host_
                                 "slice [%lld:%lld] of dim %u is out of bounds for extent %lld", (long long)b,
                                 (long long)e, d, (long long)in->shape[d]);
     v.shape[d] = (e - b) / st + ((e - b) % st != 0);
-    v.strides[d] = in->strides[d] * st;
+    /* with two or more elements st <= e - b, so the product stays inside
+     * the operand's storage; a huge step over one element must not overflow */
+    v.strides[d] = v.shape[d] > 1 ? in->strides[d] * st : in->strides[d];
     off += b * in->strides[d];
   }
   v.data = offset_data(in, off, any_zero(v.rank, v.shape));
@@ -381,31 +383,40 @@ static fu_status eval_iota(fu_interp *I, fu_op *op) {
   return FU_OK;
 }
 
+/* The op's one tensor operand, as a slot and a host view; with `same`,
+ * also checks that the result keeps its dtype (every view op but pad). */
+static fu_status take_operand(fu_interp *I, fu_op *op, bool same, fu_interp_slot **s, fu_host_tensor *in) {
+  *s = fu_interp_operand(I, op, 0);
+  if (!*s) return FU_ERR_RUNTIME;
+  fu_status st = fu_interp_operand_tensor(I, op, 0, in);
+  if (st != FU_OK || !same) return st;
+  return same_dtype(I, op, in);
+}
+
 fu_status fu_interp_eval_shape_op(fu_interp *I, fu_op *op) {
-  fu_op_class cls = fu_op_info_of(op->kind)->cls;
-  switch (cls) {
+  fu_interp_slot *s = NULL;
+  fu_host_tensor in;
+  fu_status st;
+  switch (fu_op_info_of(op->kind)->cls) {
   case FU_OC_CAT: return eval_cat(I, op);
   case FU_OC_FULL: return eval_full(I, op);
   case FU_OC_IOTA: return eval_iota(I, op);
-  default: break;
-  }
-  fu_interp_slot *s = fu_interp_operand(I, op, 0);
-  if (!s) return FU_ERR_RUNTIME;
-  fu_host_tensor in;
-  fu_status st = fu_interp_operand_tensor(I, op, 0, &in);
-  if (st != FU_OK) return st;
-  if (cls == FU_OC_PAD) return eval_pad(I, op, &in);
-  st = same_dtype(I, op, &in);
-  if (st != FU_OK) return st;
-  switch (cls) {
-  case FU_OC_BROADCAST_IN_DIM: return eval_broadcast_in_dim(I, op, s, &in);
-  case FU_OC_BROADCAST: return eval_broadcast(I, op, s, &in);
-  case FU_OC_EXPAND: return eval_expand(I, op, s, &in);
-  case FU_OC_RESHAPE: return eval_reshape(I, op, s, &in);
-  case FU_OC_PERMUTE: return eval_permute(I, op, s, &in);
-  case FU_OC_SQUEEZE: return eval_squeeze(I, op, s, &in);
-  case FU_OC_SLICE: return eval_slice(I, op, s, &in);
-  default: break;
+  case FU_OC_PAD: return (st = take_operand(I, op, false, &s, &in)) ? st : eval_pad(I, op, &in);
+  case FU_OC_BROADCAST_IN_DIM:
+    return (st = take_operand(I, op, true, &s, &in)) ? st : eval_broadcast_in_dim(I, op, s, &in);
+  case FU_OC_BROADCAST: return (st = take_operand(I, op, true, &s, &in)) ? st : eval_broadcast(I, op, s, &in);
+  case FU_OC_EXPAND: return (st = take_operand(I, op, true, &s, &in)) ? st : eval_expand(I, op, s, &in);
+  case FU_OC_RESHAPE: return (st = take_operand(I, op, true, &s, &in)) ? st : eval_reshape(I, op, s, &in);
+  case FU_OC_PERMUTE: return (st = take_operand(I, op, true, &s, &in)) ? st : eval_permute(I, op, s, &in);
+  case FU_OC_SQUEEZE: return (st = take_operand(I, op, true, &s, &in)) ? st : eval_squeeze(I, op, s, &in);
+  case FU_OC_SLICE: return (st = take_operand(I, op, true, &s, &in)) ? st : eval_slice(I, op, s, &in);
+  case FU_OC_META:
+  case FU_OC_UNARY:
+  case FU_OC_BINARY:
+  case FU_OC_TERNARY:
+  case FU_OC_CAST:
+  case FU_OC_REDUCE:
+  case FU_OC_VARIANCE: break;
   }
   return fu_interp_op_error(I, op, FU_ERR_UNSUPPORTED, "the interpreter does not implement this op");
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuser/example_sizes.h"
 #include "fuser/npy.h"
 #include "interp_internal.h"
 
@@ -431,8 +432,8 @@ static fu_status make_tensor(const input_plan *p, uint32_t pos, fu_bindings *b, 
       return input_error(diag, op, FU_ERR_INVALID_ARG,
                          "symbol '%s' (dim %d) has no size: give the input example_shape=[...] or npy=\"...\", or "
                          "ask for random inputs (fuser-run --random) to use %lld",
-                         e.sym, d, (long long)(o->default_extent > 0 ? o->default_extent : 4));
-    shape[d] = o->default_extent > 0 ? o->default_extent : 4;
+                         e.sym, d, (long long)(o->default_extent > 0 ? o->default_extent : FU_DEFAULT_EXTENT));
+    shape[d] = o->default_extent > 0 ? o->default_extent : FU_DEFAULT_EXTENT;
     if (fu_bindings_add(b, e.sym, shape[d], op->results[0], d) != FU_OK)
       return input_error(diag, op, FU_ERR_NOMEM, "out of memory");
   }

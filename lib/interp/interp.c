@@ -427,7 +427,10 @@ static fu_status eval_output(fu_interp *I, fu_op *op) {
 /* ---- the walk ------------------------------------------------------------------------ */
 
 static fu_status eval_block(fu_interp *I, fu_block *b);
+static fu_status eval_meta(fu_interp *I, fu_op *op);
 
+/* One op, dispatched on its class; the switch lists every class, so the
+ * compiler names it when a class is added. */
 static fu_status eval_op(fu_interp *I, fu_op *op) {
   const fu_op_info *info = fu_op_info_of(op->kind);
   if (info->num_operands >= 0 && op->n_operands != (uint32_t)info->num_operands && op->kind != FU_OP_SEGMENT)
@@ -435,10 +438,36 @@ static fu_status eval_op(fu_interp *I, fu_op *op) {
                               op->n_operands);
   for (uint32_t i = 0; i < op->n_operands; i++)
     if (!op->operands[i]) return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "operand %u is missing", i);
-  switch (op->kind) {
-  case FU_OP_INPUT: return eval_input(I, op);
-  case FU_OP_OUTPUT: return eval_output(I, op);
-  case FU_OP_SEGMENT: {
+  if (info->cls != FU_OC_META && op->n_results < 1)
+    return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "the op has no result");
+  switch (info->cls) {
+  case FU_OC_META: return eval_meta(I, op);
+  case FU_OC_UNARY:
+  case FU_OC_BINARY:
+  case FU_OC_TERNARY:
+  case FU_OC_CAST: return eval_pointwise(I, op);
+  case FU_OC_REDUCE:
+  case FU_OC_VARIANCE: return eval_reduction(I, op);
+  case FU_OC_BROADCAST_IN_DIM:
+  case FU_OC_BROADCAST:
+  case FU_OC_EXPAND:
+  case FU_OC_RESHAPE:
+  case FU_OC_PERMUTE:
+  case FU_OC_SQUEEZE:
+  case FU_OC_SLICE:
+  case FU_OC_CAT:
+  case FU_OC_PAD:
+  case FU_OC_FULL:
+  case FU_OC_IOTA: return fu_interp_eval_shape_op(I, op);
+  }
+  return fu_interp_op_error(I, op, FU_ERR_UNSUPPORTED, "the interpreter does not implement this op");
+}
+
+/* The structural ops: inputs, outputs and a segment's body. */
+static fu_status eval_meta(fu_interp *I, fu_op *op) {
+  if (op->kind == FU_OP_INPUT) return eval_input(I, op);
+  if (op->kind == FU_OP_OUTPUT) return eval_output(I, op);
+  if (op->kind == FU_OP_SEGMENT) {
     if (op->u.segment.body) {
       fu_status st = eval_block(I, op->u.segment.body);
       if (st != FU_OK) return st;
@@ -458,18 +487,7 @@ static fu_status eval_op(fu_interp *I, fu_op *op) {
     }
     return FU_OK;
   }
-  default: break;
-  }
-  if (op->n_results < 1) return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "the op has no result");
-  switch (info->cls) {
-  case FU_OC_UNARY:
-  case FU_OC_BINARY:
-  case FU_OC_TERNARY:
-  case FU_OC_CAST: return eval_pointwise(I, op);
-  case FU_OC_REDUCE:
-  case FU_OC_VARIANCE: return eval_reduction(I, op);
-  default: return fu_interp_eval_shape_op(I, op);
-  }
+  return fu_interp_op_error(I, op, FU_ERR_UNSUPPORTED, "the interpreter does not implement this op");
 }
 
 /* After an op: drop one use of each operand, and results nobody uses. */

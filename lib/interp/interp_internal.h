@@ -34,6 +34,8 @@ void fu_interp_store(fu_dtype dt, void *p, int64_t stride, size_t n, fu_ck k, co
 /* Saturating, truncating float-to-int conversions (NaN gives 0). */
 int64_t fu_interp_f2i64(double d);
 int32_t fu_interp_f2i32(double d);
+/* Double to float with defined overflow (to an infinity) and NaN kept. */
+float fu_interp_d2f(double d);
 
 /* `case FU_OP_<id>:` for the kinds of every class that is not pointwise,
  * nothing for the pointwise ones: a kernel switch over op kinds lists them

@@ -341,10 +341,13 @@ static fu_status infer_ternary(ictx *c, fu_type *out) {
   switch (op->kind) {
   case FU_OP_WHERE: out->dtype = fu_dtype_common(op->operands + 1, 2); break;
   case FU_OP_CLAMP: out->dtype = op->operands[0]->type.dtype; break;
-  default: { /* lerp: a float result */
+  case FU_OP_LERP: { /* a float result */
     fu_dtype d = fu_dtype_common(op->operands, 3);
     out->dtype = fu_dtype_is_float(d) ? d : FU_DT_F32;
+    break;
   }
+  default: /* a new ternary op needs its dtype rule here */
+    return err(c, "'%s': no dtype rule for this ternary op", c->name);
   }
   return FU_OK;
 }
@@ -495,16 +498,18 @@ static fu_status infer_expand(ictx *c, fu_type *out) {
  * the constant product overflows. */
 static bool count_elems(const fu_type *t, int64_t *prod, const char **syms, int *nsym) {
   int64_t p = 1;
+  bool ovf = false, zero = false; /* a 0 extent makes any product 0 */
   *nsym = 0;
   for (int32_t i = 0; i < t->rank; i++) {
     if (t->dims[i].sym) {
       syms[(*nsym)++] = t->dims[i].sym;
       continue;
     }
-    if (__builtin_mul_overflow(p, t->dims[i].value, &p)) return false;
+    zero |= t->dims[i].value == 0;
+    ovf |= __builtin_mul_overflow(p, t->dims[i].value, &p);
   }
-  *prod = p;
-  return true;
+  *prod = zero ? 0 : p;
+  return zero || !ovf;
 }
 
 /* Same element count: both empty (a constant 0 extent), or equal constant
@@ -763,23 +768,27 @@ static fu_status infer_meta(ictx *c, fu_type *out) {
   return FU_OK;
 }
 
-static bool list_ok(const fu_int_list *l) { return l->n == 0 || l->v != NULL; }
-
 /* Lists built through the C API must hold the entries they count; the
- * rules below index them freely. */
+ * rules below index them freely.  The class's attribute table names the
+ * lists. */
 static bool payload_ok(const fu_op *op) {
-  switch (fu_op_info_of(op->kind)->cls) {
-  case FU_OC_REDUCE: return list_ok(&op->u.reduce.axes);
-  case FU_OC_VARIANCE: return list_ok(&op->u.variance.axes);
-  case FU_OC_BROADCAST_IN_DIM: return list_ok(&op->u.broadcast_in_dim.broadcast_dims);
-  case FU_OC_BROADCAST: return op->u.broadcast.n == 0 || op->u.broadcast.is_broadcast != NULL;
-  case FU_OC_PERMUTE: return list_ok(&op->u.permute.dims);
-  case FU_OC_SQUEEZE: return list_ok(&op->u.squeeze.dims);
-  case FU_OC_SLICE:
-    return list_ok(&op->u.slice.starts) && list_ok(&op->u.slice.ends) && list_ok(&op->u.slice.steps);
-  case FU_OC_PAD: return list_ok(&op->u.pad.widths);
-  default: return true;
+  fu_attr_spec spec = fu_op_attr_spec(fu_op_info_of(op->kind)->cls);
+  for (uint32_t i = 0; i < spec.n; i++) {
+    const fu_attr_field *f = &spec.fields[i];
+    const char *at = (const char *)&op->u;
+    if (f->kind == FU_AK_INT_LIST) {
+      fu_int_list l;
+      memcpy(&l, at + f->offset, sizeof l);
+      if (l.n && !l.v) return false;
+    } else if (f->kind == FU_AK_BOOL_LIST) {
+      uint32_t n;
+      bool *b;
+      memcpy(&n, at + f->count_offset, sizeof n);
+      memcpy(&b, at + f->offset, sizeof b);
+      if (n && !b) return false;
+    }
   }
+  return true;
 }
 
 fu_status fu_ir_infer(fu_op *op, fu_type *out, fu_extent *scratch, fu_diag_engine *diag) {

@@ -9,31 +9,34 @@
 
 #define U(member) offsetof(union fu_op_payload, member)
 
+/* {name, kind, offset, count_offset, print_always, required, absent}; a
+ * slice's missing steps are all 1 (the parser fills them). */
+
 static const fu_attr_field reduce_fields[] = {
-    {"axes", FU_AK_INT_LIST, U(reduce.axes), 0, true},
-    {"keepdim", FU_AK_BOOL, U(reduce.keepdim), 0, false},
-    {"dtype", FU_AK_DTYPE, U(reduce.dtype), 0, false},
+    {"axes", FU_AK_INT_LIST, U(reduce.axes), 0, true, true, 0},
+    {"keepdim", FU_AK_BOOL, U(reduce.keepdim), 0, false, false, 0},
+    {"dtype", FU_AK_DTYPE, U(reduce.dtype), 0, false, false, 0},
 };
 static const fu_attr_field variance_fields[] = {
-    {"axes", FU_AK_INT_LIST, U(variance.axes), 0, true},
-    {"correction", FU_AK_INT, U(variance.correction), 0, true},
-    {"keepdim", FU_AK_BOOL, U(variance.keepdim), 0, false},
+    {"axes", FU_AK_INT_LIST, U(variance.axes), 0, true, true, 0},
+    {"correction", FU_AK_INT, U(variance.correction), 0, true, false, 1},
+    {"keepdim", FU_AK_BOOL, U(variance.keepdim), 0, false, false, 0},
 };
 static const fu_attr_field broadcast_in_dim_fields[] = {
-    {"broadcast_dims", FU_AK_INT_LIST, U(broadcast_in_dim.broadcast_dims), 0, true},
+    {"broadcast_dims", FU_AK_INT_LIST, U(broadcast_in_dim.broadcast_dims), 0, true, true, 0},
 };
 static const fu_attr_field broadcast_fields[] = {
-    {"is_broadcast_dim", FU_AK_BOOL_LIST, U(broadcast.is_broadcast), U(broadcast.n), true},
+    {"is_broadcast_dim", FU_AK_BOOL_LIST, U(broadcast.is_broadcast), U(broadcast.n), true, true, 0},
 };
-static const fu_attr_field permute_fields[] = {{"dims", FU_AK_INT_LIST, U(permute.dims), 0, true}};
-static const fu_attr_field squeeze_fields[] = {{"dims", FU_AK_INT_LIST, U(squeeze.dims), 0, true}};
+static const fu_attr_field permute_fields[] = {{"dims", FU_AK_INT_LIST, U(permute.dims), 0, true, true, 0}};
+static const fu_attr_field squeeze_fields[] = {{"dims", FU_AK_INT_LIST, U(squeeze.dims), 0, true, true, 0}};
 static const fu_attr_field slice_fields[] = {
-    {"starts", FU_AK_INT_LIST, U(slice.starts), 0, true},
-    {"ends", FU_AK_INT_LIST, U(slice.ends), 0, true},
-    {"steps", FU_AK_INT_LIST, U(slice.steps), 0, true},
+    {"starts", FU_AK_INT_LIST, U(slice.starts), 0, true, true, 0},
+    {"ends", FU_AK_INT_LIST, U(slice.ends), 0, true, true, 0},
+    {"steps", FU_AK_INT_LIST, U(slice.steps), 0, true, false, 0},
 };
-static const fu_attr_field cat_fields[] = {{"dim", FU_AK_INT, U(cat.dim), 0, true}};
-static const fu_attr_field pad_fields[] = {{"widths", FU_AK_INT_LIST, U(pad.widths), 0, true}};
+static const fu_attr_field cat_fields[] = {{"dim", FU_AK_INT, U(cat.dim), 0, true, true, 0}};
+static const fu_attr_field pad_fields[] = {{"widths", FU_AK_INT_LIST, U(pad.widths), 0, true, true, 0}};
 
 #undef U
 

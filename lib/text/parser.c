@@ -517,17 +517,6 @@ static bool get_bool(parser *p, int32_t ni) { return is_kw(&node(p, ni)->tok, "t
 
 /* ---- op payloads ------------------------------------------------------- */
 
-static const attr_spec reduce_specs[] = {{"axes", AK_INT_LIST, true}, {"keepdim", AK_BOOL, false}, {"dtype", AK_DTYPE, false}};
-static const attr_spec variance_specs[] = {
-    {"axes", AK_INT_LIST, true}, {"correction", AK_INT, false}, {"keepdim", AK_BOOL, false}};
-static const attr_spec bid_specs[] = {{"broadcast_dims", AK_INT_LIST, true}};
-static const attr_spec broadcast_specs[] = {{"is_broadcast_dim", AK_BOOL_LIST, true}};
-static const attr_spec dims_specs[] = {{"dims", AK_INT_LIST, true}};
-static const attr_spec slice_specs[] = {
-    {"starts", AK_INT_LIST, true}, {"ends", AK_INT_LIST, true}, {"steps", AK_INT_LIST, false}};
-static const attr_spec cat_specs[] = {{"dim", AK_INT, true}};
-static const attr_spec pad_specs[] = {{"widths", AK_INT_LIST, true}};
-
 enum { IN_STRIDES, IN_STRIDE_ORDER, IN_CONTIGUITY, IN_EXAMPLE, IN_NPY, IN_SEED, IN_SHAPE, IN_EX_STRIDES, IN_LOW, IN_HIGH, IN_N };
 static const attr_spec input_specs[IN_N] = {
     [IN_STRIDES] = {"strides", AK_INT_LIST, false},
@@ -542,82 +531,82 @@ static const attr_spec input_specs[IN_N] = {
     [IN_HIGH] = {"high", AK_INT, false},
 };
 
-#define NSPECS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-/* Fills op->u from the attribute dict, per op class.  False on any error
- * (already reported). */
-static bool fill_payload(parser *p, fu_op *op, size_t abase, const fu_token *optok) {
-  const fu_op_info *info = fu_op_info_of(op->kind);
-  const char *name = info->name;
-  int32_t f[4];
-  switch (info->cls) {
-  case FU_OC_REDUCE:
-    if (!match_attrs(p, abase, name, optok, reduce_specs, NSPECS(reduce_specs), f)) return false;
-    op->u.reduce.axes = get_int_list(p, f[0]);
-    op->u.reduce.keepdim = f[1] >= 0 && get_bool(p, f[1]);
-    op->u.reduce.dtype = f[2] >= 0 ? fu_dtype_from_name(node(p, f[2])->tok.p, node(p, f[2])->tok.len) : FU_DT_NONE;
-    return true;
-  case FU_OC_VARIANCE:
-    if (!match_attrs(p, abase, name, optok, variance_specs, NSPECS(variance_specs), f)) return false;
-    op->u.variance.axes = get_int_list(p, f[0]);
-    op->u.variance.correction = f[1] >= 0 ? node(p, f[1])->tok.ival : 1;
-    op->u.variance.keepdim = f[2] >= 0 && get_bool(p, f[2]);
-    return true;
-  case FU_OC_BROADCAST_IN_DIM:
-    if (!match_attrs(p, abase, name, optok, bid_specs, 1, f)) return false;
-    op->u.broadcast_in_dim.broadcast_dims = get_int_list(p, f[0]);
-    return true;
-  case FU_OC_BROADCAST: {
-    if (!match_attrs(p, abase, name, optok, broadcast_specs, 1, f)) return false;
-    uint32_t n = node(p, f[0])->n;
+/* The parser's view of an attribute kind of the op attribute table. */
+static attr_kind field_kind(fu_attr_kind k) {
+  switch (k) {
+  case FU_AK_INT: return AK_INT;
+  case FU_AK_BOOL: return AK_BOOL;
+  case FU_AK_DTYPE: return AK_DTYPE;
+  case FU_AK_INT_LIST: return AK_INT_LIST;
+  case FU_AK_BOOL_LIST: return AK_BOOL_LIST;
+  }
+  return AK_INT;
+}
+
+/* Writes one attribute (node `ni`, or -1 when absent) into the payload
+ * member the table names. */
+static bool store_field(parser *p, fu_op *op, const fu_attr_field *fd, int32_t ni) {
+  void *x = (char *)&op->u + fd->offset;
+  switch (fd->kind) {
+  case FU_AK_INT: *(int64_t *)x = ni >= 0 ? node(p, ni)->tok.ival : fd->absent; break;
+  case FU_AK_BOOL: *(bool *)x = ni >= 0 && get_bool(p, ni); break;
+  case FU_AK_DTYPE:
+    *(fu_dtype *)x = ni >= 0 ? fu_dtype_from_name(node(p, ni)->tok.p, node(p, ni)->tok.len) : FU_DT_NONE;
+    break;
+  case FU_AK_INT_LIST: *(fu_int_list *)x = ni >= 0 ? get_int_list(p, ni) : (fu_int_list){0}; break;
+  case FU_AK_BOOL_LIST: {
+    uint32_t n = ni >= 0 ? node(p, ni)->n : 0;
     bool *b = n ? fu_arena_calloc(p->m->arena, n, sizeof *b) : NULL;
     if (n && !b) {
       p->nomem = true;
       return false;
     }
     uint32_t i = 0;
-    for (int32_t c = node(p, f[0])->first; c >= 0; c = node(p, c)->next) b[i++] = get_bool(p, c);
-    op->u.broadcast.is_broadcast = b;
-    op->u.broadcast.n = n;
-    return true;
+    if (ni >= 0)
+      for (int32_t c = node(p, ni)->first; c >= 0; c = node(p, c)->next) b[i++] = get_bool(p, c);
+    *(bool **)x = b;
+    memcpy((char *)&op->u + fd->count_offset, &n, sizeof n);
+    break;
   }
-  case FU_OC_PERMUTE:
-    if (!match_attrs(p, abase, name, optok, dims_specs, 1, f)) return false;
-    op->u.permute.dims = get_int_list(p, f[0]);
-    return true;
-  case FU_OC_SQUEEZE:
-    if (!match_attrs(p, abase, name, optok, dims_specs, 1, f)) return false;
-    op->u.squeeze.dims = get_int_list(p, f[0]);
-    return true;
-  case FU_OC_SLICE: {
-    if (!match_attrs(p, abase, name, optok, slice_specs, NSPECS(slice_specs), f)) return false;
-    op->u.slice.starts = get_int_list(p, f[0]);
-    op->u.slice.ends = get_int_list(p, f[1]);
-    uint32_t n = op->u.slice.starts.n;
-    if (f[2] >= 0) {
-      op->u.slice.steps = get_int_list(p, f[2]);
-    } else {
-      int64_t ones[MAX_ATTR_LIST];
-      for (uint32_t i = 0; i < n; i++) ones[i] = 1;
-      op->u.slice.steps = fu_int_list_copy(p->m, ones, n);
-    }
-    if (op->u.slice.ends.n != n || op->u.slice.steps.n != n) {
-      error_at(p, optok, "'slice' attributes 'starts', 'ends' and 'steps' must have the same length");
-      return false;
-    }
-    return true;
   }
-  case FU_OC_CAT:
-    if (!match_attrs(p, abase, name, optok, cat_specs, 1, f)) return false;
-    op->u.cat.dim = node(p, f[0])->tok.ival;
-    return true;
-  case FU_OC_PAD:
-    if (!match_attrs(p, abase, name, optok, pad_specs, 1, f)) return false;
-    op->u.pad.widths = get_int_list(p, f[0]);
-    return true;
-  default:
-    return match_attrs(p, abase, name, optok, NULL, 0, f);
+  return true;
+}
+
+/* A slice's steps default to 1, and its three lists have one length. */
+static bool fill_slice_steps(parser *p, fu_op *op, bool stated, const fu_token *optok) {
+  uint32_t n = op->u.slice.starts.n;
+  if (!stated) {
+    int64_t ones[MAX_ATTR_LIST];
+    for (uint32_t i = 0; i < n; i++) ones[i] = 1;
+    op->u.slice.steps = fu_int_list_copy(p->m, ones, n);
   }
+  if (op->u.slice.ends.n != n || op->u.slice.steps.n != n) {
+    error_at(p, optok, "'slice' attributes 'starts', 'ends' and 'steps' must have the same length");
+    return false;
+  }
+  return true;
+}
+
+/* Fills op->u from the attribute dict through the class's attribute table
+ * (lib/ir/op_attrs.c).  False on any error (already reported). */
+static bool fill_payload(parser *p, fu_op *op, size_t abase, const fu_token *optok) {
+  const fu_op_info *info = fu_op_info_of(op->kind);
+  fu_attr_spec spec = fu_op_attr_spec(info->cls);
+  enum { MAX_FIELDS = 4 };
+  attr_spec specs[MAX_FIELDS] = {{NULL, AK_INT, false}};
+  int32_t f[MAX_FIELDS];
+  if (spec.n > MAX_FIELDS) {
+    error_at(p, optok, "'%s' has more attributes than the parser takes", info->name);
+    return false;
+  }
+  for (uint32_t i = 0; i < spec.n; i++)
+    specs[i] = (attr_spec){spec.fields[i].name, field_kind(spec.fields[i].kind), spec.fields[i].required};
+  if (!match_attrs(p, abase, info->name, optok, specs, (int)spec.n, f)) return false;
+  for (uint32_t i = 0; i < spec.n; i++)
+    if (!store_field(p, op, &spec.fields[i], f[i])) return false;
+  if (info->cls == FU_OC_SLICE) return fill_slice_steps(p, op, f[2] >= 0, optok);
+  return true;
 }
 
 /* `host=true|false` marks a view op as a host-side alias (ir.h, fu_op.host).
@@ -964,8 +953,20 @@ static bool type_is_stated(fu_op_kind k) {
   case FU_OC_FULL:
   case FU_OC_IOTA:
   case FU_OC_CAST: return true;
-  default: return false;
+  case FU_OC_META:
+  case FU_OC_UNARY:
+  case FU_OC_BINARY:
+  case FU_OC_TERNARY:
+  case FU_OC_REDUCE:
+  case FU_OC_VARIANCE:
+  case FU_OC_BROADCAST:
+  case FU_OC_PERMUTE:
+  case FU_OC_SQUEEZE:
+  case FU_OC_SLICE:
+  case FU_OC_CAT:
+  case FU_OC_PAD: break;
   }
+  return false;
 }
 
 static void bind_poison(parser *p, size_t tbase) {

@@ -35,31 +35,19 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fuser/example_sizes.h"
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
 
 enum { BLOCK = 128, LARGE_BLOCK = 512, MAX_SAXES = 64 };
 
-/* Symbol values from the inputs' example shapes, for estimates only: a
- * symbol takes the example extent of the first input dim it sizes. */
-typedef struct binding {
-  const fu_fusion *f;
-} binding;
-
-static void bind_examples(fu_fusion *f, binding *b) { b->f = f; }
+/* Symbol values from the inputs' example shapes, for estimates only. */
+typedef fu_example_sizes binding;
 
 /* Extent at the example sizes; unbound symbols count as 4096. */
 static double estimate_extent(const binding *b, fu_extent e) {
   if (!e.sym) return (double)e.value;
-  for (const fu_op *op = b->f->body.first; op; op = op->next) {
-    if (op->kind != FU_OP_INPUT || !op->n_results) continue;
-    const fu_type *t = &op->results[0]->type;
-    const fu_example *ex = &op->u.input.example;
-    if (ex->rank != t->rank || !ex->shape) continue;
-    for (int32_t d = 0; d < t->rank; d++)
-      if (t->dims[d].sym && strcmp(t->dims[d].sym, e.sym) == 0) return (double)ex->shape[d];
-  }
-  return 4096.0;
+  return (double)fu_example_extent(b, e, 4096);
 }
 
 static double estimate_numel(const binding *b, const fu_type *t) {
@@ -469,7 +457,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   fu_module *m = f->module;
   const fu_segment_info *si = &seg->u.segment;
   binding bind;
-  bind_examples(f, &bind);
+  if (fu_example_sizes_bind(&bind, f, m->alloc) != FU_OK) return FU_ERR_NOMEM;
   /* 1. reference */
   const fu_value *ref = NULL;
   double ref_n = -1;
@@ -485,6 +473,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   if (!ref) {
     fu_error(diag, seg->loc, "%s segment '@%s' has no tensor output to schedule",
              si->kind == FU_SK_NONE ? "pointwise" : fu_sched_kind_name(si->kind), si->name ? si->name : "?");
+    fu_example_sizes_free(&bind);
     return FU_ERR_UNSUPPORTED;
   }
   /* 2. shape */
@@ -493,6 +482,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   bool probed = run_probe(f, seg, ref, diag, &pr, &pr_cap);
   plan p = {probed ? choose_break(ref, &pr, &bind) : 0, 1, 1, BLOCK};
   probe_free(m, &pr, pr_cap);
+  fu_example_sizes_free(&bind);
   if (!probed) return FU_ERR_VERIFY;
   /* 3. vector width: 16 bytes over the widest dtype of the segment's global
    * tensors (bool tensors are accessed element by element and do not count;

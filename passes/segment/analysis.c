@@ -21,70 +21,11 @@ static uint64_t hash_str(const char *s, uint64_t h) {
   return h;
 }
 
-static uint64_t hash_ptr(const void *p) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x;
-}
-
-/* ---- symbol bindings from example shapes ---------------------------------- */
-
-static bool bind_put(fu_seg_env *env, const char *sym, int64_t val) {
-  if ((env->n_bind + 1) * 2 > env->bind_cap) {
-    uint32_t cap = env->bind_cap ? env->bind_cap * 2 : 16;
-    const char **ks = fu_mem_calloc(&env->alloc, cap, sizeof *ks);
-    int64_t *vs = fu_mem_calloc(&env->alloc, cap, sizeof *vs);
-    if (!ks || !vs) {
-      fu_mem_free(&env->alloc, ks, (size_t)cap * sizeof *ks);
-      fu_mem_free(&env->alloc, vs, (size_t)cap * sizeof *vs);
-      return false;
-    }
-    for (uint32_t i = 0; i < env->bind_cap; i++) {
-      if (!env->bind_sym[i]) continue;
-      uint32_t j = (uint32_t)(hash_ptr(env->bind_sym[i]) & (cap - 1));
-      while (ks[j]) j = (j + 1) & (cap - 1);
-      ks[j] = env->bind_sym[i];
-      vs[j] = env->bind_val[i];
-    }
-    fu_mem_free(&env->alloc, env->bind_sym, (size_t)env->bind_cap * sizeof *env->bind_sym);
-    fu_mem_free(&env->alloc, env->bind_val, (size_t)env->bind_cap * sizeof *env->bind_val);
-    env->bind_sym = ks;
-    env->bind_val = vs;
-    env->bind_cap = cap;
-  }
-  uint32_t j = (uint32_t)(hash_ptr(sym) & (env->bind_cap - 1));
-  while (env->bind_sym[j]) {
-    if (env->bind_sym[j] == sym) return true; /* first binding wins */
-    j = (j + 1) & (env->bind_cap - 1);
-  }
-  env->bind_sym[j] = sym;
-  env->bind_val[j] = val;
-  env->n_bind++;
-  return true;
-}
-
-static bool bind_get(const fu_seg_env *env, const char *sym, int64_t *val) {
-  if (!env->bind_cap) return false;
-  uint32_t j = (uint32_t)(hash_ptr(sym) & (env->bind_cap - 1));
-  while (env->bind_sym[j]) {
-    if (env->bind_sym[j] == sym) {
-      *val = env->bind_val[j];
-      return true;
-    }
-    j = (j + 1) & (env->bind_cap - 1);
-  }
-  return false;
-}
+/* ---- extents at the example sizes ------------------------------------------ */
 
 uint64_t fu_seg_extent_est(const fu_seg_env *env, fu_extent e) {
-  if (e.sym) {
-    int64_t v;
-    if (bind_get(env, e.sym, &v)) return v > 0 ? (uint64_t)v : 0;
-    return FU_SEG_DEFAULT_EXTENT;
-  }
-  return e.value > 0 ? (uint64_t)e.value : 0;
+  int64_t v = fu_example_extent(&env->sizes, e, FU_SEG_DEFAULT_EXTENT);
+  return v > 0 ? (uint64_t)v : 0;
 }
 
 /* ---- iteration spaces ----------------------------------------------------- */
@@ -424,6 +365,7 @@ fu_status fu_seg_env_init(fu_seg_env *env, fu_fusion *f, fu_diag_engine *diag, F
   env->n_values = f->next_value_id;
   fu_status st = alloc_arrays(env);
   if (st != FU_OK) return st;
+  if ((st = fu_example_sizes_bind(&env->sizes, f, env->alloc)) != FU_OK) return st;
   for (uint32_t v = 0; v < env->n_values; v++) env->v_def[v] = FU_SEG_NONE;
   for (uint32_t i = 0; i < env->n_op_ids; i++) env->node_of_op[i] = FU_SEG_NONE;
 
@@ -434,13 +376,6 @@ fu_status fu_seg_env_init(fu_seg_env *env, fu_fusion *f, fu_diag_engine *diag, F
     nd->space = -1;
     nd->red_in = nd->red_out = -1;
     set_node_of_subtree(env, op, n);
-    if (op->kind == FU_OP_INPUT && op->n_results == 1) {
-      const fu_type *t = &op->results[0]->type;
-      const fu_example *ex = &op->u.input.example;
-      if (ex->shape && ex->rank == t->rank && t->dims)
-        for (int32_t i = 0; i < t->rank; i++)
-          if (t->dims[i].sym && !bind_put(env, t->dims[i].sym, ex->shape[i])) return FU_ERR_NOMEM;
-    }
   }
 
   /* uses: one entry per operand of a top-level op (segment ops list their
@@ -535,9 +470,8 @@ void fu_seg_env_free(fu_seg_env *env) {
   FREE_N(env->fmt_uf, n);
   FREE_N(env->spaces, env->cap_spaces);
   FREE_N(env->space_tab, env->space_tab_cap);
-  FREE_N(env->bind_sym, env->bind_cap);
-  FREE_N(env->bind_val, env->bind_cap);
 #undef FREE_N
+  fu_example_sizes_free(&env->sizes);
   fu_seg_vec_free(&env->comp_log, a);
   fu_seg_vec_free(&env->cross_v, a);
   fu_seg_vec_free(&env->cross_u, a);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fuser/example_sizes.h"
 #include "fuser/ir.h"
 #include "fuser/segment.h"
 #include "fuser/strbuf.h"
@@ -27,7 +28,8 @@
 #define FU_SEG_NONE UINT32_MAX
 
 /* Symbols without an example binding count as this many elements when
- * estimating bytes. */
+ * estimating bytes (the estimate's own default for fu_example_extent;
+ * made-up data uses FU_DEFAULT_EXTENT). */
 #define FU_SEG_DEFAULT_EXTENT 1024
 /* A persistent kernel keeps each reduced row on chip: at most this many
  * elements per reduction (64K f32 = 256 KiB over a cluster of SMs). */
@@ -302,9 +304,7 @@ typedef struct fu_seg_env {
   uint32_t n_spaces, cap_spaces;
   int32_t *space_tab; /* open addressing, -1 empty */
   uint32_t space_tab_cap;
-  const char **bind_sym; /* symbol bindings from example shapes */
-  int64_t *bind_val;
-  uint32_t bind_cap, n_bind;
+  fu_example_sizes sizes; /* symbol sizes from the inputs' example shapes */
 
   /* groups */
   fu_seg_graph g;

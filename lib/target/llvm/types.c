@@ -58,7 +58,8 @@ LLVMValueRef bk_convert(bk_module *m, LLVMValueRef v, fu_dtype from, fu_dtype to
     from = FU_DT_F32;
     if (to == FU_DT_F32) return v;
   }
-  if (fu_dtype_is_int(to)) return LLVMBuildFPToSI(m->B, v, tt, "");
+  /* toward zero, saturating, NaN to 0: defined, as the interpreter (convert.c) */
+  if (fu_dtype_is_int(to)) return bk_call_intrinsic(m, "llvm.fptosi.sat", (LLVMTypeRef[]){tt, LLVMTypeOf(v)}, 2, &v, 1);
   if (is16(to)) {
     if (from == FU_DT_F64) v = LLVMBuildFPTrunc(m->B, v, m->t_f32, "");
     return LLVMBuildFPTrunc(m->B, v, tt, "");
