@@ -28,11 +28,23 @@ static bool run_bounded(ti_prog *p, const char *text, fu_arg *in, uint32_t n_in,
   return st == FU_OK;
 }
 
+/* Frees what a case made. */
+static void done(ti_prog *p, fu_arg *bounds, fu_arg *in) {
+  fu_args_free(bounds, p->n_out, fu_default_allocator());
+  fu_arg_free(in);
+  ti_free(p);
+}
+
+/* Rows [1, -2, 3, -4] (sum |x| 10) and [0.5 x 4] (2). */
+static fu_arg rows_2x4(void) {
+  return ti_tensor(FU_DT_F32, 2, TI_SHAPE(2, 4), TI_VALS(1, -2, 3, -4, 0.5, 0.5, 0.5, 0.5));
+}
+
 /* The bound of a row sum is 8 u sqrt(n) sum|x|; an epilogue scales it with
  * the derivative; max and outputs with no reduction upstream have none. */
 static void test_sum_bound(void) {
   ti_prog p;
-  fu_arg in = ti_tensor(FU_DT_F32, 2, TI_SHAPE(2, 4), TI_VALS(1, -2, 3, -4, 0.5, 0.5, 0.5, 0.5));
+  fu_arg in = rows_2x4();
   fu_arg *b = NULL;
   if (run_bounded(&p,
                   "fusion @f {\n  %T0 = input f32[2, 4]\n  %T1 = sum %T0 {axes=[1]}\n  %T2 = mul %T1, 2.0\n"
@@ -52,9 +64,7 @@ static void test_sum_bound(void) {
     CHECK_NEAR(fu_host_tensor_get_flat(&b[4].tensor, 3), unit_bound(4) * 10, 1e-12);
     CHECK_NEAR(fu_host_tensor_get_flat(&b[4].tensor, 5), unit_bound(4) * 2, 1e-12);
   }
-  fu_args_free(b, p.n_out, fu_default_allocator());
-  fu_arg_free(&in);
-  ti_free(&p);
+  done(&p, b, &in);
 }
 
 /* A result moved by 0.9 of the bound passes, by 1.1 fails; the check says
@@ -90,9 +100,7 @@ static void test_inside_outside(void) {
     CHECK_EQ_INT(fu_check_compare_bounded(&p.out[0].tensor, &p.out[0].tensor, &other, none, &r), FU_ERR_INVALID_ARG);
     fu_host_tensor_free(&other);
   }
-  fu_args_free(b, p.n_out, fu_default_allocator());
-  fu_arg_free(&in);
-  ti_free(&p);
+  done(&p, b, &in);
 }
 
 enum { ROWS = 4, HALF = 2000, COLS = 2 * HALF, THREADS = 128 };
@@ -159,9 +167,7 @@ static void test_cancellation_and_wrong_kernels(void) {
       fu_host_tensor_free(&got);
     }
   }
-  fu_args_free(b, p.n_out, fu_default_allocator());
-  fu_arg_free(&in);
-  ti_free(&p);
+  done(&p, b, &in);
   free(v);
 }
 
@@ -197,10 +203,33 @@ static void test_variance_and_unscaled(void) {
     CHECK_EQ_INT(r.n_unscaled, 2);
     CHECK_EQ_INT(r.n_mismatch, 0);
   }
-  fu_args_free(b, p.n_out, fu_default_allocator());
-  fu_arg_free(&in);
-  ti_free(&p);
+  done(&p, b, &in);
 }
 
-FU_TEST_MAIN(FU_TEST(test_sum_bound), FU_TEST(test_inside_outside), FU_TEST(test_cancellation_and_wrong_kernels),
+/* Data-movement ops run on the bounds: cat with an operand that has none
+ * (its part is 0), pad (the padding's bound is 0, not the pad value), and
+ * a permute of a keepdim result. */
+static void test_shape_ops(void) {
+  ti_prog p;
+  fu_arg in = rows_2x4();
+  fu_arg *b = NULL;
+  if (run_bounded(&p,
+                  "fusion @f {\n  %T0 = input f32[2, 4]\n  %T1 = sum %T0 {axes=[1]}\n  %T2 = max %T0 {axes=[1]}\n"
+                  "  %T3 = cat %T2, %T1 {dim=0} : f32[4]\n  %T4 = pad %T1, 7.0 {widths=[1, 1]} : f32[4]\n"
+                  "  %T5 = sum %T0 {axes=[1], keepdim=true}\n  %T6 = permute %T5 {dims=[1, 0]} : f32[1, 2]\n"
+                  "  output %T3, %T4, %T6\n}\n",
+                  &in, 1, &b)) {
+    double r0 = unit_bound(4) * 10, r1 = unit_bound(4) * 2;
+    const double cat_want[4] = {0, 0, r0, r1}, pad_want[4] = {0, r0, r1, 0};
+    for (int64_t e = 0; e < 4; e++) {
+      CHECK_NEAR(fu_host_tensor_get_flat(&b[0].tensor, e), cat_want[e], 1e-12);
+      CHECK_NEAR(fu_host_tensor_get_flat(&b[1].tensor, e), pad_want[e], 1e-12);
+    }
+    CHECK_NEAR(fu_host_tensor_get_flat(&p.out[1].tensor, 0), 7.0, 0);
+    CHECK_NEAR(fu_host_tensor_get_flat(&b[2].tensor, 1), r1, 1e-12);
+  }
+  done(&p, b, &in);
+}
+
+FU_TEST_MAIN(FU_TEST(test_sum_bound), FU_TEST(test_shape_ops), FU_TEST(test_inside_outside), FU_TEST(test_cancellation_and_wrong_kernels),
              FU_TEST(test_variance_and_unscaled))
