@@ -26,6 +26,10 @@ typedef struct fu_check_result {
   double got_first, want_first; /* the values there */
   double max_abs_err;     /* over elements where both are finite */
   double max_rel_err;     /* |got - want| / |want| where want != 0 */
+  /* With a bound (fu_check_compare_bounded): */
+  bool bounded;
+  double max_bound_ratio; /* max |got - want| / bound over elements with bound > 0 */
+  int64_t n_unscaled;     /* elements whose bound is NaN: compared by rtol/atol alone */
 } fu_check_result;
 
 /* Compares `got` (a kernel's result) with `want` (the interpreter's), element by
@@ -36,5 +40,17 @@ typedef struct fu_check_result {
  * equal (a bool byte other than 0 or 1 fails). */
 fu_status fu_check_compare(const fu_host_tensor *got, const fu_host_tensor *want, fu_check_tolerance tol,
                            fu_check_result *out);
+
+/* The same where `want` comes from reductions: `bound` (NULL: none; else an
+ * f64 tensor of the same shape, from fu_interp_run_bounded) widens each
+ * float element's tolerance to
+ *     |got - want| <= atol + rtol * |want| + bound
+ * where bound = 8 * u * sqrt(n) * scale for a reduction over n terms
+ * accumulated with unit roundoff u, scale the magnitude of its terms (sum
+ * |x_i| for a sum), carried through the ops after it; NaN elements of the
+ * bound count as unscaled and get no widening.  out->max_bound_ratio says
+ * how much of the reduction bound the worst element used. */
+fu_status fu_check_compare_bounded(const fu_host_tensor *got, const fu_host_tensor *want,
+                                   const fu_host_tensor *bound, fu_check_tolerance tol, fu_check_result *out);
 
 #endif

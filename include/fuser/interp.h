@@ -220,6 +220,18 @@ typedef struct fu_interp_options {
 fu_status fu_interp_run(fu_fusion *f, const fu_arg *inputs, uint32_t n_inputs, const fu_interp_options *opts,
                         fu_allocator alloc, fu_diag_engine *diag, fu_arg **outputs, uint32_t *n_outputs);
 
+/* fu_interp_run, and with `bounds` non-NULL also each output's error bound
+ * (lib/interp/error_scale.c): *bounds gets one arg per output, FU_ARG_NONE
+ * where no reduction is upstream (the result is compared by dtype
+ * tolerance alone), else an f64 tensor of the output's shape: per element,
+ * how far a correct kernel, which accumulates in its own order and
+ * precision, may be from this result because of the reductions upstream
+ * (NaN where no bound could be carried: "unscaled").  Free it with
+ * fu_args_free (n_outputs entries). */
+fu_status fu_interp_run_bounded(fu_fusion *f, const fu_arg *inputs, uint32_t n_inputs, const fu_interp_options *opts,
+                                fu_allocator alloc, fu_diag_engine *diag, fu_arg **outputs, fu_arg **bounds,
+                                uint32_t *n_outputs);
+
 /* ---- reproducible random numbers ---------------------------------------- */
 
 /* xoshiro256** seeded through splitmix64, so every platform draws the same

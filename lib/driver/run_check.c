@@ -1,6 +1,7 @@
 /* fuser driver: fuser-run --check: the reference interpreter on the same
- * inputs, and each output compared with its result (fu_check_compare),
- * whichever device computed it. */
+ * inputs, and each output compared with its result, with the error bound
+ * of the reductions upstream of it (fu_check_compare_bounded), whichever
+ * device computed it. */
 #include <string.h>
 
 #include "run_internal.h"
@@ -8,10 +9,10 @@
 fu_status run_check(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t n_in, const fu_arg *res,
                     uint32_t n_res, const char *where, fu_diag_engine *diag, run_check_line **out) {
   fu_allocator al = a->alloc;
-  fu_arg *ref = NULL;
+  fu_arg *ref = NULL, *bound = NULL;
   uint32_t n_ref = 0;
   *out = NULL;
-  fu_status st = fu_interp_run(f, in, n_in, NULL, al, diag, &ref, &n_ref);
+  fu_status st = fu_interp_run_bounded(f, in, n_in, NULL, al, diag, &ref, &bound, &n_ref);
   if (st != FU_OK) {
     fu_note(diag, f->loc, "while computing the reference results of '@%s' for --check", f->name ? f->name : "");
     return st;
@@ -19,6 +20,7 @@ fu_status run_check(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t 
   run_check_line *lines = fu_mem_calloc(&al, n_res ? n_res : 1, sizeof *lines);
   if (!lines || n_ref != n_res) {
     fu_args_free(ref, n_ref, al);
+    fu_args_free(bound, n_ref, al);
     if (lines) fu_mem_free(&al, lines, (n_res ? n_res : 1) * sizeof *lines);
     return FU_ERR_NOMEM;
   }
@@ -33,13 +35,15 @@ fu_status run_check(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t 
       if (a->rtol >= 0) c->tol.rtol = a->rtol;
       if (a->atol >= 0) c->tol.atol = a->atol;
     }
-    st = fu_check_compare(&res[i].tensor, &ref[i].tensor, c->tol, &c->r);
+    const fu_host_tensor *b = bound[i].kind == FU_ARG_TENSOR ? &bound[i].tensor : NULL;
+    st = fu_check_compare_bounded(&res[i].tensor, &ref[i].tensor, b, c->tol, &c->r);
     if (st != FU_OK)
       fu_error(diag, f->loc, "output %u of '@%s' has a different dtype or shape %s than in the interpreter", i,
                f->name ? f->name : "", where);
     c->pass = c->r.n_mismatch == 0;
   }
   fu_args_free(ref, n_ref, al);
+  fu_args_free(bound, n_ref, al);
   if (st != FU_OK) {
     fu_mem_free(&al, lines, (n_res ? n_res : 1) * sizeof *lines);
     return st;

@@ -257,6 +257,8 @@ static void text_check(fu_strbuf *sb, const fu_value *v, const fu_host_tensor *t
   fu_strbuf_printf(sb, "; max abs err %.3g, max rel err %.3g", r->max_abs_err, r->max_rel_err);
   if (fu_dtype_is_float(t->dtype)) fu_strbuf_printf(sb, " (rtol %g, atol %g)", c->tol.rtol, c->tol.atol);
   else fu_strbuf_puts(sb, " (exact)");
+  if (r->bounded) fu_strbuf_printf(sb, "; max err %.2g of the reduction bound", r->max_bound_ratio);
+  if (r->n_unscaled) fu_strbuf_printf(sb, " (%lld elements unscaled)", (long long)r->n_unscaled);
   fu_strbuf_putc(sb, '\n');
 }
 
@@ -275,6 +277,11 @@ static void json_check(fu_strbuf *sb, const fu_value *v, const fu_host_tensor *t
   put_number(sb, c->tol.rtol, true);
   fu_strbuf_puts(sb, ", \"atol\": ");
   put_number(sb, c->tol.atol, true);
+  if (r->bounded) {
+    fu_strbuf_puts(sb, ", \"bound_ratio\": ");
+    put_number(sb, r->max_bound_ratio, true);
+    fu_strbuf_printf(sb, ", \"unscaled\": %lld", (long long)r->n_unscaled);
+  }
   if (r->n_mismatch) {
     fu_strbuf_printf(sb, ", \"first_mismatch\": %lld, \"got\": ", (long long)r->first_mismatch);
     run_put_value(sb, t->dtype, r->got_first, (int64_t)r->got_first, true);

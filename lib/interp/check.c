@@ -77,11 +77,29 @@ static double load(fu_dtype dt, const unsigned char *p, bool *poison, int64_t *i
 
 fu_status fu_check_compare(const fu_host_tensor *got, const fu_host_tensor *want, fu_check_tolerance tol,
                            fu_check_result *out) {
+  return fu_check_compare_bounded(got, want, NULL, tol, out);
+}
+
+/* The bound's element of logical index idx: 0 without one, NaN counted. */
+static double bound_at(const fu_host_tensor *bound, const int64_t *idx, fu_check_result *out) {
+  if (!bound) return 0;
+  double b = fu_host_tensor_get(bound, idx);
+  if (isnan(b)) {
+    out->n_unscaled++;
+    return 0;
+  }
+  return b;
+}
+
+fu_status fu_check_compare_bounded(const fu_host_tensor *got, const fu_host_tensor *want,
+                                   const fu_host_tensor *bound, fu_check_tolerance tol, fu_check_result *out) {
   memset(out, 0, sizeof *out);
   out->first_mismatch = -1;
   if (got->dtype != want->dtype || got->rank != want->rank) return FU_ERR_INVALID_ARG;
   for (int32_t d = 0; d < got->rank; d++)
-    if (got->shape[d] != want->shape[d]) return FU_ERR_INVALID_ARG;
+    if (got->shape[d] != want->shape[d] || (bound && bound->shape[d] != got->shape[d])) return FU_ERR_INVALID_ARG;
+  if (bound && (bound->dtype != FU_DT_F64 || bound->rank != got->rank)) return FU_ERR_INVALID_ARG;
+  out->bounded = bound && fu_dtype_is_float(got->dtype);
   int64_t n = fu_host_tensor_numel(got);
   if (n < 0) return FU_ERR_INVALID_ARG;
   out->n_elements = n;
@@ -109,7 +127,9 @@ fu_status fu_check_compare(const fu_host_tensor *got, const fu_host_tensor *want
         bad = g != w;
       } else {
         double err = fabs(g - w);
-        bad = err > tol.atol + tol.rtol * fabs(w);
+        double b = out->bounded ? bound_at(bound, idx, out) : 0;
+        bad = err > tol.atol + tol.rtol * fabs(w) + b;
+        if (b > 0 && err / b > out->max_bound_ratio) out->max_bound_ratio = err / b;
         if (err > out->max_abs_err) out->max_abs_err = err;
         if (w != 0 && err / fabs(w) > out->max_rel_err) out->max_rel_err = err / fabs(w);
       }

@@ -510,8 +510,10 @@ static fu_status eval_block(fu_interp *I, fu_block *b) {
       if (!op->results[r] || op->results[r]->id >= I->n_slots)
         return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "result %u is not a value of this fusion", r);
     fu_status st = eval_op(I, op);
+    if (st == FU_OK && I->shadow) st = fu_interp_bounds_op(I, op);
     if (st != FU_OK) return st;
     release_after(I, op);
+    if (I->shadow) release_after(I->shadow, op);
   }
   return FU_OK;
 }
@@ -528,9 +530,16 @@ static void count_uses(fu_interp *I, fu_block *b) {
 
 fu_status fu_interp_run(fu_fusion *f, const fu_arg *inputs, uint32_t n_inputs, const fu_interp_options *opts,
                         fu_allocator alloc, fu_diag_engine *diag, fu_arg **outputs, uint32_t *n_outputs) {
+  return fu_interp_run_bounded(f, inputs, n_inputs, opts, alloc, diag, outputs, NULL, n_outputs);
+}
+
+fu_status fu_interp_run_bounded(fu_fusion *f, const fu_arg *inputs, uint32_t n_inputs, const fu_interp_options *opts,
+                                fu_allocator alloc, fu_diag_engine *diag, fu_arg **outputs, fu_arg **bounds,
+                                uint32_t *n_outputs) {
   *outputs = NULL;
   *n_outputs = 0;
-  fu_interp I;
+  if (bounds) *bounds = NULL;
+  fu_interp I, J;
   memset(&I, 0, sizeof I);
   I.f = f;
   I.alloc = alloc;
@@ -553,7 +562,14 @@ fu_status fu_interp_run(fu_fusion *f, const fu_arg *inputs, uint32_t n_inputs, c
     st = FU_ERR_NOMEM;
   } else {
     count_uses(&I, &f->body);
-    st = eval_block(&I, &f->body);
+    if (bounds && (st = fu_interp_bounds_start(&I, &J)) == FU_OK) count_uses(&J, &f->body);
+    if (st == FU_OK) st = eval_block(&I, &f->body);
+  }
+  if (I.shadow) {
+    for (uint32_t i = 0; i < J.n_slots; i++) slot_release(&J, &J.slots[i]);
+    if (st == FU_OK) *bounds = J.outs;
+    else fu_args_free(J.outs, J.n_outs, alloc);
+    fu_interp_bounds_finish(&J);
   }
   if (I.slots)
     for (uint32_t i = 0; i < I.n_slots; i++) slot_release(&I, &I.slots[i]);

@@ -110,6 +110,10 @@ int64_t fu_interp_literal_i64(const fu_value *v);
 fu_status fu_interp_reduce(fu_op_kind k, const fu_host_tensor *in, const bool *reduce, int64_t correction,
                            fu_host_tensor *out, fu_host_tensor *out2, fu_allocator alloc, const char **why);
 
+/* Sum |x| (or x^2 with `squares`) of `in` over the dims with reduce[d]
+ * into the zeroed f64 tensor `out` (laid out as fu_interp_reduce's). */
+void fu_interp_reduce_magnitude(bool squares, const fu_host_tensor *in, const bool *reduce, fu_host_tensor *out);
+
 /* Offsets of logical row-major index `i` of a tensor, in elements. */
 int64_t fu_interp_flat_offset(const fu_host_tensor *t, int64_t i);
 
@@ -155,6 +159,11 @@ typedef struct fu_interp {
   uint32_t n_inputs, next_input;
   fu_arg *outs;
   uint32_t n_outs, next_out;
+  /* Error bounds (error_scale.c), only when asked: a second interpreter
+   * whose slot of each value holds that value's bound, and in it, values
+   * whose bound is lost (an "unscaled" result). */
+  struct fu_interp *shadow;
+  bool *lost;
 } fu_interp;
 
 /* Report an error at `op` (naming it and its first result); returns st. */
@@ -180,6 +189,14 @@ fu_status fu_interp_alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int6
 /* Make result r a view sharing operand `from`'s memory. */
 void fu_interp_alias_result(fu_interp *I, fu_op *op, uint32_t r, const fu_interp_slot *from,
                             const fu_host_tensor *view);
+
+/* Error bounds (error_scale.c): set up I->shadow; after op `op` ran in I,
+ * its results' bounds; at the end, each output's bound into J's outs (an
+ * f64 tensor, NaN where unscaled; FU_ARG_NONE when exact) and the shadow's
+ * memory freed.  Slots of the shadow are released by interp.c's walk. */
+fu_status fu_interp_bounds_start(fu_interp *I, fu_interp *J);
+fu_status fu_interp_bounds_op(fu_interp *I, fu_op *op);
+void fu_interp_bounds_finish(fu_interp *J);
 
 /* The shape and data-movement ops (eval_shape.c). */
 fu_status fu_interp_eval_shape_op(fu_interp *I, fu_op *op);

@@ -11,7 +11,7 @@
 
 #include "interp_internal.h"
 
-typedef enum pass_mode { P_SUM, P_PROD, P_MAX, P_MIN, P_M2 } pass_mode;
+typedef enum pass_mode { P_SUM, P_PROD, P_MAX, P_MIN, P_M2, P_ABS, P_SQ } pass_mode;
 
 typedef struct red_ctx {
   const fu_host_tensor *in;
@@ -45,6 +45,8 @@ static void fold_f(pass_mode m, double *acc, int64_t os, const double *v, size_t
       *a += d * d;
       break;
     }
+    case P_ABS: *a += fabs(x); break;
+    case P_SQ: *a += x * x; break;
     }
   }
 }
@@ -62,7 +64,9 @@ static void fold_i(pass_mode m, int64_t *acc, int64_t os, const int64_t *v, size
     case P_MIN:
       if (x < *a) *a = x;
       break;
-    case P_M2: break;
+    case P_M2:
+    case P_ABS:
+    case P_SQ: break;
     }
   }
 }
@@ -184,4 +188,20 @@ fu_status fu_interp_reduce(fu_op_kind k, const fu_host_tensor *in, const bool *r
   fu_mem_free(&alloc, acc, bytes);
   fu_mem_free(&alloc, mean, bytes);
   return FU_OK;
+}
+
+/* The magnitude of a reduction's terms, which bounds its rounding error
+ * (error_scale.c): the same walk as the reduction, in f64 whatever the
+ * dtype, into the f64 tensor `out` laid out as fu_interp_reduce's. */
+void fu_interp_reduce_magnitude(bool squares, const fu_host_tensor *in, const bool *reduce, fu_host_tensor *out) {
+  red_ctx c;
+  memset(&c, 0, sizeof c);
+  c.in = in;
+  c.kind = FU_CK_F64;
+  c.acc = out->data;
+  for (int d = 0, j = 0; d < in->rank; d++) {
+    if (!reduce[d] || out->rank == in->rank) j++;
+    c.ostr[d] = reduce[d] ? 0 : out->strides[j - 1];
+  }
+  run_pass(&c, squares ? P_SQ : P_ABS);
 }

@@ -1,0 +1,341 @@
+/* fuser: error bounds of the reference interpreter's results, for
+ * fuser-run --check (fu_interp_run_bounded).
+ *
+ * A kernel accumulates a reduction in its own order and precision (serial
+ * per thread, then a tree), the interpreter in f64: the two differ by the
+ * kernel's rounding, which is bounded relative to the magnitude of the
+ * terms, not to the result (a sum may cancel to near zero).  So next to
+ * each value downstream of a reduction the interpreter keeps a bound B:
+ * per element, how far a correct kernel's value may be from the reference.
+ *
+ *  - A reduction over n terms x_i, accumulated with unit roundoff u (2^-24
+ *    for f32, f16 and bf16 results, which kernels accumulate in f32; 2^-53
+ *    for f64) adds C * u * sqrt(n) * S, with C = 8 and the scale S:
+ *      sum      S = sum |x_i|
+ *      prod     S = |result|
+ *      max, min S = 0 (exact)
+ *      var      S = sqrt(sum x_i^2) * sqrt(M2) / (n - correction), M2 the
+ *               sum of squared deviations: the error of a one-pass (Welford)
+ *               or two-pass variance in floating point is of the order
+ *               u * ||x|| * sqrt(M2) (it grows with the condition number
+ *               ||x|| / sqrt(M2) when the mean is large against the spread)
+ *      mean (of var_mean) S = sqrt(n * sum x_i^2) / n >= sum |x_i| / n.
+ *    sqrt(n) is the probabilistic growth of a chain of n roundings with
+ *    independent errors: |error| <= lambda sqrt(n) u S fails with
+ *    probability about exp(-lambda^2 / 2) per element; C = 8 makes that
+ *    negligible.  Every order of combining (serial, tree, mixed) is a chain
+ *    of at most n roundings per term, so the bound needs no schedule.
+ *    Terms that carry a bound themselves (a reduction after a reduction)
+ *    add their propagated error: the sum of the terms' bounds for sum (and
+ *    divided by n for the mean), their max for max/min, and
+ *    2 sqrt(M2) sqrt(sum b_i^2) / (n - correction) for var (Cauchy-Schwarz
+ *    on sum 2 |x_i - mean| b_i); prod of bounded terms is unscaled.
+ *  - A pointwise op with bounded operands: the first-order rule, evaluated
+ *    rather than derived, per operand k: max(|f(.., x_k + b_k, ..) - f(x)|,
+ *    |f(.., x_k - b_k, ..) - f(x)|), summed over k, all in f64.  It covers
+ *    every op without a table of derivatives; NaN where a perturbed value
+ *    is NaN (e.g. sqrt of a variance of 0 minus its bound).
+ *  - Shape and data-movement ops apply to the bounds as to the values: the
+ *    shadow interpreter runs the op itself on the bound tensors (operands
+ *    without a bound, and scalar operands such as pad's value, as 0).
+ *  - A result of an int or bool dtype computed from bounded values (a
+ *    comparison, a cast to int) may flip, and nothing downstream of it can
+ *    be bounded: its value is "lost" and outputs built on it are unscaled
+ *    (bound NaN: the check falls back to the dtype tolerance there).
+ *
+ * Bounds are stored in their value's dtype, so shape ops run unchanged on
+ * them; an f16/bf16 bound rounds by 2^-11/2^-8, far inside C's slack.
+ * Values with no reduction upstream have no bound at all (their slot in the
+ * shadow stays empty), so an output with none is compared exactly as
+ * without this file. */
+#include <math.h>
+#include <string.h>
+
+#include "interp_internal.h"
+
+/* The constant C above. */
+#define FU_BOUND_C 8.0
+
+fu_status fu_interp_bounds_start(fu_interp *I, fu_interp *J) {
+  memset(J, 0, sizeof *J);
+  J->f = I->f;
+  J->alloc = I->alloc;
+  J->diag = I->diag;
+  J->n_slots = I->n_slots;
+  J->n_outs = I->n_outs;
+  J->slots = fu_mem_calloc(&J->alloc, J->n_slots ? J->n_slots : 1, sizeof *J->slots);
+  J->lost = fu_mem_calloc(&J->alloc, J->n_slots ? J->n_slots : 1, sizeof *J->lost);
+  J->outs = fu_mem_calloc(&J->alloc, J->n_outs ? J->n_outs : 1, sizeof *J->outs);
+  if (!J->slots || !J->lost || !J->outs) {
+    fu_mem_free(&J->alloc, J->outs, (J->n_outs ? J->n_outs : 1) * sizeof *J->outs);
+    fu_interp_bounds_finish(J);
+    fu_error(I->diag, I->f->loc, "out of memory starting the error bounds of --check");
+    return FU_ERR_NOMEM;
+  }
+  I->shadow = J;
+  return FU_OK;
+}
+
+void fu_interp_bounds_finish(fu_interp *J) {
+  fu_mem_free(&J->alloc, J->slots, (J->n_slots ? J->n_slots : 1) * sizeof *J->slots);
+  fu_mem_free(&J->alloc, J->lost, (J->n_slots ? J->n_slots : 1) * sizeof *J->lost);
+  J->slots = NULL;
+  J->lost = NULL;
+}
+
+static bool is_value(const fu_interp *J, const fu_value *v) { return v && !v->is_literal && v->id < J->n_slots; }
+
+static void mark_lost(fu_interp *J, fu_op *op) {
+  for (uint32_t r = 0; r < op->n_results; r++)
+    if (is_value(J, op->results[r])) J->lost[op->results[r]->id] = true;
+}
+
+/* A fresh zeroed f64 tensor of `like`'s shape. */
+static fu_status f64_like(fu_interp *J, const fu_host_tensor *like, fu_host_tensor *t) {
+  return fu_host_tensor_alloc(t, J->alloc, FU_DT_F64, like->rank, like->shape);
+}
+
+/* Store the f64 bound `b` as result r's bound in the shadow. */
+static fu_status set_bound(fu_interp *J, fu_op *op, uint32_t r, const fu_host_tensor *b) {
+  fu_host_tensor *view;
+  fu_status st = fu_interp_alloc_result(J, op, r, b->shape, &view);
+  if (st == FU_OK) st = fu_host_tensor_copy_into(view, b);
+  return st;
+}
+
+/* `src` seen with `rank` and `shape` (extent-1 dims and scalars repeat with
+ * stride 0); the interpreter already checked that it broadcasts. */
+static void broadcast_view(const fu_interp_slot *s, int32_t rank, const int64_t *shape, fu_host_tensor *out) {
+  *out = s->view;
+  out->owned = NULL;
+  out->rank = rank;
+  for (int32_t d = 0; d < rank; d++) {
+    out->shape[d] = shape[d];
+    out->strides[d] = s->scalar || s->view.shape[d] != shape[d] ? 0 : s->view.strides[d];
+  }
+}
+
+/* f(x) with operand k moved by +-b_k, per operand, in f64 (see the top). */
+static fu_status pointwise_bound(fu_interp *I, fu_interp *J, fu_op *op) {
+  const fu_host_tensor *rv = &I->slots[op->results[0]->id].view;
+  if (!fu_dtype_is_float(rv->dtype)) {
+    mark_lost(J, op);
+    return FU_OK;
+  }
+  fu_host_tensor x[3], b[3], t[5]; /* y, y+, y-, moved operand, bound */
+  memset(t, 0, sizeof t);
+  fu_pw_loop l;
+  memset(&l, 0, sizeof l);
+  l.op = op->kind;
+  l.kind = l.out_kind = FU_CK_F64;
+  l.n_in = op->n_operands;
+  for (uint32_t i = 0; i < op->n_operands; i++) {
+    broadcast_view(&I->slots[op->operands[i]->id], rv->rank, rv->shape, &x[i]);
+    if (is_value(J, op->operands[i]) && J->slots[op->operands[i]->id].ready)
+      broadcast_view(&J->slots[op->operands[i]->id], rv->rank, rv->shape, &b[i]);
+    else
+      b[i].data = NULL;
+    l.in[i] = &x[i];
+    l.in_kinds[i] = FU_CK_F64;
+  }
+  if (op->kind == FU_OP_WHERE) l.in_kinds[0] = FU_CK_I64;
+  fu_status st = FU_OK;
+  for (int i = 0; i < 5 && st == FU_OK; i++) st = f64_like(J, rv, &t[i]);
+  bool ok = st == FU_OK;
+  int64_t n = fu_host_tensor_numel(rv);
+  l.out = &t[0];
+  if (ok) ok = fu_interp_pw_run(&l) == FU_PW_OK;
+  double *y = t[0].data, *acc = t[4].data;
+  for (uint32_t k = 0; k < op->n_operands && ok; k++) {
+    if (!b[k].data) continue;
+    for (int s = 0; s < 2 && ok; s++) {
+      fu_pw_loop mv = l;
+      mv.op = s ? FU_OP_SUB : FU_OP_ADD;
+      mv.n_in = 2;
+      mv.in[0] = &x[k];
+      mv.in[1] = &b[k];
+      mv.in_kinds[0] = mv.in_kinds[1] = FU_CK_F64;
+      mv.out = &t[3];
+      fu_pw_loop f = l;
+      f.in[k] = &t[3];
+      f.in_kinds[k] = FU_CK_F64;
+      f.out = &t[1 + s];
+      ok = fu_interp_pw_run(&mv) == FU_PW_OK && fu_interp_pw_run(&f) == FU_PW_OK;
+    }
+    const double *yp = t[1].data, *ym = t[2].data;
+    for (int64_t i = 0; i < n && ok; i++) {
+      double dp = fabs(yp[i] - y[i]), dm = fabs(ym[i] - y[i]);
+      acc[i] += isnan(y[i]) ? 0 : isnan(dp) || isnan(dm) ? NAN : dp > dm ? dp : dm;
+    }
+  }
+  if (ok) st = set_bound(J, op, 0, &t[4]);
+  else if (st == FU_OK) mark_lost(J, op);
+  for (int i = 0; i < 5; i++) fu_host_tensor_free(&t[i]);
+  return st;
+}
+
+/* A shape op on the bounds: the shadow runs it, with a zero bound for
+ * operands that have none; a failure there (there should be none) only
+ * loses the bound, with its diagnostic dropped. */
+static fu_status shape_bound(fu_interp *I, fu_interp *J, fu_op *op) {
+  bool filled[FU_MAX_RANK * 4] = {false};
+  if (op->n_operands > FU_MAX_RANK * 4) {
+    mark_lost(J, op);
+    return FU_OK;
+  }
+  for (uint32_t i = 0; i < op->n_operands; i++) {
+    fu_value *v = op->operands[i];
+    fu_interp_slot *js = &J->slots[v->id];
+    if (is_value(J, v) && js->ready) continue;
+    const fu_interp_slot *is = &I->slots[v->id];
+    memset(js, 0, sizeof *js);
+    js->ready = true;
+    js->scalar = is->scalar;
+    js->view = is->view;
+    js->view.owned = NULL;
+    js->view.data = js->raw;
+    for (int32_t d = 0; d < js->view.rank; d++) js->view.strides[d] = 0;
+    filled[i] = true;
+  }
+  fu_diag_engine quiet;
+  fu_diag_init(&quiet, J->alloc);
+  quiet.stopped = true; /* drops every diagnostic */
+  J->diag = &quiet;
+  J->b = I->b;
+  fu_status st = fu_interp_eval_shape_op(J, op);
+  I->b = J->b;
+  J->diag = I->diag;
+  for (uint32_t i = 0; i < op->n_operands; i++)
+    if (filled[i]) J->slots[op->operands[i]->id].ready = false;
+  if (st == FU_ERR_NOMEM) return fu_interp_op_error(I, op, st, "out of memory for the error bounds of --check");
+  if (st != FU_OK) mark_lost(J, op);
+  return FU_OK;
+}
+
+/* Where a reduction's bounds start (see the top). */
+static fu_status reduction_bound(fu_interp *I, fu_interp *J, fu_op *op) {
+  fu_value *v = op->operands[0];
+  bool variance = fu_op_info_of(op->kind)->cls == FU_OC_VARIANCE;
+  bool has_b = is_value(J, v) && J->slots[v->id].ready;
+  if (is_value(J, v) && J->lost[v->id]) {
+    mark_lost(J, op);
+    return FU_OK;
+  }
+  const fu_host_tensor *rv = &I->slots[op->results[0]->id].view;
+  if (!fu_dtype_is_float(rv->dtype)) {
+    if (has_b) mark_lost(J, op);
+    return FU_OK;
+  }
+  if ((op->kind == FU_OP_MAX || op->kind == FU_OP_MIN) && !has_b) return FU_OK; /* exact */
+  if (op->kind == FU_OP_PROD && has_b) {
+    mark_lost(J, op);
+    return FU_OK;
+  }
+  const fu_host_tensor *in = &I->slots[v->id].view;
+  const fu_int_list *axes = variance ? &op->u.variance.axes : &op->u.reduce.axes;
+  bool reduce[FU_MAX_RANK] = {false};
+  for (uint32_t i = 0; i < axes->n; i++)
+    if (axes->v[i] >= 0 && axes->v[i] < in->rank) reduce[axes->v[i]] = true;
+  double n = 1;
+  for (int32_t d = 0; d < in->rank; d++)
+    if (reduce[d]) n *= (double)in->shape[d];
+  double k = FU_BOUND_C * (rv->dtype == FU_DT_F64 ? 0x1p-53 : 0x1p-24) * sqrt(n);
+  fu_host_tensor mag, prop, bt;
+  memset(&prop, 0, sizeof prop);
+  memset(&bt, 0, sizeof bt);
+  fu_status st = f64_like(J, rv, &mag);
+  if (st == FU_OK) st = f64_like(J, rv, &prop);
+  if (st == FU_OK) st = f64_like(J, rv, &bt);
+  if (st == FU_OK && op->kind != FU_OP_MAX && op->kind != FU_OP_MIN)
+    fu_interp_reduce_magnitude(variance, in, reduce, &mag);
+  if (st == FU_OK && has_b) {
+    const fu_host_tensor *bin = &J->slots[v->id].view;
+    const char *why;
+    if (variance)
+      fu_interp_reduce_magnitude(true, bin, reduce, &prop);
+    else
+      st = fu_interp_reduce(op->kind == FU_OP_SUM ? FU_OP_SUM : FU_OP_MAX, bin, reduce, 0, &prop, NULL, J->alloc, &why);
+  }
+  int64_t m = fu_host_tensor_numel(rv);
+  double *mg = mag.data, *pr = prop.data, *out = bt.data;
+  for (uint32_t r = 0; r < op->n_results && st == FU_OK; r++) {
+    const fu_host_tensor *res = &I->slots[op->results[r]->id].view;
+    for (int64_t i = 0; i < m; i++) {
+      double y = fu_host_tensor_get_flat(res, i);
+      if (!variance) {
+        out[i] = (op->kind == FU_OP_PROD ? k * fabs(y) : k * mg[i]) + pr[i];
+      } else if (r == 1) {
+        out[i] = (k * sqrt(n * mg[i]) + sqrt(n * pr[i])) / n;
+      } else {
+        double denom = n - (double)op->u.variance.correction;
+        double m2 = y * denom;
+        out[i] = isfinite(y) && denom > 0 ? sqrt(m2) * (k * sqrt(mg[i]) + 2 * sqrt(pr[i])) / denom : 0;
+      }
+    }
+    st = set_bound(J, op, r, &bt);
+  }
+  fu_host_tensor_free(&mag);
+  fu_host_tensor_free(&prop);
+  fu_host_tensor_free(&bt);
+  if (st != FU_OK) return fu_interp_op_error(I, op, st, "out of memory for the error bounds of --check");
+  return FU_OK;
+}
+
+/* Output operands' bounds, as f64 tensors (NaN where lost). */
+static fu_status output_bounds(fu_interp *I, fu_interp *J, fu_op *op) {
+  for (uint32_t i = 0; i < op->n_operands && J->next_out < J->n_outs; i++) {
+    fu_value *v = op->operands[i];
+    fu_arg *a = &J->outs[J->next_out++];
+    const fu_interp_slot *s = &I->slots[v->id];
+    if (!is_value(J, v) || s->scalar || (!J->lost[v->id] && !J->slots[v->id].ready)) continue;
+    fu_host_tensor t;
+    fu_status st = f64_like(J, &s->view, &t);
+    if (st != FU_OK) return fu_interp_op_error(I, op, st, "out of memory for the error bounds of --check");
+    if (J->lost[v->id]) {
+      for (int64_t e = 0, n = fu_host_tensor_numel(&t); e < n; e++) ((double *)t.data)[e] = NAN;
+    } else {
+      fu_host_tensor_copy_into(&t, &J->slots[v->id].view);
+    }
+    *a = fu_arg_tensor(t);
+  }
+  return FU_OK;
+}
+
+/* A segment's results are its body's outputs: their bounds too. */
+static void segment_bounds(fu_interp *J, fu_op *op) {
+  for (uint32_t r = 0; r < op->n_results && r < op->u.segment.n_outputs; r++) {
+    fu_value *from = op->u.segment.outputs[r], *to = op->results[r];
+    if (!is_value(J, from) || !is_value(J, to)) continue;
+    J->lost[to->id] = J->lost[from->id];
+    fu_interp_slot *fs = &J->slots[from->id], *ts = &J->slots[to->id];
+    if (!fs->ready) continue;
+    uint32_t uses = ts->uses;
+    *ts = *fs;
+    ts->uses = uses;
+    if (ts->scalar) ts->view.data = ts->raw;
+    if (ts->st) ts->st->refs++;
+  }
+}
+
+fu_status fu_interp_bounds_op(fu_interp *I, fu_op *op) {
+  fu_interp *J = I->shadow;
+  const fu_op_info *info = fu_op_info_of(op->kind);
+  if (op->kind == FU_OP_OUTPUT) return output_bounds(I, J, op);
+  if (op->kind == FU_OP_SEGMENT) {
+    segment_bounds(J, op);
+    return FU_OK;
+  }
+  if (op->kind == FU_OP_INPUT) return FU_OK;
+  if (info->cls == FU_OC_REDUCE || info->cls == FU_OC_VARIANCE) return reduction_bound(I, J, op);
+  bool bounded = false, lost = false;
+  for (uint32_t i = 0; i < op->n_operands; i++) {
+    fu_value *v = op->operands[i];
+    if (!is_value(J, v)) continue;
+    bounded = bounded || J->slots[v->id].ready;
+    lost = lost || J->lost[v->id];
+  }
+  if (lost) mark_lost(J, op);
+  if (lost || !bounded) return FU_OK;
+  if (fu_op_has(op->kind, FU_OF_POINTWISE)) return pointwise_bound(I, J, op);
+  return shape_bound(I, J, op);
+}
