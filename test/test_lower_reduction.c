@@ -70,11 +70,13 @@ static bool run(const char *name, const char *text, double rtol, double atol, ch
 }
 
 /* One reduction `op` of an input of `dtype` and `shape` over `axes`, with
- * the result in `rdtype`; tolerance from the reduced extent n. */
-static void one(const char *op, const char *dtype, const char *shape, const char *axes, const char *rshape,
-                const char *rdtype, int64_t n, const char *expect_reduce) {
+ * the result in `rdtype`; tolerance from the reduced extent n.  The
+ * printed schedule must say reduce=`expect_reduce` and contain `want`
+ * (a vectorize axis, an unrolled loop, a thread count) when given. */
+static void one_with(const char *op, const char *dtype, const char *shape, const char *axes, const char *rshape,
+                     const char *rdtype, int64_t n, const char *expect_reduce, const char *want) {
   char text[1024], name[160], printed[65536];
-  snprintf(name, sizeof name, "%s %s%s axes %s", op, dtype, shape, axes);
+  snprintf(name, sizeof name, "%s %s%s axes %s%s%s", op, dtype, shape, axes, want ? " " : "", want ? want : "");
   snprintf(text, sizeof text,
            "fusion @r {\n  %%T0 = input %s%s\n  %%T1 = %s %%T0 {axes=%s} : %s%s\n  output %%T1\n}\n", dtype, shape, op,
            axes, rdtype, rshape);
@@ -83,11 +85,24 @@ static void one(const char *op, const char *dtype, const char *shape, const char
   double eps = half ? 1e-2 : strcmp(rdtype, "f64") == 0 ? 1e-13 : 1e-6;
   double rtol = exact ? 0 : eps * 4, atol = exact ? 0 : eps * 4 * sqrt((double)n) + (half ? 0 : eps * (double)n);
   if (run(name, text, rtol, atol, printed, sizeof printed) && expect_reduce) {
-    char want[32];
-    snprintf(want, sizeof want, "reduce=%s", expect_reduce);
-    if (!strstr(printed, want)) fu_test_fail(__FILE__, __LINE__, "%s: expected %s in\n%s", name, want, printed);
+    char r[32];
+    snprintf(r, sizeof r, "reduce=%s", expect_reduce);
+    if (!strstr(printed, r) || (want && !strstr(printed, want)))
+      fu_test_fail(__FILE__, __LINE__, "%s: expected %s%s%s in\n%s", name, r, want ? " and " : "", want ? want : "",
+                   printed);
     fu_test_checks++;
   }
+}
+
+static void one(const char *op, const char *dtype, const char *shape, const char *axes, const char *rshape,
+                const char *rdtype, int64_t n, const char *expect_reduce) {
+  one_with(op, dtype, shape, axes, rshape, rdtype, n, expect_reduce, NULL);
+}
+
+/* The same with the result in the input's dtype. */
+static void with(const char *op, const char *dtype, const char *shape, const char *axes, const char *rshape, int64_t n,
+                 const char *expect_reduce, const char *want) {
+  one_with(op, dtype, shape, axes, rshape, dtype, n, expect_reduce, want);
 }
 
 static void test_inner_sizes(void) {
@@ -99,6 +114,23 @@ static void test_inner_sizes(void) {
   one("sum", "f32", "[5, 131]", "[1]", "[5]", "f32", 131, "warp");
   one("sum", "f32", "[1031, 3]", "[1]", "[1031]", "f32", 3, "warp"); /* more rows than a wave of blocks */
   one("sum", "f32", "[2, 3, 257]", "[1, 2]", "[2]", "f32", 771, "block");
+}
+
+/* Vector loads along the reduced axis: whole vectors, a partial last
+ * vector (guarded lanes), several rows per warp, unrolled serial loops. */
+static void test_inner_vectors(void) {
+  with("sum", "f32", "[3, 4100]", "[1]", "[3]", 4100, "block", "rv: vectorize");   /* 1025 vectors: a partial tail */
+  with("sum", "f32", "[2, 4096]", "[1]", "[2]", 4096, "block", "rsu: unroll");     /* exact: no guard */
+  with("sum", "f32", "[5, 8200]", "[1]", "[5]", 8200, "block", "rsu: unroll");     /* guarded unroll */
+  with("sum", "f32", "[37, 64]", "[1]", "[37]", 64, "warp", "split ro, 16 -> rs, rx"); /* 16 threads a row */
+  with("sum", "f32", "[1031, 8]", "[1]", "[1031]", 8, "warp", "split ro, 2 -> rs, rx"); /* 2 threads a row, 64 rows a block */
+  with("sum", "f32", "[9, 12]", "[1]", "[9]", 12, "warp", "split ro, 4 -> rs, rx");   /* 3 vectors: a thread idle */
+  with("max", "bf16", "[3, 2056]", "[1]", "[3]", 0, "block", "split d1, 8 -> ro, rv"); /* 8 x bf16 */
+  with("sum", "f16", "[4, 40]", "[1]", "[4]", 40, "warp", "split d1, 8 -> ro, rv");
+  with("sum", "f64", "[3, 1030]", "[1]", "[3]", 1030, "block", "split d1, 2 -> ro, rv");
+  with("min", "i32", "[6, 300]", "[1]", "[6]", 0, "block", "split d1, 4 -> ro, rv");
+  with("sum", "f32", "[8196]", "[0]", "[]", 8196, "block", "rv: vectorize");       /* every dim */
+  with("sum", "f32", "[3, 1023]", "[1]", "[3]", 1023, "block", "rsu: unroll");     /* scalar, unrolled by 4 */
 }
 
 static void test_outer_sizes(void) {
@@ -168,5 +200,5 @@ static void test_fused_and_symbolic(void) {
   }
 }
 
-FU_TEST_MAIN(FU_TEST(test_inner_sizes), FU_TEST(test_outer_sizes), FU_TEST(test_all_dims), FU_TEST(test_ops_and_dtypes),
+FU_TEST_MAIN(FU_TEST(test_inner_sizes), FU_TEST(test_inner_vectors), FU_TEST(test_outer_sizes), FU_TEST(test_all_dims), FU_TEST(test_ops_and_dtypes),
              FU_TEST(test_fused_and_symbolic))

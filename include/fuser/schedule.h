@@ -114,7 +114,8 @@ typedef struct fu_stensor {
 /* How a reduction schedule combines the partial results of the threads
  * that share one output element (header attribute `reduce=`, docs/ir.md):
  * serial: no reduced axis is parallel, each thread owns its outputs;
- * warp: the reduced axis on threadIdx.x has extent 32, one butterfly of
+ * warp: the reduced axis on threadIdx.x has a power-of-two extent of 2..32
+ * (a row's threads in one warp), one butterfly of
  * shuffles; block: threadIdx.x (a multiple of 32) carries the reduced axis,
  * shuffles then shared memory across the warps of each threadIdx.y row. */
 typedef enum fu_reduce_mode { FU_RM_NONE, FU_RM_SERIAL, FU_RM_WARP, FU_RM_BLOCK } fu_reduce_mode;

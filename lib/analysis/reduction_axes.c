@@ -133,8 +133,9 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
       if (s->reduce == FU_RM_SERIAL) {
         fu_error(diag, l->loc, "reduce=serial, but reduced axis '%s' is on threadIdx.x", an);
         ok = false;
-      } else if (s->reduce == FU_RM_WARP && e != 32) {
-        fu_error(diag, l->loc, "reduce=warp needs reduced axis '%s' on threadIdx.x to have extent 32", an);
+      } else if (s->reduce == FU_RM_WARP && (e < 2 || e > 32 || (e & (e - 1)) != 0)) {
+        fu_error(diag, l->loc, "reduce=warp needs reduced axis '%s' on threadIdx.x to have an extent of 2, 4, 8, 16 or 32",
+                 an);
         ok = false;
       } else if (s->reduce == FU_RM_BLOCK && (e < 64 || e % 32 != 0)) {
         fu_error(diag, l->loc, "reduce=block needs reduced axis '%s' on threadIdx.x to have an extent of 64 or more, a "

@@ -8,8 +8,10 @@
  *     acc = identity                      (one mutable per reduction)
  *     reduced serial loops {
  *       if (in range) { acc = acc op prologue(x) }   (full-size outputs stored here)
- *     }
- *     reduce=warp|block: butterfly shfl.xor 16..1 over threadIdx.x;
+ *     }                                  (a last vectorize loop: vector loads,
+ *                                         then lanes in order)
+ *     reduce=warp|block: butterfly shfl.xor over threadIdx.x (16..1, or
+ *       from half of a narrower warp row);
  *     reduce=block: lane 0 of each warp stores to shared memory, sync,
  *       every thread combines its row's warp slots in slot order
  *     if (kept in range && threadIdx.x == 0) { epilogue(acc); store }
@@ -28,7 +30,7 @@
 #include "fuser/lower.h"
 #include "fuser/schedule.h"
 
-enum { MAX_MEMO = 512, MAX_PARAMS = 64 };
+enum { MAX_MEMO = 512, MAX_PARAMS = 64, MAX_LANES = 16 };
 
 typedef struct rl {
   /* what is lowered, and where diagnostics go */
@@ -344,6 +346,127 @@ static void store_outputs(rl *L, bool reduced) {
   }
 }
 
+/* One accumulation at the innermost point, under `cond` (none when NULL):
+ * every reduction's operand combined into its accumulator, and the
+ * full-size outputs stored. */
+static void accumulate_point(rl *L, fu_kval *cond, fu_kval *const *acc) {
+  fu_kbuilder saved = open_if(L, cond);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    const fu_op *op = L->ri.ops[j];
+    const fu_value *x = op->operands[0];
+    fu_kval *v = cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), acc_dtype(op));
+    fu_kval *a = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+    fu_kval *n = combine(L, op, a, v);
+    if (n && !fu_kb_assign(&L->b, acc[j], n)) chk(L, NULL);
+  }
+  store_outputs(L, true);
+  L->b = saved;
+}
+
+/* The predicates, split by whether they depend on variable `lane`: the
+ * conjunction of those that do not (*ind), and of those that do, taken at
+ * lane `last` (*full).  False when a lane-dependent one is not affine,
+ * increasing along the lane (then lane `last` in range does not put the
+ * lanes before it in range). */
+static bool lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, fu_kval **full) {
+  *ind = *full = NULL;
+  bool ok = true;
+  for (uint32_t i = 0; i < fu_igraph_num_predicates(L->g) && !L->failed; i++) {
+    const fu_ix *idx, *ext;
+    fu_igraph_predicate(L->g, i, &idx, &ext);
+    bool dep = fu_ix_subst(L->ix, idx, lane, fu_ix_const(L->ix, 0)) != idx;
+    fu_ix_lane a = dep ? fu_ix_lane_analyze(idx, lane, last + 1) : (fu_ix_lane){.ok = true};
+    if (dep && (!a.ok || a.stride < 0)) ok = false;
+    uint32_t mark = L->n_ixv;
+    if (dep) ixv_set(L, lane, emit_ix(L, fu_ix_const(L->ix, last)));
+    fu_kval *x = emit_ix(L, idx), *e = emit_ix(L, ext);
+    fu_kval *p = x && e ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LT, FU_DT_BOOL, x, e)) : NULL;
+    L->n_ixv = mark;
+    fu_kval **to = dep ? full : ind;
+    *to = *to && p ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LOGICAL_AND, FU_DT_BOOL, *to, p)) : p;
+  }
+  return ok;
+}
+
+/* The innermost vectorize loop of the reduced axes (loop `i`, lane
+ * variable of constant width V), unrolled:
+ *
+ *   if (lane-independent guards) {
+ *     if (lane V-1 in range) {
+ *       vector loads of the inputs that allow them (docs/passes.md)
+ *       for lane 0..V-1: accumulate (lanes in order: deterministic)
+ *     } else {
+ *       for lane 0..V-1: if (lane in range) accumulate
+ *     }
+ *   }
+ */
+static void accumulate_vector(rl *L, uint32_t i, fu_kval *const *acc) {
+  const fu_ix *lane = fu_igraph_loop_var(L->g, i);
+  int64_t V = 0;
+  if (!fu_ix_is_const(fu_igraph_axis_extent(L->g, L->s->loops[i].axis), &V) || V < 1 || V > MAX_LANES) {
+    fail(L, L->s->loops[i].loc, "a vectorize axis without a constant extent of at most 16");
+    return;
+  }
+  fu_kval *lanes[MAX_LANES], *ind, *full;
+  for (int64_t j = 0; j < V; j++) lanes[j] = emit_ix(L, fu_ix_const(L->ix, j));
+  bool whole = lane_guards(L, lane, V - 1, &ind, &full);
+  if (L->failed) return;
+  fu_kbuilder outer = open_if(L, ind);
+  fu_kinst *br = whole && full ? fu_kb_if(&L->b, full) : NULL;
+  if (whole && full && !br) {
+    chk(L, NULL);
+    return;
+  }
+  if (whole) {
+    /* every lane in range: one vector load per input that allows it */
+    fu_kbuilder level = L->b;
+    if (br) L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.then_body);
+    uint32_t n_acc = fu_igraph_num_accesses(L->g);
+    fu_kval **vals = fu_mem_calloc(&L->m->alloc, (size_t)n_acc * MAX_LANES + 1, sizeof *vals);
+    if (!vals) {
+      chk(L, NULL);
+      return;
+    }
+    for (uint32_t a = 0; a < n_acc && !L->failed; a++) {
+      const fu_iaccess *x = fu_igraph_access(L->g, a);
+      if (x->is_store || x->mode != FU_AM_VECTOR || !L->tparam[x->value->id]) continue;
+      uint32_t mark = L->n_ixv;
+      ixv_set(L, lane, lanes[0]);
+      fu_kval *at = emit_ix(L, x->offset);
+      L->n_ixv = mark;
+      if (at && !fu_kb_load(&L->b, vname(x->value), L->tparam[x->value->id], at, (uint32_t)V, x->value->type.dtype,
+                            &vals[(size_t)a * MAX_LANES]))
+        chk(L, NULL);
+    }
+    for (int64_t j = 0; j < V && !L->failed; j++) {
+      uint32_t mark = L->n_ixv;
+      ixv_set(L, lane, lanes[j]);
+      L->n_memo = 0;
+      for (uint32_t a = 0; a < n_acc; a++)
+        if (vals[(size_t)a * MAX_LANES])
+          memo_put(L, fu_igraph_access(L->g, a)->value, (const fu_ix *const *)fu_igraph_access(L->g, a)->coords,
+                   vals[(size_t)a * MAX_LANES + (size_t)j]);
+      accumulate_point(L, NULL, acc);
+      L->n_ixv = mark;
+    }
+    fu_mem_free(&L->m->alloc, vals, ((size_t)n_acc * MAX_LANES + 1) * sizeof *vals);
+    L->b = level;
+  }
+  if (!whole || br) {
+    /* the partial last vector (or lanes that cannot be told apart): lane
+     * by lane, each under its guards */
+    if (br) L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.else_body);
+    for (int64_t j = 0; j < V && !L->failed; j++) {
+      uint32_t mark = L->n_ixv;
+      ixv_set(L, lane, lanes[j]);
+      L->n_memo = 0;
+      accumulate_point(L, guards(L, true), acc);
+      L->n_ixv = mark;
+    }
+  }
+  L->b = outer;
+}
+
 /* The reduced serial loops from loop `i` inward, then one accumulation. */
 static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
   if (L->failed) return;
@@ -353,7 +476,9 @@ static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
     i++;
   uint32_t mark = L->n_ixv;
   fu_kbuilder saved = L->b;
-  if (i < s->n_loops) {
+  if (i + 1 == s->n_loops && s->loops[i].ptype == FU_PT_VECTORIZE) {
+    accumulate_vector(L, i, acc);
+  } else if (i < s->n_loops) {
     const fu_sloop *l = &s->loops[i];
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
     fu_kval *end = emit_ix(L, fu_igraph_axis_extent(L->g, l->axis));
@@ -369,16 +494,7 @@ static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
     accumulate(L, i + 1, acc);
   } else {
     L->n_memo = 0;
-    open_if(L, guards(L, true));
-    for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-      const fu_op *op = L->ri.ops[j];
-      const fu_value *x = op->operands[0];
-      fu_kval *v = cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), acc_dtype(op));
-      fu_kval *a = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
-      fu_kval *n = combine(L, op, a, v);
-      if (n && !fu_kb_assign(&L->b, acc[j], n)) chk(L, NULL);
-    }
-    store_outputs(L, true);
+    accumulate_point(L, guards(L, true), acc);
   }
   L->n_ixv = mark;
   L->b = saved;
@@ -390,8 +506,11 @@ static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
 static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
   fu_kval *v[FU_MAX_SEG_REDUCTIONS];
   for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+  /* reduce=warp: the row's threads are a power of two (2..32) of one
+   * warp, so masks below that count stay within the row */
+  uint32_t top = L->s->reduce == FU_RM_WARP && L->k->block[0] < 32 ? L->k->block[0] / 2 : 16;
   if (L->s->reduce != FU_RM_SERIAL)
-    for (uint32_t mask = 16; mask >= 1 && !L->failed; mask /= 2)
+    for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2)
       for (uint32_t j = 0; j < L->ri.n_ops; j++)
         v[j] = v[j] ? combine(L, L->ri.ops[j], v[j], chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j], mask))) : NULL;
   if (L->s->reduce == FU_RM_BLOCK && !L->failed) {
@@ -500,6 +619,19 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
 
 /* ---- parameters and launch --------------------------------------------------------------- */
 
+/* Whether input v is read with vector loads (its parameter is then
+ * declared 16-byte aligned, which the runtime checks). */
+static bool read_with_vectors(const rl *L, const fu_value *v) {
+  int64_t width = 1;
+  const fu_ix *lane = fu_igraph_lane_var(L->g, &width);
+  bool last = L->s->n_loops && L->s->loops[L->s->n_loops - 1].ptype == FU_PT_VECTORIZE;
+  for (uint32_t i = 0; lane && width > 1 && last && i < fu_igraph_num_accesses(L->g); i++) {
+    const fu_iaccess *a = fu_igraph_access(L->g, i);
+    if (a->value == v && !a->is_store && a->mode == FU_AM_VECTOR) return true;
+  }
+  return false;
+}
+
 static bool make_params(rl *L) {
   const fu_segment_info *si = &L->seg->u.segment;
   for (uint32_t pass = 0; pass < 3; pass++) {
@@ -511,7 +643,7 @@ static bool make_params(rl *L) {
       if (!v->name) return fail(L, L->seg->loc, "a parameter without a name");
       if (tensor)
         L->tparam[v->id] = fu_kernel_tensor_param(L->m, L->k, v->name, v->type.dtype, (fu_value *)v, pass == 0, true,
-                                                  (uint32_t)fu_dtype_size(v->type.dtype));
+                                                  read_with_vectors(L, v) ? 16 : (uint32_t)fu_dtype_size(v->type.dtype));
       else
         L->sparam[v->id] = fu_kernel_scalar_input_param(L->m, L->k, v->name, v->type.dtype, (fu_value *)v);
       if (!(tensor ? L->tparam[v->id] : L->sparam[v->id])) return chk(L, NULL) != NULL;

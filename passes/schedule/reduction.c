@@ -5,9 +5,11 @@
  * `r`.  Two layouts are handled:
  *   - inner (the reduced dims are the last ones): threads along threadIdx.x
  *     stride over a row and accumulate serially, then combine with warp
- *     shuffles (reduce=warp: one warp per row, several rows per block on
- *     threadIdx.y, for short rows) or shuffles then shared memory across
- *     the warps (reduce=block: one block per row, for long rows);
+ *     shuffles (reduce=warp: 2..32 threads of one warp per row, several
+ *     rows per block on threadIdx.y, for short rows) or shuffles then
+ *     shared memory across the warps (reduce=block: one block per row, for
+ *     long rows, the serial loop unrolled); 16-byte vector loads along the
+ *     row when its length allows;
  *   - outer (the reduced dims are the first ones): each thread owns one
  *     output column and walks down the reduced axis (reduce=serial);
  *     consecutive threads read consecutive columns, so loads coalesce.
@@ -120,6 +122,46 @@ static int64_t pow2_at_least(double x) {
   return p;
 }
 
+/* The widest vector (16 bytes at most) along the reduced dims [lo, hi) of
+ * the reference that every segment input of the reference's shape can be
+ * loaded with: the row length must be a known multiple of it, so every
+ * row starts aligned; 1 when no vector fits. */
+static int64_t vector_width(fu_fusion *f, const fu_op *seg, const fu_value *ref, int32_t lo, int32_t hi) {
+  (void)f;
+  /* one row (every dim reduced, a single dim): only its start must be
+   * aligned, and the lowering guards a partial last vector */
+  bool one_row = lo == 0 && hi == 1;
+  int64_t row = 1;
+  for (int32_t d = lo; d < hi; d++) {
+    fu_extent e = ref->type.dims[d];
+    if (e.sym && !one_row) return 1;
+    row *= e.sym ? 1 : e.value;
+  }
+  size_t widest = 0;
+  for (uint32_t k = 0; k < seg->n_operands; k++) {
+    const fu_value *v = seg->operands[k];
+    if (!fu_type_is_tensor(&v->type) || v->type.rank != ref->type.rank) continue;
+    if (v->type.dtype == FU_DT_BOOL) return 1;
+    size_t sz = fu_dtype_size(v->type.dtype);
+    if (sz > widest) widest = sz;
+  }
+  if (!widest) return 1;
+  int64_t w = (int64_t)(16 / widest);
+  if (w > 8) w = 8;
+  if (one_row) return w;
+  while (w > 1 && row % w != 0) w /= 2;
+  return w;
+}
+
+/* Why vector_width gave 1, for --debug=schedule. */
+static const char *no_vector_why(fu_fusion *f, const fu_op *seg, const fu_value *ref, int32_t lo, int32_t hi) {
+  (void)f;
+  (void)seg;
+  for (int32_t d = lo; d < hi; d++)
+    if (ref->type.dims[d].sym) return "the row length is symbolic";
+  return "the row length is not a multiple of 2 elements, or an input is bool";
+}
+
 fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
                                      FILE *debug, fu_schedule **out) {
   *out = NULL;
@@ -172,32 +214,59 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
   } else if (inner) {
     double row = estimate(f, ref, first, rank), rows = estimate(f, ref, 0, first);
     uint32_t i = first > 0 ? merge_dims(b, 0, first, "i") : UINT32_MAX;
-    uint32_t r = merge_dims(b, first, rank, "r"), rs, rx;
+    uint32_t r = merge_dims(b, first, rank, "r"), ro, rv = UINT32_MAX, rs, rx;
+    int64_t vw = vector_width(f, seg, ref, first, rank);
+    if (vw > 1) split_axis(b, r, vw, "ro", "rv", &ro, &rv);
+    else ro = r;
+    double vecs = row / (double)vw; /* vector loads per row */
+    char vwhy[96] = "";
+    if (vw > 1) snprintf(vwhy, sizeof vwhy, "; %lld-element vector loads", (long long)vw);
+    else snprintf(vwhy, sizeof vwhy, "; scalar loads (%s)", no_vector_why(f, seg, ref, first, rank));
     if (row <= SHORT_ROW && i != UINT32_MAX) {
-      /* one warp per row, 4 rows per block */
+      /* a group of tx <= 32 threads per row (one vector each where the
+       * row allows), several rows per warp and per block of 128 */
+      int64_t tx = pow2_at_least(vecs);
+      if (tx < 2) tx = 2;
+      if (tx > dev->warp_size) tx = dev->warp_size;
       uint32_t ib, iy;
       mode = FU_RM_WARP;
-      split_axis(b, r, dev->warp_size, "rs", "rx", &rs, &rx);
-      split_axis(b, i, 4, "ib", "iy", &ib, &iy);
+      split_axis(b, ro, tx, "rs", "rx", &rs, &rx);
+      split_axis(b, i, 128 / tx, "ib", "iy", &ib, &iy);
       add_loop(b, ib, FU_PT_BLOCK_X);
       add_loop(b, iy, FU_PT_THREAD_Y);
-      snprintf(why, sizeof why, "short rows (%.0f elements <= %d): one warp per row, 4 rows per block, %.0f rows",
-               row, SHORT_ROW, rows);
+      add_loop(b, rx, FU_PT_THREAD_X);
+      add_loop(b, rs, FU_PT_SERIAL);
+      snprintf(why, sizeof why,
+               "short rows (%.0f elements <= %d): %lld threads per row (shuffles within the warp), %lld rows per "
+               "block, %.0f rows%s",
+               row, SHORT_ROW, (long long)tx, (long long)(128 / tx), rows, vwhy);
     } else {
-      /* one block per row: enough threads for ~8 elements each, 64..512 */
-      int64_t tx = pow2_at_least(row / 8);
+      /* one block per row: enough threads for UNROLL vectors each,
+       * 64..512; the serial loop unrolled so those loads are in flight */
+      int64_t unroll = vw > 1 ? 2 : 4, tx = pow2_at_least(vw > 1 ? vecs / unroll : row / 8);
       if (tx < 64) tx = 64;
       if (tx > 512) tx = 512;
       if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
       mode = FU_RM_BLOCK;
-      split_axis(b, r, tx, "rs", "rx", &rs, &rx);
+      split_axis(b, ro, tx, "rs", "rx", &rs, &rx);
       if (i != UINT32_MAX) add_loop(b, i, FU_PT_BLOCK_X);
+      add_loop(b, rx, FU_PT_THREAD_X);
+      double per = vecs / (double)tx;
+      if (per >= (double)unroll) {
+        uint32_t rso, rsu;
+        split_axis(b, rs, unroll, "rso", "rsu", &rso, &rsu);
+        add_loop(b, rso, FU_PT_SERIAL);
+        add_loop(b, rsu, FU_PT_UNROLL);
+      } else {
+        add_loop(b, rs, FU_PT_SERIAL);
+      }
       snprintf(why, sizeof why,
-               "%s (%.0f elements): one block of %lld threads per row, shuffles then shared memory, %.0f row(s)",
-               i == UINT32_MAX ? "a reduction of every dim" : "long rows", row, (long long)tx, rows);
+               "%s (%.0f elements): one block of %lld threads per row, shuffles then shared memory, %.0f row(s)%s%s",
+               i == UINT32_MAX ? "a reduction of every dim" : "long rows", row, (long long)tx, rows, vwhy,
+               per >= (double)unroll ? (unroll == 2 ? ", serial loop unrolled by 2" : ", serial loop unrolled by 4")
+                                     : "");
     }
-    add_loop(b, rx, FU_PT_THREAD_X);
-    add_loop(b, rs, FU_PT_SERIAL);
+    if (rv != UINT32_MAX) add_loop(b, rv, FU_PT_VECTORIZE);
   } else {
     double cols = estimate(f, ref, last + 1, rank), depth = estimate(f, ref, 0, last + 1);
     uint32_t r = merge_dims(b, 0, last + 1, "r");
