@@ -133,6 +133,24 @@ static void test_inner_vectors(void) {
   with("sum", "f32", "[3, 1023]", "[1]", "[3]", 1023, "block", "rsu: unroll");     /* scalar, unrolled by 4 */
 }
 
+/* Few long rows: the row split over blockIdx.y, partials through a
+ * workspace, the last block (semaphore) combining them in order. */
+static void test_grid(void) {
+  with("sum", "f32", "[2, 70000]", "[1]", "[2]", 70000, "grid", "ry: blockIdx.y");     /* vectors */
+  with("sum", "f32", "[1, 33001]", "[1]", "[1]", 33001, "grid", "ry: blockIdx.y");     /* scalars, a partial chunk */
+  with("sum", "f32", "[100003]", "[0]", "[]", 100003, "grid", "rv: vectorize");        /* every dim, a prime */
+  with("max", "i32", "[3, 40000]", "[1]", "[3]", 0, "grid", "ry: blockIdx.y");
+  with("min", "bf16", "[5, 65536]", "[1]", "[5]", 0, "grid", "split d1, 8 -> ro, rv");
+  with("sum", "f16", "[2, 3, 20000]", "[1, 2]", "[2]", 60000, "grid", "ry: blockIdx.y");
+  /* two reductions and an epilogue in one grid kernel */
+  char printed[65536];
+  run("grid two", "fusion @g {\n  %T0 = input f32[3, 50000]\n  %T1 = sum %T0 {axes=[1]} : f32[3]\n"
+      "  %T2 = max %T0 {axes=[1]} : f32[3]\n  %T3 = div %T1, %T2 : f32[3]\n  output %T3\n}\n",
+      1e-5, 1e-3, printed, sizeof printed);
+  CHECK(strstr(printed, "reduce=grid") != NULL);
+  CHECK(strstr(printed, "workspace") != NULL);
+}
+
 static void test_outer_sizes(void) {
   one("sum", "f32", "[1, 1]", "[0]", "[1]", "f32", 1, "serial");
   one("sum", "f32", "[1]", "[0]", "[]", "f32", 1, "block"); /* all dims reduced: inner, one block */
@@ -200,5 +218,5 @@ static void test_fused_and_symbolic(void) {
   }
 }
 
-FU_TEST_MAIN(FU_TEST(test_inner_sizes), FU_TEST(test_inner_vectors), FU_TEST(test_outer_sizes), FU_TEST(test_all_dims), FU_TEST(test_ops_and_dtypes),
+FU_TEST_MAIN(FU_TEST(test_inner_sizes), FU_TEST(test_inner_vectors), FU_TEST(test_grid), FU_TEST(test_outer_sizes), FU_TEST(test_all_dims), FU_TEST(test_ops_and_dtypes),
              FU_TEST(test_fused_and_symbolic))

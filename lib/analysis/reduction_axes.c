@@ -98,7 +98,8 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
     return false;
   }
   if (s->reduce == FU_RM_NONE) {
-    fu_error(diag, s->loc, "the schedule of reduction segment '@%s' must say how it combines: reduce=serial, warp or block",
+    fu_error(diag, s->loc,
+             "the schedule of reduction segment '@%s' must say how it combines: reduce=serial, warp, block or grid",
              seg_name(seg));
     return false;
   }
@@ -107,15 +108,30 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
   fu_reduction_info ri = {.reduced_axis = ra};
   memset(ra, 0, sizeof ra);
   if (!fu_schedule_reduction(seg, s, &ri, diag)) return false;
-  bool ok = true, in_reduction = false, on_tx = false;
+  bool ok = true, in_reduction = false, on_tx = false, on_by = false;
   for (uint32_t i = 0; i < s->n_loops; i++) {
     const fu_sloop *l = &s->loops[i];
     const char *an = s->axes[l->axis].name;
     bool r = ra[l->axis];
     bool par = l->ptype != FU_PT_SERIAL && l->ptype != FU_PT_UNROLL && l->ptype != FU_PT_VECTORIZE;
-    if (r && (l->ptype == FU_PT_BLOCK_X || l->ptype == FU_PT_BLOCK_Y || l->ptype == FU_PT_THREAD_Y)) {
-      fu_error(diag, l->loc, "reduced axis '%s' is on %s: only threadIdx.x may carry a reduced axis (grid reductions come later)",
+    if (r && l->ptype == FU_PT_BLOCK_Y && s->reduce == FU_RM_GRID) {
+      if (on_by) {
+        fu_error(diag, l->loc, "reduce=grid: a second reduced axis '%s' on blockIdx.y", an);
+        ok = false;
+      }
+      on_by = true;
+    } else if (r && (l->ptype == FU_PT_BLOCK_X || l->ptype == FU_PT_BLOCK_Y || l->ptype == FU_PT_THREAD_Y)) {
+      fu_error(diag, l->loc,
+               "reduced axis '%s' is on %s: only threadIdx.x, and blockIdx.y with reduce=grid, may carry a reduced axis",
                an, fu_ptype_name(l->ptype));
+      ok = false;
+    }
+    if (!r && l->ptype == FU_PT_BLOCK_Y && s->reduce == FU_RM_GRID) {
+      fu_error(diag, l->loc, "reduce=grid keeps blockIdx.y for the reduced axis, and kept axis '%s' is on it", an);
+      ok = false;
+    }
+    if (!r && l->ptype == FU_PT_THREAD_Y && s->reduce == FU_RM_GRID) {
+      fu_error(diag, l->loc, "reduce=grid: kept axis '%s' on threadIdx.y (one row per block)", an);
       ok = false;
     }
     if (!r && l->ptype == FU_PT_VECTORIZE) {
@@ -137,12 +153,16 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
         fu_error(diag, l->loc, "reduce=warp needs reduced axis '%s' on threadIdx.x to have an extent of 2, 4, 8, 16 or 32",
                  an);
         ok = false;
-      } else if (s->reduce == FU_RM_BLOCK && (e < 64 || e % 32 != 0)) {
-        fu_error(diag, l->loc, "reduce=block needs reduced axis '%s' on threadIdx.x to have an extent of 64 or more, a "
-                               "multiple of 32", an);
+      } else if ((s->reduce == FU_RM_BLOCK || s->reduce == FU_RM_GRID) && (e < 64 || e % 32 != 0)) {
+        fu_error(diag, l->loc, "reduce=%s needs reduced axis '%s' on threadIdx.x to have an extent of 64 or more, a "
+                               "multiple of 32", fu_reduce_mode_name(s->reduce), an);
         ok = false;
       }
     }
+  }
+  if (ok && s->reduce == FU_RM_GRID && !on_by) {
+    fu_error(diag, s->loc, "reduce=grid, but no reduced axis is on blockIdx.y");
+    ok = false;
   }
   if (ok && s->reduce != FU_RM_SERIAL && !on_tx) {
     fu_error(diag, s->loc, "reduce=%s, but no reduced axis is on threadIdx.x", fu_reduce_mode_name(s->reduce));

@@ -316,6 +316,18 @@ static fu_kval *combine(rl *L, const fu_op *op, fu_kval *a, fu_kval *b) {
   return a && b ? chk(L, fu_kb_binary(&L->b, NULL, combine_op(op), acc_dtype(op), a, b)) : NULL;
 }
 
+/* One mutable accumulator per reduction, named `prefix<j>`, set to the
+ * reduction's identity. */
+static void new_accumulators(rl *L, const char *prefix, fu_kval **acc) {
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "%s%u", prefix, j);
+    acc[j] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(L->ri.ops[j])));
+    fu_kval *id = identity(L, L->ri.ops[j]);
+    if (acc[j] && id && !fu_kb_assign(&L->b, acc[j], id)) chk(L, NULL);
+  }
+}
+
 /* Opens `if (cond)` (nothing when cond is NULL) and returns the builder to
  * restore after the then-block. */
 static fu_kbuilder open_if(rl *L, fu_kval *cond) {
@@ -500,20 +512,18 @@ static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
   L->b = saved;
 }
 
-/* The combine across threadIdx.x (reduce=warp|block) of every reduction,
- * then the epilogue under the kept guards, on threadIdx.x == 0 when the
- * threads of a row share it. */
-static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
-  fu_kval *v[FU_MAX_SEG_REDUCTIONS];
-  for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+/* The combine across threadIdx.x of the values v (one per reduction),
+ * in place: the butterfly (reduce=warp|block|grid), then for block and
+ * grid lane 0 of each warp stores to a shared slot, sync, and every thread
+ * combines its row's slots in slot order.  `tag` names the slot arrays. */
+static void combine_threads(rl *L, fu_kval **v, const fu_ix *tx, bool in_loop, const char *tag) {
   /* reduce=warp: the row's threads are a power of two (2..32) of one
    * warp, so masks below that count stay within the row */
   uint32_t top = L->s->reduce == FU_RM_WARP && L->k->block[0] < 32 ? L->k->block[0] / 2 : 16;
-  if (L->s->reduce != FU_RM_SERIAL)
-    for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2)
-      for (uint32_t j = 0; j < L->ri.n_ops; j++)
-        v[j] = v[j] ? combine(L, L->ri.ops[j], v[j], chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j], mask))) : NULL;
-  if (L->s->reduce == FU_RM_BLOCK && !L->failed) {
+  for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2)
+    for (uint32_t j = 0; j < L->ri.n_ops; j++)
+      v[j] = v[j] ? combine(L, L->ri.ops[j], v[j], chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j], mask))) : NULL;
+  if ((L->s->reduce == FU_RM_BLOCK || L->s->reduce == FU_RM_GRID) && !L->failed) {
     uint32_t warps = L->k->block[0] / 32, rows = L->k->block[1];
     const fu_ix *ty = NULL;
     for (uint32_t i = 0; i < L->s->n_loops; i++)
@@ -527,7 +537,7 @@ static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
     fu_kbuilder saved = open_if(L, first);
     for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
       char nm[32];
-      snprintf(nm, sizeof nm, "warp_partials%u", j);
+      snprintf(nm, sizeof nm, "%s%u", tag, j);
       arr[j] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED, (int64_t)(warps * rows)));
       if (arr[j] && at && !fu_kb_store(&L->b, arr[j], at, &v[j], 1)) chk(L, NULL);
     }
@@ -541,6 +551,120 @@ static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
       }
     /* the next iteration of a kept loop overwrites the slots */
     if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
+  }
+}
+
+/* reduce=grid: the blocks of a row (blockIdx.y) combine through global
+ * workspaces (docs/ir.md, "Reductions across blocks"):
+ *
+ *   thread 0: partials[row * gridDim.y + blockIdx.y] = v; fence gpu
+ *   sync; thread 0: old = atom.add sem[row], 1; last = old == gridDim.y - 1
+ *   (shared through a flag); sync
+ *   if (last) {                        -- the builder is left in here
+ *     fence gpu
+ *     thread t combines partials t, t + blockDim.x, ... in order, then the
+ *     block combine; thread 0 resets sem[row] to 0
+ *   }
+ *
+ * Whatever order the blocks run in, the last one combines the partials in
+ * the same fixed order, so results are deterministic (no floating-point
+ * atomics).  The semaphore is zeroed by the runtime once and left zero by
+ * every launch. */
+static void combine_grid(rl *L, fu_kval **v, const fu_ix *tx) {
+  if (L->k->block[1] != 1) {
+    fail(L, L->s->loc, "reduce=grid with a kept axis on threadIdx.y");
+    return;
+  }
+  fu_lexpr *gx = L->k->grid[0] ? L->k->grid[0] : fu_lexpr_const(L->m, 1);
+  fu_lexpr *gy = L->k->grid[1];
+  fu_lexpr *size = gx && gy ? fu_lexpr_binary(L->m, FU_LX_MUL, gx, gy) : NULL;
+  if (!size) {
+    chk(L, NULL);
+    return;
+  }
+  fu_kval *part[FU_MAX_SEG_REDUCTIONS];
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "partials%u", j);
+    part[j] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), size, false));
+  }
+  fu_kval *sem = chk(L, fu_kernel_workspace_param(L->m, L->k, "sem", FU_DT_I32, gx, true));
+  fu_kval *flag = chk(L, fu_kval_new_array(L->m, L->k, "last_block", FU_DT_I32, FU_MEM_SHARED, 1));
+  fu_kval *bx = chk(L, fu_kb_special(&L->b, NULL, FU_SP_CTAID_X, L->idx));
+  fu_kval *by = chk(L, fu_kb_special(&L->b, NULL, FU_SP_CTAID_Y, L->idx));
+  fu_kval *gdy = chk(L, fu_kb_special(&L->b, NULL, FU_SP_NCTAID_Y, L->idx));
+  fu_kval *t = emit_ix(L, tx), *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
+  if (L->failed || !t || !zero || !one) return;
+  fu_kval *base = chk(L, fu_kb_binary(&L->b, "row_base", FU_OP_MUL, L->idx, bx, gdy));
+  fu_kval *mine = base ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, base, by)) : NULL;
+  fu_kval *t0 = chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero));
+  if (!mine || !t0) return;
+  fu_kbuilder saved = open_if(L, t0);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+    if (!fu_kb_store(&L->b, part[j], mine, &v[j], 1)) chk(L, NULL);
+  if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
+  L->b = saved;
+  if (!fu_kb_sync(&L->b)) chk(L, NULL);
+  saved = open_if(L, t0);
+  fu_kval *old = chk(L, fu_kb_atom_add(&L->b, "arrived", sem, bx, cast_to(L, one, FU_DT_I32)));
+  fu_kval *lastm1 = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, FU_DT_I32, cast_to(L, gdy, FU_DT_I32), cast_to(L, one, FU_DT_I32)));
+  fu_kval *is_last = old && lastm1 ? chk(L, fu_kb_binary(&L->b, "is_last", FU_OP_EQ, FU_DT_BOOL, old, lastm1)) : NULL;
+  fu_kval *f = cast_to(L, is_last, FU_DT_I32);
+  fu_kval *z = emit_ix(L, fu_ix_const(L->ix, 0));
+  if (f && z && !fu_kb_store(&L->b, flag, z, &f, 1)) chk(L, NULL);
+  L->b = saved;
+  if (!fu_kb_sync(&L->b)) chk(L, NULL);
+  fu_kval *fl = NULL;
+  if (!L->failed && !fu_kb_load(&L->b, NULL, flag, zero, 1, FU_DT_I32, &fl)) chk(L, NULL);
+  fu_kval *zi = chk(L, fu_kb_const_i(&L->b, NULL, FU_DT_I32, 0));
+  fu_kval *last = fl && zi ? chk(L, fu_kb_binary(&L->b, "last", FU_OP_NE, FU_DT_BOOL, fl, zi)) : NULL;
+  if (!last) return;
+  fu_kinst *br = fu_kb_if(&L->b, last);
+  if (!br) {
+    chk(L, NULL);
+    return;
+  }
+  L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.then_body);
+  if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
+  /* thread t: partials t, t + blockDim.x, ... of the row, in order */
+  fu_kval *acc[FU_MAX_SEG_REDUCTIONS];
+  new_accumulators(L, "gacc", acc);
+  fu_kval *step = emit_ix(L, fu_ix_const(L->ix, L->k->block[0]));
+  fu_kinst *lp = step && !L->failed ? fu_kb_for(&L->b, "g", t, gdy, step, FU_LOOP_SERIAL) : NULL;
+  if (!lp) {
+    chk(L, NULL);
+    return;
+  }
+  fu_kbuilder here = L->b;
+  L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
+  fu_kval *at = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, base, lp->results[0]));
+  for (uint32_t j = 0; j < L->ri.n_ops && at && !L->failed; j++) {
+    fu_kval *p = NULL, *a = NULL;
+    if (!fu_kb_load(&L->b, NULL, part[j], at, 1, acc_dtype(L->ri.ops[j]), &p)) chk(L, NULL);
+    a = p ? chk(L, fu_kb_read(&L->b, NULL, acc[j])) : NULL;
+    fu_kval *n = combine(L, L->ri.ops[j], a, p);
+    if (n && !fu_kb_assign(&L->b, acc[j], n)) chk(L, NULL);
+  }
+  L->b = here;
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+  combine_threads(L, v, tx, false, "grid_partials");
+  saved = open_if(L, t0);
+  fu_kval *zs = chk(L, fu_kb_const_i(&L->b, NULL, FU_DT_I32, 0));
+  if (zs && !fu_kb_store(&L->b, sem, bx, &zs, 1)) chk(L, NULL);
+  L->b = saved;
+}
+
+/* The combine across the threads (and blocks) of every reduction, then
+ * the epilogue under the kept guards, on threadIdx.x == 0 when the
+ * threads of a row share it. */
+static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
+  fu_kval *v[FU_MAX_SEG_REDUCTIONS];
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+  if (L->s->reduce != FU_RM_SERIAL) combine_threads(L, v, tx, in_loop, "warp_partials");
+  fu_kbuilder outer = L->b;
+  if (L->s->reduce == FU_RM_GRID && !L->failed) {
+    if (in_loop) fail(L, L->s->loc, "reduce=grid inside a kept serial loop");
+    else combine_grid(L, v, tx);
   }
   if (L->failed) return;
   L->n_memo = 0;
@@ -557,6 +681,7 @@ static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
   fu_kbuilder saved = open_if(L, cond);
   store_outputs(L, false);
   L->b = saved;
+  L->b = outer;
 }
 
 /* Kept loops from loop `i` (parallel axes become special registers,
@@ -605,13 +730,7 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
     return;
   }
   fu_kval *acc[FU_MAX_SEG_REDUCTIONS];
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    char nm[16];
-    snprintf(nm, sizeof nm, "acc%u", j);
-    acc[j] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(L->ri.ops[j])));
-    fu_kval *id = identity(L, L->ri.ops[j]);
-    if (acc[j] && id && !fu_kb_assign(&L->b, acc[j], id)) chk(L, NULL);
-  }
+  new_accumulators(L, "acc", acc);
   accumulate(L, red0, acc);
   if (!L->failed && s->reduce != FU_RM_SERIAL && !tx) fail(L, s->loc, "no reduced axis on threadIdx.x");
   finish(L, acc, tx, in_loop);

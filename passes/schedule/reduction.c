@@ -19,6 +19,7 @@
  * kernel is right for any size.  Reduced dims in the middle, or not
  * adjacent, and var/var_mean (Welford) are declined with a remark: the
  * segment stays unscheduled, as before this scheduler. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -202,7 +203,7 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
   bool outer = !inner && nred > 0 && first == 0 && last + 1 == nred;
   fu_status st = FU_OK;
   fu_reduce_mode mode = FU_RM_SERIAL;
-  char why[256] = "";
+  char why[512] = "";
   if (!inner && !outer) {
     if (debug)
       fprintf(debug,
@@ -250,8 +251,28 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
       mode = FU_RM_BLOCK;
       split_axis(b, ro, tx, "rs", "rx", &rs, &rx);
       if (i != UINT32_MAX) add_loop(b, i, FU_PT_BLOCK_X);
-      add_loop(b, rx, FU_PT_THREAD_X);
       double per = vecs / (double)tx;
+      /* too few rows to fill the device with one block each: split the
+       * row over blockIdx.y too, each block a contiguous chunk of `per`
+       * iterations (a power of two, at least the unroll), the blocks'
+       * partials combined through a workspace by the last to finish */
+      double want = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)tx);
+      char gwhy[160] = "";
+      if (rows < want / 2 && per >= 4.0 * (double)unroll) {
+        int64_t chunk = pow2_at_least(per / ceil(want / rows));
+        if (chunk < unroll) chunk = unroll;
+        uint32_t ry, rss;
+        mode = FU_RM_GRID;
+        split_axis(b, rs, chunk, "ry", "rss", &ry, &rss);
+        add_loop(b, ry, FU_PT_BLOCK_Y);
+        snprintf(gwhy, sizeof gwhy,
+                 "; %.0f row(s) cannot fill %u SMs: %.0f blocks per row on blockIdx.y, %lld iterations each, "
+                 "combined through a workspace (reduce=grid)",
+                 rows, dev->n_sms, ceil(per / (double)chunk), (long long)chunk);
+        rs = rss;
+        per = (double)chunk;
+      }
+      add_loop(b, rx, FU_PT_THREAD_X);
       if (per >= (double)unroll) {
         uint32_t rso, rsu;
         split_axis(b, rs, unroll, "rso", "rsu", &rso, &rsu);
@@ -261,10 +282,12 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
         add_loop(b, rs, FU_PT_SERIAL);
       }
       snprintf(why, sizeof why,
-               "%s (%.0f elements): one block of %lld threads per row, shuffles then shared memory, %.0f row(s)%s%s",
-               i == UINT32_MAX ? "a reduction of every dim" : "long rows", row, (long long)tx, rows, vwhy,
+               "%s (%.0f elements): %s of %lld threads per row, shuffles then shared memory, %.0f row(s)%s%s%s",
+               i == UINT32_MAX ? "a reduction of every dim" : "long rows", row,
+               mode == FU_RM_GRID ? "blocks" : "one block", (long long)tx, rows, vwhy,
                per >= (double)unroll ? (unroll == 2 ? ", serial loop unrolled by 2" : ", serial loop unrolled by 4")
-                                     : "");
+                                     : "",
+               gwhy);
     }
     if (rv != UINT32_MAX) add_loop(b, rv, FU_PT_VECTORIZE);
   } else {
