@@ -151,11 +151,24 @@ static void test_grid(void) {
   CHECK(strstr(printed, "workspace") != NULL);
 }
 
+/* Deep outer reductions: 32 columns a block on threadIdx.x, the rows over
+ * 16 warps on threadIdx.y (shared-memory combine), and over blockIdx.y
+ * when the column blocks cannot fill the device. */
+static void test_outer_split(void) {
+  with("sum", "f32", "[64, 33]", "[0]", "[33]", 64, "block", "rt: threadIdx.y");
+  with("sum", "f32", "[200, 1025]", "[0]", "[1025]", 200, "block", "rt: threadIdx.y"); /* 33 column blocks */
+  with("sum", "f32", "[1031, 70]", "[0]", "[70]", 1031, "grid", "ry: blockIdx.y");
+  with("sum", "f32", "[5003, 3]", "[0]", "[3]", 5003, "grid", "rsu: unroll");
+  with("max", "f16", "[999, 40]", "[0]", "[40]", 0, "grid", "ry: blockIdx.y");
+  with("sum", "f64", "[700, 1]", "[0]", "[1]", 700, "grid", "ry: blockIdx.y");
+  with("sum", "f32", "[3, 300, 17]", "[0, 1]", "[17]", 900, "grid", "rt: threadIdx.y");
+}
+
 static void test_outer_sizes(void) {
   one("sum", "f32", "[1, 1]", "[0]", "[1]", "f32", 1, "serial");
   one("sum", "f32", "[1]", "[0]", "[]", "f32", 1, "block"); /* all dims reduced: inner, one block */
   one("sum", "f32", "[3, 5]", "[0]", "[5]", "f32", 3, "serial");
-  one("sum", "f32", "[1023, 33]", "[0]", "[33]", "f32", 1023, "serial");
+  one("sum", "f32", "[1023, 33]", "[0]", "[33]", "f32", 1023, "grid"); /* deep: rows over threadIdx.y and blocks */
   one("sum", "f32", "[33, 1031]", "[0]", "[1031]", "f32", 33, "serial");
   one("sum", "f32", "[3, 7, 129]", "[0, 1]", "[129]", "f32", 21, "serial");
 }
@@ -179,7 +192,7 @@ static void test_ops_and_dtypes(void) {
   one("prod", "f64", "[23, 5]", "[0]", "[5]", "f64", 23, "serial");
   one("sum", "i32", "[7, 300]", "[1]", "[7]", "i64", 0, "block");
   one("max", "i32", "[7, 300]", "[1]", "[7]", "i32", 0, "block");
-  one("min", "i64", "[300, 7]", "[0]", "[7]", "i64", 0, "serial");
+  one("min", "i64", "[300, 7]", "[0]", "[7]", "i64", 0, "grid");
   one("sum", "bool", "[7, 70]", "[1]", "[7]", "i64", 0, "warp");
 }
 
@@ -208,7 +221,7 @@ static void test_fused_and_symbolic(void) {
     double rtol, atol;
   } sym[] = {
       {"symbolic outer", "fusion @s {\n  %T0 = input f32[R, C] {example=randn, example_shape=[67, 45]}\n"
-                         "  %T1 = sum %T0 {axes=[0]} : f32[C]\n  output %T1\n}\n", "reduce=serial", 1e-5, 1e-4},
+                         "  %T1 = sum %T0 {axes=[0]} : f32[C]\n  output %T1\n}\n", "reduce=block", 1e-5, 1e-4},
       {"symbolic inner", "fusion @s {\n  %T0 = input f32[R, C] {example=randn, example_shape=[5, 3001]}\n"
                          "  %T1 = max %T0 {axes=[1]} : f32[R]\n  output %T1\n}\n", "tail=guard", 0, 0},
   };
@@ -218,5 +231,5 @@ static void test_fused_and_symbolic(void) {
   }
 }
 
-FU_TEST_MAIN(FU_TEST(test_inner_sizes), FU_TEST(test_inner_vectors), FU_TEST(test_grid), FU_TEST(test_outer_sizes), FU_TEST(test_all_dims), FU_TEST(test_ops_and_dtypes),
+FU_TEST_MAIN(FU_TEST(test_inner_sizes), FU_TEST(test_inner_vectors), FU_TEST(test_grid), FU_TEST(test_outer_split), FU_TEST(test_outer_sizes), FU_TEST(test_all_dims), FU_TEST(test_ops_and_dtypes),
              FU_TEST(test_fused_and_symbolic))

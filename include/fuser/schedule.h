@@ -117,7 +117,8 @@ typedef struct fu_stensor {
  * warp: the reduced axis on threadIdx.x has a power-of-two extent of 2..32
  * (a row's threads in one warp), one butterfly of
  * shuffles; block: threadIdx.x (a multiple of 32) carries the reduced axis,
- * shuffles then shared memory across the warps of each threadIdx.y row;
+ * shuffles then shared memory across the warps of each threadIdx.y row (or
+ * threadIdx.y carries it, threadIdx.x keeping columns: shared memory only);
  * grid: as block, and blockIdx.y carries a reduced axis too: each block's
  * partial goes to a workspace, the last block of a row (by a semaphore)
  * combines them in a fixed order. */

@@ -108,7 +108,9 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
   fu_reduction_info ri = {.reduced_axis = ra};
   memset(ra, 0, sizeof ra);
   if (!fu_schedule_reduction(seg, s, &ri, diag)) return false;
-  bool ok = true, in_reduction = false, on_tx = false, on_by = false;
+  bool ok = true, in_reduction = false, on_tx = false, on_by = false, tx_red = false;
+  for (uint32_t i = 0; i < s->n_loops; i++)
+    if (s->loops[i].ptype == FU_PT_THREAD_X && ra[s->loops[i].axis]) tx_red = true;
   for (uint32_t i = 0; i < s->n_loops; i++) {
     const fu_sloop *l = &s->loops[i];
     const char *an = s->axes[l->axis].name;
@@ -120,9 +122,19 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
         ok = false;
       }
       on_by = true;
+    } else if (r && l->ptype == FU_PT_THREAD_Y && !tx_red &&
+               (s->reduce == FU_RM_BLOCK || s->reduce == FU_RM_GRID)) {
+      /* an outer reduction: columns on threadIdx.x, rows combined across threadIdx.y */
+      on_tx = true;
+      if (const_extent(s, l->axis) < 2) {
+        fu_error(diag, l->loc, "reduce=%s needs reduced axis '%s' on threadIdx.y to have a constant extent of 2 or more",
+                 fu_reduce_mode_name(s->reduce), an);
+        ok = false;
+      }
     } else if (r && (l->ptype == FU_PT_BLOCK_X || l->ptype == FU_PT_BLOCK_Y || l->ptype == FU_PT_THREAD_Y)) {
       fu_error(diag, l->loc,
-               "reduced axis '%s' is on %s: only threadIdx.x, and blockIdx.y with reduce=grid, may carry a reduced axis",
+               "reduced axis '%s' is on %s: a reduced axis may be on threadIdx.x, threadIdx.y (reduce=block|grid, "
+               "threadIdx.x kept) or blockIdx.y (reduce=grid)",
                an, fu_ptype_name(l->ptype));
       ok = false;
     }
@@ -165,7 +177,8 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
     ok = false;
   }
   if (ok && s->reduce != FU_RM_SERIAL && !on_tx) {
-    fu_error(diag, s->loc, "reduce=%s, but no reduced axis is on threadIdx.x", fu_reduce_mode_name(s->reduce));
+    fu_error(diag, s->loc, "reduce=%s, but no reduced axis is on threadIdx.x%s", fu_reduce_mode_name(s->reduce),
+             s->reduce == FU_RM_WARP ? "" : " or threadIdx.y");
     ok = false;
   }
   return ok;

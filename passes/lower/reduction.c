@@ -13,7 +13,10 @@
  *     reduce=warp|block: butterfly shfl.xor over threadIdx.x (16..1, or
  *       from half of a narrower warp row);
  *     reduce=block: lane 0 of each warp stores to shared memory, sync,
- *       every thread combines its row's warp slots in slot order
+ *       every thread combines its row's warp slots in slot order (reduced
+ *       axis on threadIdx.y: slots [ty][tx], combined in ty order);
+ *     reduce=grid: then partials through a workspace, the last block
+ *       (semaphore) combines them in order
  *     if (kept in range && threadIdx.x == 0) { epilogue(acc); store }
  *   }
  *
@@ -49,6 +52,8 @@ typedef struct rl {
   fu_reduction_info ri;
   bool ra[256];
   const fu_ix *rvars[16]; /* loop variables of reduced axes */
+  bool ty_red;           /* the reduced thread axis is threadIdx.y (outer reductions) */
+  const fu_ix *kx;       /* then the kept threadIdx.x variable, if any */
   uint32_t n_rvars;
   fu_kval **tparam, **sparam; /* by fusion value id */
   struct {
@@ -512,11 +517,40 @@ static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
   L->b = saved;
 }
 
+/* The combine across threadIdx.y (the reduced thread axis `ty` of an
+ * outer reduction, threadIdx.x keeping columns): every thread stores its
+ * value to slot [ty][tx] of shared memory, sync, and every thread combines
+ * its column's slots in threadIdx.y order. */
+static void combine_rows(rl *L, fu_kval **v, const fu_ix *ty, bool in_loop, const char *tag) {
+  uint32_t nx = L->k->block[0], ny = L->k->block[1];
+  const fu_ix *kx = L->kx ? L->kx : fu_ix_const(L->ix, 0);
+  fu_kval *at = emit_ix(L, fu_ix_add(L->ix, fu_ix_mul(L->ix, ty, fu_ix_const(L->ix, nx)), kx));
+  fu_kval *arr[FU_MAX_SEG_REDUCTIONS];
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "%s%u", tag, j);
+    arr[j] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED, (int64_t)(nx * ny)));
+    if (arr[j] && at && !fu_kb_store(&L->b, arr[j], at, &v[j], 1)) chk(L, NULL);
+  }
+  if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+    for (uint32_t w = 0; w < ny && !L->failed; w++) {
+      fu_kval *p = NULL, *pat = emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx));
+      if (pat && !fu_kb_load(&L->b, NULL, arr[j], pat, 1, acc_dtype(L->ri.ops[j]), &p)) chk(L, NULL);
+      v[j] = w == 0 ? p : combine(L, L->ri.ops[j], v[j], p);
+    }
+  if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
+}
+
 /* The combine across threadIdx.x of the values v (one per reduction),
  * in place: the butterfly (reduce=warp|block|grid), then for block and
  * grid lane 0 of each warp stores to a shared slot, sync, and every thread
  * combines its row's slots in slot order.  `tag` names the slot arrays. */
 static void combine_threads(rl *L, fu_kval **v, const fu_ix *tx, bool in_loop, const char *tag) {
+  if (L->ty_red) {
+    combine_rows(L, v, tx, in_loop, tag);
+    return;
+  }
   /* reduce=warp: the row's threads are a power of two (2..32) of one
    * warp, so masks below that count stay within the row */
   uint32_t top = L->s->reduce == FU_RM_WARP && L->k->block[0] < 32 ? L->k->block[0] / 2 : 16;
@@ -571,13 +605,16 @@ static void combine_threads(rl *L, fu_kval **v, const fu_ix *tx, bool in_loop, c
  * atomics).  The semaphore is zeroed by the runtime once and left zero by
  * every launch. */
 static void combine_grid(rl *L, fu_kval **v, const fu_ix *tx) {
-  if (L->k->block[1] != 1) {
+  if (!L->ty_red && L->k->block[1] != 1) {
     fail(L, L->s->loc, "reduce=grid with a kept axis on threadIdx.y");
     return;
   }
+  /* the kept positions of a block: its threadIdx.x columns (outer), or 1 */
+  uint32_t nk = L->ty_red ? L->k->block[0] : 1, nr = L->k->block[L->ty_red ? 1 : 0];
   fu_lexpr *gx = L->k->grid[0] ? L->k->grid[0] : fu_lexpr_const(L->m, 1);
   fu_lexpr *gy = L->k->grid[1];
-  fu_lexpr *size = gx && gy ? fu_lexpr_binary(L->m, FU_LX_MUL, gx, gy) : NULL;
+  fu_lexpr *gk = gx && nk > 1 ? fu_lexpr_binary(L->m, FU_LX_MUL, gx, fu_lexpr_const(L->m, nk)) : gx;
+  fu_lexpr *size = gk && gy ? fu_lexpr_binary(L->m, FU_LX_MUL, gk, gy) : NULL;
   if (!size) {
     chk(L, NULL);
     return;
@@ -595,17 +632,23 @@ static void combine_grid(rl *L, fu_kval **v, const fu_ix *tx) {
   fu_kval *gdy = chk(L, fu_kb_special(&L->b, NULL, FU_SP_NCTAID_Y, L->idx));
   fu_kval *t = emit_ix(L, tx), *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
   if (L->failed || !t || !zero || !one) return;
-  fu_kval *base = chk(L, fu_kb_binary(&L->b, "row_base", FU_OP_MUL, L->idx, bx, gdy));
+  /* the output group of this thread: blockIdx.x * nk + its kept column */
+  fu_kval *k0 = L->ty_red && L->kx ? emit_ix(L, L->kx) : zero, *nkv = emit_ix(L, fu_ix_const(L->ix, nk));
+  fu_kval *slot = k0 && nkv ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, L->idx, bx, nkv)) : NULL;
+  slot = slot ? chk(L, fu_kb_binary(&L->b, "group", FU_OP_ADD, L->idx, slot, k0)) : NULL;
+  fu_kval *base = slot ? chk(L, fu_kb_binary(&L->b, "row_base", FU_OP_MUL, L->idx, slot, gdy)) : NULL;
   fu_kval *mine = base ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, base, by)) : NULL;
   fu_kval *t0 = chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero));
-  if (!mine || !t0) return;
+  fu_kval *k00 = k0 ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_EQ, FU_DT_BOOL, k0, zero)) : NULL;
+  fu_kval *first = t0 && k00 ? chk(L, fu_kb_binary(&L->b, "first", FU_OP_LOGICAL_AND, FU_DT_BOOL, t0, k00)) : NULL;
+  if (!mine || !first) return;
   fu_kbuilder saved = open_if(L, t0);
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
     if (!fu_kb_store(&L->b, part[j], mine, &v[j], 1)) chk(L, NULL);
   if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
   L->b = saved;
   if (!fu_kb_sync(&L->b)) chk(L, NULL);
-  saved = open_if(L, t0);
+  saved = open_if(L, first);
   fu_kval *old = chk(L, fu_kb_atom_add(&L->b, "arrived", sem, bx, cast_to(L, one, FU_DT_I32)));
   fu_kval *lastm1 = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, FU_DT_I32, cast_to(L, gdy, FU_DT_I32), cast_to(L, one, FU_DT_I32)));
   fu_kval *is_last = old && lastm1 ? chk(L, fu_kb_binary(&L->b, "is_last", FU_OP_EQ, FU_DT_BOOL, old, lastm1)) : NULL;
@@ -629,7 +672,7 @@ static void combine_grid(rl *L, fu_kval **v, const fu_ix *tx) {
   /* thread t: partials t, t + blockDim.x, ... of the row, in order */
   fu_kval *acc[FU_MAX_SEG_REDUCTIONS];
   new_accumulators(L, "gacc", acc);
-  fu_kval *step = emit_ix(L, fu_ix_const(L->ix, L->k->block[0]));
+  fu_kval *step = emit_ix(L, fu_ix_const(L->ix, nr));
   fu_kinst *lp = step && !L->failed ? fu_kb_for(&L->b, "g", t, gdy, step, FU_LOOP_SERIAL) : NULL;
   if (!lp) {
     chk(L, NULL);
@@ -648,7 +691,7 @@ static void combine_grid(rl *L, fu_kval **v, const fu_ix *tx) {
   L->b = here;
   for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
   combine_threads(L, v, tx, false, "grid_partials");
-  saved = open_if(L, t0);
+  saved = open_if(L, first);
   fu_kval *zs = chk(L, fu_kb_const_i(&L->b, NULL, FU_DT_I32, 0));
   if (zs && !fu_kb_store(&L->b, sem, bx, &zs, 1)) chk(L, NULL);
   L->b = saved;
@@ -710,6 +753,14 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
   }
   for (uint32_t j = 0; j < s->n_loops && !tx; j++)
     if (s->loops[j].ptype == FU_PT_THREAD_X && L->ra[s->loops[j].axis]) tx = fu_igraph_loop_var(L->g, j);
+  /* an outer reduction's reduced axis on threadIdx.y, columns on threadIdx.x */
+  for (uint32_t j = 0; j < s->n_loops && !tx; j++)
+    if (s->loops[j].ptype == FU_PT_THREAD_Y && L->ra[s->loops[j].axis]) {
+      tx = fu_igraph_loop_var(L->g, j);
+      L->ty_red = true;
+    }
+  for (uint32_t j = 0; j < s->n_loops && L->ty_red; j++)
+    if (s->loops[j].ptype == FU_PT_THREAD_X) L->kx = fu_igraph_loop_var(L->g, j);
   if (i < s->n_loops) {
     /* a kept serial loop */
     const fu_sloop *l = &s->loops[i];
@@ -732,7 +783,7 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
   fu_kval *acc[FU_MAX_SEG_REDUCTIONS];
   new_accumulators(L, "acc", acc);
   accumulate(L, red0, acc);
-  if (!L->failed && s->reduce != FU_RM_SERIAL && !tx) fail(L, s->loc, "no reduced axis on threadIdx.x");
+  if (!L->failed && s->reduce != FU_RM_SERIAL && !tx) fail(L, s->loc, "no reduced axis on threadIdx.x or threadIdx.y");
   finish(L, acc, tx, in_loop);
 }
 

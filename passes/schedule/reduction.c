@@ -12,8 +12,12 @@
  *     row when its length allows;
  *   - outer (the reduced dims are the first ones): each thread owns one
  *     output column and walks down the reduced axis (reduce=serial);
- *     consecutive threads read consecutive columns, so loads coalesce.
- * A reduction of every dim is an inner one with no row axis (one block).
+ *     consecutive threads read consecutive columns, so loads coalesce;
+ *     deeper ones split the rows over threadIdx.y too (reduce=block);
+ * and when there are too few rows (inner) or column blocks (outer) to
+ * fill the device, the reduced axis is split over blockIdx.y as well
+ * (reduce=grid, combined through a workspace by the last block).
+ * A reduction of every dim is an inner one with no row axis.
  * Row lengths and counts are estimated at the inputs' example sizes, but
  * every split is guarded unless its factor provably divides, so the
  * kernel is right for any size.  Reduced dims in the middle, or not
@@ -26,7 +30,7 @@
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
 
-enum { MAX_AXES = 48, SHORT_ROW = 256 };
+enum { MAX_AXES = 48, SHORT_ROW = 256, OUTER_TY = 16 };
 
 typedef struct rbuild {
   fu_saxis axes[MAX_AXES];
@@ -163,6 +167,44 @@ static const char *no_vector_why(fu_fusion *f, const fu_op *seg, const fu_value 
   return "the row length is not a multiple of 2 elements, or an input is bool";
 }
 
+/* When `groups` blocks (rows, or column blocks) of `threads` cannot fill
+ * the device (fewer than half of SMs x blocks per SM) and each thread has
+ * at least 4 unrolled iterations (`*per`, of serial axis *rs), splits *rs
+ * over blockIdx.y: each block a contiguous chunk of iterations, a power of
+ * two (at least the unroll) giving about SMs x blocks per SM blocks in
+ * all; the blocks' partials are combined through a workspace (reduce=grid).
+ * Updates *rs and *per to the chunk and says why in `why`. */
+static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double groups, const char *gname,
+                       const char *bname, int64_t unroll, uint32_t *rs, double *per, char *why, size_t cap) {
+  double want = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
+  if (groups >= want / 2 || *per < 4.0 * (double)unroll) return false;
+  int64_t chunk = pow2_at_least(*per / ceil(want / groups));
+  if (chunk < unroll) chunk = unroll;
+  uint32_t ry, rss;
+  split_axis(b, *rs, chunk, "ry", "rss", &ry, &rss);
+  add_loop(b, ry, FU_PT_BLOCK_Y);
+  snprintf(why, cap,
+           "; %.0f %s cannot fill %u SMs: %.0f %s on blockIdx.y, %lld iterations each, combined through a "
+           "workspace (reduce=grid)",
+           groups, gname, dev->n_sms, ceil(*per / (double)chunk), bname, (long long)chunk);
+  *rs = rss;
+  *per = (double)chunk;
+  return true;
+}
+
+/* The reduced serial axis rs (`per` iterations per thread), unrolled by
+ * `unroll` when it has that many: loads in flight before they are used. */
+static void serial_loops(rbuild *b, uint32_t rs, double per, int64_t unroll) {
+  if (per >= (double)unroll) {
+    uint32_t rso, rsu;
+    split_axis(b, rs, unroll, "rso", "rsu", &rso, &rsu);
+    add_loop(b, rso, FU_PT_SERIAL);
+    add_loop(b, rsu, FU_PT_UNROLL);
+  } else {
+    add_loop(b, rs, FU_PT_SERIAL);
+  }
+}
+
 fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
                                      FILE *debug, fu_schedule **out) {
   *out = NULL;
@@ -233,10 +275,9 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
       mode = FU_RM_WARP;
       split_axis(b, ro, tx, "rs", "rx", &rs, &rx);
       split_axis(b, i, 128 / tx, "ib", "iy", &ib, &iy);
-      add_loop(b, ib, FU_PT_BLOCK_X);
-      add_loop(b, iy, FU_PT_THREAD_Y);
-      add_loop(b, rx, FU_PT_THREAD_X);
-      add_loop(b, rs, FU_PT_SERIAL);
+      const uint32_t la[] = {ib, iy, rx, rs};
+      const fu_ptype lp[] = {FU_PT_BLOCK_X, FU_PT_THREAD_Y, FU_PT_THREAD_X, FU_PT_SERIAL};
+      for (uint32_t k = 0; k < 4; k++) add_loop(b, la[k], lp[k]);
       snprintf(why, sizeof why,
                "short rows (%.0f elements <= %d): %lld threads per row (shuffles within the warp), %lld rows per "
                "block, %.0f rows%s",
@@ -256,31 +297,11 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
        * row over blockIdx.y too, each block a contiguous chunk of `per`
        * iterations (a power of two, at least the unroll), the blocks'
        * partials combined through a workspace by the last to finish */
-      double want = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)tx);
       char gwhy[160] = "";
-      if (rows < want / 2 && per >= 4.0 * (double)unroll) {
-        int64_t chunk = pow2_at_least(per / ceil(want / rows));
-        if (chunk < unroll) chunk = unroll;
-        uint32_t ry, rss;
+      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, &rs, &per, gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
-        split_axis(b, rs, chunk, "ry", "rss", &ry, &rss);
-        add_loop(b, ry, FU_PT_BLOCK_Y);
-        snprintf(gwhy, sizeof gwhy,
-                 "; %.0f row(s) cannot fill %u SMs: %.0f blocks per row on blockIdx.y, %lld iterations each, "
-                 "combined through a workspace (reduce=grid)",
-                 rows, dev->n_sms, ceil(per / (double)chunk), (long long)chunk);
-        rs = rss;
-        per = (double)chunk;
-      }
       add_loop(b, rx, FU_PT_THREAD_X);
-      if (per >= (double)unroll) {
-        uint32_t rso, rsu;
-        split_axis(b, rs, unroll, "rso", "rsu", &rso, &rsu);
-        add_loop(b, rso, FU_PT_SERIAL);
-        add_loop(b, rsu, FU_PT_UNROLL);
-      } else {
-        add_loop(b, rs, FU_PT_SERIAL);
-      }
+      serial_loops(b, rs, per, unroll);
       snprintf(why, sizeof why,
                "%s (%.0f elements): %s of %lld threads per row, shuffles then shared memory, %.0f row(s)%s%s%s",
                i == UINT32_MAX ? "a reduction of every dim" : "long rows", row,
@@ -294,17 +315,43 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     double cols = estimate(f, ref, last + 1, rank), depth = estimate(f, ref, 0, last + 1);
     uint32_t r = merge_dims(b, 0, last + 1, "r");
     uint32_t i = merge_dims(b, last + 1, rank, "i"), ib, ix;
-    int64_t tx = pow2_at_least(cols);
-    if (tx < 32) tx = 32;
-    if (tx > 128) tx = 128;
-    split_axis(b, i, tx, "ib", "ix", &ib, &ix);
-    add_loop(b, ib, FU_PT_BLOCK_X);
-    add_loop(b, ix, FU_PT_THREAD_X);
-    add_loop(b, r, FU_PT_SERIAL);
-    snprintf(why, sizeof why,
-             "outer reduction (%.0f rows down, %.0f columns): each thread owns a column and walks down serially, "
-             "%lld threads per block",
-             depth, cols, (long long)tx);
+    if (depth < 64) {
+      /* shallow: each thread owns a column and walks down serially */
+      int64_t tx = pow2_at_least(cols);
+      if (tx < 32) tx = 32;
+      if (tx > 128) tx = 128;
+      split_axis(b, i, tx, "ib", "ix", &ib, &ix);
+      add_loop(b, ib, FU_PT_BLOCK_X);
+      add_loop(b, ix, FU_PT_THREAD_X);
+      add_loop(b, r, FU_PT_SERIAL);
+      snprintf(why, sizeof why,
+               "outer reduction (%.0f rows down, %.0f columns): each thread owns a column and walks down serially, "
+               "%lld threads per block",
+               depth, cols, (long long)tx);
+    } else {
+      /* deep: a warp spans 32 columns (128-byte lines), OUTER_TY warps of
+       * a block split the rows (threadIdx.y, combined through shared
+       * memory), the serial loop unrolled by 4; too few column blocks to
+       * fill the device: the rows split over blockIdx.y too (reduce=grid) */
+      int64_t ty = OUTER_TY, unroll = 4;
+      uint32_t rs, rt;
+      split_axis(b, i, 32, "ib", "ix", &ib, &ix);
+      split_axis(b, r, ty, "rs", "rt", &rs, &rt);
+      double colblocks = ceil(cols / 32), per = depth / (double)ty;
+      char gwhy[160] = "";
+      mode = FU_RM_BLOCK;
+      add_loop(b, ib, FU_PT_BLOCK_X);
+      if (grid_split(b, dev, 32 * ty, colblocks, "column block(s)", "blocks down", unroll, &rs, &per, gwhy,
+                     sizeof gwhy))
+        mode = FU_RM_GRID;
+      add_loop(b, ix, FU_PT_THREAD_X);
+      add_loop(b, rt, FU_PT_THREAD_Y);
+      serial_loops(b, rs, per, unroll);
+      snprintf(why, sizeof why,
+               "outer reduction (%.0f rows down, %.0f columns): 32 columns per block on threadIdx.x, the rows split "
+               "over %lld warps on threadIdx.y (combined through shared memory)%s%s",
+               depth, cols, (long long)ty, per >= (double)unroll ? ", serial loop unrolled by 4" : "", gwhy);
+    }
   }
   fu_schedule *s = NULL;
   if (st == FU_OK && !(s = fu_arena_calloc(m->arena, 1, sizeof *s))) st = FU_ERR_NOMEM;
