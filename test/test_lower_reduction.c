@@ -122,9 +122,9 @@ static void test_inner_vectors(void) {
   with("sum", "f32", "[3, 4100]", "[1]", "[3]", 4100, "block", "rv: vectorize");   /* 1025 vectors: a partial tail */
   with("sum", "f32", "[2, 4096]", "[1]", "[2]", 4096, "block", "rsu: unroll");     /* exact: no guard */
   with("sum", "f32", "[5, 8200]", "[1]", "[5]", 8200, "block", "rsu: unroll");     /* guarded unroll */
-  with("sum", "f32", "[37, 64]", "[1]", "[37]", 64, "warp", "split ro, 16 -> rs, rx"); /* 16 threads a row */
-  with("sum", "f32", "[1031, 8]", "[1]", "[1031]", 8, "warp", "split ro, 2 -> rs, rx"); /* 2 threads a row, 64 rows a block */
-  with("sum", "f32", "[9, 12]", "[1]", "[9]", 12, "warp", "split ro, 4 -> rs, rx");   /* 3 vectors: a thread idle */
+  with("sum", "f32", "[37, 64]", "[1]", "[37]", 64, "warp", "split ro, 8 -> rs, rx"); /* 8 threads a row */
+  with("sum", "f32", "[1031, 8]", "[1]", "[1031]", 8, "warp", "split ro, 2 -> rs, rx"); /* 2 threads a row, 128 rows a block */
+  with("sum", "f32", "[9, 12]", "[1]", "[9]", 12, "warp", "split ro, 2 -> rs, rx");   /* 3 vectors: a partial second */
   with("max", "bf16", "[3, 2056]", "[1]", "[3]", 0, "block", "split d1, 8 -> ro, rv"); /* 8 x bf16 */
   with("sum", "f16", "[4, 40]", "[1]", "[4]", 40, "warp", "split d1, 8 -> ro, rv");
   with("sum", "f64", "[3, 1030]", "[1]", "[3]", 1030, "block", "split d1, 2 -> ro, rv");

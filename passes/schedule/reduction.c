@@ -266,22 +266,23 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     if (vw > 1) snprintf(vwhy, sizeof vwhy, "; %lld-element vector loads", (long long)vw);
     else snprintf(vwhy, sizeof vwhy, "; scalar loads (%s)", no_vector_why(f, seg, ref, first, rank));
     if (row <= SHORT_ROW && i != UINT32_MAX) {
-      /* a group of tx <= 32 threads per row (one vector each where the
-       * row allows), several rows per warp and per block of 128 */
-      int64_t tx = pow2_at_least(vecs);
+      /* a group of tx <= 32 threads per row, about two vectors (or
+       * elements) each so that two loads are in flight, several rows per
+       * warp and per block of 256 */
+      int64_t tx = pow2_at_least(vecs / 2);
       if (tx < 2) tx = 2;
       if (tx > dev->warp_size) tx = dev->warp_size;
       uint32_t ib, iy;
       mode = FU_RM_WARP;
       split_axis(b, ro, tx, "rs", "rx", &rs, &rx);
-      split_axis(b, i, 128 / tx, "ib", "iy", &ib, &iy);
+      split_axis(b, i, 256 / tx, "ib", "iy", &ib, &iy);
       const uint32_t la[] = {ib, iy, rx, rs};
       const fu_ptype lp[] = {FU_PT_BLOCK_X, FU_PT_THREAD_Y, FU_PT_THREAD_X, FU_PT_SERIAL};
       for (uint32_t k = 0; k < 4; k++) add_loop(b, la[k], lp[k]);
       snprintf(why, sizeof why,
                "short rows (%.0f elements <= %d): %lld threads per row (shuffles within the warp), %lld rows per "
                "block, %.0f rows%s",
-               row, SHORT_ROW, (long long)tx, (long long)(128 / tx), rows, vwhy);
+               row, SHORT_ROW, (long long)tx, (long long)(256 / tx), rows, vwhy);
     } else {
       /* one block per row: enough threads for UNROLL vectors each,
        * 64..512; the serial loop unrolled so those loads are in flight */
