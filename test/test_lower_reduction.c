@@ -71,21 +71,36 @@ static bool run(const char *name, const char *text, bool exact, char *printed, s
 }
 
 /* One reduction `op` of an input of `dtype` and `shape` over `axes`, with
- * the result in `rdtype`. */
-static void one(const char *op, const char *dtype, const char *shape, const char *axes, const char *rshape,
-                const char *rdtype, const char *expect_reduce) {
+ * the result in `rdtype`.  The
+ * printed schedule must say reduce=`expect_reduce` and contain `want`
+ * (a vectorize axis, an unrolled loop, a thread count) when given. */
+static void one_with(const char *op, const char *dtype, const char *shape, const char *axes, const char *rshape,
+                     const char *rdtype, const char *expect_reduce, const char *want) {
   char text[1024], name[160], printed[65536];
-  snprintf(name, sizeof name, "%s %s%s axes %s", op, dtype, shape, axes);
+  snprintf(name, sizeof name, "%s %s%s axes %s%s%s", op, dtype, shape, axes, want ? " " : "", want ? want : "");
   snprintf(text, sizeof text,
            "fusion @r {\n  %%T0 = input %s%s\n  %%T1 = %s %%T0 {axes=%s} : %s%s\n  output %%T1\n}\n", dtype, shape, op,
            axes, rdtype, rshape);
   bool exact = strcmp(op, "max") == 0 || strcmp(op, "min") == 0 || rdtype[0] == 'i';
   if (run(name, text, exact, printed, sizeof printed) && expect_reduce) {
-    char want[32];
-    snprintf(want, sizeof want, "reduce=%s", expect_reduce);
-    if (!strstr(printed, want)) fu_test_fail(__FILE__, __LINE__, "%s: expected %s in\n%s", name, want, printed);
+    char r[32];
+    snprintf(r, sizeof r, "reduce=%s", expect_reduce);
+    if (!strstr(printed, r) || (want && !strstr(printed, want)))
+      fu_test_fail(__FILE__, __LINE__, "%s: expected %s%s%s in\n%s", name, r, want ? " and " : "", want ? want : "",
+                   printed);
     fu_test_checks++;
   }
+}
+
+static void one(const char *op, const char *dtype, const char *shape, const char *axes, const char *rshape,
+                const char *rdtype, const char *expect_reduce) {
+  one_with(op, dtype, shape, axes, rshape, rdtype, expect_reduce, NULL);
+}
+
+/* The same with the result in the input's dtype. */
+static void with(const char *op, const char *dtype, const char *shape, const char *axes, const char *rshape,
+                 const char *expect_reduce, const char *want) {
+  one_with(op, dtype, shape, axes, rshape, dtype, expect_reduce, want);
 }
 
 static void test_inner_sizes(void) {
@@ -99,11 +114,59 @@ static void test_inner_sizes(void) {
   one("sum", "f32", "[2, 3, 257]", "[1, 2]", "[2]", "f32", "block");
 }
 
+/* Vector loads along the reduced axis: whole vectors, a partial last
+ * vector (guarded lanes), several rows per warp, unrolled serial loops. */
+static void test_inner_vectors(void) {
+  with("sum", "f32", "[3, 4100]", "[1]", "[3]", "block", "rv: vectorize");   /* 1025 vectors: a partial tail */
+  with("sum", "f32", "[2, 4096]", "[1]", "[2]", "block", "rsu: unroll");     /* exact: no guard */
+  with("sum", "f32", "[5, 8200]", "[1]", "[5]", "block", "rsu: unroll");     /* guarded unroll */
+  with("sum", "f32", "[37, 64]", "[1]", "[37]", "warp", "split ro, 8 -> rs, rx"); /* 8 threads a row */
+  with("sum", "f32", "[1031, 8]", "[1]", "[1031]", "warp", "split ro, 2 -> rs, rx"); /* 2 threads a row, 128 rows a block */
+  with("sum", "f32", "[9, 12]", "[1]", "[9]", "warp", "split ro, 2 -> rs, rx");   /* 3 vectors: a partial second */
+  with("max", "bf16", "[3, 2056]", "[1]", "[3]", "block", "split d1, 8 -> ro, rv"); /* 8 x bf16 */
+  with("sum", "f16", "[4, 40]", "[1]", "[4]", "warp", "split d1, 8 -> ro, rv");
+  with("sum", "f64", "[3, 1030]", "[1]", "[3]", "block", "split d1, 2 -> ro, rv");
+  with("min", "i32", "[6, 300]", "[1]", "[6]", "block", "split d1, 4 -> ro, rv");
+  with("sum", "f32", "[8196]", "[0]", "[]", "block", "rv: vectorize");       /* every dim */
+  with("sum", "f32", "[3, 1023]", "[1]", "[3]", "block", "rsu: unroll");     /* scalar, unrolled by 4 */
+}
+
+/* Few long rows: the row split over blockIdx.y, partials through a
+ * workspace, the last block (semaphore) combining them in order. */
+static void test_grid(void) {
+  with("sum", "f32", "[2, 70000]", "[1]", "[2]", "grid", "ry: blockIdx.y");     /* vectors */
+  with("sum", "f32", "[1, 33001]", "[1]", "[1]", "grid", "ry: blockIdx.y");     /* scalars, a partial chunk */
+  with("sum", "f32", "[100003]", "[0]", "[]", "grid", "rv: vectorize");        /* every dim, a prime */
+  with("max", "i32", "[3, 40000]", "[1]", "[3]", "grid", "ry: blockIdx.y");
+  with("min", "bf16", "[5, 65536]", "[1]", "[5]", "grid", "split d1, 8 -> ro, rv");
+  with("sum", "f16", "[2, 3, 20000]", "[1, 2]", "[2]", "grid", "ry: blockIdx.y");
+  /* two reductions and an epilogue in one grid kernel */
+  char printed[65536];
+  run("grid two", "fusion @g {\n  %T0 = input f32[3, 50000]\n  %T1 = sum %T0 {axes=[1]} : f32[3]\n"
+      "  %T2 = max %T0 {axes=[1]} : f32[3]\n  %T3 = div %T1, %T2 : f32[3]\n  output %T3\n}\n",
+      false, printed, sizeof printed);
+  CHECK(strstr(printed, "reduce=grid") != NULL);
+  CHECK(strstr(printed, "workspace") != NULL);
+}
+
+/* Deep outer reductions: 32 columns a block on threadIdx.x, the rows over
+ * 16 warps on threadIdx.y (shared-memory combine), and over blockIdx.y
+ * when the column blocks cannot fill the device. */
+static void test_outer_split(void) {
+  with("sum", "f32", "[64, 33]", "[0]", "[33]", "block", "rt: threadIdx.y");
+  with("sum", "f32", "[200, 1025]", "[0]", "[1025]", "block", "rt: threadIdx.y"); /* 33 column blocks */
+  with("sum", "f32", "[1031, 70]", "[0]", "[70]", "grid", "ry: blockIdx.y");
+  with("sum", "f32", "[5003, 3]", "[0]", "[3]", "grid", "rsu: unroll");
+  with("max", "f16", "[999, 40]", "[0]", "[40]", "grid", "ry: blockIdx.y");
+  with("sum", "f64", "[700, 1]", "[0]", "[1]", "grid", "ry: blockIdx.y");
+  with("sum", "f32", "[3, 300, 17]", "[0, 1]", "[17]", "grid", "rt: threadIdx.y");
+}
+
 static void test_outer_sizes(void) {
   one("sum", "f32", "[1, 1]", "[0]", "[1]", "f32", "serial");
   one("sum", "f32", "[1]", "[0]", "[]", "f32", "block"); /* all dims reduced: inner, one block */
   one("sum", "f32", "[3, 5]", "[0]", "[5]", "f32", "serial");
-  one("sum", "f32", "[1023, 33]", "[0]", "[33]", "f32", "serial");
+  one("sum", "f32", "[1023, 33]", "[0]", "[33]", "f32", "grid"); /* deep: rows over threadIdx.y and blocks */
   one("sum", "f32", "[33, 1031]", "[0]", "[1031]", "f32", "serial");
   one("sum", "f32", "[3, 7, 129]", "[0, 1]", "[129]", "f32", "serial");
 }
@@ -127,7 +190,7 @@ static void test_ops_and_dtypes(void) {
   one("prod", "f64", "[23, 5]", "[0]", "[5]", "f64", "serial");
   one("sum", "i32", "[7, 300]", "[1]", "[7]", "i64", "block");
   one("max", "i32", "[7, 300]", "[1]", "[7]", "i32", "block");
-  one("min", "i64", "[300, 7]", "[0]", "[7]", "i64", "serial");
+  one("min", "i64", "[300, 7]", "[0]", "[7]", "i64", "grid");
   one("sum", "bool", "[7, 70]", "[1]", "[7]", "i64", "warp");
 }
 
@@ -156,7 +219,7 @@ static void test_fused_and_symbolic(void) {
     bool exact;
   } sym[] = {
       {"symbolic outer", "fusion @s {\n  %T0 = input f32[R, C] {example=randn, example_shape=[67, 45]}\n"
-                         "  %T1 = sum %T0 {axes=[0]} : f32[C]\n  output %T1\n}\n", "reduce=serial", false},
+                         "  %T1 = sum %T0 {axes=[0]} : f32[C]\n  output %T1\n}\n", "reduce=block", false},
       {"symbolic inner", "fusion @s {\n  %T0 = input f32[R, C] {example=randn, example_shape=[5, 3001]}\n"
                          "  %T1 = max %T0 {axes=[1]} : f32[R]\n  output %T1\n}\n", "tail=guard", true},
   };
@@ -166,5 +229,5 @@ static void test_fused_and_symbolic(void) {
   }
 }
 
-FU_TEST_MAIN(FU_TEST(test_inner_sizes), FU_TEST(test_outer_sizes), FU_TEST(test_all_dims), FU_TEST(test_ops_and_dtypes),
+FU_TEST_MAIN(FU_TEST(test_inner_sizes), FU_TEST(test_inner_vectors), FU_TEST(test_grid), FU_TEST(test_outer_split), FU_TEST(test_outer_sizes), FU_TEST(test_all_dims), FU_TEST(test_ops_and_dtypes),
              FU_TEST(test_fused_and_symbolic))

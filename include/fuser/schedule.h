@@ -114,10 +114,15 @@ typedef struct fu_stensor {
 /* How a reduction schedule combines the partial results of the threads
  * that share one output element (header attribute `reduce=`, docs/ir.md):
  * serial: no reduced axis is parallel, each thread owns its outputs;
- * warp: the reduced axis on threadIdx.x has extent 32, one butterfly of
+ * warp: the reduced axis on threadIdx.x has a power-of-two extent of 2..32
+ * (a row's threads in one warp), one butterfly of
  * shuffles; block: threadIdx.x (a multiple of 32) carries the reduced axis,
- * shuffles then shared memory across the warps of each threadIdx.y row. */
-typedef enum fu_reduce_mode { FU_RM_NONE, FU_RM_SERIAL, FU_RM_WARP, FU_RM_BLOCK } fu_reduce_mode;
+ * shuffles then shared memory across the warps of each threadIdx.y row (or
+ * threadIdx.y carries it, threadIdx.x keeping columns: shared memory only);
+ * grid: as block, and blockIdx.y carries a reduced axis too: each block's
+ * partial goes to a workspace, the last block of a row (by a semaphore)
+ * combines them in a fixed order. */
+typedef enum fu_reduce_mode { FU_RM_NONE, FU_RM_SERIAL, FU_RM_WARP, FU_RM_BLOCK, FU_RM_GRID } fu_reduce_mode;
 const char *fu_reduce_mode_name(fu_reduce_mode r);
 
 typedef struct fu_schedule {

@@ -98,7 +98,8 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
     return false;
   }
   if (s->reduce == FU_RM_NONE) {
-    fu_error(diag, s->loc, "the schedule of reduction segment '@%s' must say how it combines: reduce=serial, warp or block",
+    fu_error(diag, s->loc,
+             "the schedule of reduction segment '@%s' must say how it combines: reduce=serial, warp, block or grid",
              seg_name(seg));
     return false;
   }
@@ -107,15 +108,42 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
   fu_reduction_info ri = {.reduced_axis = ra};
   memset(ra, 0, sizeof ra);
   if (!fu_schedule_reduction(seg, s, &ri, diag)) return false;
-  bool ok = true, in_reduction = false, on_tx = false;
+  bool ok = true, in_reduction = false, on_tx = false, on_by = false, tx_red = false;
+  for (uint32_t i = 0; i < s->n_loops; i++)
+    if (s->loops[i].ptype == FU_PT_THREAD_X && ra[s->loops[i].axis]) tx_red = true;
   for (uint32_t i = 0; i < s->n_loops; i++) {
     const fu_sloop *l = &s->loops[i];
     const char *an = s->axes[l->axis].name;
     bool r = ra[l->axis];
     bool par = l->ptype != FU_PT_SERIAL && l->ptype != FU_PT_UNROLL && l->ptype != FU_PT_VECTORIZE;
-    if (r && (l->ptype == FU_PT_BLOCK_X || l->ptype == FU_PT_BLOCK_Y || l->ptype == FU_PT_THREAD_Y)) {
-      fu_error(diag, l->loc, "reduced axis '%s' is on %s: only threadIdx.x may carry a reduced axis (grid reductions come later)",
+    if (r && l->ptype == FU_PT_BLOCK_Y && s->reduce == FU_RM_GRID) {
+      if (on_by) {
+        fu_error(diag, l->loc, "reduce=grid: a second reduced axis '%s' on blockIdx.y", an);
+        ok = false;
+      }
+      on_by = true;
+    } else if (r && l->ptype == FU_PT_THREAD_Y && !tx_red &&
+               (s->reduce == FU_RM_BLOCK || s->reduce == FU_RM_GRID)) {
+      /* an outer reduction: columns on threadIdx.x, rows combined across threadIdx.y */
+      on_tx = true;
+      if (const_extent(s, l->axis) < 2) {
+        fu_error(diag, l->loc, "reduce=%s needs reduced axis '%s' on threadIdx.y to have a constant extent of 2 or more",
+                 fu_reduce_mode_name(s->reduce), an);
+        ok = false;
+      }
+    } else if (r && (l->ptype == FU_PT_BLOCK_X || l->ptype == FU_PT_BLOCK_Y || l->ptype == FU_PT_THREAD_Y)) {
+      fu_error(diag, l->loc,
+               "reduced axis '%s' is on %s: a reduced axis may be on threadIdx.x, threadIdx.y (reduce=block|grid, "
+               "threadIdx.x kept) or blockIdx.y (reduce=grid)",
                an, fu_ptype_name(l->ptype));
+      ok = false;
+    }
+    if (!r && l->ptype == FU_PT_BLOCK_Y && s->reduce == FU_RM_GRID) {
+      fu_error(diag, l->loc, "reduce=grid keeps blockIdx.y for the reduced axis, and kept axis '%s' is on it", an);
+      ok = false;
+    }
+    if (!r && l->ptype == FU_PT_THREAD_Y && s->reduce == FU_RM_GRID) {
+      fu_error(diag, l->loc, "reduce=grid: kept axis '%s' on threadIdx.y (one row per block)", an);
       ok = false;
     }
     if (!r && l->ptype == FU_PT_VECTORIZE) {
@@ -133,18 +161,24 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
       if (s->reduce == FU_RM_SERIAL) {
         fu_error(diag, l->loc, "reduce=serial, but reduced axis '%s' is on threadIdx.x", an);
         ok = false;
-      } else if (s->reduce == FU_RM_WARP && e != 32) {
-        fu_error(diag, l->loc, "reduce=warp needs reduced axis '%s' on threadIdx.x to have extent 32", an);
+      } else if (s->reduce == FU_RM_WARP && (e < 2 || e > 32 || (e & (e - 1)) != 0)) {
+        fu_error(diag, l->loc, "reduce=warp needs reduced axis '%s' on threadIdx.x to have an extent of 2, 4, 8, 16 or 32",
+                 an);
         ok = false;
-      } else if (s->reduce == FU_RM_BLOCK && (e < 64 || e % 32 != 0)) {
-        fu_error(diag, l->loc, "reduce=block needs reduced axis '%s' on threadIdx.x to have an extent of 64 or more, a "
-                               "multiple of 32", an);
+      } else if ((s->reduce == FU_RM_BLOCK || s->reduce == FU_RM_GRID) && (e < 64 || e % 32 != 0)) {
+        fu_error(diag, l->loc, "reduce=%s needs reduced axis '%s' on threadIdx.x to have an extent of 64 or more, a "
+                               "multiple of 32", fu_reduce_mode_name(s->reduce), an);
         ok = false;
       }
     }
   }
+  if (ok && s->reduce == FU_RM_GRID && !on_by) {
+    fu_error(diag, s->loc, "reduce=grid, but no reduced axis is on blockIdx.y");
+    ok = false;
+  }
   if (ok && s->reduce != FU_RM_SERIAL && !on_tx) {
-    fu_error(diag, s->loc, "reduce=%s, but no reduced axis is on threadIdx.x", fu_reduce_mode_name(s->reduce));
+    fu_error(diag, s->loc, "reduce=%s, but no reduced axis is on threadIdx.x%s", fu_reduce_mode_name(s->reduce),
+             s->reduce == FU_RM_WARP ? "" : " or threadIdx.y");
     ok = false;
   }
   return ok;

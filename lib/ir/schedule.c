@@ -10,9 +10,9 @@ static const char *const ptype_names[FU_PT_COUNT] = {"serial",      "blockIdx.x"
 
 const char *fu_ptype_name(fu_ptype p) { return (unsigned)p < FU_PT_COUNT ? ptype_names[p] : "?"; }
 
-static const char *const reduce_names[] = {"none", "serial", "warp", "block"};
+static const char *const reduce_names[] = {"none", "serial", "warp", "block", "grid"};
 
-const char *fu_reduce_mode_name(fu_reduce_mode r) { return (unsigned)r <= FU_RM_BLOCK ? reduce_names[r] : "?"; }
+const char *fu_reduce_mode_name(fu_reduce_mode r) { return (unsigned)r <= FU_RM_GRID ? reduce_names[r] : "?"; }
 
 fu_ptype fu_ptype_from_name(const char *name, size_t len) {
   for (int i = 0; i < FU_PT_COUNT; i++)

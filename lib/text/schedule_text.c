@@ -348,9 +348,9 @@ static void header_attrs(sparser *p, fu_schedule *s) {
       }
     } else if (fu_txt_tok_is(&a[i].name, "reduce")) {
       s->reduce = FU_RM_NONE;
-      for (fu_reduce_mode r = FU_RM_SERIAL; r <= FU_RM_BLOCK; r++)
+      for (fu_reduce_mode r = FU_RM_SERIAL; r <= FU_RM_GRID; r++)
         if (is_word(&a[i].value, fu_reduce_mode_name(r))) s->reduce = r;
-      if (s->reduce == FU_RM_NONE) bad_attr_value(p, &a[i], "serial, warp or block");
+      if (s->reduce == FU_RM_NONE) bad_attr_value(p, &a[i], "serial, warp, block or grid");
     } else {
       serr(p, &a[i].name, "unknown attribute '%.*s' for 'schedule'; valid: device, arch, index, kind, reduce",
            (int)a[i].name.len, a[i].name.p);

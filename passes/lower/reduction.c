@@ -8,10 +8,15 @@
  *     acc = identity                      (one mutable per reduction)
  *     reduced serial loops {
  *       if (in range) { acc = acc op prologue(x) }   (full-size outputs stored here)
- *     }
- *     reduce=warp|block: butterfly shfl.xor 16..1 over threadIdx.x;
+ *     }                                  (a last vectorize loop: vector loads,
+ *                                         then lanes in order)
+ *     reduce=warp|block: butterfly shfl.xor over threadIdx.x (16..1, or
+ *       from half of a narrower warp row);
  *     reduce=block: lane 0 of each warp stores to shared memory, sync,
- *       every thread combines its row's warp slots in slot order
+ *       every thread combines its row's warp slots in slot order (reduced
+ *       axis on threadIdx.y: slots [ty][tx], combined in ty order);
+ *     reduce=grid: then partials through a workspace, the last block
+ *       (semaphore) combines them in order
  *     if (kept in range && threadIdx.x == 0) { epilogue(acc); store }
  *   }
  *
@@ -28,7 +33,7 @@
 #include "fuser/lower.h"
 #include "fuser/schedule.h"
 
-enum { MAX_MEMO = 512, MAX_PARAMS = 64 };
+enum { MAX_MEMO = 512, MAX_PARAMS = 64, MAX_LANES = 16 };
 
 typedef struct rl {
   /* what is lowered, and where diagnostics go */
@@ -47,6 +52,8 @@ typedef struct rl {
   fu_reduction_info ri;
   bool ra[256];
   const fu_ix *rvars[16]; /* loop variables of reduced axes */
+  bool ty_red;           /* the reduced thread axis is threadIdx.y (outer reductions) */
+  const fu_ix *kx;       /* then the kept threadIdx.x variable, if any */
   uint32_t n_rvars;
   fu_kval **tparam, **sparam; /* by fusion value id */
   struct {
@@ -314,6 +321,18 @@ static fu_kval *combine(rl *L, const fu_op *op, fu_kval *a, fu_kval *b) {
   return a && b ? chk(L, fu_kb_binary(&L->b, NULL, combine_op(op), acc_dtype(op), a, b)) : NULL;
 }
 
+/* One mutable accumulator per reduction, named `prefix<j>`, set to the
+ * reduction's identity. */
+static void new_accumulators(rl *L, const char *prefix, fu_kval **acc) {
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "%s%u", prefix, j);
+    acc[j] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(L->ri.ops[j])));
+    fu_kval *id = identity(L, L->ri.ops[j]);
+    if (acc[j] && id && !fu_kb_assign(&L->b, acc[j], id)) chk(L, NULL);
+  }
+}
+
 /* Opens `if (cond)` (nothing when cond is NULL) and returns the builder to
  * restore after the then-block. */
 static fu_kbuilder open_if(rl *L, fu_kval *cond) {
@@ -344,6 +363,127 @@ static void store_outputs(rl *L, bool reduced) {
   }
 }
 
+/* One accumulation at the innermost point, under `cond` (none when NULL):
+ * every reduction's operand combined into its accumulator, and the
+ * full-size outputs stored. */
+static void accumulate_point(rl *L, fu_kval *cond, fu_kval *const *acc) {
+  fu_kbuilder saved = open_if(L, cond);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    const fu_op *op = L->ri.ops[j];
+    const fu_value *x = op->operands[0];
+    fu_kval *v = cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), acc_dtype(op));
+    fu_kval *a = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+    fu_kval *n = combine(L, op, a, v);
+    if (n && !fu_kb_assign(&L->b, acc[j], n)) chk(L, NULL);
+  }
+  store_outputs(L, true);
+  L->b = saved;
+}
+
+/* The predicates, split by whether they depend on variable `lane`: the
+ * conjunction of those that do not (*ind), and of those that do, taken at
+ * lane `last` (*full).  False when a lane-dependent one is not affine,
+ * increasing along the lane (then lane `last` in range does not put the
+ * lanes before it in range). */
+static bool lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, fu_kval **full) {
+  *ind = *full = NULL;
+  bool ok = true;
+  for (uint32_t i = 0; i < fu_igraph_num_predicates(L->g) && !L->failed; i++) {
+    const fu_ix *idx, *ext;
+    fu_igraph_predicate(L->g, i, &idx, &ext);
+    bool dep = fu_ix_subst(L->ix, idx, lane, fu_ix_const(L->ix, 0)) != idx;
+    fu_ix_lane a = dep ? fu_ix_lane_analyze(idx, lane, last + 1) : (fu_ix_lane){.ok = true};
+    if (dep && (!a.ok || a.stride < 0)) ok = false;
+    uint32_t mark = L->n_ixv;
+    if (dep) ixv_set(L, lane, emit_ix(L, fu_ix_const(L->ix, last)));
+    fu_kval *x = emit_ix(L, idx), *e = emit_ix(L, ext);
+    fu_kval *p = x && e ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LT, FU_DT_BOOL, x, e)) : NULL;
+    L->n_ixv = mark;
+    fu_kval **to = dep ? full : ind;
+    *to = *to && p ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LOGICAL_AND, FU_DT_BOOL, *to, p)) : p;
+  }
+  return ok;
+}
+
+/* The innermost vectorize loop of the reduced axes (loop `i`, lane
+ * variable of constant width V), unrolled:
+ *
+ *   if (lane-independent guards) {
+ *     if (lane V-1 in range) {
+ *       vector loads of the inputs that allow them (docs/passes.md)
+ *       for lane 0..V-1: accumulate (lanes in order: deterministic)
+ *     } else {
+ *       for lane 0..V-1: if (lane in range) accumulate
+ *     }
+ *   }
+ */
+static void accumulate_vector(rl *L, uint32_t i, fu_kval *const *acc) {
+  const fu_ix *lane = fu_igraph_loop_var(L->g, i);
+  int64_t V = 0;
+  if (!fu_ix_is_const(fu_igraph_axis_extent(L->g, L->s->loops[i].axis), &V) || V < 1 || V > MAX_LANES) {
+    fail(L, L->s->loops[i].loc, "a vectorize axis without a constant extent of at most 16");
+    return;
+  }
+  fu_kval *lanes[MAX_LANES], *ind, *full;
+  for (int64_t j = 0; j < V; j++) lanes[j] = emit_ix(L, fu_ix_const(L->ix, j));
+  bool whole = lane_guards(L, lane, V - 1, &ind, &full);
+  if (L->failed) return;
+  fu_kbuilder outer = open_if(L, ind);
+  fu_kinst *br = whole && full ? fu_kb_if(&L->b, full) : NULL;
+  if (whole && full && !br) {
+    chk(L, NULL);
+    return;
+  }
+  if (whole) {
+    /* every lane in range: one vector load per input that allows it */
+    fu_kbuilder level = L->b;
+    if (br) L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.then_body);
+    uint32_t n_acc = fu_igraph_num_accesses(L->g);
+    fu_kval **vals = fu_mem_calloc(&L->m->alloc, (size_t)n_acc * MAX_LANES + 1, sizeof *vals);
+    if (!vals) {
+      chk(L, NULL);
+      return;
+    }
+    for (uint32_t a = 0; a < n_acc && !L->failed; a++) {
+      const fu_iaccess *x = fu_igraph_access(L->g, a);
+      if (x->is_store || x->mode != FU_AM_VECTOR || !L->tparam[x->value->id]) continue;
+      uint32_t mark = L->n_ixv;
+      ixv_set(L, lane, lanes[0]);
+      fu_kval *at = emit_ix(L, x->offset);
+      L->n_ixv = mark;
+      if (at && !fu_kb_load(&L->b, vname(x->value), L->tparam[x->value->id], at, (uint32_t)V, x->value->type.dtype,
+                            &vals[(size_t)a * MAX_LANES]))
+        chk(L, NULL);
+    }
+    for (int64_t j = 0; j < V && !L->failed; j++) {
+      uint32_t mark = L->n_ixv;
+      ixv_set(L, lane, lanes[j]);
+      L->n_memo = 0;
+      for (uint32_t a = 0; a < n_acc; a++)
+        if (vals[(size_t)a * MAX_LANES])
+          memo_put(L, fu_igraph_access(L->g, a)->value, (const fu_ix *const *)fu_igraph_access(L->g, a)->coords,
+                   vals[(size_t)a * MAX_LANES + (size_t)j]);
+      accumulate_point(L, NULL, acc);
+      L->n_ixv = mark;
+    }
+    fu_mem_free(&L->m->alloc, vals, ((size_t)n_acc * MAX_LANES + 1) * sizeof *vals);
+    L->b = level;
+  }
+  if (!whole || br) {
+    /* the partial last vector (or lanes that cannot be told apart): lane
+     * by lane, each under its guards */
+    if (br) L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.else_body);
+    for (int64_t j = 0; j < V && !L->failed; j++) {
+      uint32_t mark = L->n_ixv;
+      ixv_set(L, lane, lanes[j]);
+      L->n_memo = 0;
+      accumulate_point(L, guards(L, true), acc);
+      L->n_ixv = mark;
+    }
+  }
+  L->b = outer;
+}
+
 /* The reduced serial loops from loop `i` inward, then one accumulation. */
 static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
   if (L->failed) return;
@@ -353,7 +493,9 @@ static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
     i++;
   uint32_t mark = L->n_ixv;
   fu_kbuilder saved = L->b;
-  if (i < s->n_loops) {
+  if (i + 1 == s->n_loops && s->loops[i].ptype == FU_PT_VECTORIZE) {
+    accumulate_vector(L, i, acc);
+  } else if (i < s->n_loops) {
     const fu_sloop *l = &s->loops[i];
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
     fu_kval *end = emit_ix(L, fu_igraph_axis_extent(L->g, l->axis));
@@ -369,32 +511,53 @@ static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
     accumulate(L, i + 1, acc);
   } else {
     L->n_memo = 0;
-    open_if(L, guards(L, true));
-    for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-      const fu_op *op = L->ri.ops[j];
-      const fu_value *x = op->operands[0];
-      fu_kval *v = cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), acc_dtype(op));
-      fu_kval *a = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
-      fu_kval *n = combine(L, op, a, v);
-      if (n && !fu_kb_assign(&L->b, acc[j], n)) chk(L, NULL);
-    }
-    store_outputs(L, true);
+    accumulate_point(L, guards(L, true), acc);
   }
   L->n_ixv = mark;
   L->b = saved;
 }
 
-/* The combine across threadIdx.x (reduce=warp|block) of every reduction,
- * then the epilogue under the kept guards, on threadIdx.x == 0 when the
- * threads of a row share it. */
-static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
-  fu_kval *v[FU_MAX_SEG_REDUCTIONS];
-  for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
-  if (L->s->reduce != FU_RM_SERIAL)
-    for (uint32_t mask = 16; mask >= 1 && !L->failed; mask /= 2)
-      for (uint32_t j = 0; j < L->ri.n_ops; j++)
-        v[j] = v[j] ? combine(L, L->ri.ops[j], v[j], chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j], mask))) : NULL;
-  if (L->s->reduce == FU_RM_BLOCK && !L->failed) {
+/* The combine across threadIdx.y (the reduced thread axis `ty` of an
+ * outer reduction, threadIdx.x keeping columns): every thread stores its
+ * value to slot [ty][tx] of shared memory, sync, and every thread combines
+ * its column's slots in threadIdx.y order. */
+static void combine_rows(rl *L, fu_kval **v, const fu_ix *ty, bool in_loop, const char *tag) {
+  uint32_t nx = L->k->block[0], ny = L->k->block[1];
+  const fu_ix *kx = L->kx ? L->kx : fu_ix_const(L->ix, 0);
+  fu_kval *at = emit_ix(L, fu_ix_add(L->ix, fu_ix_mul(L->ix, ty, fu_ix_const(L->ix, nx)), kx));
+  fu_kval *arr[FU_MAX_SEG_REDUCTIONS];
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "%s%u", tag, j);
+    arr[j] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED, (int64_t)(nx * ny)));
+    if (arr[j] && at && !fu_kb_store(&L->b, arr[j], at, &v[j], 1)) chk(L, NULL);
+  }
+  if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+    for (uint32_t w = 0; w < ny && !L->failed; w++) {
+      fu_kval *p = NULL, *pat = emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx));
+      if (pat && !fu_kb_load(&L->b, NULL, arr[j], pat, 1, acc_dtype(L->ri.ops[j]), &p)) chk(L, NULL);
+      v[j] = w == 0 ? p : combine(L, L->ri.ops[j], v[j], p);
+    }
+  if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
+}
+
+/* The combine across threadIdx.x of the values v (one per reduction),
+ * in place: the butterfly (reduce=warp|block|grid), then for block and
+ * grid lane 0 of each warp stores to a shared slot, sync, and every thread
+ * combines its row's slots in slot order.  `tag` names the slot arrays. */
+static void combine_threads(rl *L, fu_kval **v, const fu_ix *tx, bool in_loop, const char *tag) {
+  if (L->ty_red) {
+    combine_rows(L, v, tx, in_loop, tag);
+    return;
+  }
+  /* reduce=warp: the row's threads are a power of two (2..32) of one
+   * warp, so masks below that count stay within the row */
+  uint32_t top = L->s->reduce == FU_RM_WARP && L->k->block[0] < 32 ? L->k->block[0] / 2 : 16;
+  for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2)
+    for (uint32_t j = 0; j < L->ri.n_ops; j++)
+      v[j] = v[j] ? combine(L, L->ri.ops[j], v[j], chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j], mask))) : NULL;
+  if ((L->s->reduce == FU_RM_BLOCK || L->s->reduce == FU_RM_GRID) && !L->failed) {
     uint32_t warps = L->k->block[0] / 32, rows = L->k->block[1];
     const fu_ix *ty = NULL;
     for (uint32_t i = 0; i < L->s->n_loops; i++)
@@ -408,7 +571,7 @@ static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
     fu_kbuilder saved = open_if(L, first);
     for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
       char nm[32];
-      snprintf(nm, sizeof nm, "warp_partials%u", j);
+      snprintf(nm, sizeof nm, "%s%u", tag, j);
       arr[j] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED, (int64_t)(warps * rows)));
       if (arr[j] && at && !fu_kb_store(&L->b, arr[j], at, &v[j], 1)) chk(L, NULL);
     }
@@ -422,6 +585,129 @@ static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
       }
     /* the next iteration of a kept loop overwrites the slots */
     if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
+  }
+}
+
+/* reduce=grid: the blocks of a row (blockIdx.y) combine through global
+ * workspaces (docs/ir.md, "Reductions across blocks"):
+ *
+ *   thread 0: partials[row * gridDim.y + blockIdx.y] = v; fence gpu
+ *   sync; thread 0: old = atom.add sem[row], 1; last = old == gridDim.y - 1
+ *   (shared through a flag); sync
+ *   if (last) {                        -- the builder is left in here
+ *     fence gpu
+ *     thread t combines partials t, t + blockDim.x, ... in order, then the
+ *     block combine; thread 0 resets sem[row] to 0
+ *   }
+ *
+ * Whatever order the blocks run in, the last one combines the partials in
+ * the same fixed order, so results are deterministic (no floating-point
+ * atomics).  The semaphore is zeroed by the runtime once and left zero by
+ * every launch. */
+static void combine_grid(rl *L, fu_kval **v, const fu_ix *tx) {
+  if (!L->ty_red && L->k->block[1] != 1) {
+    fail(L, L->s->loc, "reduce=grid with a kept axis on threadIdx.y");
+    return;
+  }
+  /* the kept positions of a block: its threadIdx.x columns (outer), or 1 */
+  uint32_t nk = L->ty_red ? L->k->block[0] : 1, nr = L->k->block[L->ty_red ? 1 : 0];
+  fu_lexpr *gx = L->k->grid[0] ? L->k->grid[0] : fu_lexpr_const(L->m, 1);
+  fu_lexpr *gy = L->k->grid[1];
+  fu_lexpr *gk = gx && nk > 1 ? fu_lexpr_binary(L->m, FU_LX_MUL, gx, fu_lexpr_const(L->m, nk)) : gx;
+  fu_lexpr *size = gk && gy ? fu_lexpr_binary(L->m, FU_LX_MUL, gk, gy) : NULL;
+  if (!size) {
+    chk(L, NULL);
+    return;
+  }
+  fu_kval *part[FU_MAX_SEG_REDUCTIONS];
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "partials%u", j);
+    part[j] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), size, false));
+  }
+  fu_kval *sem = chk(L, fu_kernel_workspace_param(L->m, L->k, "sem", FU_DT_I32, gx, true));
+  fu_kval *flag = chk(L, fu_kval_new_array(L->m, L->k, "last_block", FU_DT_I32, FU_MEM_SHARED, 1));
+  fu_kval *bx = chk(L, fu_kb_special(&L->b, NULL, FU_SP_CTAID_X, L->idx));
+  fu_kval *by = chk(L, fu_kb_special(&L->b, NULL, FU_SP_CTAID_Y, L->idx));
+  fu_kval *gdy = chk(L, fu_kb_special(&L->b, NULL, FU_SP_NCTAID_Y, L->idx));
+  fu_kval *t = emit_ix(L, tx), *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
+  if (L->failed || !t || !zero || !one) return;
+  /* the output group of this thread: blockIdx.x * nk + its kept column */
+  fu_kval *k0 = L->ty_red && L->kx ? emit_ix(L, L->kx) : zero, *nkv = emit_ix(L, fu_ix_const(L->ix, nk));
+  fu_kval *slot = k0 && nkv ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, L->idx, bx, nkv)) : NULL;
+  slot = slot ? chk(L, fu_kb_binary(&L->b, "group", FU_OP_ADD, L->idx, slot, k0)) : NULL;
+  fu_kval *base = slot ? chk(L, fu_kb_binary(&L->b, "row_base", FU_OP_MUL, L->idx, slot, gdy)) : NULL;
+  fu_kval *mine = base ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, base, by)) : NULL;
+  fu_kval *t0 = chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero));
+  fu_kval *k00 = k0 ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_EQ, FU_DT_BOOL, k0, zero)) : NULL;
+  fu_kval *first = t0 && k00 ? chk(L, fu_kb_binary(&L->b, "first", FU_OP_LOGICAL_AND, FU_DT_BOOL, t0, k00)) : NULL;
+  if (!mine || !first) return;
+  fu_kbuilder saved = open_if(L, t0);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+    if (!fu_kb_store(&L->b, part[j], mine, &v[j], 1)) chk(L, NULL);
+  if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
+  L->b = saved;
+  if (!fu_kb_sync(&L->b)) chk(L, NULL);
+  saved = open_if(L, first);
+  fu_kval *old = chk(L, fu_kb_atom_add(&L->b, "arrived", sem, bx, cast_to(L, one, FU_DT_I32)));
+  fu_kval *lastm1 = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, FU_DT_I32, cast_to(L, gdy, FU_DT_I32), cast_to(L, one, FU_DT_I32)));
+  fu_kval *is_last = old && lastm1 ? chk(L, fu_kb_binary(&L->b, "is_last", FU_OP_EQ, FU_DT_BOOL, old, lastm1)) : NULL;
+  fu_kval *f = cast_to(L, is_last, FU_DT_I32);
+  fu_kval *z = emit_ix(L, fu_ix_const(L->ix, 0));
+  if (f && z && !fu_kb_store(&L->b, flag, z, &f, 1)) chk(L, NULL);
+  L->b = saved;
+  if (!fu_kb_sync(&L->b)) chk(L, NULL);
+  fu_kval *fl = NULL;
+  if (!L->failed && !fu_kb_load(&L->b, NULL, flag, zero, 1, FU_DT_I32, &fl)) chk(L, NULL);
+  fu_kval *zi = chk(L, fu_kb_const_i(&L->b, NULL, FU_DT_I32, 0));
+  fu_kval *last = fl && zi ? chk(L, fu_kb_binary(&L->b, "last", FU_OP_NE, FU_DT_BOOL, fl, zi)) : NULL;
+  if (!last) return;
+  fu_kinst *br = fu_kb_if(&L->b, last);
+  if (!br) {
+    chk(L, NULL);
+    return;
+  }
+  L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.then_body);
+  if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
+  /* thread t: partials t, t + blockDim.x, ... of the row, in order */
+  fu_kval *acc[FU_MAX_SEG_REDUCTIONS];
+  new_accumulators(L, "gacc", acc);
+  fu_kval *step = emit_ix(L, fu_ix_const(L->ix, nr));
+  fu_kinst *lp = step && !L->failed ? fu_kb_for(&L->b, "g", t, gdy, step, FU_LOOP_SERIAL) : NULL;
+  if (!lp) {
+    chk(L, NULL);
+    return;
+  }
+  fu_kbuilder here = L->b;
+  L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
+  fu_kval *at = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, base, lp->results[0]));
+  for (uint32_t j = 0; j < L->ri.n_ops && at && !L->failed; j++) {
+    fu_kval *p = NULL, *a = NULL;
+    if (!fu_kb_load(&L->b, NULL, part[j], at, 1, acc_dtype(L->ri.ops[j]), &p)) chk(L, NULL);
+    a = p ? chk(L, fu_kb_read(&L->b, NULL, acc[j])) : NULL;
+    fu_kval *n = combine(L, L->ri.ops[j], a, p);
+    if (n && !fu_kb_assign(&L->b, acc[j], n)) chk(L, NULL);
+  }
+  L->b = here;
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+  combine_threads(L, v, tx, false, "grid_partials");
+  saved = open_if(L, first);
+  fu_kval *zs = chk(L, fu_kb_const_i(&L->b, NULL, FU_DT_I32, 0));
+  if (zs && !fu_kb_store(&L->b, sem, bx, &zs, 1)) chk(L, NULL);
+  L->b = saved;
+}
+
+/* The combine across the threads (and blocks) of every reduction, then
+ * the epilogue under the kept guards, on threadIdx.x == 0 when the
+ * threads of a row share it. */
+static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
+  fu_kval *v[FU_MAX_SEG_REDUCTIONS];
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+  if (L->s->reduce != FU_RM_SERIAL) combine_threads(L, v, tx, in_loop, "warp_partials");
+  fu_kbuilder outer = L->b;
+  if (L->s->reduce == FU_RM_GRID && !L->failed) {
+    if (in_loop) fail(L, L->s->loc, "reduce=grid inside a kept serial loop");
+    else combine_grid(L, v, tx);
   }
   if (L->failed) return;
   L->n_memo = 0;
@@ -438,6 +724,7 @@ static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
   fu_kbuilder saved = open_if(L, cond);
   store_outputs(L, false);
   L->b = saved;
+  L->b = outer;
 }
 
 /* Kept loops from loop `i` (parallel axes become special registers,
@@ -466,6 +753,14 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
   }
   for (uint32_t j = 0; j < s->n_loops && !tx; j++)
     if (s->loops[j].ptype == FU_PT_THREAD_X && L->ra[s->loops[j].axis]) tx = fu_igraph_loop_var(L->g, j);
+  /* an outer reduction's reduced axis on threadIdx.y, columns on threadIdx.x */
+  for (uint32_t j = 0; j < s->n_loops && !tx; j++)
+    if (s->loops[j].ptype == FU_PT_THREAD_Y && L->ra[s->loops[j].axis]) {
+      tx = fu_igraph_loop_var(L->g, j);
+      L->ty_red = true;
+    }
+  for (uint32_t j = 0; j < s->n_loops && L->ty_red; j++)
+    if (s->loops[j].ptype == FU_PT_THREAD_X) L->kx = fu_igraph_loop_var(L->g, j);
   if (i < s->n_loops) {
     /* a kept serial loop */
     const fu_sloop *l = &s->loops[i];
@@ -486,19 +781,26 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
     return;
   }
   fu_kval *acc[FU_MAX_SEG_REDUCTIONS];
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    char nm[16];
-    snprintf(nm, sizeof nm, "acc%u", j);
-    acc[j] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(L->ri.ops[j])));
-    fu_kval *id = identity(L, L->ri.ops[j]);
-    if (acc[j] && id && !fu_kb_assign(&L->b, acc[j], id)) chk(L, NULL);
-  }
+  new_accumulators(L, "acc", acc);
   accumulate(L, red0, acc);
-  if (!L->failed && s->reduce != FU_RM_SERIAL && !tx) fail(L, s->loc, "no reduced axis on threadIdx.x");
+  if (!L->failed && s->reduce != FU_RM_SERIAL && !tx) fail(L, s->loc, "no reduced axis on threadIdx.x or threadIdx.y");
   finish(L, acc, tx, in_loop);
 }
 
 /* ---- parameters and launch --------------------------------------------------------------- */
+
+/* Whether input v is read with vector loads (its parameter is then
+ * declared 16-byte aligned, which the runtime checks). */
+static bool read_with_vectors(const rl *L, const fu_value *v) {
+  int64_t width = 1;
+  const fu_ix *lane = fu_igraph_lane_var(L->g, &width);
+  bool last = L->s->n_loops && L->s->loops[L->s->n_loops - 1].ptype == FU_PT_VECTORIZE;
+  for (uint32_t i = 0; lane && width > 1 && last && i < fu_igraph_num_accesses(L->g); i++) {
+    const fu_iaccess *a = fu_igraph_access(L->g, i);
+    if (a->value == v && !a->is_store && a->mode == FU_AM_VECTOR) return true;
+  }
+  return false;
+}
 
 static bool make_params(rl *L) {
   const fu_segment_info *si = &L->seg->u.segment;
@@ -511,7 +813,7 @@ static bool make_params(rl *L) {
       if (!v->name) return fail(L, L->seg->loc, "a parameter without a name");
       if (tensor)
         L->tparam[v->id] = fu_kernel_tensor_param(L->m, L->k, v->name, v->type.dtype, (fu_value *)v, pass == 0, true,
-                                                  (uint32_t)fu_dtype_size(v->type.dtype));
+                                                  read_with_vectors(L, v) ? 16 : (uint32_t)fu_dtype_size(v->type.dtype));
       else
         L->sparam[v->id] = fu_kernel_scalar_input_param(L->m, L->k, v->name, v->type.dtype, (fu_value *)v);
       if (!(tensor ? L->tparam[v->id] : L->sparam[v->id])) return chk(L, NULL) != NULL;

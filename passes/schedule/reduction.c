@@ -5,25 +5,32 @@
  * `r`.  Two layouts are handled:
  *   - inner (the reduced dims are the last ones): threads along threadIdx.x
  *     stride over a row and accumulate serially, then combine with warp
- *     shuffles (reduce=warp: one warp per row, several rows per block on
- *     threadIdx.y, for short rows) or shuffles then shared memory across
- *     the warps (reduce=block: one block per row, for long rows);
+ *     shuffles (reduce=warp: 2..32 threads of one warp per row, several
+ *     rows per block on threadIdx.y, for short rows) or shuffles then
+ *     shared memory across the warps (reduce=block: one block per row, for
+ *     long rows, the serial loop unrolled); 16-byte vector loads along the
+ *     row when its length allows;
  *   - outer (the reduced dims are the first ones): each thread owns one
  *     output column and walks down the reduced axis (reduce=serial);
- *     consecutive threads read consecutive columns, so loads coalesce.
- * A reduction of every dim is an inner one with no row axis (one block).
+ *     consecutive threads read consecutive columns, so loads coalesce;
+ *     deeper ones split the rows over threadIdx.y too (reduce=block);
+ * and when there are too few rows (inner) or column blocks (outer) to
+ * fill the device, the reduced axis is split over blockIdx.y as well
+ * (reduce=grid, combined through a workspace by the last block).
+ * A reduction of every dim is an inner one with no row axis.
  * Row lengths and counts are estimated at the inputs' example sizes, but
  * every split is guarded unless its factor provably divides, so the
  * kernel is right for any size.  Reduced dims in the middle, or not
  * adjacent, and var/var_mean (Welford) are declined with a remark: the
  * segment stays unscheduled, as before this scheduler. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
 
-enum { MAX_AXES = 48, SHORT_ROW = 256 };
+enum { MAX_AXES = 48, SHORT_ROW = 256, OUTER_TY = 16 };
 
 typedef struct rbuild {
   fu_saxis axes[MAX_AXES];
@@ -120,6 +127,84 @@ static int64_t pow2_at_least(double x) {
   return p;
 }
 
+/* The widest vector (16 bytes at most) along the reduced dims [lo, hi) of
+ * the reference that every segment input of the reference's shape can be
+ * loaded with: the row length must be a known multiple of it, so every
+ * row starts aligned; 1 when no vector fits. */
+static int64_t vector_width(fu_fusion *f, const fu_op *seg, const fu_value *ref, int32_t lo, int32_t hi) {
+  (void)f;
+  /* one row (every dim reduced, a single dim): only its start must be
+   * aligned, and the lowering guards a partial last vector */
+  bool one_row = lo == 0 && hi == 1;
+  int64_t row = 1;
+  for (int32_t d = lo; d < hi; d++) {
+    fu_extent e = ref->type.dims[d];
+    if (e.sym && !one_row) return 1;
+    row *= e.sym ? 1 : e.value;
+  }
+  size_t widest = 0;
+  for (uint32_t k = 0; k < seg->n_operands; k++) {
+    const fu_value *v = seg->operands[k];
+    if (!fu_type_is_tensor(&v->type) || v->type.rank != ref->type.rank) continue;
+    if (v->type.dtype == FU_DT_BOOL) return 1;
+    size_t sz = fu_dtype_size(v->type.dtype);
+    if (sz > widest) widest = sz;
+  }
+  if (!widest) return 1;
+  int64_t w = (int64_t)(16 / widest);
+  if (w > 8) w = 8;
+  if (one_row) return w;
+  while (w > 1 && row % w != 0) w /= 2;
+  return w;
+}
+
+/* Why vector_width gave 1, for --debug=schedule. */
+static const char *no_vector_why(fu_fusion *f, const fu_op *seg, const fu_value *ref, int32_t lo, int32_t hi) {
+  (void)f;
+  (void)seg;
+  for (int32_t d = lo; d < hi; d++)
+    if (ref->type.dims[d].sym) return "the row length is symbolic";
+  return "the row length is not a multiple of 2 elements, or an input is bool";
+}
+
+/* When `groups` blocks (rows, or column blocks) of `threads` cannot fill
+ * the device (fewer than half of SMs x blocks per SM) and each thread has
+ * at least 4 unrolled iterations (`*per`, of serial axis *rs), splits *rs
+ * over blockIdx.y: each block a contiguous chunk of iterations, a power of
+ * two (at least the unroll) giving about SMs x blocks per SM blocks in
+ * all; the blocks' partials are combined through a workspace (reduce=grid).
+ * Updates *rs and *per to the chunk and says why in `why`. */
+static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double groups, const char *gname,
+                       const char *bname, int64_t unroll, uint32_t *rs, double *per, char *why, size_t cap) {
+  double want = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
+  if (groups >= want / 2 || *per < 4.0 * (double)unroll) return false;
+  int64_t chunk = pow2_at_least(*per / ceil(want / groups));
+  if (chunk < unroll) chunk = unroll;
+  uint32_t ry, rss;
+  split_axis(b, *rs, chunk, "ry", "rss", &ry, &rss);
+  add_loop(b, ry, FU_PT_BLOCK_Y);
+  snprintf(why, cap,
+           "; %.0f %s cannot fill %u SMs: %.0f %s on blockIdx.y, %lld iterations each, combined through a "
+           "workspace (reduce=grid)",
+           groups, gname, dev->n_sms, ceil(*per / (double)chunk), bname, (long long)chunk);
+  *rs = rss;
+  *per = (double)chunk;
+  return true;
+}
+
+/* The reduced serial axis rs (`per` iterations per thread), unrolled by
+ * `unroll` when it has that many: loads in flight before they are used. */
+static void serial_loops(rbuild *b, uint32_t rs, double per, int64_t unroll) {
+  if (per >= (double)unroll) {
+    uint32_t rso, rsu;
+    split_axis(b, rs, unroll, "rso", "rsu", &rso, &rsu);
+    add_loop(b, rso, FU_PT_SERIAL);
+    add_loop(b, rsu, FU_PT_UNROLL);
+  } else {
+    add_loop(b, rs, FU_PT_SERIAL);
+  }
+}
+
 fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
                                      FILE *debug, fu_schedule **out) {
   *out = NULL;
@@ -160,7 +245,7 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
   bool outer = !inner && nred > 0 && first == 0 && last + 1 == nred;
   fu_status st = FU_OK;
   fu_reduce_mode mode = FU_RM_SERIAL;
-  char why[256] = "";
+  char why[512] = "";
   if (!inner && !outer) {
     if (debug)
       fprintf(debug,
@@ -172,47 +257,102 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
   } else if (inner) {
     double row = estimate(f, ref, first, rank), rows = estimate(f, ref, 0, first);
     uint32_t i = first > 0 ? merge_dims(b, 0, first, "i") : UINT32_MAX;
-    uint32_t r = merge_dims(b, first, rank, "r"), rs, rx;
+    uint32_t r = merge_dims(b, first, rank, "r"), ro, rv = UINT32_MAX, rs, rx;
+    int64_t vw = vector_width(f, seg, ref, first, rank);
+    if (vw > 1) split_axis(b, r, vw, "ro", "rv", &ro, &rv);
+    else ro = r;
+    double vecs = row / (double)vw; /* vector loads per row */
+    char vwhy[96] = "";
+    if (vw > 1) snprintf(vwhy, sizeof vwhy, "; %lld-element vector loads", (long long)vw);
+    else snprintf(vwhy, sizeof vwhy, "; scalar loads (%s)", no_vector_why(f, seg, ref, first, rank));
     if (row <= SHORT_ROW && i != UINT32_MAX) {
-      /* one warp per row, 4 rows per block */
+      /* a group of tx <= 32 threads per row, about two vectors (or
+       * elements) each so that two loads are in flight, several rows per
+       * warp and per block of 256 */
+      int64_t tx = pow2_at_least(vecs / 2);
+      if (tx < 2) tx = 2;
+      if (tx > dev->warp_size) tx = dev->warp_size;
       uint32_t ib, iy;
       mode = FU_RM_WARP;
-      split_axis(b, r, dev->warp_size, "rs", "rx", &rs, &rx);
-      split_axis(b, i, 4, "ib", "iy", &ib, &iy);
-      add_loop(b, ib, FU_PT_BLOCK_X);
-      add_loop(b, iy, FU_PT_THREAD_Y);
-      snprintf(why, sizeof why, "short rows (%.0f elements <= %d): one warp per row, 4 rows per block, %.0f rows",
-               row, SHORT_ROW, rows);
+      split_axis(b, ro, tx, "rs", "rx", &rs, &rx);
+      split_axis(b, i, 256 / tx, "ib", "iy", &ib, &iy);
+      const uint32_t la[] = {ib, iy, rx, rs};
+      const fu_ptype lp[] = {FU_PT_BLOCK_X, FU_PT_THREAD_Y, FU_PT_THREAD_X, FU_PT_SERIAL};
+      for (uint32_t k = 0; k < 4; k++) add_loop(b, la[k], lp[k]);
+      snprintf(why, sizeof why,
+               "short rows (%.0f elements <= %d): %lld threads per row (shuffles within the warp), %lld rows per "
+               "block, %.0f rows%s",
+               row, SHORT_ROW, (long long)tx, (long long)(256 / tx), rows, vwhy);
     } else {
-      /* one block per row: enough threads for ~8 elements each, 64..512 */
-      int64_t tx = pow2_at_least(row / 8);
+      /* one block per row: enough threads for UNROLL vectors each,
+       * 64..512; the serial loop unrolled so those loads are in flight */
+      int64_t unroll = vw > 1 ? 2 : 4, tx = pow2_at_least(vw > 1 ? vecs / unroll : row / 8);
       if (tx < 64) tx = 64;
       if (tx > 512) tx = 512;
       if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
       mode = FU_RM_BLOCK;
-      split_axis(b, r, tx, "rs", "rx", &rs, &rx);
+      split_axis(b, ro, tx, "rs", "rx", &rs, &rx);
       if (i != UINT32_MAX) add_loop(b, i, FU_PT_BLOCK_X);
+      double per = vecs / (double)tx;
+      /* too few rows to fill the device with one block each: split the
+       * row over blockIdx.y too, each block a contiguous chunk of `per`
+       * iterations (a power of two, at least the unroll), the blocks'
+       * partials combined through a workspace by the last to finish */
+      char gwhy[160] = "";
+      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, &rs, &per, gwhy, sizeof gwhy))
+        mode = FU_RM_GRID;
+      add_loop(b, rx, FU_PT_THREAD_X);
+      serial_loops(b, rs, per, unroll);
       snprintf(why, sizeof why,
-               "%s (%.0f elements): one block of %lld threads per row, shuffles then shared memory, %.0f row(s)",
-               i == UINT32_MAX ? "a reduction of every dim" : "long rows", row, (long long)tx, rows);
+               "%s (%.0f elements): %s of %lld threads per row, shuffles then shared memory, %.0f row(s)%s%s%s",
+               i == UINT32_MAX ? "a reduction of every dim" : "long rows", row,
+               mode == FU_RM_GRID ? "blocks" : "one block", (long long)tx, rows, vwhy,
+               per >= (double)unroll ? (unroll == 2 ? ", serial loop unrolled by 2" : ", serial loop unrolled by 4")
+                                     : "",
+               gwhy);
     }
-    add_loop(b, rx, FU_PT_THREAD_X);
-    add_loop(b, rs, FU_PT_SERIAL);
+    if (rv != UINT32_MAX) add_loop(b, rv, FU_PT_VECTORIZE);
   } else {
     double cols = estimate(f, ref, last + 1, rank), depth = estimate(f, ref, 0, last + 1);
     uint32_t r = merge_dims(b, 0, last + 1, "r");
     uint32_t i = merge_dims(b, last + 1, rank, "i"), ib, ix;
-    int64_t tx = pow2_at_least(cols);
-    if (tx < 32) tx = 32;
-    if (tx > 128) tx = 128;
-    split_axis(b, i, tx, "ib", "ix", &ib, &ix);
-    add_loop(b, ib, FU_PT_BLOCK_X);
-    add_loop(b, ix, FU_PT_THREAD_X);
-    add_loop(b, r, FU_PT_SERIAL);
-    snprintf(why, sizeof why,
-             "outer reduction (%.0f rows down, %.0f columns): each thread owns a column and walks down serially, "
-             "%lld threads per block",
-             depth, cols, (long long)tx);
+    if (depth < 64) {
+      /* shallow: each thread owns a column and walks down serially */
+      int64_t tx = pow2_at_least(cols);
+      if (tx < 32) tx = 32;
+      if (tx > 128) tx = 128;
+      split_axis(b, i, tx, "ib", "ix", &ib, &ix);
+      add_loop(b, ib, FU_PT_BLOCK_X);
+      add_loop(b, ix, FU_PT_THREAD_X);
+      add_loop(b, r, FU_PT_SERIAL);
+      snprintf(why, sizeof why,
+               "outer reduction (%.0f rows down, %.0f columns): each thread owns a column and walks down serially, "
+               "%lld threads per block",
+               depth, cols, (long long)tx);
+    } else {
+      /* deep: a warp spans 32 columns (128-byte lines), OUTER_TY warps of
+       * a block split the rows (threadIdx.y, combined through shared
+       * memory), the serial loop unrolled by 4; too few column blocks to
+       * fill the device: the rows split over blockIdx.y too (reduce=grid) */
+      int64_t ty = OUTER_TY, unroll = 4;
+      uint32_t rs, rt;
+      split_axis(b, i, 32, "ib", "ix", &ib, &ix);
+      split_axis(b, r, ty, "rs", "rt", &rs, &rt);
+      double colblocks = ceil(cols / 32), per = depth / (double)ty;
+      char gwhy[160] = "";
+      mode = FU_RM_BLOCK;
+      add_loop(b, ib, FU_PT_BLOCK_X);
+      if (grid_split(b, dev, 32 * ty, colblocks, "column block(s)", "blocks down", unroll, &rs, &per, gwhy,
+                     sizeof gwhy))
+        mode = FU_RM_GRID;
+      add_loop(b, ix, FU_PT_THREAD_X);
+      add_loop(b, rt, FU_PT_THREAD_Y);
+      serial_loops(b, rs, per, unroll);
+      snprintf(why, sizeof why,
+               "outer reduction (%.0f rows down, %.0f columns): 32 columns per block on threadIdx.x, the rows split "
+               "over %lld warps on threadIdx.y (combined through shared memory)%s%s",
+               depth, cols, (long long)ty, per >= (double)unroll ? ", serial loop unrolled by 4" : "", gwhy);
+    }
   }
   fu_schedule *s = NULL;
   if (st == FU_OK && !(s = fu_arena_calloc(m->arena, 1, sizeof *s))) st = FU_ERR_NOMEM;
