@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     targets: fir kir py pipeline npy (default: all)
 #
 # The seed corpora and dictionaries are made from the tree each time
-# (fuzz/make_corpus.py); what the fuzzers add is kept in
+# (fuzz/make_corpus.py), and the regression inputs (fuzz/regressions/) are
+# seeds too; what the fuzzers add is kept in
 # build-fuzz/fuzz-corpus/<target>/ for the next run.  A crash, sanitizer
 # report, leak, timeout (-timeout) or memory blow-up (-rss_limit_mb) fails
 # the script; the input is written to build-fuzz/fuzz-artifacts/<target>/.
@@ -60,7 +61,7 @@ for t in "${TARGETS[@]}"; do
   rc=0
   "$bin" -max_total_time="$SECONDS_EACH" -timeout="${TIMEOUT[$t]}" -rss_limit_mb="$RSS_MB" -max_len="$MAX_LEN" \
     -dict="$SEEDS/dict/$t.dict" -artifact_prefix="$arts/" -print_final_stats=1 \
-    "$work" "$SEEDS/$t" >"$log" 2>&1 || rc=$?
+    "$work" "$SEEDS/$t" "$ROOT/fuzz/regressions/$t" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
   last=$(grep -E '^#[0-9]+' "$log" | tail -n1 || true)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
