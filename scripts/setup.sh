@@ -28,8 +28,9 @@ die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
 # ---- Debian packages ----------------------------------------------------------
 # cmake, ninja and gcc build the C17 sources; python3 runs lit; llvm-19-dev is
 # the LLVM C API with the NVPTX target (the backend); llvm-19-tools gives
-# FileCheck, not and lit's source.
-PACKAGES=(cmake ninja-build gcc libc6-dev python3 llvm-19-dev llvm-19-tools)
+# FileCheck, not and lit's source; clang-19 and libclang-rt-19-dev (libFuzzer
+# and the sanitizer runtimes) build the fuzz harnesses (scripts/fuzz.sh).
+PACKAGES=(cmake ninja-build gcc libc6-dev python3 llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev)
 
 installed() { dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'; }
 

@@ -321,6 +321,18 @@ static void test_npy_variants(void) {
   CHECK_EQ_INT(t.strides[1], 2);
   for (int i = 0; i < 6; i++) CHECK_NEAR(fu_host_tensor_get_flat(&t, i), i, 0);
   fu_host_tensor_free(&t);
+  /* empty tensors whose stride products would overflow: they read, with
+   * no element and non-negative strides, in both orders */
+  const char *empty[2] = {
+      "{'descr': '<f4', 'fortran_order': True, 'shape': (0, 1099511627776, 1099511627776, 1099511627776), }",
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1099511627776, 1099511627776, 1099511627776), }"};
+  for (int k = 0; k < 2; k++) {
+    n = make_npy(buf, 1, empty[k], fdata, 0);
+    CHECK_EQ_INT(fu_npy_read_buffer(buf, n, "e.npy", FU_DT_F32, a, &p.diag, &t), FU_OK);
+    CHECK_EQ_INT(fu_host_tensor_numel(&t), 0);
+    for (int d = 0; d < 4; d++) CHECK(t.strides[d] >= 0);
+    fu_host_tensor_free(&t);
+  }
   /* version 2.0, big-endian int32, double-quoted keys, Python 2 'L' */
   unsigned char be[8] = {0, 0, 1, 2, 0xff, 0xff, 0xff, 0xfe};
   n = make_npy(buf, 2, "{\"descr\": \">i4\", \"fortran_order\": False, \"shape\": (2L,)}", be, sizeof be);

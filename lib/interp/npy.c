@@ -301,15 +301,19 @@ static fu_status check_expect(const npy_layout *L, const fu_npy_expect *e, const
 
 static fu_status alloc_tensor(const npy_layout *L, const char *name, fu_allocator alloc, fu_diag_engine *diag,
                               fu_host_tensor *out) {
-  int64_t strides[FU_MAX_RANK];
-  if (L->h.fortran) {
-    int64_t s = 1;
-    for (int32_t d = 0; d < L->h.rank; d++) {
-      strides[d] = s;
-      if (L->h.shape[d] > 0) s *= L->h.shape[d];
-    }
-  } else {
-    fu_contiguous_strides(L->h.rank, L->h.shape, strides);
+  /* Strides of the file's order, innermost dim first.  The element count
+   * was checked, so a product that overflows needs a zero extent: such a
+   * tensor has no element to address, and its strides stay 0 from there. */
+  int64_t strides[FU_MAX_RANK] = {0};
+  int64_t s = 1;
+  for (int32_t i = 0; i < L->h.rank; i++) {
+    int32_t d = L->h.fortran ? i : L->h.rank - 1 - i;
+    int64_t ext = L->h.shape[d];
+    strides[d] = s;
+    if (ext > 1 && s > INT64_MAX / ext)
+      s = 0;
+    else if (ext > 0)
+      s *= ext;
   }
   fu_status st = fu_host_tensor_alloc_strided(out, alloc, L->dt, L->h.rank, L->h.shape, strides);
   if (st != FU_OK) return npy_error(diag, name, st, "out of memory reading %zu bytes of .npy data", L->bytes);

@@ -117,6 +117,13 @@ typedef struct parser {
 
 #define AT(s, T, i) (((T *)(s).v)[i])
 
+/* The operands collected from `base` on, or NULL while no operand was ever
+ * collected (the scratch array is not allocated: taking an address in it
+ * would offset a null pointer). */
+static fu_value *const *vals_from(const parser *p, size_t base) {
+  return p->vals.v ? &AT(p->vals, fu_value *, base) : NULL;
+}
+
 static bool push(parser *p, scratch *s, const void *item) {
   if (!scratch_reserve(&p->alloc, s, s->n + 1)) {
     p->nomem = true;
@@ -1015,7 +1022,7 @@ static void build_op(parser *p, fu_block *b, const fu_token *first, const fu_tok
              n_types == 1 ? " was" : "s were");
     bad = true;
   }
-  fu_op *op = fu_op_new(p->f, kind, &AT(p->vals, fu_value *, vbase), n_ops, n_res, loc_of(p, first));
+  fu_op *op = fu_op_new(p->f, kind, vals_from(p, vbase), n_ops, n_res, loc_of(p, first));
   if (!op) {
     p->nomem = true;
     return;
@@ -1139,7 +1146,7 @@ static bool parse_output(parser *p, fu_block *b) {
     if (p->tok.kind != FU_TOK_COMMA) break;
     advance(p);
   }
-  fu_op *op = fu_op_new(p->f, FU_OP_OUTPUT, &AT(p->vals, fu_value *, vbase), (uint32_t)(p->vals.n - vbase), 0,
+  fu_op *op = fu_op_new(p->f, FU_OP_OUTPUT, vals_from(p, vbase), (uint32_t)(p->vals.n - vbase), 0,
                         loc_of(p, &kw));
   if (!op) {
     p->nomem = true;
@@ -1219,7 +1226,7 @@ static bool parse_segment(parser *p, fu_block *b) {
   }
   fu_token open = p->tok;
   advance(p);
-  fu_op *op = fu_op_new(p->f, FU_OP_SEGMENT, &AT(p->vals, fu_value *, vbase), (uint32_t)(p->vals.n - vbase), 0,
+  fu_op *op = fu_op_new(p->f, FU_OP_SEGMENT, vals_from(p, vbase), (uint32_t)(p->vals.n - vbase), 0,
                         loc_of(p, &kw));
   fu_block *body = fu_arena_alloc(p->m->arena, sizeof *body);
   if (!op || !body) {
