@@ -545,8 +545,20 @@ static bool removable(const fu_op *op) {
          !in_frozen_segment(op);
 }
 
+/* An op of the fusion's body that reads a segment's output keeps that
+ * output used: the segment's interface was fixed when it was cut, and the
+ * verifier requires every listed output to be used after the segment. */
+static bool reads_segment_output(const canon *c, const fu_op *op) {
+  if (op->parent != &c->f->body) return false;
+  for (uint32_t i = 0; i < op->n_operands; i++) {
+    const fu_value *v = op->operands[i];
+    if (!v->is_literal && v->def && v->def->parent != &c->f->body) return true;
+  }
+  return false;
+}
+
 static bool op_dead(const canon *c, const fu_op *op, const uint32_t *uses) {
-  if (!removable(op)) return false;
+  if (!removable(op) || reads_segment_output(c, op)) return false;
   for (uint32_t i = 0; i < op->n_results; i++) {
     const fu_value *v = op->results[i];
     if (uses[v->id] || (v->id < c->n_values && c->pinned[v->id])) return false;
