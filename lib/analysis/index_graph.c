@@ -411,8 +411,21 @@ static bool op_dims_in_range(const fu_op *op) {
     }
     return kept == rr;
   }
-  default: return true;
+  case FU_OC_META:
+  case FU_OC_UNARY:
+  case FU_OC_BINARY:
+  case FU_OC_TERNARY:
+  case FU_OC_CAST:
+  case FU_OC_REDUCE:
+  case FU_OC_VARIANCE:
+  case FU_OC_RESHAPE:
+  case FU_OC_SLICE:
+  case FU_OC_CAT:
+  case FU_OC_PAD:
+  case FU_OC_FULL:
+  case FU_OC_IOTA: return true;
   }
+  return true; /* not reached: a class outside the enum */
 }
 
 /* A reduction maps each kept dim of its operand to the result's dim (the
@@ -508,7 +521,16 @@ static bool build_exprs(fu_igraph *g) {
       for (int32_t d = 0; d < r->type.rank; d++)
         add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX, NULL);
       break;
-    default: goto unsupported;
+    case FU_OC_META:
+    case FU_OC_UNARY:
+    case FU_OC_BINARY:
+    case FU_OC_TERNARY:
+    case FU_OC_CAST:
+    case FU_OC_REDUCE:
+    case FU_OC_VARIANCE:
+    case FU_OC_SLICE:
+    case FU_OC_CAT:
+    case FU_OC_PAD: goto unsupported;
     }
     continue;
   unsupported:
@@ -765,8 +787,20 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
     for (int32_t d = 0; d < r->type.rank; d++) c[op->u.permute.dims.v[d]] = rc[d];
     return c;
   case FU_OC_RESHAPE: return reshape_map(g, &r->type, rc, &x->type);
-  default: return NULL;
+  case FU_OC_META:
+  case FU_OC_UNARY:
+  case FU_OC_BINARY:
+  case FU_OC_TERNARY:
+  case FU_OC_CAST:
+  case FU_OC_REDUCE:
+  case FU_OC_VARIANCE:
+  case FU_OC_SLICE:
+  case FU_OC_CAT:
+  case FU_OC_PAD:
+  case FU_OC_FULL:
+  case FU_OC_IOTA: return NULL;
   }
+  return NULL; /* not reached: a class outside the enum */
 }
 
 /* The result's coordinates from the (already known) coordinates of op's
@@ -836,7 +870,17 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
     for (int32_t d = 0; d < rr; d++) c[d] = xc[op->u.permute.dims.v[d]];
     break;
   case FU_OC_RESHAPE: return reshape_map(g, &x->type, xc, &r->type);
-  default: return NULL;
+  case FU_OC_META:
+  case FU_OC_UNARY:
+  case FU_OC_BINARY:
+  case FU_OC_TERNARY:
+  case FU_OC_CAST:
+  case FU_OC_VARIANCE:
+  case FU_OC_SLICE:
+  case FU_OC_CAT:
+  case FU_OC_PAD:
+  case FU_OC_FULL:
+  case FU_OC_IOTA: return NULL;
   }
   for (int32_t d = 0; d < rr; d++)
     if (!c[d]) return NULL;

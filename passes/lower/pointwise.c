@@ -479,8 +479,20 @@ static uint32_t n_args(const fu_op *op) {
   case FU_OC_RESHAPE:
   case FU_OC_PERMUTE:
   case FU_OC_SQUEEZE: return 1;
-  default: return 0;
+  case FU_OC_META:
+  case FU_OC_UNARY:
+  case FU_OC_BINARY:
+  case FU_OC_TERNARY:
+  case FU_OC_CAST:
+  case FU_OC_REDUCE:
+  case FU_OC_VARIANCE:
+  case FU_OC_SLICE:
+  case FU_OC_CAT:
+  case FU_OC_PAD:
+  case FU_OC_FULL:
+  case FU_OC_IOTA: return 0;
   }
+  return 0; /* not reached: a class outside the enum */
 }
 
 static bool skips_arg(const fu_op *op, uint32_t i) {
@@ -514,7 +526,16 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
     fu_kval *s = p ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, ct, start, p)) : NULL;
     return cast_to(L, s, v->type.dtype);
   }
-  default: break;
+  case FU_OC_META:
+  case FU_OC_UNARY:
+  case FU_OC_BINARY:
+  case FU_OC_TERNARY:
+  case FU_OC_CAST:
+  case FU_OC_REDUCE:
+  case FU_OC_VARIANCE:
+  case FU_OC_SLICE:
+  case FU_OC_CAT:
+  case FU_OC_PAD: break;
   }
   fu_error(L->diag, op->loc, "'%s' cannot be lowered in a pointwise segment", info->name);
   L->failed = true;
