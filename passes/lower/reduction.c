@@ -19,7 +19,10 @@
  * memoized per body, with the CPU interpreter's dtype rules (f16/bf16
  * compute in f32 and round after each op, integers in i64).  Accumulators
  * are f32 for f16/bf16/f32 results, f64 for f64, i64 for integers and
- * bools; the combine order is fixed, so results are deterministic. */
+ * bools; the combine order is fixed, so results are deterministic.
+ * var/var_mean carry a Welford state (mean, m2, count) instead of one
+ * accumulator, folded and combined by reduction_welford.c, over elements
+ * shifted by the first one of their slice (welford_shifts). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +30,7 @@
 #include "fuser/index_graph.h"
 #include "fuser/lower.h"
 #include "fuser/schedule.h"
+#include "reduction_welford.h"
 
 enum { MAX_MEMO = 512, MAX_PARAMS = 64 };
 
@@ -66,6 +70,7 @@ typedef struct rl {
     fu_kval *kv;
   } memo[MAX_MEMO];
   uint32_t n_memo;
+  fu_kval *shift[FU_MAX_SEG_REDUCTIONS]; /* Welford ops: the shift their elements accumulate from */
 } rl;
 
 static bool fail(rl *L, fu_loc loc, const char *what) {
@@ -314,6 +319,22 @@ static fu_kval *combine(rl *L, const fu_op *op, fu_kval *a, fu_kval *b) {
   return a && b ? chk(L, fu_kb_binary(&L->b, NULL, combine_op(op), acc_dtype(op), a, b)) : NULL;
 }
 
+/* A reduction's state: one accumulator, or a Welford (mean, m2, count). */
+typedef fu_kval *rstate[FU_WELFORD_PARTS];
+
+static uint32_t parts(const fu_op *op) { return fu_welford_op(op) ? FU_WELFORD_PARTS : 1; }
+
+/* out = a combined with b (out may alias a). */
+static void combine_state(rl *L, const fu_op *op, fu_kval *const *a, fu_kval *const *b, fu_kval **out) {
+  for (uint32_t p = 0; p < parts(op); p++)
+    if (!a[p] || !b[p]) {
+      out[0] = NULL;
+      return;
+    }
+  if (!fu_welford_op(op)) out[0] = combine(L, op, a[0], b[0]);
+  else if (!fu_welford_combine(&L->b, a, b, out)) out[0] = chk(L, NULL);
+}
+
 /* Opens `if (cond)` (nothing when cond is NULL) and returns the builder to
  * restore after the then-block. */
 static fu_kbuilder open_if(rl *L, fu_kval *cond) {
@@ -345,7 +366,7 @@ static void store_outputs(rl *L, bool reduced) {
 }
 
 /* The reduced serial loops from loop `i` inward, then one accumulation. */
-static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
+static void accumulate(rl *L, uint32_t i, rstate *acc) {
   if (L->failed) return;
   const fu_schedule *s = L->s;
   while (i < s->n_loops && s->loops[i].ptype != FU_PT_SERIAL && s->loops[i].ptype != FU_PT_UNROLL &&
@@ -374,9 +395,14 @@ static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
       const fu_op *op = L->ri.ops[j];
       const fu_value *x = op->operands[0];
       fu_kval *v = cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), acc_dtype(op));
-      fu_kval *a = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
-      fu_kval *n = combine(L, op, a, v);
-      if (n && !fu_kb_assign(&L->b, acc[j], n)) chk(L, NULL);
+      fu_kval *sh = L->shift[j] && v ? chk(L, fu_kb_read(&L->b, NULL, L->shift[j])) : NULL;
+      if (sh) v = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, v->dtype, v, sh));
+      rstate a = {NULL}, n = {NULL};
+      for (uint32_t p = 0; p < parts(op); p++) a[p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+      if (!fu_welford_op(op)) n[0] = combine(L, op, a[0], v);
+      else if (v && a[0] && a[1] && a[2] && !fu_welford_update(&L->b, a, v, n)) chk(L, NULL);
+      for (uint32_t p = 0; p < parts(op); p++)
+        if (n[p] && !fu_kb_assign(&L->b, acc[j][p], n[p])) chk(L, NULL);
     }
     store_outputs(L, true);
   }
@@ -387,13 +413,18 @@ static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
 /* The combine across threadIdx.x (reduce=warp|block) of every reduction,
  * then the epilogue under the kept guards, on threadIdx.x == 0 when the
  * threads of a row share it. */
-static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
-  fu_kval *v[FU_MAX_SEG_REDUCTIONS];
-  for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
+  rstate v[FU_MAX_SEG_REDUCTIONS];
+  for (uint32_t j = 0; j < L->ri.n_ops; j++)
+    for (uint32_t p = 0; p < parts(L->ri.ops[j]); p++) v[j][p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
   if (L->s->reduce != FU_RM_SERIAL)
     for (uint32_t mask = 16; mask >= 1 && !L->failed; mask /= 2)
-      for (uint32_t j = 0; j < L->ri.n_ops; j++)
-        v[j] = v[j] ? combine(L, L->ri.ops[j], v[j], chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j], mask))) : NULL;
+      for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+        rstate o = {NULL};
+        for (uint32_t p = 0; p < parts(L->ri.ops[j]); p++)
+          o[p] = v[j][p] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask)) : NULL;
+        combine_state(L, L->ri.ops[j], v[j], o, v[j]);
+      }
   if (L->s->reduce == FU_RM_BLOCK && !L->failed) {
     uint32_t warps = L->k->block[0] / 32, rows = L->k->block[1];
     const fu_ix *ty = NULL;
@@ -404,30 +435,43 @@ static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
     fu_kval *lane = emit_ix(L, fu_ix_mod(L->ix, tx, fu_ix_const(L->ix, 32)));
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *at = emit_ix(L, slot);
     fu_kval *first = lane && zero ? chk(L, fu_kb_binary(&L->b, "lane0", FU_OP_EQ, FU_DT_BOOL, lane, zero)) : NULL;
-    fu_kval *arr[FU_MAX_SEG_REDUCTIONS];
+    rstate arr[FU_MAX_SEG_REDUCTIONS];
     fu_kbuilder saved = open_if(L, first);
-    for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-      char nm[32];
-      snprintf(nm, sizeof nm, "warp_partials%u", j);
-      arr[j] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED, (int64_t)(warps * rows)));
-      if (arr[j] && at && !fu_kb_store(&L->b, arr[j], at, &v[j], 1)) chk(L, NULL);
-    }
+    for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+      for (uint32_t q = 0; q < parts(L->ri.ops[j]) && !L->failed; q++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, q ? "warp_partials%u_%u" : "warp_partials%u", j, q);
+        arr[j][q] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED,
+                                             (int64_t)(warps * rows)));
+        if (arr[j][q] && at && !fu_kb_store(&L->b, arr[j][q], at, &v[j][q], 1)) chk(L, NULL);
+      }
     L->b = saved;
     if (!fu_kb_sync(&L->b)) chk(L, NULL);
     for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
       for (uint32_t w = 0; w < warps && !L->failed; w++) {
-        fu_kval *p = NULL, *pat = emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w)));
-        if (pat && !fu_kb_load(&L->b, NULL, arr[j], pat, 1, acc_dtype(L->ri.ops[j]), &p)) chk(L, NULL);
-        v[j] = w == 0 ? p : combine(L, L->ri.ops[j], v[j], p);
+        rstate p = {NULL};
+        fu_kval *pat = emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w)));
+        for (uint32_t q = 0; q < parts(L->ri.ops[j]); q++)
+          if (pat && !fu_kb_load(&L->b, NULL, arr[j][q], pat, 1, acc_dtype(L->ri.ops[j]), &p[q])) chk(L, NULL);
+        if (w == 0) memcpy(v[j], p, sizeof p);
+        else combine_state(L, L->ri.ops[j], v[j], p, v[j]);
       }
     /* the next iteration of a kept loop overwrites the slots */
     if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
   }
   if (L->failed) return;
   L->n_memo = 0;
-  for (uint32_t j = 0; j < L->ri.n_ops; j++) {
-    const fu_value *r = L->ri.ops[j]->results[0];
-    memo_put(L, r, fu_igraph_coords(L->g, r), cast_to(L, v[j], r->type.dtype));
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    const fu_op *op = L->ri.ops[j];
+    fu_kval *res[2] = {v[j][0], NULL};
+    if (fu_welford_op(op) && v[j][0] && L->shift[j]) {
+      fu_kval *sh = chk(L, fu_kb_read(&L->b, NULL, L->shift[j]));
+      v[j][0] = sh ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, sh->dtype, v[j][0], sh)) : NULL;
+    }
+    if (fu_welford_op(op) && v[j][0] && !fu_welford_results(&L->b, op, v[j], res)) chk(L, NULL);
+    for (uint32_t k = 0; k < op->n_results && k < 2; k++)
+      memo_put(L, op->results[k], fu_igraph_coords(L->g, op->results[k]),
+               cast_to(L, res[k], op->results[k]->type.dtype));
   }
   fu_kval *cond = guards(L, false);
   if (L->s->reduce != FU_RM_SERIAL) {
@@ -438,6 +482,59 @@ static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
   fu_kbuilder saved = open_if(L, cond);
   store_outputs(L, false);
   L->b = saved;
+}
+
+/* Welford ops accumulate x - shift, the shift being the first element of
+ * the output's reduced slice (every thread of the slice loads it): the
+ * running means then stay near 0 and keep their precision for inputs
+ * with a large mean (x = 1e4 + randn), which plain f32 Welford loses.
+ * The reduced loop variables are bound to 0 for that one load; an empty
+ * or out-of-range slice keeps shift 0. */
+static void welford_shifts(rl *L) {
+  bool any = false;
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+    L->shift[j] = NULL;
+    any |= fu_welford_op(L->ri.ops[j]);
+  }
+  if (!any || L->failed) return;
+  uint32_t mark = L->n_ixv;
+  fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0));
+  for (uint32_t i = 0; i < L->n_rvars && zero; i++) ixv_set(L, L->rvars[i], zero);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    const fu_op *op = L->ri.ops[j];
+    char nm[16];
+    snprintf(nm, sizeof nm, "shift%u", j);
+    fu_kval *z = chk(L, fu_kb_const_f(&L->b, NULL, acc_dtype(op), 0.0));
+    if (fu_welford_op(op) && (L->shift[j] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(op)))) && z &&
+        !fu_kb_assign(&L->b, L->shift[j], z))
+      chk(L, NULL);
+  }
+  L->n_memo = 0;
+  /* the guards hold at reduced coordinate 0 unless a reduced extent is 0 */
+  fu_kval *cond = guards(L, true);
+  const fu_value *ref = L->s->reference;
+  for (int32_t d = 0; d < ref->type.rank && !L->failed; d++) {
+    if (!L->ri.reduced_dim[d]) continue;
+    const fu_ix *e = fu_ix_extent(L->ix, ref->type.dims[d]);
+    int64_t c = 0;
+    if (fu_ix_is_const(e, &c)) {
+      if (c > 0) continue;
+      L->n_ixv = mark; /* an empty reduction: no element to load */
+      return;
+    }
+    fu_kval *ek = emit_ix(L, e), *zk = emit_ix(L, fu_ix_const(L->ix, 0));
+    fu_kval *p = ek && zk ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LT, FU_DT_BOOL, zk, ek)) : NULL;
+    cond = cond && p ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, p)) : p;
+  }
+  fu_kbuilder saved = open_if(L, cond);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    const fu_value *x = L->ri.ops[j]->operands[0];
+    fu_kval *v = L->shift[j] ? cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), L->shift[j]->dtype) : NULL;
+    if (v && !fu_kb_assign(&L->b, L->shift[j], v)) chk(L, NULL);
+  }
+  L->b = saved;
+  L->n_memo = 0;
+  L->n_ixv = mark;
 }
 
 /* Kept loops from loop `i` (parallel axes become special registers,
@@ -485,14 +582,21 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
     L->b = saved;
     return;
   }
-  fu_kval *acc[FU_MAX_SEG_REDUCTIONS];
+  rstate acc[FU_MAX_SEG_REDUCTIONS];
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    char nm[16];
-    snprintf(nm, sizeof nm, "acc%u", j);
-    acc[j] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(L->ri.ops[j])));
-    fu_kval *id = identity(L, L->ri.ops[j]);
-    if (acc[j] && id && !fu_kb_assign(&L->b, acc[j], id)) chk(L, NULL);
+    const fu_op *op = L->ri.ops[j];
+    rstate id = {NULL};
+    if (!fu_welford_op(op)) id[0] = identity(L, op);
+    else if (!fu_welford_identity(&L->b, acc_dtype(op), id)) chk(L, NULL);
+    for (uint32_t p = 0; p < parts(op) && !L->failed; p++) {
+      static const char *const wn[FU_WELFORD_PARTS] = {"mean", "m2_", "count"};
+      char nm[16];
+      snprintf(nm, sizeof nm, "%s%u", fu_welford_op(op) ? wn[p] : "acc", j);
+      acc[j][p] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(op)));
+      if (acc[j][p] && id[p] && !fu_kb_assign(&L->b, acc[j][p], id[p])) chk(L, NULL);
+    }
   }
+  welford_shifts(L);
   accumulate(L, red0, acc);
   if (!L->failed && s->reduce != FU_RM_SERIAL && !tx) fail(L, s->loc, "no reduced axis on threadIdx.x");
   finish(L, acc, tx, in_loop);

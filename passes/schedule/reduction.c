@@ -14,9 +14,10 @@
  * A reduction of every dim is an inner one with no row axis (one block).
  * Row lengths and counts are estimated at the inputs' example sizes, but
  * every split is guarded unless its factor provably divides, so the
- * kernel is right for any size.  Reduced dims in the middle, or not
- * adjacent, and var/var_mean (Welford) are declined with a remark: the
- * segment stays unscheduled, as before this scheduler. */
+ * kernel is right for any size.  var/var_mean schedule like sum (their
+ * Welford states ride the same combines).  Reduced dims in the middle,
+ * or not adjacent, get a thread per output walking them serially
+ * (general_layout). */
 #include <stdio.h>
 #include <string.h>
 
@@ -120,6 +121,54 @@ static int64_t pow2_at_least(double x) {
   return p;
 }
 
+/* Merges the reference axes ax[d] with want[d] == keep, in dim order,
+ * into one axis named `name`; UINT32_MAX when there is none. */
+static uint32_t merge_where(rbuild *b, const uint32_t *ax, const bool *want, bool keep, const char *name) {
+  uint32_t cur = UINT32_MAX;
+  int32_t n = 0, rank = b->ref->type.rank;
+  for (int32_t d = 0; d < rank; d++) n += want[d] == keep;
+  for (int32_t d = 0, k = 0; d < rank; d++) {
+    if (want[d] != keep) continue;
+    if (++k == 1) {
+      cur = ax[d];
+      continue;
+    }
+    fu_sxform *t = &b->xf[b->n_xf];
+    *t = (fu_sxform){.kind = FU_SX_MERGE, .in = {cur, ax[d]}, .loc = fu_loc_none()};
+    char mid[8];
+    snprintf(mid, sizeof mid, "m%u", b->n_axes % 1000u);
+    t->out[0] = new_axis(b, k == n ? name : mid, -1);
+    b->n_xf++;
+    cur = t->out[0];
+  }
+  if (n == 1) snprintf(b->names[cur], sizeof b->names[cur], "%s", name);
+  return cur;
+}
+
+/* Reduced dims in the middle or apart (or none): the kept dims merge, in
+ * order, into `i` and the reduced ones into `r`; each thread owns one
+ * output and walks `r` serially (reduce=serial), like an outer reduction.
+ * Right for every pattern; coalesced when the innermost dim is kept.  The
+ * reference axes are made first, in dim order, as the text lists them. */
+static void general_layout(rbuild *b, const bool *reduced, char *why, size_t why_n) {
+  uint32_t ax[FU_MAX_RANK], ib, ix;
+  for (int32_t d = 0; d < b->ref->type.rank; d++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "d%u", (unsigned)d % 100u);
+    ax[d] = new_axis(b, nm, d);
+  }
+  uint32_t i = merge_where(b, ax, reduced, false, "i"), r = merge_where(b, ax, reduced, true, "r");
+  if (i != UINT32_MAX) {
+    split_axis(b, i, 128, "ib", "ix", &ib, &ix);
+    add_loop(b, ib, FU_PT_BLOCK_X);
+    add_loop(b, ix, FU_PT_THREAD_X);
+  }
+  if (r != UINT32_MAX) add_loop(b, r, FU_PT_SERIAL);
+  snprintf(why, why_n,
+           "reduced dims in the middle or apart: kept dims merged into one axis, a thread per output walking the "
+           "reduced dims serially, 128 threads per block");
+}
+
 fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
                                      FILE *debug, fu_schedule **out) {
   *out = NULL;
@@ -132,12 +181,6 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
   if (!red) {
     fu_error(diag, seg->loc, "reduction segment '@%s' has no reduction", sname);
     return FU_ERR_INVALID_ARG;
-  }
-  if (fu_op_info_of(red->kind)->cls != FU_OC_REDUCE) {
-    if (debug)
-      fprintf(debug, "schedule: @%s: '%s' needs Welford combines, which come later: not scheduled\n", sname,
-              fu_op_info_of(red->kind)->name);
-    return FU_OK;
   }
   rbuild *b = fu_mem_calloc(&m->alloc, 1, sizeof *b);
   if (!b) return FU_ERR_NOMEM;
@@ -162,13 +205,7 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
   fu_reduce_mode mode = FU_RM_SERIAL;
   char why[256] = "";
   if (!inner && !outer) {
-    if (debug)
-      fprintf(debug,
-              "schedule: @%s: '%s' reduces %s; reduced dims that are innermost or outermost and adjacent are "
-              "scheduled so far: not scheduled\n",
-              sname, fu_op_info_of(red->kind)->name, nred ? "dims in the middle or apart" : "no dim");
-    fu_mem_free(&m->alloc, b, sizeof *b);
-    return FU_OK;
+    general_layout(b, reduced, why, sizeof why);
   } else if (inner) {
     double row = estimate(f, ref, first, rank), rows = estimate(f, ref, 0, first);
     uint32_t i = first > 0 ? merge_dims(b, 0, first, "i") : UINT32_MAX;
