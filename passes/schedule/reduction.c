@@ -16,8 +16,8 @@
  * every split is guarded unless its factor provably divides, so the
  * kernel is right for any size.  var/var_mean schedule like sum (their
  * Welford states ride the same combines).  Reduced dims in the middle,
- * or not adjacent, get a thread per output walking them serially
- * (general_layout). */
+ * or not adjacent, merge into `r` and the kept ones into `i` (group_axes):
+ * inner when the last dim is reduced, else outer. */
 #include <stdio.h>
 #include <string.h>
 
@@ -145,28 +145,39 @@ static uint32_t merge_where(rbuild *b, const uint32_t *ax, const bool *want, boo
   return cur;
 }
 
-/* Reduced dims in the middle or apart (or none): the kept dims merge, in
- * order, into `i` and the reduced ones into `r`; each thread owns one
- * output and walks `r` serially (reduce=serial), like an outer reduction.
- * Right for every pattern; coalesced when the innermost dim is kept.  The
- * reference axes are made first, in dim order, as the text lists them. */
-static void general_layout(rbuild *b, const bool *reduced, char *why, size_t why_n) {
-  uint32_t ax[FU_MAX_RANK], ib, ix;
+/* Reduced dims in the middle or apart: the kept dims merge, in order,
+ * into `i` and the reduced ones into `r` (merges of non-adjacent axes),
+ * and the inner or outer layout runs on those.  The reference axes are
+ * made first, in dim order, as the text lists them. */
+static void group_axes(rbuild *b, const bool *reduced, uint32_t *i, uint32_t *r) {
+  uint32_t ax[FU_MAX_RANK];
   for (int32_t d = 0; d < b->ref->type.rank; d++) {
     char nm[8];
     snprintf(nm, sizeof nm, "d%u", (unsigned)d % 100u);
     ax[d] = new_axis(b, nm, d);
   }
-  uint32_t i = merge_where(b, ax, reduced, false, "i"), r = merge_where(b, ax, reduced, true, "r");
+  *i = merge_where(b, ax, reduced, false, "i");
+  *r = merge_where(b, ax, reduced, true, "r");
+}
+
+/* The estimated element count of the dims d with reduced[d] == want. */
+static double estimate_where(fu_fusion *f, const fu_value *ref, const bool *reduced, bool want) {
+  double n = 1;
+  for (int32_t d = 0; d < ref->type.rank; d++)
+    if (reduced[d] == want) n *= estimate(f, ref, d, d + 1);
+  return n;
+}
+
+/* A reduction of no dim (a copy): a thread per output. */
+static void no_reduced_dim(rbuild *b, const bool *reduced, char *why, size_t why_n) {
+  uint32_t i, r, ib, ix;
+  group_axes(b, reduced, &i, &r);
   if (i != UINT32_MAX) {
     split_axis(b, i, 128, "ib", "ix", &ib, &ix);
     add_loop(b, ib, FU_PT_BLOCK_X);
     add_loop(b, ix, FU_PT_THREAD_X);
   }
-  if (r != UINT32_MAX) add_loop(b, r, FU_PT_SERIAL);
-  snprintf(why, why_n,
-           "reduced dims in the middle or apart: kept dims merged into one axis, a thread per output walking the "
-           "reduced dims serially, 128 threads per block");
+  snprintf(why, why_n, "no reduced dim: a thread per output, 128 threads per block");
 }
 
 fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
@@ -199,17 +210,22 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
       if (d < first) first = d;
       last = d;
     }
-  bool inner = nred > 0 && last == rank - 1 && last - first + 1 == nred;
-  bool outer = !inner && nred > 0 && first == 0 && last + 1 == nred;
+  /* dims in the middle or apart: the inner layout when the last dim is
+   * reduced, else the outer one, over merged groups (group_axes) */
+  bool apart = nred > 0 && !(last - first + 1 == nred && (last == rank - 1 || first == 0));
+  bool inner = nred > 0 && reduced[rank - 1];
+  bool outer = !inner && nred > 0;
+  uint32_t gi = UINT32_MAX, gr = UINT32_MAX;
+  if (apart) group_axes(b, reduced, &gi, &gr);
   fu_status st = FU_OK;
   fu_reduce_mode mode = FU_RM_SERIAL;
   char why[256] = "";
   if (!inner && !outer) {
-    general_layout(b, reduced, why, sizeof why);
+    no_reduced_dim(b, reduced, why, sizeof why);
   } else if (inner) {
-    double row = estimate(f, ref, first, rank), rows = estimate(f, ref, 0, first);
-    uint32_t i = first > 0 ? merge_dims(b, 0, first, "i") : UINT32_MAX;
-    uint32_t r = merge_dims(b, first, rank, "r"), rs, rx;
+    double row = estimate_where(f, ref, reduced, true), rows = estimate_where(f, ref, reduced, false);
+    uint32_t i = apart ? gi : first > 0 ? merge_dims(b, 0, first, "i") : UINT32_MAX;
+    uint32_t r = apart ? gr : merge_dims(b, first, rank, "r"), rs, rx;
     if (row <= SHORT_ROW && i != UINT32_MAX) {
       /* one warp per row, 4 rows per block */
       uint32_t ib, iy;
@@ -236,9 +252,9 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     add_loop(b, rx, FU_PT_THREAD_X);
     add_loop(b, rs, FU_PT_SERIAL);
   } else {
-    double cols = estimate(f, ref, last + 1, rank), depth = estimate(f, ref, 0, last + 1);
-    uint32_t r = merge_dims(b, 0, last + 1, "r");
-    uint32_t i = merge_dims(b, last + 1, rank, "i"), ib, ix;
+    double cols = estimate_where(f, ref, reduced, false), depth = estimate_where(f, ref, reduced, true);
+    uint32_t r = apart ? gr : merge_dims(b, 0, last + 1, "r");
+    uint32_t i = apart ? gi : merge_dims(b, last + 1, rank, "i"), ib, ix;
     int64_t tx = pow2_at_least(cols);
     if (tx < 32) tx = 32;
     if (tx > 128) tx = 128;
