@@ -220,7 +220,12 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
   fu_status st = FU_OK;
   fu_reduce_mode mode = FU_RM_SERIAL;
   char why[256] = "";
-  if (!inner && !outer) {
+  if (!inner && !outer && rank == 0) {
+    /* a 0-d operand: no axis to schedule (the segment keeps no kernel) */
+    if (debug) fprintf(debug, "schedule: @%s: a reduction of a 0-d value has no axis: not scheduled\n", sname);
+    fu_mem_free(&m->alloc, b, sizeof *b);
+    return FU_OK;
+  } else if (!inner && !outer) {
     no_reduced_dim(b, reduced, why, sizeof why);
   } else if (inner) {
     double row = estimate_where(f, ref, reduced, true), rows = estimate_where(f, ref, reduced, false);
