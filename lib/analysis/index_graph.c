@@ -437,13 +437,24 @@ static bool reduced_axis(const fu_op *op, int32_t d) {
   return false;
 }
 
+/* sum/prod/max/min and the Welford ones (var, var_mean: both results,
+ * variance and mean, have the reduced shape; the two attribute structs
+ * start with the same axes and keepdim fields). */
+static bool is_reduce_class(const fu_op *op) {
+  fu_op_class c = fu_op_info_of(op->kind)->cls;
+  return c == FU_OC_REDUCE || c == FU_OC_VARIANCE;
+}
+
 static void reduction_exprs(fu_igraph *g, const fu_op *op) {
-  const fu_value *x = op->operands[0], *r = op->results[0];
-  int32_t rd = 0;
-  for (int32_t d = 0; d < x->type.rank && rd < r->type.rank; d++) {
-    if (!reduced_axis(op, d)) map_dim(g, op, x, d, r, rd++);
-    else if (op->u.reduce.keepdim)
-      add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, rd++), UINT32_MAX, NULL);
+  const fu_value *x = op->operands[0];
+  for (uint32_t k = 0; k < op->n_results; k++) {
+    const fu_value *r = op->results[k];
+    int32_t rd = 0;
+    for (int32_t d = 0; d < x->type.rank && rd < r->type.rank; d++) {
+      if (!reduced_axis(op, d)) map_dim(g, op, x, d, r, rd++);
+      else if (op->u.reduce.keepdim)
+        add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, rd++), UINT32_MAX, NULL);
+    }
   }
 }
 
@@ -451,7 +462,7 @@ static bool build_exprs(fu_igraph *g) {
   for (fu_op *op = g->seg->u.segment.body ? g->seg->u.segment.body->first : NULL; op; op = op->next) {
     const fu_op_info *info = fu_op_info_of(op->kind);
     const fu_value *r = op->n_results ? op->results[0] : NULL;
-    if (r && fu_type_is_tensor(&r->type) && fu_op_info_of(op->kind)->cls == FU_OC_REDUCE && g->s->reduce != FU_RM_NONE) {
+    if (r && fu_type_is_tensor(&r->type) && is_reduce_class(op) && g->s->reduce != FU_RM_NONE) {
       reduction_exprs(g, op);
       continue;
     }
@@ -832,7 +843,8 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
   for (int32_t d = 0; d < rr; d++)
     if (fu_extent_is_one(r->type.dims[d])) c[d] = zero;
   switch (fu_op_info_of(op->kind)->cls) {
-  case FU_OC_REDUCE: {
+  case FU_OC_REDUCE:
+  case FU_OC_VARIANCE: {
     int32_t rd = 0;
     for (int32_t d = 0; d < x->type.rank && rd < rr; d++) {
       if (!reduced_axis(op, d)) c[rd++] = xc[d];
@@ -957,6 +969,9 @@ static bool build_coords(fu_igraph *g) {
       if (!op->n_results || !fu_type_is_tensor(&op->results[0]->type)) continue;
       int32_t rl = local_of(g, op->results[0]);
       if (rl >= 0 && !g->coords[rl]) set_coords(g, rl, forward_map(g, op), queue, &qn);
+      /* var_mean's mean sits where its variance does */
+      for (uint32_t k = 1; k < op->n_results && rl >= 0 && g->coords[rl] && is_reduce_class(op); k++)
+        set_coords(g, local_of(g, op->results[k]), (const fu_ix **)g->coords[rl], queue, &qn);
     }
     if (g->nomem) break;
   }
@@ -1146,7 +1161,7 @@ static void walk_back(fu_igraph *g, uint32_t l, const fu_ix *const *c) {
     uint32_t i = f->next++;
     int32_t xl = local_of(g, op->operands[i]);
     if (xl < 0 || !fu_type_is_tensor(&op->operands[i]->type)) continue;
-    const fu_ix **xc = fu_op_info_of(op->kind)->cls == FU_OC_REDUCE ? g->coords[xl] : fu_igraph_back_map(g, op, i, f->c);
+    const fu_ix **xc = is_reduce_class(op) ? g->coords[xl] : fu_igraph_back_map(g, op, i, f->c);
     if (!xc) continue;
     const fu_ix *const *t = intern_tuple(g, xc, (uint32_t)op->operands[i]->type.rank);
     if (t) walk_visit(g, (uint32_t)xl, t, op, &stk, &n, &cap);

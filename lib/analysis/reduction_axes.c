@@ -27,11 +27,6 @@ bool fu_schedule_reduction(const fu_op *seg, const fu_schedule *s, fu_reduction_
   const fu_block *body = seg->u.segment.body;
   for (const fu_op *op = body ? body->first : NULL; op; op = op->next) {
     if (!fu_op_has(op->kind, FU_OF_REDUCTION)) continue;
-    if (fu_op_info_of(op->kind)->cls != FU_OC_REDUCE) {
-      fu_error(diag, op->loc, "'%s' needs Welford combines, which the reduction lowering does not have yet",
-               fu_op_info_of(op->kind)->name);
-      return false;
-    }
     if (ri->n_ops == FU_MAX_SEG_REDUCTIONS) {
       fu_error(diag, op->loc, "segment '@%s' has more than %d reductions", seg_name(seg), FU_MAX_SEG_REDUCTIONS);
       return false;

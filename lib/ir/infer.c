@@ -381,6 +381,16 @@ static fu_status infer_reduce(ictx *c, fu_type *out) {
     bool widen = (op->kind == FU_OP_SUM || op->kind == FU_OP_PROD) && !fu_dtype_is_float(in);
     dt = widen ? FU_DT_I64 : in;
   }
+  /* max/min of no elements has no value (PyTorch raises): a constant
+   * 0-size reduced dim is an error here; sum and prod give their identity */
+  const fu_value *x = op->operands[0];
+  for (uint32_t i = 0; (op->kind == FU_OP_MAX || op->kind == FU_OP_MIN) && i < op->u.reduce.axes.n; i++) {
+    int64_t a = op->u.reduce.axes.v[i];
+    fu_extent e = x->type.dims[a];
+    if (!e.sym && e.value == 0)
+      return err(c, "'%s': reduced dim %" PRId64 " of operand '%%%s' has size 0, and the %s of no elements is undefined",
+                 c->name, a, x->name ? x->name : "?", c->name);
+  }
   reduced_shape(c, &op->u.reduce.axes, op->u.reduce.keepdim, dt, 0, out);
   return FU_OK;
 }

@@ -24,7 +24,10 @@
  * memoized per body, with the CPU interpreter's dtype rules (f16/bf16
  * compute in f32 and round after each op, integers in i64).  Accumulators
  * are f32 for f16/bf16/f32 results, f64 for f64, i64 for integers and
- * bools; the combine order is fixed, so results are deterministic. */
+ * bools; the combine order is fixed, so results are deterministic.
+ * var/var_mean carry a Welford state (mean, m2, count) instead of one
+ * accumulator, folded and combined by reduction_welford.c, over elements
+ * shifted by the first one of their slice (welford_shifts). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +35,7 @@
 #include "fuser/index_graph.h"
 #include "fuser/lower.h"
 #include "fuser/schedule.h"
+#include "reduction_welford.h"
 
 enum { MAX_MEMO = 512, MAX_PARAMS = 64, MAX_LANES = 16 };
 
@@ -73,6 +77,7 @@ typedef struct rl {
     fu_kval *kv;
   } memo[MAX_MEMO];
   uint32_t n_memo;
+  fu_kval *shift[FU_MAX_SEG_REDUCTIONS]; /* Welford ops: the shift their elements accumulate from */
 } rl;
 
 static bool fail(rl *L, fu_loc loc, const char *what) {
@@ -321,15 +326,45 @@ static fu_kval *combine(rl *L, const fu_op *op, fu_kval *a, fu_kval *b) {
   return a && b ? chk(L, fu_kb_binary(&L->b, NULL, combine_op(op), acc_dtype(op), a, b)) : NULL;
 }
 
-/* One mutable accumulator per reduction, named `prefix<j>`, set to the
- * reduction's identity. */
-static void new_accumulators(rl *L, const char *prefix, fu_kval **acc) {
+/* A reduction's state: one accumulator, or a Welford (mean, m2, count). */
+typedef fu_kval *rstate[FU_WELFORD_PARTS];
+
+static uint32_t parts(const fu_op *op) { return fu_welford_op(op) ? FU_WELFORD_PARTS : 1; }
+
+/* out = a combined with b (out may alias a). */
+static void combine_state(rl *L, const fu_op *op, fu_kval *const *a, fu_kval *const *b, fu_kval **out) {
+  for (uint32_t p = 0; p < parts(op); p++)
+    if (!a[p] || !b[p]) {
+      out[0] = NULL;
+      return;
+    }
+  if (!fu_welford_op(op)) out[0] = combine(L, op, a[0], b[0]);
+  else if (!fu_welford_combine(&L->b, a, b, out)) out[0] = chk(L, NULL);
+}
+
+/* Every part of every state of `acc` read into v. */
+static void read_states(rl *L, rstate *acc, rstate *v) {
+  for (uint32_t j = 0; j < L->ri.n_ops; j++)
+    for (uint32_t p = 0; p < parts(L->ri.ops[j]); p++) v[j][p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+}
+
+/* One mutable state per reduction, named `prefix<j>` (Welford parts
+ * mean<j>, m2_<j>, count<j>, after the prefix unless it is "acc"), set to
+ * the reduction's identity. */
+static void new_accumulators(rl *L, const char *prefix, rstate *acc) {
+  static const char *const wn[FU_WELFORD_PARTS] = {"mean", "m2_", "count"};
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    char nm[16];
-    snprintf(nm, sizeof nm, "%s%u", prefix, j);
-    acc[j] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(L->ri.ops[j])));
-    fu_kval *id = identity(L, L->ri.ops[j]);
-    if (acc[j] && id && !fu_kb_assign(&L->b, acc[j], id)) chk(L, NULL);
+    const fu_op *op = L->ri.ops[j];
+    rstate id = {NULL};
+    if (!fu_welford_op(op)) id[0] = identity(L, op);
+    else if (!fu_welford_identity(&L->b, acc_dtype(op), id)) chk(L, NULL);
+    for (uint32_t p = 0; p < parts(op) && !L->failed; p++) {
+      char nm[32];
+      if (fu_welford_op(op)) snprintf(nm, sizeof nm, "%s%s%u", strcmp(prefix, "acc") ? prefix : "", wn[p], j);
+      else snprintf(nm, sizeof nm, "%s%u", prefix, j);
+      acc[j][p] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(op)));
+      if (acc[j][p] && id[p] && !fu_kb_assign(&L->b, acc[j][p], id[p])) chk(L, NULL);
+    }
   }
 }
 
@@ -366,15 +401,20 @@ static void store_outputs(rl *L, bool reduced) {
 /* One accumulation at the innermost point, under `cond` (none when NULL):
  * every reduction's operand combined into its accumulator, and the
  * full-size outputs stored. */
-static void accumulate_point(rl *L, fu_kval *cond, fu_kval *const *acc) {
+static void accumulate_point(rl *L, fu_kval *cond, rstate *acc) {
   fu_kbuilder saved = open_if(L, cond);
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
     const fu_op *op = L->ri.ops[j];
     const fu_value *x = op->operands[0];
     fu_kval *v = cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), acc_dtype(op));
-    fu_kval *a = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
-    fu_kval *n = combine(L, op, a, v);
-    if (n && !fu_kb_assign(&L->b, acc[j], n)) chk(L, NULL);
+    fu_kval *sh = L->shift[j] && v ? chk(L, fu_kb_read(&L->b, NULL, L->shift[j])) : NULL;
+    if (sh) v = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, v->dtype, v, sh));
+    rstate a = {NULL}, n = {NULL};
+    for (uint32_t p = 0; p < parts(op); p++) a[p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+    if (!fu_welford_op(op)) n[0] = combine(L, op, a[0], v);
+    else if (v && a[0] && a[1] && a[2] && !fu_welford_update(&L->b, a, v, n)) chk(L, NULL);
+    for (uint32_t p = 0; p < parts(op); p++)
+      if (n[p] && !fu_kb_assign(&L->b, acc[j][p], n[p])) chk(L, NULL);
   }
   store_outputs(L, true);
   L->b = saved;
@@ -417,7 +457,7 @@ static bool lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, f
  *     }
  *   }
  */
-static void accumulate_vector(rl *L, uint32_t i, fu_kval *const *acc) {
+static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
   const fu_ix *lane = fu_igraph_loop_var(L->g, i);
   int64_t V = 0;
   if (!fu_ix_is_const(fu_igraph_axis_extent(L->g, L->s->loops[i].axis), &V) || V < 1 || V > MAX_LANES) {
@@ -485,7 +525,7 @@ static void accumulate_vector(rl *L, uint32_t i, fu_kval *const *acc) {
 }
 
 /* The reduced serial loops from loop `i` inward, then one accumulation. */
-static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
+static void accumulate(rl *L, uint32_t i, rstate *acc) {
   if (L->failed) return;
   const fu_schedule *s = L->s;
   while (i < s->n_loops && s->loops[i].ptype != FU_PT_SERIAL && s->loops[i].ptype != FU_PT_UNROLL &&
@@ -517,28 +557,43 @@ static void accumulate(rl *L, uint32_t i, fu_kval *const *acc) {
   L->b = saved;
 }
 
+/* Shared arrays `tag<j>` (Welford parts `tag<j>_<part>`) of n slots per
+ * state of v, each state stored at slot `at` (none when at is NULL). */
+static void new_slots(rl *L, const char *tag, int64_t n, fu_kval *at, rstate *v, rstate *arr) {
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+    for (uint32_t q = 0; q < parts(L->ri.ops[j]) && !L->failed; q++) {
+      char nm[32];
+      if (q) snprintf(nm, sizeof nm, "%s%u_%u", tag, j, q);
+      else snprintf(nm, sizeof nm, "%s%u", tag, j);
+      arr[j][q] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED, n));
+      if (arr[j][q] && at && !fu_kb_store(&L->b, arr[j][q], at, &v[j][q], 1)) chk(L, NULL);
+    }
+}
+
+/* Reduction j's state at slot `at` of arrays arr, loaded and combined into
+ * v (or copied to v when `first`). */
+static void load_combine(rl *L, uint32_t j, fu_kval *const *arr, fu_kval *at, bool first, fu_kval **v) {
+  rstate p = {NULL};
+  for (uint32_t q = 0; q < parts(L->ri.ops[j]); q++)
+    if (at && !fu_kb_load(&L->b, NULL, arr[q], at, 1, acc_dtype(L->ri.ops[j]), &p[q])) chk(L, NULL);
+  if (first) memcpy(v, p, sizeof p);
+  else combine_state(L, L->ri.ops[j], v, p, v);
+}
+
 /* The combine across threadIdx.y (the reduced thread axis `ty` of an
  * outer reduction, threadIdx.x keeping columns): every thread stores its
  * value to slot [ty][tx] of shared memory, sync, and every thread combines
  * its column's slots in threadIdx.y order. */
-static void combine_rows(rl *L, fu_kval **v, const fu_ix *ty, bool in_loop, const char *tag) {
+static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const char *tag) {
   uint32_t nx = L->k->block[0], ny = L->k->block[1];
   const fu_ix *kx = L->kx ? L->kx : fu_ix_const(L->ix, 0);
   fu_kval *at = emit_ix(L, fu_ix_add(L->ix, fu_ix_mul(L->ix, ty, fu_ix_const(L->ix, nx)), kx));
-  fu_kval *arr[FU_MAX_SEG_REDUCTIONS];
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    char nm[32];
-    snprintf(nm, sizeof nm, "%s%u", tag, j);
-    arr[j] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED, (int64_t)(nx * ny)));
-    if (arr[j] && at && !fu_kb_store(&L->b, arr[j], at, &v[j], 1)) chk(L, NULL);
-  }
+  rstate arr[FU_MAX_SEG_REDUCTIONS];
+  new_slots(L, tag, (int64_t)(nx * ny), at, v, arr);
   if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-    for (uint32_t w = 0; w < ny && !L->failed; w++) {
-      fu_kval *p = NULL, *pat = emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx));
-      if (pat && !fu_kb_load(&L->b, NULL, arr[j], pat, 1, acc_dtype(L->ri.ops[j]), &p)) chk(L, NULL);
-      v[j] = w == 0 ? p : combine(L, L->ri.ops[j], v[j], p);
-    }
+    for (uint32_t w = 0; w < ny && !L->failed; w++)
+      load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx)), w == 0, v[j]);
   if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
 }
 
@@ -546,7 +601,7 @@ static void combine_rows(rl *L, fu_kval **v, const fu_ix *ty, bool in_loop, cons
  * in place: the butterfly (reduce=warp|block|grid), then for block and
  * grid lane 0 of each warp stores to a shared slot, sync, and every thread
  * combines its row's slots in slot order.  `tag` names the slot arrays. */
-static void combine_threads(rl *L, fu_kval **v, const fu_ix *tx, bool in_loop, const char *tag) {
+static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, const char *tag) {
   if (L->ty_red) {
     combine_rows(L, v, tx, in_loop, tag);
     return;
@@ -555,8 +610,12 @@ static void combine_threads(rl *L, fu_kval **v, const fu_ix *tx, bool in_loop, c
    * warp, so masks below that count stay within the row */
   uint32_t top = L->s->reduce == FU_RM_WARP && L->k->block[0] < 32 ? L->k->block[0] / 2 : 16;
   for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2)
-    for (uint32_t j = 0; j < L->ri.n_ops; j++)
-      v[j] = v[j] ? combine(L, L->ri.ops[j], v[j], chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j], mask))) : NULL;
+    for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+      rstate o = {NULL};
+      for (uint32_t p = 0; p < parts(L->ri.ops[j]); p++)
+        o[p] = v[j][p] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask)) : NULL;
+      combine_state(L, L->ri.ops[j], v[j], o, v[j]);
+    }
   if ((L->s->reduce == FU_RM_BLOCK || L->s->reduce == FU_RM_GRID) && !L->failed) {
     uint32_t warps = L->k->block[0] / 32, rows = L->k->block[1];
     const fu_ix *ty = NULL;
@@ -567,22 +626,14 @@ static void combine_threads(rl *L, fu_kval **v, const fu_ix *tx, bool in_loop, c
     fu_kval *lane = emit_ix(L, fu_ix_mod(L->ix, tx, fu_ix_const(L->ix, 32)));
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *at = emit_ix(L, slot);
     fu_kval *first = lane && zero ? chk(L, fu_kb_binary(&L->b, "lane0", FU_OP_EQ, FU_DT_BOOL, lane, zero)) : NULL;
-    fu_kval *arr[FU_MAX_SEG_REDUCTIONS];
+    rstate arr[FU_MAX_SEG_REDUCTIONS];
     fu_kbuilder saved = open_if(L, first);
-    for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-      char nm[32];
-      snprintf(nm, sizeof nm, "%s%u", tag, j);
-      arr[j] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED, (int64_t)(warps * rows)));
-      if (arr[j] && at && !fu_kb_store(&L->b, arr[j], at, &v[j], 1)) chk(L, NULL);
-    }
+    new_slots(L, tag, (int64_t)(warps * rows), at, v, arr);
     L->b = saved;
     if (!fu_kb_sync(&L->b)) chk(L, NULL);
     for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-      for (uint32_t w = 0; w < warps && !L->failed; w++) {
-        fu_kval *p = NULL, *pat = emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w)));
-        if (pat && !fu_kb_load(&L->b, NULL, arr[j], pat, 1, acc_dtype(L->ri.ops[j]), &p)) chk(L, NULL);
-        v[j] = w == 0 ? p : combine(L, L->ri.ops[j], v[j], p);
-      }
+      for (uint32_t w = 0; w < warps && !L->failed; w++)
+        load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w))), w == 0, v[j]);
     /* the next iteration of a kept loop overwrites the slots */
     if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
   }
@@ -604,11 +655,16 @@ static void combine_threads(rl *L, fu_kval **v, const fu_ix *tx, bool in_loop, c
  * the same fixed order, so results are deterministic (no floating-point
  * atomics).  The semaphore is zeroed by the runtime once and left zero by
  * every launch. */
-static void combine_grid(rl *L, fu_kval **v, const fu_ix *tx) {
+static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   if (!L->ty_red && L->k->block[1] != 1) {
     fail(L, L->s->loc, "reduce=grid with a kept axis on threadIdx.y");
     return;
   }
+  for (uint32_t j = 0; j < L->ri.n_ops; j++)
+    if (fu_welford_op(L->ri.ops[j])) {
+      fail(L, L->s->loc, "reduce=grid of a var/var_mean (Welford states do not cross blocks yet)");
+      return;
+    }
   /* the kept positions of a block: its threadIdx.x columns (outer), or 1 */
   uint32_t nk = L->ty_red ? L->k->block[0] : 1, nr = L->k->block[L->ty_red ? 1 : 0];
   fu_lexpr *gx = L->k->grid[0] ? L->k->grid[0] : fu_lexpr_const(L->m, 1);
@@ -644,7 +700,7 @@ static void combine_grid(rl *L, fu_kval **v, const fu_ix *tx) {
   if (!mine || !first) return;
   fu_kbuilder saved = open_if(L, t0);
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-    if (!fu_kb_store(&L->b, part[j], mine, &v[j], 1)) chk(L, NULL);
+    if (!fu_kb_store(&L->b, part[j], mine, &v[j][0], 1)) chk(L, NULL);
   if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
   L->b = saved;
   if (!fu_kb_sync(&L->b)) chk(L, NULL);
@@ -670,7 +726,7 @@ static void combine_grid(rl *L, fu_kval **v, const fu_ix *tx) {
   L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.then_body);
   if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
   /* thread t: partials t, t + blockDim.x, ... of the row, in order */
-  fu_kval *acc[FU_MAX_SEG_REDUCTIONS];
+  rstate acc[FU_MAX_SEG_REDUCTIONS];
   new_accumulators(L, "gacc", acc);
   fu_kval *step = emit_ix(L, fu_ix_const(L->ix, nr));
   fu_kinst *lp = step && !L->failed ? fu_kb_for(&L->b, "g", t, gdy, step, FU_LOOP_SERIAL) : NULL;
@@ -684,12 +740,12 @@ static void combine_grid(rl *L, fu_kval **v, const fu_ix *tx) {
   for (uint32_t j = 0; j < L->ri.n_ops && at && !L->failed; j++) {
     fu_kval *p = NULL, *a = NULL;
     if (!fu_kb_load(&L->b, NULL, part[j], at, 1, acc_dtype(L->ri.ops[j]), &p)) chk(L, NULL);
-    a = p ? chk(L, fu_kb_read(&L->b, NULL, acc[j])) : NULL;
+    a = p ? chk(L, fu_kb_read(&L->b, NULL, acc[j][0])) : NULL;
     fu_kval *n = combine(L, L->ri.ops[j], a, p);
-    if (n && !fu_kb_assign(&L->b, acc[j], n)) chk(L, NULL);
+    if (n && !fu_kb_assign(&L->b, acc[j][0], n)) chk(L, NULL);
   }
   L->b = here;
-  for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+  read_states(L, acc, v);
   combine_threads(L, v, tx, false, "grid_partials");
   saved = open_if(L, first);
   fu_kval *zs = chk(L, fu_kb_const_i(&L->b, NULL, FU_DT_I32, 0));
@@ -700,9 +756,9 @@ static void combine_grid(rl *L, fu_kval **v, const fu_ix *tx) {
 /* The combine across the threads (and blocks) of every reduction, then
  * the epilogue under the kept guards, on threadIdx.x == 0 when the
  * threads of a row share it. */
-static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
-  fu_kval *v[FU_MAX_SEG_REDUCTIONS];
-  for (uint32_t j = 0; j < L->ri.n_ops; j++) v[j] = chk(L, fu_kb_read(&L->b, NULL, acc[j]));
+static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
+  rstate v[FU_MAX_SEG_REDUCTIONS];
+  read_states(L, acc, v);
   if (L->s->reduce != FU_RM_SERIAL) combine_threads(L, v, tx, in_loop, "warp_partials");
   fu_kbuilder outer = L->b;
   if (L->s->reduce == FU_RM_GRID && !L->failed) {
@@ -711,9 +767,17 @@ static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
   }
   if (L->failed) return;
   L->n_memo = 0;
-  for (uint32_t j = 0; j < L->ri.n_ops; j++) {
-    const fu_value *r = L->ri.ops[j]->results[0];
-    memo_put(L, r, fu_igraph_coords(L->g, r), cast_to(L, v[j], r->type.dtype));
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    const fu_op *op = L->ri.ops[j];
+    fu_kval *res[2] = {v[j][0], NULL};
+    if (fu_welford_op(op) && v[j][0] && L->shift[j]) {
+      fu_kval *sh = chk(L, fu_kb_read(&L->b, NULL, L->shift[j]));
+      v[j][0] = sh ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, sh->dtype, v[j][0], sh)) : NULL;
+    }
+    if (fu_welford_op(op) && v[j][0] && !fu_welford_results(&L->b, op, v[j], res)) chk(L, NULL);
+    for (uint32_t k = 0; k < op->n_results && k < 2; k++)
+      memo_put(L, op->results[k], fu_igraph_coords(L->g, op->results[k]),
+               cast_to(L, res[k], op->results[k]->type.dtype));
   }
   fu_kval *cond = guards(L, false);
   if (L->s->reduce != FU_RM_SERIAL) {
@@ -725,6 +789,59 @@ static void finish(rl *L, fu_kval *const *acc, const fu_ix *tx, bool in_loop) {
   store_outputs(L, false);
   L->b = saved;
   L->b = outer;
+}
+
+/* Welford ops accumulate x - shift, the shift being the first element of
+ * the output's reduced slice (every thread of the slice loads it): the
+ * running means then stay near 0 and keep their precision for inputs
+ * with a large mean (x = 1e4 + randn), which plain f32 Welford loses.
+ * The reduced loop variables are bound to 0 for that one load; an empty
+ * or out-of-range slice keeps shift 0. */
+static void welford_shifts(rl *L) {
+  bool any = false;
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+    L->shift[j] = NULL;
+    any |= fu_welford_op(L->ri.ops[j]);
+  }
+  if (!any || L->failed) return;
+  uint32_t mark = L->n_ixv;
+  fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0));
+  for (uint32_t i = 0; i < L->n_rvars && zero; i++) ixv_set(L, L->rvars[i], zero);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    const fu_op *op = L->ri.ops[j];
+    char nm[16];
+    snprintf(nm, sizeof nm, "shift%u", j);
+    fu_kval *z = chk(L, fu_kb_const_f(&L->b, NULL, acc_dtype(op), 0.0));
+    if (fu_welford_op(op) && (L->shift[j] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(op)))) && z &&
+        !fu_kb_assign(&L->b, L->shift[j], z))
+      chk(L, NULL);
+  }
+  L->n_memo = 0;
+  /* the guards hold at reduced coordinate 0 unless a reduced extent is 0 */
+  fu_kval *cond = guards(L, true);
+  const fu_value *ref = L->s->reference;
+  for (int32_t d = 0; d < ref->type.rank && !L->failed; d++) {
+    if (!L->ri.reduced_dim[d]) continue;
+    const fu_ix *e = fu_ix_extent(L->ix, ref->type.dims[d]);
+    int64_t c = 0;
+    if (fu_ix_is_const(e, &c)) {
+      if (c > 0) continue;
+      L->n_ixv = mark; /* an empty reduction: no element to load */
+      return;
+    }
+    fu_kval *ek = emit_ix(L, e), *zk = emit_ix(L, fu_ix_const(L->ix, 0));
+    fu_kval *p = ek && zk ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LT, FU_DT_BOOL, zk, ek)) : NULL;
+    cond = cond && p ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, p)) : p;
+  }
+  fu_kbuilder saved = open_if(L, cond);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    const fu_value *x = L->ri.ops[j]->operands[0];
+    fu_kval *v = L->shift[j] ? cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), L->shift[j]->dtype) : NULL;
+    if (v && !fu_kb_assign(&L->b, L->shift[j], v)) chk(L, NULL);
+  }
+  L->b = saved;
+  L->n_memo = 0;
+  L->n_ixv = mark;
 }
 
 /* Kept loops from loop `i` (parallel axes become special registers,
@@ -780,8 +897,9 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
     L->b = saved;
     return;
   }
-  fu_kval *acc[FU_MAX_SEG_REDUCTIONS];
+  rstate acc[FU_MAX_SEG_REDUCTIONS];
   new_accumulators(L, "acc", acc);
+  welford_shifts(L);
   accumulate(L, red0, acc);
   if (!L->failed && s->reduce != FU_RM_SERIAL && !tx) fail(L, s->loc, "no reduced axis on threadIdx.x or threadIdx.y");
   finish(L, acc, tx, in_loop);

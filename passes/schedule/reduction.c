@@ -20,9 +20,11 @@
  * A reduction of every dim is an inner one with no row axis.
  * Row lengths and counts are estimated at the inputs' example sizes, but
  * every split is guarded unless its factor provably divides, so the
- * kernel is right for any size.  Reduced dims in the middle, or not
- * adjacent, and var/var_mean (Welford) are declined with a remark: the
- * segment stays unscheduled, as before this scheduler. */
+ * kernel is right for any size.  var/var_mean schedule like sum (their
+ * Welford states ride the same combines) except that they never take
+ * reduce=grid (Welford states do not cross blocks yet).  Reduced dims in
+ * the middle, or not adjacent, merge into `r` and the kept ones into `i`
+ * (group_axes): inner when the last dim is reduced, else outer. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -173,11 +175,19 @@ static const char *no_vector_why(fu_fusion *f, const fu_op *seg, const fu_value 
  * over blockIdx.y: each block a contiguous chunk of iterations, a power of
  * two (at least the unroll) giving about SMs x blocks per SM blocks in
  * all; the blocks' partials are combined through a workspace (reduce=grid).
- * Updates *rs and *per to the chunk and says why in `why`. */
+ * Updates *rs and *per to the chunk and says why in `why`; `welford`
+ * (var/var_mean) never splits, and `why` says so. */
 static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double groups, const char *gname,
-                       const char *bname, int64_t unroll, uint32_t *rs, double *per, char *why, size_t cap) {
+                       const char *bname, int64_t unroll, bool welford, uint32_t *rs, double *per, char *why,
+                       size_t cap) {
   double want = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
   if (groups >= want / 2 || *per < 4.0 * (double)unroll) return false;
+  if (welford) {
+    /* the lowering carries no Welford state through the workspace yet */
+    snprintf(why, cap, "; %.0f %s cannot fill %u SMs, but var/var_mean states do not cross blocks yet: no reduce=grid",
+             groups, gname, dev->n_sms);
+    return false;
+  }
   int64_t chunk = pow2_at_least(*per / ceil(want / groups));
   if (chunk < unroll) chunk = unroll;
   uint32_t ry, rss;
@@ -205,6 +215,65 @@ static void serial_loops(rbuild *b, uint32_t rs, double per, int64_t unroll) {
   }
 }
 
+/* Merges the reference axes ax[d] with want[d] == keep, in dim order,
+ * into one axis named `name`; UINT32_MAX when there is none. */
+static uint32_t merge_where(rbuild *b, const uint32_t *ax, const bool *want, bool keep, const char *name) {
+  uint32_t cur = UINT32_MAX;
+  int32_t n = 0, rank = b->ref->type.rank;
+  for (int32_t d = 0; d < rank; d++) n += want[d] == keep;
+  for (int32_t d = 0, k = 0; d < rank; d++) {
+    if (want[d] != keep) continue;
+    if (++k == 1) {
+      cur = ax[d];
+      continue;
+    }
+    fu_sxform *t = &b->xf[b->n_xf];
+    *t = (fu_sxform){.kind = FU_SX_MERGE, .in = {cur, ax[d]}, .loc = fu_loc_none()};
+    char mid[8];
+    snprintf(mid, sizeof mid, "m%u", b->n_axes % 1000u);
+    t->out[0] = new_axis(b, k == n ? name : mid, -1);
+    b->n_xf++;
+    cur = t->out[0];
+  }
+  if (n == 1) snprintf(b->names[cur], sizeof b->names[cur], "%s", name);
+  return cur;
+}
+
+/* Reduced dims in the middle or apart: the kept dims merge, in order,
+ * into `i` and the reduced ones into `r` (merges of non-adjacent axes),
+ * and the inner or outer layout runs on those.  The reference axes are
+ * made first, in dim order, as the text lists them. */
+static void group_axes(rbuild *b, const bool *reduced, uint32_t *i, uint32_t *r) {
+  uint32_t ax[FU_MAX_RANK];
+  for (int32_t d = 0; d < b->ref->type.rank; d++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "d%u", (unsigned)d % 100u);
+    ax[d] = new_axis(b, nm, d);
+  }
+  *i = merge_where(b, ax, reduced, false, "i");
+  *r = merge_where(b, ax, reduced, true, "r");
+}
+
+/* The estimated element count of the dims d with reduced[d] == want. */
+static double estimate_where(fu_fusion *f, const fu_value *ref, const bool *reduced, bool want) {
+  double n = 1;
+  for (int32_t d = 0; d < ref->type.rank; d++)
+    if (reduced[d] == want) n *= estimate(f, ref, d, d + 1);
+  return n;
+}
+
+/* A reduction of no dim (a copy): a thread per output. */
+static void no_reduced_dim(rbuild *b, const bool *reduced, char *why, size_t why_n) {
+  uint32_t i, r, ib, ix;
+  group_axes(b, reduced, &i, &r);
+  if (i != UINT32_MAX) {
+    split_axis(b, i, 128, "ib", "ix", &ib, &ix);
+    add_loop(b, ib, FU_PT_BLOCK_X);
+    add_loop(b, ix, FU_PT_THREAD_X);
+  }
+  snprintf(why, why_n, "no reduced dim: a thread per output, 128 threads per block");
+}
+
 fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
                                      FILE *debug, fu_schedule **out) {
   *out = NULL;
@@ -218,12 +287,10 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     fu_error(diag, seg->loc, "reduction segment '@%s' has no reduction", sname);
     return FU_ERR_INVALID_ARG;
   }
-  if (fu_op_info_of(red->kind)->cls != FU_OC_REDUCE) {
-    if (debug)
-      fprintf(debug, "schedule: @%s: '%s' needs Welford combines, which come later: not scheduled\n", sname,
-              fu_op_info_of(red->kind)->name);
-    return FU_OK;
-  }
+  /* var/var_mean (Welford) stay off reduce=grid */
+  bool welford = false;
+  for (const fu_op *op = si->body->first; op; op = op->next)
+    welford |= op->kind == FU_OP_VAR || op->kind == FU_OP_VAR_MEAN;
   rbuild *b = fu_mem_calloc(&m->alloc, 1, sizeof *b);
   if (!b) return FU_ERR_NOMEM;
   const fu_value *ref = b->ref = red->operands[0];
@@ -241,30 +308,38 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
       if (d < first) first = d;
       last = d;
     }
-  bool inner = nred > 0 && last == rank - 1 && last - first + 1 == nred;
-  bool outer = !inner && nred > 0 && first == 0 && last + 1 == nred;
+  /* dims in the middle or apart: the inner layout when the last dim is
+   * reduced, else the outer one, over merged groups (group_axes) */
+  bool apart = nred > 0 && !(last - first + 1 == nred && (last == rank - 1 || first == 0));
+  bool inner = nred > 0 && reduced[rank - 1];
+  bool outer = !inner && nred > 0;
+  uint32_t gi = UINT32_MAX, gr = UINT32_MAX;
+  if (apart) group_axes(b, reduced, &gi, &gr);
   fu_status st = FU_OK;
   fu_reduce_mode mode = FU_RM_SERIAL;
   char why[512] = "";
-  if (!inner && !outer) {
-    if (debug)
-      fprintf(debug,
-              "schedule: @%s: '%s' reduces %s; reduced dims that are innermost or outermost and adjacent are "
-              "scheduled so far: not scheduled\n",
-              sname, fu_op_info_of(red->kind)->name, nred ? "dims in the middle or apart" : "no dim");
+  if (!inner && !outer && rank == 0) {
+    /* a 0-d operand: no axis to schedule (the segment keeps no kernel) */
+    if (debug) fprintf(debug, "schedule: @%s: a reduction of a 0-d value has no axis: not scheduled\n", sname);
     fu_mem_free(&m->alloc, b, sizeof *b);
     return FU_OK;
+  } else if (!inner && !outer) {
+    no_reduced_dim(b, reduced, why, sizeof why);
   } else if (inner) {
-    double row = estimate(f, ref, first, rank), rows = estimate(f, ref, 0, first);
-    uint32_t i = first > 0 ? merge_dims(b, 0, first, "i") : UINT32_MAX;
-    uint32_t r = merge_dims(b, first, rank, "r"), ro, rv = UINT32_MAX, rs, rx;
-    int64_t vw = vector_width(f, seg, ref, first, rank);
+    double row = estimate_where(f, ref, reduced, true), rows = estimate_where(f, ref, reduced, false);
+    uint32_t i = apart ? gi : first > 0 ? merge_dims(b, 0, first, "i") : UINT32_MAX;
+    uint32_t r = apart ? gr : merge_dims(b, first, rank, "r"), ro, rv = UINT32_MAX, rs, rx;
+    /* vectors run along the innermost reduced dims (the trailing run of
+     * reduced dims, contiguous in memory and innermost in `r`) */
+    int32_t run = rank;
+    while (run > 0 && reduced[run - 1]) run--;
+    int64_t vw = vector_width(f, seg, ref, run, rank);
     if (vw > 1) split_axis(b, r, vw, "ro", "rv", &ro, &rv);
     else ro = r;
     double vecs = row / (double)vw; /* vector loads per row */
     char vwhy[96] = "";
     if (vw > 1) snprintf(vwhy, sizeof vwhy, "; %lld-element vector loads", (long long)vw);
-    else snprintf(vwhy, sizeof vwhy, "; scalar loads (%s)", no_vector_why(f, seg, ref, first, rank));
+    else snprintf(vwhy, sizeof vwhy, "; scalar loads (%s)", no_vector_why(f, seg, ref, run, rank));
     if (row <= SHORT_ROW && i != UINT32_MAX) {
       /* a group of tx <= 32 threads per row, about two vectors (or
        * elements) each so that two loads are in flight, several rows per
@@ -299,7 +374,7 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
        * iterations (a power of two, at least the unroll), the blocks'
        * partials combined through a workspace by the last to finish */
       char gwhy[160] = "";
-      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, &rs, &per, gwhy, sizeof gwhy))
+      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, welford, &rs, &per, gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, rx, FU_PT_THREAD_X);
       serial_loops(b, rs, per, unroll);
@@ -313,9 +388,9 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     }
     if (rv != UINT32_MAX) add_loop(b, rv, FU_PT_VECTORIZE);
   } else {
-    double cols = estimate(f, ref, last + 1, rank), depth = estimate(f, ref, 0, last + 1);
-    uint32_t r = merge_dims(b, 0, last + 1, "r");
-    uint32_t i = merge_dims(b, last + 1, rank, "i"), ib, ix;
+    double cols = estimate_where(f, ref, reduced, false), depth = estimate_where(f, ref, reduced, true);
+    uint32_t r = apart ? gr : merge_dims(b, 0, last + 1, "r");
+    uint32_t i = apart ? gi : merge_dims(b, last + 1, rank, "i"), ib, ix;
     if (depth < 64) {
       /* shallow: each thread owns a column and walks down serially */
       int64_t tx = pow2_at_least(cols);
@@ -342,8 +417,8 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
       char gwhy[160] = "";
       mode = FU_RM_BLOCK;
       add_loop(b, ib, FU_PT_BLOCK_X);
-      if (grid_split(b, dev, 32 * ty, colblocks, "column block(s)", "blocks down", unroll, &rs, &per, gwhy,
-                     sizeof gwhy))
+      if (grid_split(b, dev, 32 * ty, colblocks, "column block(s)", "blocks down", unroll, welford, &rs, &per,
+                     gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, ix, FU_PT_THREAD_X);
       add_loop(b, rt, FU_PT_THREAD_Y);

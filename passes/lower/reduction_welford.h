@@ -1,0 +1,29 @@
+/* fuser: Welford states for the reduction lowering (passes/lower/reduction.c).
+ *
+ * A var/var_mean accumulates (mean, m2, count) per thread, count kept in
+ * the accumulator's float dtype; two states combine pairwise with Chan's
+ * formula (a zero total count gives weight 0, guarded with `where`), so
+ * the same shuffles and shared-memory slots that carry one accumulator
+ * for sum/prod/max/min carry three for a Welford op.  Every helper returns
+ * false when the builder runs out of memory. */
+#ifndef FUSER_PASSES_LOWER_REDUCTION_WELFORD_H
+#define FUSER_PASSES_LOWER_REDUCTION_WELFORD_H
+
+#include "fuser/kir.h"
+
+enum { FU_WELFORD_PARTS = 3 }; /* mean, m2, count */
+
+/* Is op a Welford reduction (var, var_mean)? */
+bool fu_welford_op(const fu_op *op);
+/* The initial state (0, 0, 0) of type t. */
+bool fu_welford_identity(fu_kbuilder *b, fu_dtype t, fu_kval **st);
+/* st folded with one element x (of st's dtype). */
+bool fu_welford_update(fu_kbuilder *b, fu_kval *const *st, fu_kval *x, fu_kval **out);
+/* The pairwise combine of states a and b (Chan et al.). */
+bool fu_welford_combine(fu_kbuilder *b, fu_kval *const *a, fu_kval *const *c, fu_kval **out);
+/* The results of `op` from its final state: results[0] the variance
+ * m2 / max(count - correction, 0), results[1] (var_mean) the mean, NaN
+ * for an empty reduction as the reference interpreter gives. */
+bool fu_welford_results(fu_kbuilder *b, const fu_op *op, fu_kval *const *st, fu_kval **res);
+
+#endif
