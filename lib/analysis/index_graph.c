@@ -887,7 +887,6 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
   case FU_OC_BINARY:
   case FU_OC_TERNARY:
   case FU_OC_CAST:
-  case FU_OC_VARIANCE:
   case FU_OC_SLICE:
   case FU_OC_CAT:
   case FU_OC_PAD:
