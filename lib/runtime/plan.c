@@ -524,13 +524,17 @@ static fu_status plan_input(builder *b, const fu_op *op, uint32_t pos) {
   fu_status st = make_view(b, v, -1, op);
   if (st != FU_OK) return st;
   fu_rt_view *view = &b->p->views[v->id];
+  /* An empty tensor's contiguous strides can be 0 (the product of the
+   * extents after a 0): no element is read, so no stride can disagree. */
+  bool empty = false;
+  for (int32_t d = 0; d < view->rank; d++) empty |= view->shape[d] == 0;
   for (int32_t d = 0; d < view->rank; d++) {
     if (view->shape[d] != a->tensor.shape[d]) {
       fu_error(b->diag, op->loc, "input '%%%s': dim %d is %lld, but its data has %lld", vname(v), d,
                (long long)view->shape[d], (long long)a->tensor.shape[d]);
       return FU_ERR_INVALID_ARG;
     }
-    if (view->shape[d] > 1 && view->strides[d] == 0 && a->tensor.strides[d] != 0) {
+    if (!empty && view->shape[d] > 1 && view->strides[d] == 0 && a->tensor.strides[d] != 0) {
       fu_error(b->diag, op->loc,
                "input '%%%s': dim %d is a broadcast (stride 0) in the fusion's layout, but its data has stride %lld",
                vname(v), d, (long long)a->tensor.strides[d]);
