@@ -13,7 +13,11 @@
 # One summary line per harness: executions, coverage, result.  docs/testing.md
 # says how to minimize a finding and add it as a regression.
 # CC (default clang-19) and BUILD_DIR (default build-fuzz) may be overridden;
-# JOBS is the build's parallelism.
+# JOBS is the build's parallelism.  FUZZ_SEED (default 1) seeds libFuzzer's
+# mutations, so a run is reproducible: CI's bounded run from a fresh
+# build-fuzz/ repeats the first part of any longer run with the same seed
+# made from the same tree; FUZZ_SEED=0 draws a new seed each run (for
+# campaigns that look for new inputs).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -59,7 +63,7 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$work" "$arts" "$(dirname "$log")"
   echo "[fuzz] $t: ${SECONDS_EACH}s (log: $log)"
   rc=0
-  "$bin" -max_total_time="$SECONDS_EACH" -timeout="${TIMEOUT[$t]}" -rss_limit_mb="$RSS_MB" -max_len="$MAX_LEN" \
+  "$bin" -seed="${FUZZ_SEED:-1}" -max_total_time="$SECONDS_EACH" -timeout="${TIMEOUT[$t]}" -rss_limit_mb="$RSS_MB" -max_len="$MAX_LEN" \
     -dict="$SEEDS/dict/$t.dict" -artifact_prefix="$arts/" -print_final_stats=1 \
     "$work" "$SEEDS/$t" "$ROOT/fuzz/regressions/$t" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)

@@ -476,12 +476,13 @@ static fu_status eval_dtype(builder *b, const fu_py_expr *e, const char *what, b
  * fusion: a script may assign the same name twice. */
 static fu_status name_value(builder *b, fu_value *v, const char *want) {
   char buf[128];
+  const int keep = (int)sizeof buf - 12; /* a long name is cut before its suffix, so each k is new */
   bool tensor = fu_type_is_tensor(&v->type);
   for (uint32_t k = 0;; k++) {
     if (want && k == 0)
-      snprintf(buf, sizeof buf, "%s", want);
+      snprintf(buf, sizeof buf, "%.*s", keep, want);
     else if (want)
-      snprintf(buf, sizeof buf, "%s_%u", want, k);
+      snprintf(buf, sizeof buf, "%.*s_%u", keep, want, k);
     else
       snprintf(buf, sizeof buf, "_%c%u", tensor ? 'T' : 'S', b->n_temps++);
     if (!fu_py_map_get(&b->names, buf)) break;

@@ -77,14 +77,17 @@ fu_extent fu_py_symtab_fresh(fu_py_symtab *s, const char *name, int32_t origin_i
     s->cap = cap;
   }
   if ((s->n + 1) * 2 > s->n_slots && !slots_grow(s)) return none;
-  /* make the name unique: a script may reuse a value name */
+  /* make the name unique: a script may reuse a value name.  A long name is
+   * cut to leave room for the suffix, so each k gives a new name (cutting
+   * the suffix instead would try the same name forever). */
   char buf[96];
+  const int keep = (int)sizeof buf - 12;
   const char *interned = NULL;
   for (uint32_t k = 0;; k++) {
     if (k == 0)
-      snprintf(buf, sizeof buf, "%s", name);
+      snprintf(buf, sizeof buf, "%.*s", keep, name);
     else
-      snprintf(buf, sizeof buf, "%s'%u", name, k);
+      snprintf(buf, sizeof buf, "%.*s'%u", keep, name, k);
     interned = fu_module_intern(s->m, buf, strlen(buf));
     if (!interned) return none;
     if (find_index(s, interned) < 0) break;
