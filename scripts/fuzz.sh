@@ -14,10 +14,11 @@
 # says how to minimize a finding and add it as a regression.
 # CC (default clang-19) and BUILD_DIR (default build-fuzz) may be overridden;
 # JOBS is the build's parallelism.  FUZZ_SEED (default 1) seeds libFuzzer's
-# mutations, so a run is reproducible: CI's bounded run from a fresh
-# build-fuzz/ repeats the first part of any longer run with the same seed
-# made from the same tree; FUZZ_SEED=0 draws a new seed each run (for
-# campaigns that look for new inputs).
+# mutations.  A seed does not make runs on two machines alike: a timed run
+# gets as far as the machine's speed takes it, and libFuzzer orders seed
+# inputs of equal size as the file system lists them.  So before a
+# submission, run longer and under several seeds (FUZZ_SEED=0 draws a new
+# seed each run) than CI's bounded run.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -224,7 +224,8 @@ static int eval_const(builder *b, const fu_py_expr *e, pconst *out) {
       if (rr != 1) return rr;
       const char *op = e->u.binary.op;
       bool ints = l.kind != PY_FLOAT && r.kind != PY_FLOAT;
-      int64_t li = l.kind == PY_INT ? l.v.i : l.v.b, ri = r.kind == PY_INT ? r.v.i : r.v.b;
+      /* read the union member `kind` names: a float's bytes are no bool */
+      int64_t li = !ints ? 0 : l.kind == PY_INT ? l.v.i : l.v.b, ri = !ints ? 0 : r.kind == PY_INT ? r.v.i : r.v.b;
       double lf = pconst_as_double(&l), rf = pconst_as_double(&r);
       if (ints && strcmp(op, "/") != 0) {
         if ((strcmp(op, "//") == 0 || strcmp(op, "%") == 0) && ri == 0) {
