@@ -26,8 +26,9 @@
  * are f32 for f16/bf16/f32 results, f64 for f64, i64 for integers and
  * bools; the combine order is fixed, so results are deterministic.
  * var/var_mean carry a Welford state (mean, m2, count) instead of one
- * accumulator, folded and combined by reduction_welford.c, over elements
- * shifted by the first one of their slice (welford_shifts). */
+ * accumulator, folded and combined by reduction_welford.c (the grid
+ * workspace holds every part), over elements shifted by the first one of
+ * their slice (welford_shifts). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -660,11 +661,6 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
     fail(L, L->s->loc, "reduce=grid with a kept axis on threadIdx.y");
     return;
   }
-  for (uint32_t j = 0; j < L->ri.n_ops; j++)
-    if (fu_welford_op(L->ri.ops[j])) {
-      fail(L, L->s->loc, "reduce=grid of a var/var_mean (Welford states do not cross blocks yet)");
-      return;
-    }
   /* the kept positions of a block: its threadIdx.x columns (outer), or 1 */
   uint32_t nk = L->ty_red ? L->k->block[0] : 1, nr = L->k->block[L->ty_red ? 1 : 0];
   fu_lexpr *gx = L->k->grid[0] ? L->k->grid[0] : fu_lexpr_const(L->m, 1);
@@ -675,12 +671,16 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
     chk(L, NULL);
     return;
   }
-  fu_kval *part[FU_MAX_SEG_REDUCTIONS];
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    char nm[32];
-    snprintf(nm, sizeof nm, "partials%u", j);
-    part[j] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), size, false));
-  }
+  /* one workspace per part of every state (a Welford state's mean, m2
+   * and count: partials<j>, partials<j>_1, partials<j>_2) */
+  rstate part[FU_MAX_SEG_REDUCTIONS];
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+    for (uint32_t q = 0; q < parts(L->ri.ops[j]) && !L->failed; q++) {
+      char nm[32];
+      if (q) snprintf(nm, sizeof nm, "partials%u_%u", j, q);
+      else snprintf(nm, sizeof nm, "partials%u", j);
+      part[j][q] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), size, false));
+    }
   fu_kval *sem = chk(L, fu_kernel_workspace_param(L->m, L->k, "sem", FU_DT_I32, gx, true));
   fu_kval *flag = chk(L, fu_kval_new_array(L->m, L->k, "last_block", FU_DT_I32, FU_MEM_SHARED, 1));
   fu_kval *bx = chk(L, fu_kb_special(&L->b, NULL, FU_SP_CTAID_X, L->idx));
@@ -700,7 +700,8 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   if (!mine || !first) return;
   fu_kbuilder saved = open_if(L, t0);
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-    if (!fu_kb_store(&L->b, part[j], mine, &v[j][0], 1)) chk(L, NULL);
+    for (uint32_t q = 0; q < parts(L->ri.ops[j]) && !L->failed; q++)
+      if (!fu_kb_store(&L->b, part[j][q], mine, &v[j][q], 1)) chk(L, NULL);
   if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
   L->b = saved;
   if (!fu_kb_sync(&L->b)) chk(L, NULL);
@@ -738,11 +739,13 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
   fu_kval *at = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, base, lp->results[0]));
   for (uint32_t j = 0; j < L->ri.n_ops && at && !L->failed; j++) {
-    fu_kval *p = NULL, *a = NULL;
-    if (!fu_kb_load(&L->b, NULL, part[j], at, 1, acc_dtype(L->ri.ops[j]), &p)) chk(L, NULL);
-    a = p ? chk(L, fu_kb_read(&L->b, NULL, acc[j][0])) : NULL;
-    fu_kval *n = combine(L, L->ri.ops[j], a, p);
-    if (n && !fu_kb_assign(&L->b, acc[j][0], n)) chk(L, NULL);
+    const fu_op *op = L->ri.ops[j];
+    rstate a = {NULL}, n = {NULL};
+    load_combine(L, j, part[j], at, true, n);
+    for (uint32_t q = 0; q < parts(op); q++) a[q] = chk(L, fu_kb_read(&L->b, NULL, acc[j][q]));
+    combine_state(L, op, a, n, n);
+    for (uint32_t q = 0; q < parts(op) && !L->failed; q++)
+      if (n[q] && !fu_kb_assign(&L->b, acc[j][q], n[q])) chk(L, NULL);
   }
   L->b = here;
   read_states(L, acc, v);

@@ -21,8 +21,8 @@
  * Row lengths and counts are estimated at the inputs' example sizes, but
  * every split is guarded unless its factor provably divides, so the
  * kernel is right for any size.  var/var_mean schedule like sum (their
- * Welford states ride the same combines) except that they never take
- * reduce=grid (Welford states do not cross blocks yet).  Reduced dims in
+ * Welford states ride the same combines, the workspace included).
+ * Reduced dims in
  * the middle, or not adjacent, merge into `r` and the kept ones into `i`
  * (group_axes): inner when the last dim is reduced, else outer. */
 #include <math.h>
@@ -175,19 +175,13 @@ static const char *no_vector_why(fu_fusion *f, const fu_op *seg, const fu_value 
  * over blockIdx.y: each block a contiguous chunk of iterations, a power of
  * two (at least the unroll) giving about SMs x blocks per SM blocks in
  * all; the blocks' partials are combined through a workspace (reduce=grid).
- * Updates *rs and *per to the chunk and says why in `why`; `welford`
- * (var/var_mean) never splits, and `why` says so. */
+ * Updates *rs and *per to the chunk and says why in `why`.  var/var_mean
+ * split the same way: their Welford states go through the workspace. */
 static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double groups, const char *gname,
-                       const char *bname, int64_t unroll, bool welford, uint32_t *rs, double *per, char *why,
+                       const char *bname, int64_t unroll, uint32_t *rs, double *per, char *why,
                        size_t cap) {
   double want = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
   if (groups >= want / 2 || *per < 4.0 * (double)unroll) return false;
-  if (welford) {
-    /* the lowering carries no Welford state through the workspace yet */
-    snprintf(why, cap, "; %.0f %s cannot fill %u SMs, but var/var_mean states do not cross blocks yet: no reduce=grid",
-             groups, gname, dev->n_sms);
-    return false;
-  }
   int64_t chunk = pow2_at_least(*per / ceil(want / groups));
   if (chunk < unroll) chunk = unroll;
   uint32_t ry, rss;
@@ -287,10 +281,6 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     fu_error(diag, seg->loc, "reduction segment '@%s' has no reduction", sname);
     return FU_ERR_INVALID_ARG;
   }
-  /* var/var_mean (Welford) stay off reduce=grid */
-  bool welford = false;
-  for (const fu_op *op = si->body->first; op; op = op->next)
-    welford |= op->kind == FU_OP_VAR || op->kind == FU_OP_VAR_MEAN;
   rbuild *b = fu_mem_calloc(&m->alloc, 1, sizeof *b);
   if (!b) return FU_ERR_NOMEM;
   const fu_value *ref = b->ref = red->operands[0];
@@ -374,7 +364,7 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
        * iterations (a power of two, at least the unroll), the blocks'
        * partials combined through a workspace by the last to finish */
       char gwhy[160] = "";
-      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, welford, &rs, &per, gwhy, sizeof gwhy))
+      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, &rs, &per, gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, rx, FU_PT_THREAD_X);
       serial_loops(b, rs, per, unroll);
@@ -417,7 +407,7 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
       char gwhy[160] = "";
       mode = FU_RM_BLOCK;
       add_loop(b, ib, FU_PT_BLOCK_X);
-      if (grid_split(b, dev, 32 * ty, colblocks, "column block(s)", "blocks down", unroll, welford, &rs, &per,
+      if (grid_split(b, dev, 32 * ty, colblocks, "column block(s)", "blocks down", unroll, &rs, &per,
                      gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, ix, FU_PT_THREAD_X);
