@@ -28,7 +28,8 @@
  * var/var_mean carry a Welford state (mean, m2, count) instead of one
  * accumulator, folded and combined by reduction_welford.c (the grid
  * workspace holds every part), over elements shifted by the first one of
- * their slice (welford_shifts). */
+ * their slice (welford_shifts); where every thread folds the same number
+ * of elements the count is computed, not carried (welford_counts). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +80,11 @@ typedef struct rl {
   } memo[MAX_MEMO];
   uint32_t n_memo;
   fu_kval *shift[FU_MAX_SEG_REDUCTIONS]; /* Welford ops: the shift their elements accumulate from */
+  /* Welford counts that every thread shares (welford_counts): not
+   * carried, shuffled or stored but computed, `lin` the elements before
+   * the current one, `n_thread` a thread's elements in all */
+  bool known_count;
+  const fu_ix *lin, *n_thread;
 } rl;
 
 static bool fail(rl *L, fu_loc loc, const char *what) {
@@ -332,6 +338,17 @@ typedef fu_kval *rstate[FU_WELFORD_PARTS];
 
 static uint32_t parts(const fu_op *op) { return fu_welford_op(op) ? FU_WELFORD_PARTS : 1; }
 
+/* The parts of op's state that live in mutables, shuffles, shared slots
+ * and workspaces: all but a Welford count that is known (L->known_count). */
+static uint32_t stored_parts(const rl *L, const fu_op *op) {
+  return fu_welford_op(op) && L->known_count ? FU_WELFORD_PARTS - 1 : parts(op);
+}
+
+/* A known count, the index expression x, in op's accumulator dtype. */
+static fu_kval *count_of(rl *L, const fu_op *op, const fu_ix *x) {
+  return cast_to(L, emit_ix(L, x), acc_dtype(op));
+}
+
 /* out = a combined with b (out may alias a). */
 static void combine_state(rl *L, const fu_op *op, fu_kval *const *a, fu_kval *const *b, fu_kval **out) {
   for (uint32_t p = 0; p < parts(op); p++)
@@ -343,10 +360,14 @@ static void combine_state(rl *L, const fu_op *op, fu_kval *const *a, fu_kval *co
   else if (!fu_welford_combine(&L->b, a, b, out)) out[0] = chk(L, NULL);
 }
 
-/* Every part of every state of `acc` read into v. */
+/* Every part of every state of `acc` read into v; a known count is a
+ * thread's whole count. */
 static void read_states(rl *L, rstate *acc, rstate *v) {
-  for (uint32_t j = 0; j < L->ri.n_ops; j++)
-    for (uint32_t p = 0; p < parts(L->ri.ops[j]); p++) v[j][p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+    const fu_op *op = L->ri.ops[j];
+    for (uint32_t p = 0; p < stored_parts(L, op); p++) v[j][p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+    if (stored_parts(L, op) < parts(op)) v[j][FU_WELFORD_PARTS - 1] = count_of(L, op, L->n_thread);
+  }
 }
 
 /* One mutable state per reduction, named `prefix<j>` (Welford parts
@@ -359,7 +380,7 @@ static void new_accumulators(rl *L, const char *prefix, rstate *acc) {
     rstate id = {NULL};
     if (!fu_welford_op(op)) id[0] = identity(L, op);
     else if (!fu_welford_identity(&L->b, acc_dtype(op), id)) chk(L, NULL);
-    for (uint32_t p = 0; p < parts(op) && !L->failed; p++) {
+    for (uint32_t p = 0; p < stored_parts(L, op) && !L->failed; p++) {
       char nm[32];
       if (fu_welford_op(op)) snprintf(nm, sizeof nm, "%s%s%u", strcmp(prefix, "acc") ? prefix : "", wn[p], j);
       else snprintf(nm, sizeof nm, "%s%u", prefix, j);
@@ -411,10 +432,11 @@ static void accumulate_point(rl *L, fu_kval *cond, rstate *acc) {
     fu_kval *sh = L->shift[j] && v ? chk(L, fu_kb_read(&L->b, NULL, L->shift[j])) : NULL;
     if (sh) v = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, v->dtype, v, sh));
     rstate a = {NULL}, n = {NULL};
-    for (uint32_t p = 0; p < parts(op); p++) a[p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+    for (uint32_t p = 0; p < stored_parts(L, op); p++) a[p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+    if (stored_parts(L, op) < parts(op)) a[FU_WELFORD_PARTS - 1] = count_of(L, op, L->lin);
     if (!fu_welford_op(op)) n[0] = combine(L, op, a[0], v);
     else if (v && a[0] && a[1] && a[2] && !fu_welford_update(&L->b, a, v, n)) chk(L, NULL);
-    for (uint32_t p = 0; p < parts(op); p++)
+    for (uint32_t p = 0; p < stored_parts(L, op); p++)
       if (n[p] && !fu_kb_assign(&L->b, acc[j][p], n[p])) chk(L, NULL);
   }
   store_outputs(L, true);
@@ -562,7 +584,7 @@ static void accumulate(rl *L, uint32_t i, rstate *acc) {
  * state of v, each state stored at slot `at` (none when at is NULL). */
 static void new_slots(rl *L, const char *tag, int64_t n, fu_kval *at, rstate *v, rstate *arr) {
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-    for (uint32_t q = 0; q < parts(L->ri.ops[j]) && !L->failed; q++) {
+    for (uint32_t q = 0; q < stored_parts(L, L->ri.ops[j]) && !L->failed; q++) {
       char nm[32];
       if (q) snprintf(nm, sizeof nm, "%s%u_%u", tag, j, q);
       else snprintf(nm, sizeof nm, "%s%u", tag, j);
@@ -572,13 +594,25 @@ static void new_slots(rl *L, const char *tag, int64_t n, fu_kval *at, rstate *v,
 }
 
 /* Reduction j's state at slot `at` of arrays arr, loaded and combined into
- * v (or copied to v when `first`). */
-static void load_combine(rl *L, uint32_t j, fu_kval *const *arr, fu_kval *at, bool first, fu_kval **v) {
+ * v (or copied to v when `first`); the count is `count` when the slots
+ * hold none (a known count, the same in every slot). */
+static void load_combine(rl *L, uint32_t j, fu_kval *const *arr, fu_kval *at, fu_kval *count, bool first,
+                         fu_kval **v) {
   rstate p = {NULL};
-  for (uint32_t q = 0; q < parts(L->ri.ops[j]); q++)
-    if (at && !fu_kb_load(&L->b, NULL, arr[q], at, 1, acc_dtype(L->ri.ops[j]), &p[q])) chk(L, NULL);
+  const fu_op *op = L->ri.ops[j];
+  uint32_t n = count ? parts(op) - 1 : parts(op);
+  for (uint32_t q = 0; q < n; q++)
+    if (at && !fu_kb_load(&L->b, NULL, arr[q], at, 1, acc_dtype(op), &p[q])) chk(L, NULL);
+  if (count) p[n] = count;
   if (first) memcpy(v, p, sizeof p);
   else combine_state(L, L->ri.ops[j], v, p, v);
+}
+
+/* The counts of states v that no slot or workspace holds (a known count,
+ * the same in every thread), NULL for the others. */
+static void known_counts(rl *L, rstate *v, fu_kval **cnt) {
+  for (uint32_t j = 0; j < L->ri.n_ops; j++)
+    cnt[j] = stored_parts(L, L->ri.ops[j]) < parts(L->ri.ops[j]) ? v[j][FU_WELFORD_PARTS - 1] : NULL;
 }
 
 /* The combine across threadIdx.y (the reduced thread axis `ty` of an
@@ -590,11 +624,14 @@ static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const 
   const fu_ix *kx = L->kx ? L->kx : fu_ix_const(L->ix, 0);
   fu_kval *at = emit_ix(L, fu_ix_add(L->ix, fu_ix_mul(L->ix, ty, fu_ix_const(L->ix, nx)), kx));
   rstate arr[FU_MAX_SEG_REDUCTIONS];
+  fu_kval *cnt[FU_MAX_SEG_REDUCTIONS];
+  known_counts(L, v, cnt);
   new_slots(L, tag, (int64_t)(nx * ny), at, v, arr);
   if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
     for (uint32_t w = 0; w < ny && !L->failed; w++)
-      load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx)), w == 0, v[j]);
+      load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx)), cnt[j],
+                   w == 0, v[j]);
   if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
 }
 
@@ -612,9 +649,11 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
   uint32_t top = L->s->reduce == FU_RM_WARP && L->k->block[0] < 32 ? L->k->block[0] / 2 : 16;
   for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2)
     for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+      /* a known count is the same in the partner lane */
       rstate o = {NULL};
       for (uint32_t p = 0; p < parts(L->ri.ops[j]); p++)
-        o[p] = v[j][p] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask)) : NULL;
+        o[p] = !v[j][p] || p >= stored_parts(L, L->ri.ops[j]) ? v[j][p]
+                                                               : chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask));
       combine_state(L, L->ri.ops[j], v[j], o, v[j]);
     }
   if ((L->s->reduce == FU_RM_BLOCK || L->s->reduce == FU_RM_GRID) && !L->failed) {
@@ -628,13 +667,15 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *at = emit_ix(L, slot);
     fu_kval *first = lane && zero ? chk(L, fu_kb_binary(&L->b, "lane0", FU_OP_EQ, FU_DT_BOOL, lane, zero)) : NULL;
     rstate arr[FU_MAX_SEG_REDUCTIONS];
+    fu_kval *cnt[FU_MAX_SEG_REDUCTIONS];
+    known_counts(L, v, cnt);
     fu_kbuilder saved = open_if(L, first);
     new_slots(L, tag, (int64_t)(warps * rows), at, v, arr);
     L->b = saved;
     if (!fu_kb_sync(&L->b)) chk(L, NULL);
     for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
       for (uint32_t w = 0; w < warps && !L->failed; w++)
-        load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w))), w == 0, v[j]);
+        load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w))), cnt[j], w == 0, v[j]);
     /* the next iteration of a kept loop overwrites the slots */
     if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
   }
@@ -674,8 +715,10 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   /* one workspace per part of every state (a Welford state's mean, m2
    * and count: partials<j>, partials<j>_1, partials<j>_2) */
   rstate part[FU_MAX_SEG_REDUCTIONS];
+  fu_kval *cnt[FU_MAX_SEG_REDUCTIONS];
+  known_counts(L, v, cnt);
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-    for (uint32_t q = 0; q < parts(L->ri.ops[j]) && !L->failed; q++) {
+    for (uint32_t q = 0; q < stored_parts(L, L->ri.ops[j]) && !L->failed; q++) {
       char nm[32];
       if (q) snprintf(nm, sizeof nm, "partials%u_%u", j, q);
       else snprintf(nm, sizeof nm, "partials%u", j);
@@ -700,7 +743,7 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   if (!mine || !first) return;
   fu_kbuilder saved = open_if(L, t0);
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-    for (uint32_t q = 0; q < parts(L->ri.ops[j]) && !L->failed; q++)
+    for (uint32_t q = 0; q < stored_parts(L, L->ri.ops[j]) && !L->failed; q++)
       if (!fu_kb_store(&L->b, part[j][q], mine, &v[j][q], 1)) chk(L, NULL);
   if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
   L->b = saved;
@@ -726,7 +769,10 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   }
   L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.then_body);
   if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
-  /* thread t: partials t, t + blockDim.x, ... of the row, in order */
+  /* thread t: partials t, t + blockDim.x, ... of the row, in order; the
+   * threads hold different numbers of them, so their counts are carried */
+  bool known = L->known_count;
+  L->known_count = false;
   rstate acc[FU_MAX_SEG_REDUCTIONS];
   new_accumulators(L, "gacc", acc);
   fu_kval *step = emit_ix(L, fu_ix_const(L->ix, nr));
@@ -741,7 +787,7 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   for (uint32_t j = 0; j < L->ri.n_ops && at && !L->failed; j++) {
     const fu_op *op = L->ri.ops[j];
     rstate a = {NULL}, n = {NULL};
-    load_combine(L, j, part[j], at, true, n);
+    load_combine(L, j, part[j], at, cnt[j], true, n);
     for (uint32_t q = 0; q < parts(op); q++) a[q] = chk(L, fu_kb_read(&L->b, NULL, acc[j][q]));
     combine_state(L, op, a, n, n);
     for (uint32_t q = 0; q < parts(op) && !L->failed; q++)
@@ -750,6 +796,7 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   L->b = here;
   read_states(L, acc, v);
   combine_threads(L, v, tx, false, "grid_partials");
+  L->known_count = known;
   saved = open_if(L, first);
   fu_kval *zs = chk(L, fu_kb_const_i(&L->b, NULL, FU_DT_I32, 0));
   if (zs && !fu_kb_store(&L->b, sem, bx, &zs, 1)) chk(L, NULL);
@@ -847,6 +894,39 @@ static void welford_shifts(rl *L) {
   L->n_ixv = mark;
 }
 
+/* Welford counts that need not be carried: when no guard depends on a
+ * reduced loop variable, every thread folds one element at every point
+ * of its reduced serial loops (from loop red0 on), so its count before an
+ * element is the loops' linear position (a constant in unrolled code, so
+ * the update's 1 / count folds away) and its whole count their trip
+ * counts' product, the same in every thread.  Shuffles, shared slots and
+ * workspaces then move mean and m2 only, and the combines of those equal
+ * counts fold to constants: fewer live values and no division in the
+ * loop, hence fewer registers. */
+static void welford_counts(rl *L, uint32_t red0) {
+  L->known_count = false;
+  bool any = false;
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) any |= fu_welford_op(L->ri.ops[j]);
+  for (uint32_t i = 0; any && i < fu_igraph_num_predicates(L->g); i++) {
+    const fu_ix *idx, *ext;
+    fu_igraph_predicate(L->g, i, &idx, &ext);
+    if (on_reduced(L, idx)) any = false;
+  }
+  if (!any) return;
+  const fu_ix *lin = fu_ix_const(L->ix, 0), *n = fu_ix_const(L->ix, 1);
+  for (uint32_t i = red0; i < L->s->n_loops; i++) {
+    const fu_sloop *l = &L->s->loops[i];
+    if (!L->ra[l->axis] || (l->ptype != FU_PT_SERIAL && l->ptype != FU_PT_UNROLL && l->ptype != FU_PT_VECTORIZE))
+      continue;
+    const fu_ix *e = fu_igraph_axis_extent(L->g, l->axis);
+    lin = fu_ix_add(L->ix, fu_ix_mul(L->ix, lin, e), fu_igraph_loop_var(L->g, i));
+    n = fu_ix_mul(L->ix, n, e);
+  }
+  L->lin = lin;
+  L->n_thread = n;
+  L->known_count = true;
+}
+
 /* Kept loops from loop `i` (parallel axes become special registers,
  * serial ones loops), then the reduction. */
 static void kept_from(rl *L, uint32_t i, bool in_loop) {
@@ -901,6 +981,7 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
     return;
   }
   rstate acc[FU_MAX_SEG_REDUCTIONS];
+  welford_counts(L, red0);
   new_accumulators(L, "acc", acc);
   welford_shifts(L);
   accumulate(L, red0, acc);
