@@ -39,7 +39,10 @@
 #include "fuser/schedule.h"
 #include "reduction_welford.h"
 
-enum { MAX_MEMO = 512, MAX_PARAMS = 64, MAX_LANES = 16 };
+/* MAX_STATES: reductions x kept vector lanes (a thread that owns
+ * MAX_KEPT_LANES adjacent outputs keeps one state per output). */
+enum { MAX_MEMO = 512, MAX_PARAMS = 64, MAX_LANES = 16, MAX_KEPT_LANES = 8,
+       MAX_STATES = FU_MAX_SEG_REDUCTIONS * MAX_KEPT_LANES };
 
 typedef struct rl {
   /* what is lowered, and where diagnostics go */
@@ -79,7 +82,12 @@ typedef struct rl {
     fu_kval *kv;
   } memo[MAX_MEMO];
   uint32_t n_memo;
-  fu_kval *shift[FU_MAX_SEG_REDUCTIONS]; /* Welford ops: the shift their elements accumulate from */
+  /* a kept axis vectorized (outer reductions: each thread owns n_lanes
+   * adjacent columns, loaded as one vector): its lane variable, and the
+   * states, n_lanes x the reductions, state s for reduction s % n_ops */
+  const fu_ix *klane;
+  uint32_t n_lanes, n_states;
+  fu_kval *shift[MAX_STATES]; /* Welford states: the shift their elements accumulate from */
   /* Welford counts that every thread shares (welford_counts): not
    * carried, shuffled or stored but computed, `lin` the elements before
    * the current one, `n_thread` a thread's elements in all */
@@ -338,6 +346,9 @@ typedef fu_kval *rstate[FU_WELFORD_PARTS];
 
 static uint32_t parts(const fu_op *op) { return fu_welford_op(op) ? FU_WELFORD_PARTS : 1; }
 
+/* The reduction of state s (kept lane s / n_ops). */
+static const fu_op *op_of(const rl *L, uint32_t s) { return L->ri.ops[s % L->ri.n_ops]; }
+
 /* The parts of op's state that live in mutables, shuffles, shared slots
  * and workspaces: all but a Welford count that is known (L->known_count). */
 static uint32_t stored_parts(const rl *L, const fu_op *op) {
@@ -363,8 +374,8 @@ static void combine_state(rl *L, const fu_op *op, fu_kval *const *a, fu_kval *co
 /* Every part of every state of `acc` read into v; a known count is a
  * thread's whole count. */
 static void read_states(rl *L, rstate *acc, rstate *v) {
-  for (uint32_t j = 0; j < L->ri.n_ops; j++) {
-    const fu_op *op = L->ri.ops[j];
+  for (uint32_t j = 0; j < L->n_states; j++) {
+    const fu_op *op = op_of(L, j);
     for (uint32_t p = 0; p < stored_parts(L, op); p++) v[j][p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
     if (stored_parts(L, op) < parts(op)) v[j][FU_WELFORD_PARTS - 1] = count_of(L, op, L->n_thread);
   }
@@ -375,8 +386,8 @@ static void read_states(rl *L, rstate *acc, rstate *v) {
  * the reduction's identity. */
 static void new_accumulators(rl *L, const char *prefix, rstate *acc) {
   static const char *const wn[FU_WELFORD_PARTS] = {"mean", "m2_", "count"};
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    const fu_op *op = L->ri.ops[j];
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
+    const fu_op *op = op_of(L, j);
     rstate id = {NULL};
     if (!fu_welford_op(op)) id[0] = identity(L, op);
     else if (!fu_welford_identity(&L->b, acc_dtype(op), id)) chk(L, NULL);
@@ -421,12 +432,12 @@ static void store_outputs(rl *L, bool reduced) {
 }
 
 /* One accumulation at the innermost point, under `cond` (none when NULL):
- * every reduction's operand combined into its accumulator, and the
- * full-size outputs stored. */
-static void accumulate_point(rl *L, fu_kval *cond, rstate *acc) {
+ * every reduction's operand combined into its state (of kept lane `lane`),
+ * and the full-size outputs stored. */
+static void accumulate_point(rl *L, fu_kval *cond, rstate *acc, uint32_t lane) {
   fu_kbuilder saved = open_if(L, cond);
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    const fu_op *op = L->ri.ops[j];
+  for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
+    const fu_op *op = op_of(L, j);
     const fu_value *x = op->operands[0];
     fu_kval *v = cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), acc_dtype(op));
     fu_kval *sh = L->shift[j] && v ? chk(L, fu_kb_read(&L->b, NULL, L->shift[j])) : NULL;
@@ -468,8 +479,8 @@ static bool lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, f
   return ok;
 }
 
-/* The innermost vectorize loop of the reduced axes (loop `i`, lane
- * variable of constant width V), unrolled:
+/* The innermost vectorize loop (loop `i`, lane variable of constant
+ * width V), unrolled:
  *
  *   if (lane-independent guards) {
  *     if (lane V-1 in range) {
@@ -479,9 +490,12 @@ static bool lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, f
  *       for lane 0..V-1: if (lane in range) accumulate
  *     }
  *   }
- */
+ *
+ * A reduced lane accumulates into the thread's states; a kept one (the
+ * thread owns V adjacent outputs) into the states of its own lane. */
 static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
   const fu_ix *lane = fu_igraph_loop_var(L->g, i);
+  bool kept = lane == L->klane;
   int64_t V = 0;
   if (!fu_ix_is_const(fu_igraph_axis_extent(L->g, L->s->loops[i].axis), &V) || V < 1 || V > MAX_LANES) {
     fail(L, L->s->loops[i].loc, "a vectorize axis without a constant extent of at most 16");
@@ -526,7 +540,7 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
         if (vals[(size_t)a * MAX_LANES])
           memo_put(L, fu_igraph_access(L->g, a)->value, (const fu_ix *const *)fu_igraph_access(L->g, a)->coords,
                    vals[(size_t)a * MAX_LANES + (size_t)j]);
-      accumulate_point(L, NULL, acc);
+      accumulate_point(L, NULL, acc, kept ? (uint32_t)j : 0);
       L->n_ixv = mark;
     }
     fu_mem_free(&L->m->alloc, vals, ((size_t)n_acc * MAX_LANES + 1) * sizeof *vals);
@@ -540,7 +554,7 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
       uint32_t mark = L->n_ixv;
       ixv_set(L, lane, lanes[j]);
       L->n_memo = 0;
-      accumulate_point(L, guards(L, true), acc);
+      accumulate_point(L, guards(L, true), acc, kept ? (uint32_t)j : 0);
       L->n_ixv = mark;
     }
   }
@@ -574,7 +588,7 @@ static void accumulate(rl *L, uint32_t i, rstate *acc) {
     accumulate(L, i + 1, acc);
   } else {
     L->n_memo = 0;
-    accumulate_point(L, guards(L, true), acc);
+    accumulate_point(L, guards(L, true), acc, 0);
   }
   L->n_ixv = mark;
   L->b = saved;
@@ -583,12 +597,12 @@ static void accumulate(rl *L, uint32_t i, rstate *acc) {
 /* Shared arrays `tag<j>` (Welford parts `tag<j>_<part>`) of n slots per
  * state of v, each state stored at slot `at` (none when at is NULL). */
 static void new_slots(rl *L, const char *tag, int64_t n, fu_kval *at, rstate *v, rstate *arr) {
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-    for (uint32_t q = 0; q < stored_parts(L, L->ri.ops[j]) && !L->failed; q++) {
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
+    for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++) {
       char nm[32];
       if (q) snprintf(nm, sizeof nm, "%s%u_%u", tag, j, q);
       else snprintf(nm, sizeof nm, "%s%u", tag, j);
-      arr[j][q] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED, n));
+      arr[j][q] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(op_of(L, j)), FU_MEM_SHARED, n));
       if (arr[j][q] && at && !fu_kb_store(&L->b, arr[j][q], at, &v[j][q], 1)) chk(L, NULL);
     }
 }
@@ -599,20 +613,20 @@ static void new_slots(rl *L, const char *tag, int64_t n, fu_kval *at, rstate *v,
 static void load_combine(rl *L, uint32_t j, fu_kval *const *arr, fu_kval *at, fu_kval *count, bool first,
                          fu_kval **v) {
   rstate p = {NULL};
-  const fu_op *op = L->ri.ops[j];
+  const fu_op *op = op_of(L, j);
   uint32_t n = count ? parts(op) - 1 : parts(op);
   for (uint32_t q = 0; q < n; q++)
     if (at && !fu_kb_load(&L->b, NULL, arr[q], at, 1, acc_dtype(op), &p[q])) chk(L, NULL);
   if (count) p[n] = count;
   if (first) memcpy(v, p, sizeof p);
-  else combine_state(L, L->ri.ops[j], v, p, v);
+  else combine_state(L, op_of(L, j), v, p, v);
 }
 
 /* The counts of states v that no slot or workspace holds (a known count,
  * the same in every thread), NULL for the others. */
 static void known_counts(rl *L, rstate *v, fu_kval **cnt) {
-  for (uint32_t j = 0; j < L->ri.n_ops; j++)
-    cnt[j] = stored_parts(L, L->ri.ops[j]) < parts(L->ri.ops[j]) ? v[j][FU_WELFORD_PARTS - 1] : NULL;
+  for (uint32_t j = 0; j < L->n_states; j++)
+    cnt[j] = stored_parts(L, op_of(L, j)) < parts(op_of(L, j)) ? v[j][FU_WELFORD_PARTS - 1] : NULL;
 }
 
 /* The combine across threadIdx.y (the reduced thread axis `ty` of an
@@ -623,12 +637,12 @@ static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const 
   uint32_t nx = L->k->block[0], ny = L->k->block[1];
   const fu_ix *kx = L->kx ? L->kx : fu_ix_const(L->ix, 0);
   fu_kval *at = emit_ix(L, fu_ix_add(L->ix, fu_ix_mul(L->ix, ty, fu_ix_const(L->ix, nx)), kx));
-  rstate arr[FU_MAX_SEG_REDUCTIONS];
-  fu_kval *cnt[FU_MAX_SEG_REDUCTIONS];
+  rstate arr[MAX_STATES];
+  fu_kval *cnt[MAX_STATES];
   known_counts(L, v, cnt);
   new_slots(L, tag, (int64_t)(nx * ny), at, v, arr);
   if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
     for (uint32_t w = 0; w < ny && !L->failed; w++)
       load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx)), cnt[j],
                    w == 0, v[j]);
@@ -648,13 +662,13 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
    * warp, so masks below that count stay within the row */
   uint32_t top = L->s->reduce == FU_RM_WARP && L->k->block[0] < 32 ? L->k->block[0] / 2 : 16;
   for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2)
-    for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+    for (uint32_t j = 0; j < L->n_states; j++) {
       /* a known count is the same in the partner lane */
       rstate o = {NULL};
-      for (uint32_t p = 0; p < parts(L->ri.ops[j]); p++)
-        o[p] = !v[j][p] || p >= stored_parts(L, L->ri.ops[j]) ? v[j][p]
+      for (uint32_t p = 0; p < parts(op_of(L, j)); p++)
+        o[p] = !v[j][p] || p >= stored_parts(L, op_of(L, j)) ? v[j][p]
                                                                : chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask));
-      combine_state(L, L->ri.ops[j], v[j], o, v[j]);
+      combine_state(L, op_of(L, j), v[j], o, v[j]);
     }
   if ((L->s->reduce == FU_RM_BLOCK || L->s->reduce == FU_RM_GRID) && !L->failed) {
     uint32_t warps = L->k->block[0] / 32, rows = L->k->block[1];
@@ -666,14 +680,14 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
     fu_kval *lane = emit_ix(L, fu_ix_mod(L->ix, tx, fu_ix_const(L->ix, 32)));
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *at = emit_ix(L, slot);
     fu_kval *first = lane && zero ? chk(L, fu_kb_binary(&L->b, "lane0", FU_OP_EQ, FU_DT_BOOL, lane, zero)) : NULL;
-    rstate arr[FU_MAX_SEG_REDUCTIONS];
-    fu_kval *cnt[FU_MAX_SEG_REDUCTIONS];
+    rstate arr[MAX_STATES];
+    fu_kval *cnt[MAX_STATES];
     known_counts(L, v, cnt);
     fu_kbuilder saved = open_if(L, first);
     new_slots(L, tag, (int64_t)(warps * rows), at, v, arr);
     L->b = saved;
     if (!fu_kb_sync(&L->b)) chk(L, NULL);
-    for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+    for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
       for (uint32_t w = 0; w < warps && !L->failed; w++)
         load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w))), cnt[j], w == 0, v[j]);
     /* the next iteration of a kept loop overwrites the slots */
@@ -714,15 +728,15 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   }
   /* one workspace per part of every state (a Welford state's mean, m2
    * and count: partials<j>, partials<j>_1, partials<j>_2) */
-  rstate part[FU_MAX_SEG_REDUCTIONS];
-  fu_kval *cnt[FU_MAX_SEG_REDUCTIONS];
+  rstate part[MAX_STATES];
+  fu_kval *cnt[MAX_STATES];
   known_counts(L, v, cnt);
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-    for (uint32_t q = 0; q < stored_parts(L, L->ri.ops[j]) && !L->failed; q++) {
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
+    for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++) {
       char nm[32];
       if (q) snprintf(nm, sizeof nm, "partials%u_%u", j, q);
       else snprintf(nm, sizeof nm, "partials%u", j);
-      part[j][q] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), size, false));
+      part[j][q] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(op_of(L, j)), size, false));
     }
   fu_kval *sem = chk(L, fu_kernel_workspace_param(L->m, L->k, "sem", FU_DT_I32, gx, true));
   fu_kval *flag = chk(L, fu_kval_new_array(L->m, L->k, "last_block", FU_DT_I32, FU_MEM_SHARED, 1));
@@ -742,8 +756,8 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   fu_kval *first = t0 && k00 ? chk(L, fu_kb_binary(&L->b, "first", FU_OP_LOGICAL_AND, FU_DT_BOOL, t0, k00)) : NULL;
   if (!mine || !first) return;
   fu_kbuilder saved = open_if(L, t0);
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-    for (uint32_t q = 0; q < stored_parts(L, L->ri.ops[j]) && !L->failed; q++)
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
+    for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++)
       if (!fu_kb_store(&L->b, part[j][q], mine, &v[j][q], 1)) chk(L, NULL);
   if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
   L->b = saved;
@@ -773,7 +787,7 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
    * threads hold different numbers of them, so their counts are carried */
   bool known = L->known_count;
   L->known_count = false;
-  rstate acc[FU_MAX_SEG_REDUCTIONS];
+  rstate acc[MAX_STATES];
   new_accumulators(L, "gacc", acc);
   fu_kval *step = emit_ix(L, fu_ix_const(L->ix, nr));
   fu_kinst *lp = step && !L->failed ? fu_kb_for(&L->b, "g", t, gdy, step, FU_LOOP_SERIAL) : NULL;
@@ -784,8 +798,8 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   fu_kbuilder here = L->b;
   L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
   fu_kval *at = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, base, lp->results[0]));
-  for (uint32_t j = 0; j < L->ri.n_ops && at && !L->failed; j++) {
-    const fu_op *op = L->ri.ops[j];
+  for (uint32_t j = 0; j < L->n_states && at && !L->failed; j++) {
+    const fu_op *op = op_of(L, j);
     rstate a = {NULL}, n = {NULL};
     load_combine(L, j, part[j], at, cnt[j], true, n);
     for (uint32_t q = 0; q < parts(op); q++) a[q] = chk(L, fu_kb_read(&L->b, NULL, acc[j][q]));
@@ -807,7 +821,7 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
  * the epilogue under the kept guards, on threadIdx.x == 0 when the
  * threads of a row share it. */
 static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
-  rstate v[FU_MAX_SEG_REDUCTIONS];
+  rstate v[MAX_STATES];
   read_states(L, acc, v);
   if (L->s->reduce != FU_RM_SERIAL) combine_threads(L, v, tx, in_loop, "warp_partials");
   fu_kbuilder outer = L->b;
@@ -815,29 +829,34 @@ static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
     if (in_loop) fail(L, L->s->loc, "reduce=grid inside a kept serial loop");
     else combine_grid(L, v, tx);
   }
-  if (L->failed) return;
-  L->n_memo = 0;
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    const fu_op *op = L->ri.ops[j];
-    fu_kval *res[2] = {v[j][0], NULL};
-    if (fu_welford_op(op) && v[j][0] && L->shift[j]) {
-      fu_kval *sh = chk(L, fu_kb_read(&L->b, NULL, L->shift[j]));
-      v[j][0] = sh ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, sh->dtype, v[j][0], sh)) : NULL;
+  /* the epilogue of each kept lane, at its coordinates */
+  for (uint32_t lane = 0; lane < L->n_lanes && !L->failed; lane++) {
+    uint32_t mark = L->n_ixv;
+    if (L->klane) ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, lane)));
+    L->n_memo = 0;
+    for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
+      const fu_op *op = op_of(L, j);
+      fu_kval *res[2] = {v[j][0], NULL};
+      if (fu_welford_op(op) && v[j][0] && L->shift[j]) {
+        fu_kval *sh = chk(L, fu_kb_read(&L->b, NULL, L->shift[j]));
+        v[j][0] = sh ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, sh->dtype, v[j][0], sh)) : NULL;
+      }
+      if (fu_welford_op(op) && v[j][0] && !fu_welford_results(&L->b, op, v[j], res)) chk(L, NULL);
+      for (uint32_t k = 0; k < op->n_results && k < 2; k++)
+        memo_put(L, op->results[k], fu_igraph_coords(L->g, op->results[k]),
+                 cast_to(L, res[k], op->results[k]->type.dtype));
     }
-    if (fu_welford_op(op) && v[j][0] && !fu_welford_results(&L->b, op, v[j], res)) chk(L, NULL);
-    for (uint32_t k = 0; k < op->n_results && k < 2; k++)
-      memo_put(L, op->results[k], fu_igraph_coords(L->g, op->results[k]),
-               cast_to(L, res[k], op->results[k]->type.dtype));
+    fu_kval *cond = guards(L, false);
+    if (L->s->reduce != FU_RM_SERIAL) {
+      fu_kval *t = emit_ix(L, tx), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
+      fu_kval *t0 = t && zero ? chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero)) : NULL;
+      cond = cond && t0 ? chk(L, fu_kb_binary(&L->b, "store", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, t0)) : t0;
+    }
+    fu_kbuilder saved = open_if(L, cond);
+    store_outputs(L, false);
+    L->b = saved;
+    L->n_ixv = mark;
   }
-  fu_kval *cond = guards(L, false);
-  if (L->s->reduce != FU_RM_SERIAL) {
-    fu_kval *t = emit_ix(L, tx), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
-    fu_kval *t0 = t && zero ? chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero)) : NULL;
-    cond = cond && t0 ? chk(L, fu_kb_binary(&L->b, "store", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, t0)) : t0;
-  }
-  fu_kbuilder saved = open_if(L, cond);
-  store_outputs(L, false);
-  L->b = saved;
   L->b = outer;
 }
 
@@ -849,16 +868,18 @@ static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
  * or out-of-range slice keeps shift 0. */
 static void welford_shifts(rl *L) {
   bool any = false;
-  for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+  for (uint32_t j = 0; j < L->n_states; j++) {
     L->shift[j] = NULL;
-    any |= fu_welford_op(L->ri.ops[j]);
+    any |= fu_welford_op(op_of(L, j));
   }
+  /* (with kept lanes, one shift per lane: the first element of its own
+   * output's slice) */
   if (!any || L->failed) return;
   uint32_t mark = L->n_ixv;
   fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0));
   for (uint32_t i = 0; i < L->n_rvars && zero; i++) ixv_set(L, L->rvars[i], zero);
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    const fu_op *op = L->ri.ops[j];
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
+    const fu_op *op = op_of(L, j);
     char nm[16];
     snprintf(nm, sizeof nm, "shift%u", j);
     fu_kval *z = chk(L, fu_kb_const_f(&L->b, NULL, acc_dtype(op), 0.0));
@@ -867,8 +888,9 @@ static void welford_shifts(rl *L) {
       chk(L, NULL);
   }
   L->n_memo = 0;
-  /* the guards hold at reduced coordinate 0 unless a reduced extent is 0 */
-  fu_kval *cond = guards(L, true);
+  /* the guards hold at reduced coordinate 0 unless a reduced extent is 0
+   * (those of kept lanes are taken per lane below) */
+  fu_kval *cond = L->klane ? NULL : guards(L, true);
   const fu_value *ref = L->s->reference;
   for (int32_t d = 0; d < ref->type.rank && !L->failed; d++) {
     if (!L->ri.reduced_dim[d]) continue;
@@ -883,13 +905,25 @@ static void welford_shifts(rl *L) {
     fu_kval *p = ek && zk ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LT, FU_DT_BOOL, zk, ek)) : NULL;
     cond = cond && p ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, p)) : p;
   }
-  fu_kbuilder saved = open_if(L, cond);
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    const fu_value *x = L->ri.ops[j]->operands[0];
-    fu_kval *v = L->shift[j] ? cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), L->shift[j]->dtype) : NULL;
-    if (v && !fu_kb_assign(&L->b, L->shift[j], v)) chk(L, NULL);
+  for (uint32_t lane = 0; lane < L->n_lanes && !L->failed; lane++) {
+    uint32_t lmark = L->n_ixv;
+    fu_kval *c = cond;
+    if (L->klane) {
+      /* the lane's own kept guards */
+      ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, lane)));
+      fu_kval *g = guards(L, true);
+      c = c && g ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LOGICAL_AND, FU_DT_BOOL, c, g)) : g ? g : c;
+    }
+    L->n_memo = 0;
+    fu_kbuilder saved = open_if(L, c);
+    for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
+      const fu_value *x = op_of(L, j)->operands[0];
+      fu_kval *v = L->shift[j] ? cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), L->shift[j]->dtype) : NULL;
+      if (v && !fu_kb_assign(&L->b, L->shift[j], v)) chk(L, NULL);
+    }
+    L->b = saved;
+    L->n_ixv = lmark;
   }
-  L->b = saved;
   L->n_memo = 0;
   L->n_ixv = mark;
 }
@@ -906,7 +940,7 @@ static void welford_shifts(rl *L) {
 static void welford_counts(rl *L, uint32_t red0) {
   L->known_count = false;
   bool any = false;
-  for (uint32_t j = 0; j < L->ri.n_ops; j++) any |= fu_welford_op(L->ri.ops[j]);
+  for (uint32_t j = 0; j < L->n_states; j++) any |= fu_welford_op(op_of(L, j));
   for (uint32_t i = 0; any && i < fu_igraph_num_predicates(L->g); i++) {
     const fu_ix *idx, *ext;
     fu_igraph_predicate(L->g, i, &idx, &ext);
@@ -938,6 +972,18 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
   uint32_t red0 = s->n_loops; /* the first reduced serial loop */
   for (; i < s->n_loops; i++) {
     const fu_sloop *l = &s->loops[i];
+    if (l->ptype == FU_PT_VECTORIZE && !L->ra[l->axis]) {
+      /* kept lanes (the innermost loop): one state per lane and reduction */
+      int64_t w = 0;
+      if (!fu_ix_is_const(fu_igraph_axis_extent(L->g, l->axis), &w) || w < 1 || w > MAX_KEPT_LANES) {
+        fail(L, l->loc, "a kept vectorize axis without a constant extent of at most 8");
+        return;
+      }
+      L->klane = fu_igraph_loop_var(L->g, i);
+      L->n_lanes = (uint32_t)w;
+      L->n_states = L->n_lanes * L->ri.n_ops;
+      continue;
+    }
     if (l->ptype == FU_PT_SERIAL || l->ptype == FU_PT_UNROLL || l->ptype == FU_PT_VECTORIZE) {
       if (!L->ra[l->axis]) break;
       if (red0 == s->n_loops) red0 = i;
@@ -980,7 +1026,7 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
     L->b = saved;
     return;
   }
-  rstate acc[FU_MAX_SEG_REDUCTIONS];
+  rstate acc[MAX_STATES];
   welford_counts(L, red0);
   new_accumulators(L, "acc", acc);
   welford_shifts(L);
@@ -1078,6 +1124,8 @@ fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
       chk(L, NULL);
     } else {
       L->k->index_dtype = L->idx;
+      L->n_lanes = 1;
+      L->n_states = L->ri.n_ops;
       L->b = fu_kbuilder_at(m, L->k, &L->k->body);
       if (make_params(L) && make_launch(L)) kept_from(L, 0, false);
     }
