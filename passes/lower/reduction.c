@@ -87,6 +87,10 @@ typedef struct rl {
    * states, n_lanes x the reductions, state s for reduction s % n_ops */
   const fu_ix *klane;
   uint32_t n_lanes, n_states;
+  /* the kept lanes are an unroll loop (rows a thread reduces side by side,
+   * each with its own loads) rather than a vector; the one being emitted */
+  bool klane_rows;
+  uint32_t cur_lane;
   fu_kval *shift[MAX_STATES]; /* Welford states: the shift their elements accumulate from */
   /* Welford counts that every thread shares (welford_counts): not
    * carried, shuffled or stored but computed, `lin` the elements before
@@ -540,7 +544,7 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
         if (vals[(size_t)a * MAX_LANES])
           memo_put(L, fu_igraph_access(L->g, a)->value, (const fu_ix *const *)fu_igraph_access(L->g, a)->coords,
                    vals[(size_t)a * MAX_LANES + (size_t)j]);
-      accumulate_point(L, NULL, acc, kept ? (uint32_t)j : 0);
+      accumulate_point(L, NULL, acc, kept ? (uint32_t)j : L->cur_lane);
       L->n_ixv = mark;
     }
     fu_mem_free(&L->m->alloc, vals, ((size_t)n_acc * MAX_LANES + 1) * sizeof *vals);
@@ -554,11 +558,31 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
       uint32_t mark = L->n_ixv;
       ixv_set(L, lane, lanes[j]);
       L->n_memo = 0;
-      accumulate_point(L, guards(L, true), acc, kept ? (uint32_t)j : 0);
+      accumulate_point(L, guards(L, true), acc, kept ? (uint32_t)j : L->cur_lane);
       L->n_ixv = mark;
     }
   }
   L->b = outer;
+}
+
+/* The innermost accumulation (the vectorize loop `vec`, or a point when
+ * vec < 0), once per kept row lane: their loads are all in flight before
+ * any row's combine. */
+static void accumulate_rows(rl *L, int64_t vec, rstate *acc) {
+  uint32_t rows = L->klane_rows ? L->n_lanes : 1;
+  for (uint32_t k = 0; k < rows && !L->failed; k++) {
+    uint32_t mark = L->n_ixv;
+    if (L->klane_rows) ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, k)));
+    L->cur_lane = k;
+    if (vec >= 0) {
+      accumulate_vector(L, (uint32_t)vec, acc);
+    } else {
+      L->n_memo = 0;
+      accumulate_point(L, guards(L, true), acc, k);
+    }
+    L->n_ixv = mark;
+  }
+  L->cur_lane = 0;
 }
 
 /* The reduced serial loops from loop `i` inward, then one accumulation. */
@@ -571,7 +595,7 @@ static void accumulate(rl *L, uint32_t i, rstate *acc) {
   uint32_t mark = L->n_ixv;
   fu_kbuilder saved = L->b;
   if (i + 1 == s->n_loops && s->loops[i].ptype == FU_PT_VECTORIZE) {
-    accumulate_vector(L, i, acc);
+    accumulate_rows(L, i, acc);
   } else if (i < s->n_loops) {
     const fu_sloop *l = &s->loops[i];
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
@@ -587,8 +611,7 @@ static void accumulate(rl *L, uint32_t i, rstate *acc) {
     ixv_set(L, fu_igraph_loop_var(L->g, i), lp->results[0]);
     accumulate(L, i + 1, acc);
   } else {
-    L->n_memo = 0;
-    accumulate_point(L, guards(L, true), acc, 0);
+    accumulate_rows(L, -1, acc);
   }
   L->n_ixv = mark;
   L->b = saved;
@@ -972,14 +995,25 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
   uint32_t red0 = s->n_loops; /* the first reduced serial loop */
   for (; i < s->n_loops; i++) {
     const fu_sloop *l = &s->loops[i];
+    int64_t w = 0;
+    bool lanes_ok = !L->klane && fu_ix_is_const(fu_igraph_axis_extent(L->g, l->axis), &w) && w >= 1 &&
+                    w <= MAX_KEPT_LANES;
     if (l->ptype == FU_PT_VECTORIZE && !L->ra[l->axis]) {
       /* kept lanes (the innermost loop): one state per lane and reduction */
-      int64_t w = 0;
-      if (!fu_ix_is_const(fu_igraph_axis_extent(L->g, l->axis), &w) || w < 1 || w > MAX_KEPT_LANES) {
-        fail(L, l->loc, "a kept vectorize axis without a constant extent of at most 8");
+      if (!lanes_ok) {
+        fail(L, l->loc, "a kept vectorize axis without a constant extent of at most 8, or a second kept lane axis");
         return;
       }
       L->klane = fu_igraph_loop_var(L->g, i);
+      L->n_lanes = (uint32_t)w;
+      L->n_states = L->n_lanes * L->ri.n_ops;
+      continue;
+    }
+    if (l->ptype == FU_PT_UNROLL && !L->ra[l->axis] && lanes_ok && i + 1 < s->n_loops && L->ra[s->loops[i + 1].axis]) {
+      /* a kept unroll loop right before the reduced loops: rows reduced
+       * side by side (kept lanes), not one after the other */
+      L->klane = fu_igraph_loop_var(L->g, i);
+      L->klane_rows = true;
       L->n_lanes = (uint32_t)w;
       L->n_states = L->n_lanes * L->ri.n_ops;
       continue;

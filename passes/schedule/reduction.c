@@ -33,8 +33,9 @@
 #include "fuser/schedule.h"
 
 /* SMEM_BUDGET: the bytes of shared slots a block's combines may take
- * (static shared memory stops at 48 KB a block). */
-enum { MAX_AXES = 48, SHORT_ROW = 256, OUTER_TY = 16, SMEM_BUDGET = 40 * 1024 };
+ * (static shared memory stops at 48 KB a block); ROW_BYTES: the bytes a
+ * thread of a short-row reduction should have in flight. */
+enum { MAX_AXES = 48, SHORT_ROW = 256, OUTER_TY = 16, SMEM_BUDGET = 40 * 1024, ROW_BYTES = 64 };
 
 typedef struct rbuild {
   fu_saxis axes[MAX_AXES];
@@ -360,21 +361,35 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     if (row <= SHORT_ROW && i != UINT32_MAX) {
       /* a group of tx <= 32 threads per row, about two vectors (or
        * elements) each so that two loads are in flight, several rows per
-       * warp and per block of 256 */
+       * warp and per block of 256; while a thread has fewer than
+       * ROW_BYTES in flight and the blocks would still make two waves,
+       * each thread group reduces ku rows side by side (a kept unroll
+       * loop: all their loads issued before any combine) */
       int64_t tx = pow2_at_least(vecs / 2);
       if (tx < 2) tx = 2;
       if (tx > dev->warp_size) tx = dev->warp_size;
-      uint32_t ib, iy;
+      int64_t ty = 256 / tx, ku = 1;
+      double bytes = ceil(vecs / (double)tx) * (vw > 1 ? 16.0 : (double)fu_dtype_size(ref->type.dtype));
+      double two_waves = 2.0 * dev->n_sms * (double)(dev->max_threads_per_sm / 256);
+      while (ku < 4 && bytes * (double)ku < ROW_BYTES && rows / (double)(ty * ku * 2) >= two_waves) ku *= 2;
+      uint32_t ib, iy, ig, iu = UINT32_MAX;
       mode = FU_RM_WARP;
       split_axis(b, ro, tx, "rs", "rx", &rs, &rx);
-      split_axis(b, i, 256 / tx, "ib", "iy", &ib, &iy);
-      const uint32_t la[] = {ib, iy, rx, rs};
-      const fu_ptype lp[] = {FU_PT_BLOCK_X, FU_PT_THREAD_Y, FU_PT_THREAD_X, FU_PT_SERIAL};
-      for (uint32_t k = 0; k < 4; k++) add_loop(b, la[k], lp[k]);
+      split_axis(b, i, ty, ku > 1 ? "ig" : "ib", "iy", &ig, &iy);
+      if (ku > 1) split_axis(b, ig, ku, "ib", "iu", &ib, &iu);
+      else ib = ig;
+      const uint32_t la[] = {ib, iy, rx, iu, rs};
+      const fu_ptype lp[] = {FU_PT_BLOCK_X, FU_PT_THREAD_Y, FU_PT_THREAD_X, FU_PT_UNROLL, FU_PT_SERIAL};
+      for (uint32_t k = 0; k < 5; k++)
+        if (la[k] != UINT32_MAX) add_loop(b, la[k], lp[k]);
+      char uwhy[128] = "";
+      if (ku > 1)
+        snprintf(uwhy, sizeof uwhy, ", %lld rows per thread group side by side (%.0f bytes in flight a thread)",
+                 (long long)ku, bytes * (double)ku);
       snprintf(why, sizeof why,
                "short rows (%.0f elements <= %d): %lld threads per row (shuffles within the warp), %lld rows per "
-               "block, %.0f rows%s",
-               row, SHORT_ROW, (long long)tx, (long long)(256 / tx), rows, vwhy);
+               "block%s, %.0f rows%s",
+               row, SHORT_ROW, (long long)tx, (long long)(ty * ku), uwhy, rows, vwhy);
     } else {
       /* one block per row: enough threads for UNROLL vectors each,
        * 64..512; the serial loop unrolled so those loads are in flight */
