@@ -37,11 +37,12 @@
 #include "fuser/index_graph.h"
 #include "fuser/lower.h"
 #include "fuser/schedule.h"
+#include "lower_internal.h"
 #include "reduction_welford.h"
 
 /* MAX_STATES: reductions x kept vector lanes (a thread that owns
  * MAX_KEPT_LANES adjacent outputs keeps one state per output). */
-enum { MAX_MEMO = 512, MAX_PARAMS = 64, MAX_LANES = 16, MAX_KEPT_LANES = 8,
+enum { MAX_MEMO = 512, MAX_LANES = 16, MAX_KEPT_LANES = 8,
        MAX_STATES = FU_MAX_SEG_REDUCTIONS * MAX_KEPT_LANES };
 
 typedef struct rl {
@@ -65,17 +66,17 @@ typedef struct rl {
   const fu_ix *kx;       /* then the kept threadIdx.x variable, if any */
   uint32_t n_rvars;
   fu_kval **tparam, **sparam; /* by fusion value id */
-  struct {
-    const void *key;
-    int32_t dim;
-    fu_kval *kv;
-  } params[MAX_PARAMS];
-  uint32_t n_params;
-  struct {
-    const fu_ix *x;
-    fu_kval *kv;
-  } ixv[1024];
-  uint32_t n_ixv;
+  /* index expressions of the open scopes, extent and stride parameters
+   * (lower_internal.h) */
+  fu_lix lix;
+  /* the pending evaluations (eval's explicit stack) */
+  struct rframe {
+    const fu_value *v;
+    const fu_ix *const *c;
+    uint32_t next;
+    fu_kval *args[3];
+  } *stk;
+  uint32_t stk_n, stk_cap;
   struct {
     const fu_value *v;
     const fu_ix *const *c;
@@ -113,70 +114,15 @@ static fu_kval *chk(rl *L, fu_kval *v) {
 /* ---- index expressions (scoped: values emitted in a body are forgotten
  * when the body closes) ------------------------------------------------------------ */
 
-static fu_kval *ixv_get(const rl *L, const fu_ix *x) {
-  for (uint32_t i = L->n_ixv; i-- > 0;)
-    if (L->ixv[i].x == x) return L->ixv[i].kv;
-  return NULL;
-}
-
 static void ixv_set(rl *L, const fu_ix *x, fu_kval *kv) {
-  if (L->n_ixv == 1024) {
-    fail(L, L->seg->loc, "too many index expressions");
-    return;
-  }
-  L->ixv[L->n_ixv].x = x;
-  L->ixv[L->n_ixv++].kv = kv;
-}
-
-static fu_kval *param_of(rl *L, const void *key, int32_t dim, const char *sym) {
-  for (uint32_t i = 0; i < L->n_params; i++)
-    if (L->params[i].key == key && L->params[i].dim == dim) return L->params[i].kv;
-  if (L->n_params == MAX_PARAMS) return fail(L, L->seg->loc, "too many extent and stride parameters") ? NULL : NULL;
-  fu_kval *kv;
-  if (sym) {
-    kv = fu_kernel_extent_param(L->m, L->k, sym, L->idx, sym);
-  } else {
-    const fu_value *v = key;
-    fu_kval *t = L->tparam[v->id];
-    if (!t) return fail(L, L->seg->loc, "a stride of a tensor without a parameter") ? NULL : NULL;
-    char name[64];
-    snprintf(name, sizeof name, "%s_stride%d", t->name ? t->name : "t", (int)dim);
-    kv = fu_kernel_stride_param(L->m, L->k, name, L->idx, t, dim);
-  }
-  if (!chk(L, kv)) return NULL;
-  L->params[L->n_params].key = key;
-  L->params[L->n_params].dim = dim;
-  L->params[L->n_params++].kv = kv;
-  return kv;
+  fu_lix_set(&L->lix, x, kv);
+  L->failed |= L->lix.failed;
 }
 
 static fu_kval *emit_ix(rl *L, const fu_ix *x) {
-  if (L->failed || !x) return x ? NULL : chk(L, NULL);
-  fu_kval *kv = ixv_get(L, x);
-  if (kv) return kv;
-  static const fu_op_kind ops[] = {[FU_IX_ADD] = FU_OP_ADD, [FU_IX_MUL] = FU_OP_MUL, [FU_IX_DIV] = FU_OP_DIV,
-                                   [FU_IX_MOD] = FU_OP_FMOD};
-  switch (x->kind) {
-  case FU_IX_CONST: kv = chk(L, fu_kb_const_i(&L->b, NULL, L->idx, x->value)); break;
-  case FU_IX_SYM: kv = param_of(L, x->sym, -1, x->sym); break;
-  case FU_IX_VAR:
-    if (x->tag != FU_IG_VAR_STRIDE) return fail(L, L->seg->loc, "a loop variable used outside its loop") ? NULL : NULL;
-    kv = param_of(L, x->payload, x->dim, NULL);
-    break;
-  case FU_IX_CEILDIV: {
-    fu_kval *a = emit_ix(L, x->a), *b = emit_ix(L, x->b), *one = emit_ix(L, fu_ix_const(L->ix, 1));
-    fu_kval *t = a && b && one ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, L->idx, b, one)) : NULL;
-    t = t ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, a, t)) : NULL;
-    kv = t ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_DIV, L->idx, t, b)) : NULL;
-    break;
-  }
-  default: {
-    fu_kval *a = emit_ix(L, x->a), *b = emit_ix(L, x->b);
-    kv = a && b ? chk(L, fu_kb_binary(&L->b, NULL, ops[x->kind], L->idx, a, b)) : NULL;
-    break;
-  }
-  }
-  if (kv) ixv_set(L, x, kv);
+  if (L->failed) return NULL;
+  fu_kval *kv = fu_lix_emit(&L->lix, x);
+  L->failed |= L->lix.failed;
   return kv;
 }
 
@@ -222,8 +168,6 @@ static void memo_put(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval *k
   L->memo[L->n_memo++].kv = kv;
 }
 
-static fu_dtype compute_of(fu_dtype t) { return t == FU_DT_F16 || t == FU_DT_BF16 ? FU_DT_F32 : t; }
-
 static fu_kval *cast_to(rl *L, fu_kval *x, fu_dtype t) {
   if (!x || x->dtype == t) return x;
   return chk(L, fu_kb_unary(&L->b, NULL, FU_OP_CAST, t, x));
@@ -238,70 +182,52 @@ static fu_kval *literal(rl *L, const fu_value *v) {
 
 static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c);
 
-/* A pointwise op in the interpreter's compute dtype, rounded to the
- * result's dtype. */
-static fu_kval *pointwise(rl *L, const fu_op *op, const fu_ix *const *c) {
-  const fu_value *r = op->results[0];
-  fu_dtype rt = r->type.dtype, ct;
-  fu_kval *a[3];
-  if (op->n_operands > 3) return fail(L, op->loc, "an op with more than 3 operands") ? NULL : NULL;
-  for (uint32_t i = 0; i < op->n_operands; i++) {
-    const fu_value *x = op->operands[i];
-    if (!fu_type_is_tensor(&x->type)) {
-      a[i] = eval(L, x, NULL);
-    } else {
-      const fu_ix **xc = fu_igraph_back_map(L->g, op, i, c);
-      const fu_ix *const *t = xc ? fu_igraph_intern_coords(L->g, xc, (uint32_t)x->type.rank) : NULL;
-      a[i] = t ? eval(L, x, t) : NULL;
-      if (!t) fail(L, op->loc, "an operand cannot be indexed");
-    }
-    if (!a[i]) return NULL;
-  }
-  if (op->kind == FU_OP_CAST || op->kind == FU_OP_SET) return cast_to(L, a[0], rt);
-  if (fu_op_has(op->kind, FU_OF_BOOL_RESULT)) {
-    fu_dtype cd = op->n_operands == 1 ? op->operands[0]->type.dtype : fu_dtype_common(op->operands, op->n_operands);
-    ct = fu_dtype_is_float(cd) ? compute_of(cd) : FU_DT_I64;
-  } else if (fu_dtype_is_float(rt)) {
-    ct = compute_of(rt);
-  } else {
-    ct = rt == FU_DT_BOOL && fu_op_has(op->kind, FU_OF_INT_ONLY) ? FU_DT_BOOL : FU_DT_I64;
-  }
-  for (uint32_t i = 0; i < op->n_operands; i++)
-    if (!(a[i] = cast_to(L, a[i], op->kind == FU_OP_WHERE && i == 0 ? FU_DT_BOOL : ct))) return NULL;
-  fu_dtype mt = fu_op_has(op->kind, FU_OF_BOOL_RESULT) ? FU_DT_BOOL : ct;
-  return cast_to(L, chk(L, fu_kb_math(&L->b, vname(r), op->kind, mt, a, op->n_operands)), rt);
+static bool is_view(const fu_op *op) {
+  fu_op_class k = fu_op_info_of(op->kind)->cls;
+  return k == FU_OC_BROADCAST_IN_DIM || k == FU_OC_BROADCAST || k == FU_OC_EXPAND || k == FU_OC_RESHAPE ||
+         k == FU_OC_PERMUTE || k == FU_OC_SQUEEZE;
 }
 
-static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c) {
-  if (L->failed) return NULL;
+/* How many of op's operands are evaluated before it: all of a pointwise
+ * op's, a view's one; full evaluates its scalar itself. */
+static uint32_t n_args(const fu_op *op) {
+  if (fu_op_has(op->kind, FU_OF_POINTWISE)) return op->n_operands;
+  return is_view(op) ? 1 : 0;
+}
+
+/* Starts evaluating v at c (NULL for a scalar): *kv is its value when it
+ * is memoized or a leaf (a literal, a segment input; NULL after an error);
+ * otherwise a frame is pushed and the result is true. */
+static bool eval_start(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval **kv) {
   if (!fu_type_is_tensor(&v->type)) c = NULL;
-  fu_kval *kv = memo_get(L, v, c);
-  if (kv) return kv;
+  if ((*kv = memo_get(L, v, c))) return false;
   bool input = false;
   for (uint32_t i = 0; i < L->seg->n_operands; i++)
     if (L->seg->operands[i] == v) input = true;
   const fu_op *op = v->def;
   if (v->is_literal) {
-    kv = literal(L, v);
+    *kv = literal(L, v);
   } else if (input && !c) {
-    if (!(kv = L->sparam[v->id])) fail(L, L->seg->loc, "a scalar input without a parameter");
+    if (!(*kv = L->sparam[v->id])) fail(L, L->seg->loc, "a scalar input without a parameter");
   } else if (input) {
     const fu_ix *off = fu_igraph_offset(L->g, v, c);
     fu_kval *at = off ? emit_ix(L, off) : NULL;
     if (!off) fail(L, L->seg->loc, "a load cannot be indexed");
-    if (at && !fu_kb_load(&L->b, vname(v), L->tparam[v->id], at, 1, v->type.dtype, &kv)) chk(L, NULL);
+    if (at && !fu_kb_load(&L->b, vname(v), L->tparam[v->id], at, 1, v->type.dtype, kv)) chk(L, NULL);
   } else if (op && op->parent == L->seg->u.segment.body && c) {
     const fu_op_info *info = fu_op_info_of(op->kind);
-    if (fu_op_has(op->kind, FU_OF_POINTWISE)) {
-      kv = pointwise(L, op, c);
-    } else if (info->cls == FU_OC_FULL) {
-      kv = cast_to(L, eval(L, op->operands[0], NULL), v->type.dtype);
-    } else if (info->cls == FU_OC_BROADCAST_IN_DIM || info->cls == FU_OC_BROADCAST || info->cls == FU_OC_EXPAND ||
-               info->cls == FU_OC_RESHAPE || info->cls == FU_OC_PERMUTE || info->cls == FU_OC_SQUEEZE) {
-      const fu_ix **xc = fu_igraph_back_map(L->g, op, 0, c);
-      const fu_ix *const *t = xc ? fu_igraph_intern_coords(L->g, xc, (uint32_t)op->operands[0]->type.rank) : NULL;
-      kv = t ? eval(L, op->operands[0], t) : NULL;
-      if (!t) fail(L, op->loc, "a view cannot be indexed");
+    if (fu_op_has(op->kind, FU_OF_POINTWISE) && op->n_operands > 3) {
+      fail(L, op->loc, "an op with more than 3 operands");
+    } else if (fu_op_has(op->kind, FU_OF_POINTWISE) || info->cls == FU_OC_FULL || is_view(op)) {
+      if (L->stk_n == L->stk_cap) {
+        uint32_t cap = L->stk_cap ? L->stk_cap * 2 : 64;
+        struct rframe *n = fu_mem_realloc(&L->m->alloc, L->stk, L->stk_cap * sizeof *n, cap * sizeof *n);
+        if (!n) return chk(L, NULL) != NULL;
+        L->stk = n;
+        L->stk_cap = cap;
+      }
+      L->stk[L->stk_n++] = (struct rframe){v, c, 0, {NULL, NULL, NULL}};
+      return true;
     } else {
       char what[96];
       snprintf(what, sizeof what, "'%s' is not reached at the coordinates the kernel has", info->name);
@@ -310,7 +236,67 @@ static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c) {
   } else {
     fail(L, L->seg->loc, "a value is not reached by the loop domain");
   }
-  if (kv) memo_put(L, v, c, kv);
+  if (*kv) memo_put(L, v, c, *kv);
+  return false;
+}
+
+/* v (defined by op) from its evaluated operands: a pointwise op in the
+ * interpreter's compute dtype (lower_internal.h), full's scalar, or the
+ * operand of a view. */
+static fu_kval *compute(rl *L, const fu_op *op, const fu_value *v, fu_kval **args) {
+  if (fu_op_has(op->kind, FU_OF_POINTWISE)) {
+    fu_kval *a[3];
+    for (uint32_t i = 0; i < op->n_operands; i++)
+      if (!(a[i] = cast_to(L, args[i], fu_lower_operand_dtype(op, i)))) return NULL;
+    return chk(L, fu_lower_pointwise_math(&L->b, op, a, vname(v)));
+  }
+  if (fu_op_info_of(op->kind)->cls == FU_OC_FULL) return cast_to(L, eval(L, op->operands[0], NULL), v->type.dtype);
+  return args[0];
+}
+
+/* Value v at coordinates c (NULL for scalars), demand driven and memoized
+ * per body: operands first, in order, then the op.  The pending ops are an
+ * explicit stack, so a long chain of ops costs heap, not C stack (full's
+ * scalar operand is a leaf: one level of recursion at most). */
+static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c) {
+  if (L->failed) return NULL;
+  uint32_t base = L->stk_n;
+  fu_kval *kv = NULL;
+  if (!eval_start(L, v, c, &kv)) return kv;
+  while (L->stk_n > base && !L->failed) {
+    struct rframe *f = &L->stk[L->stk_n - 1];
+    const fu_op *op = f->v->def;
+    if (f->next < n_args(op)) {
+      const fu_value *x = op->operands[f->next];
+      const fu_ix *const *xc = NULL;
+      if (fu_type_is_tensor(&x->type)) {
+        const fu_ix **t = fu_igraph_back_map(L->g, op, f->next, f->c);
+        if (!(xc = t ? fu_igraph_intern_coords(L->g, t, (uint32_t)x->type.rank) : NULL)) {
+          fail(L, op->loc, is_view(op) ? "a view cannot be indexed" : "an operand cannot be indexed");
+          break;
+        }
+      }
+      fu_kval *a = NULL;
+      if (eval_start(L, x, xc, &a)) continue;
+      if (!a) break;
+      f = &L->stk[L->stk_n - 1];
+      f->args[f->next++] = a;
+      continue;
+    }
+    fu_kval *args[3] = {f->args[0], f->args[1], f->args[2]};
+    kv = compute(L, op, f->v, args);
+    f = &L->stk[L->stk_n - 1];
+    if (!kv) break;
+    memo_put(L, f->v, f->c, kv);
+    if (--L->stk_n > base) {
+      struct rframe *p = &L->stk[L->stk_n - 1];
+      p->args[p->next++] = kv;
+    }
+  }
+  if (L->stk_n > base) {
+    L->stk_n = base;
+    return NULL;
+  }
   return kv;
 }
 
@@ -318,7 +304,7 @@ static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c) {
 
 static fu_dtype acc_dtype(const fu_op *op) {
   fu_dtype t = op->results[0]->type.dtype;
-  return fu_dtype_is_float(t) ? compute_of(t) : FU_DT_I64;
+  return fu_dtype_is_float(t) ? fu_lower_compute_of(t) : FU_DT_I64;
 }
 
 static fu_op_kind combine_op(const fu_op *op) {
@@ -472,11 +458,11 @@ static bool lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, f
     bool dep = fu_ix_subst(L->ix, idx, lane, fu_ix_const(L->ix, 0)) != idx;
     fu_ix_lane a = dep ? fu_ix_lane_analyze(idx, lane, last + 1) : (fu_ix_lane){.ok = true};
     if (dep && (!a.ok || a.stride < 0)) ok = false;
-    uint32_t mark = L->n_ixv;
+    uint32_t mark = fu_lix_mark(&L->lix);
     if (dep) ixv_set(L, lane, emit_ix(L, fu_ix_const(L->ix, last)));
     fu_kval *x = emit_ix(L, idx), *e = emit_ix(L, ext);
     fu_kval *p = x && e ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LT, FU_DT_BOOL, x, e)) : NULL;
-    L->n_ixv = mark;
+    fu_lix_pop(&L->lix, mark);
     fu_kval **to = dep ? full : ind;
     *to = *to && p ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LOGICAL_AND, FU_DT_BOOL, *to, p)) : p;
   }
@@ -528,16 +514,16 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
     for (uint32_t a = 0; a < n_acc && !L->failed; a++) {
       const fu_iaccess *x = fu_igraph_access(L->g, a);
       if (x->is_store || x->mode != FU_AM_VECTOR || !L->tparam[x->value->id]) continue;
-      uint32_t mark = L->n_ixv;
+      uint32_t mark = fu_lix_mark(&L->lix);
       ixv_set(L, lane, lanes[0]);
       fu_kval *at = emit_ix(L, x->offset);
-      L->n_ixv = mark;
+      fu_lix_pop(&L->lix, mark);
       if (at && !fu_kb_load(&L->b, vname(x->value), L->tparam[x->value->id], at, (uint32_t)V, x->value->type.dtype,
                             &vals[(size_t)a * MAX_LANES]))
         chk(L, NULL);
     }
     for (int64_t j = 0; j < V && !L->failed; j++) {
-      uint32_t mark = L->n_ixv;
+      uint32_t mark = fu_lix_mark(&L->lix);
       ixv_set(L, lane, lanes[j]);
       L->n_memo = 0;
       for (uint32_t a = 0; a < n_acc; a++)
@@ -545,7 +531,7 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
           memo_put(L, fu_igraph_access(L->g, a)->value, (const fu_ix *const *)fu_igraph_access(L->g, a)->coords,
                    vals[(size_t)a * MAX_LANES + (size_t)j]);
       accumulate_point(L, NULL, acc, kept ? (uint32_t)j : L->cur_lane);
-      L->n_ixv = mark;
+      fu_lix_pop(&L->lix, mark);
     }
     fu_mem_free(&L->m->alloc, vals, ((size_t)n_acc * MAX_LANES + 1) * sizeof *vals);
     L->b = level;
@@ -555,11 +541,11 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
      * by lane, each under its guards */
     if (br) L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.else_body);
     for (int64_t j = 0; j < V && !L->failed; j++) {
-      uint32_t mark = L->n_ixv;
+      uint32_t mark = fu_lix_mark(&L->lix);
       ixv_set(L, lane, lanes[j]);
       L->n_memo = 0;
       accumulate_point(L, guards(L, true), acc, kept ? (uint32_t)j : L->cur_lane);
-      L->n_ixv = mark;
+      fu_lix_pop(&L->lix, mark);
     }
   }
   L->b = outer;
@@ -571,7 +557,7 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
 static void accumulate_rows(rl *L, int64_t vec, rstate *acc) {
   uint32_t rows = L->klane_rows ? L->n_lanes : 1;
   for (uint32_t k = 0; k < rows && !L->failed; k++) {
-    uint32_t mark = L->n_ixv;
+    uint32_t mark = fu_lix_mark(&L->lix);
     if (L->klane_rows) ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, k)));
     L->cur_lane = k;
     if (vec >= 0) {
@@ -580,7 +566,7 @@ static void accumulate_rows(rl *L, int64_t vec, rstate *acc) {
       L->n_memo = 0;
       accumulate_point(L, guards(L, true), acc, k);
     }
-    L->n_ixv = mark;
+    fu_lix_pop(&L->lix, mark);
   }
   L->cur_lane = 0;
 }
@@ -592,7 +578,7 @@ static void accumulate(rl *L, uint32_t i, rstate *acc) {
   while (i < s->n_loops && s->loops[i].ptype != FU_PT_SERIAL && s->loops[i].ptype != FU_PT_UNROLL &&
          s->loops[i].ptype != FU_PT_VECTORIZE)
     i++;
-  uint32_t mark = L->n_ixv;
+  uint32_t mark = fu_lix_mark(&L->lix);
   fu_kbuilder saved = L->b;
   if (i + 1 == s->n_loops && s->loops[i].ptype == FU_PT_VECTORIZE) {
     accumulate_rows(L, i, acc);
@@ -613,7 +599,7 @@ static void accumulate(rl *L, uint32_t i, rstate *acc) {
   } else {
     accumulate_rows(L, -1, acc);
   }
-  L->n_ixv = mark;
+  fu_lix_pop(&L->lix, mark);
   L->b = saved;
 }
 
@@ -854,7 +840,7 @@ static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
   }
   /* the epilogue of each kept lane, at its coordinates */
   for (uint32_t lane = 0; lane < L->n_lanes && !L->failed; lane++) {
-    uint32_t mark = L->n_ixv;
+    uint32_t mark = fu_lix_mark(&L->lix);
     if (L->klane) ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, lane)));
     L->n_memo = 0;
     for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
@@ -878,7 +864,7 @@ static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
     fu_kbuilder saved = open_if(L, cond);
     store_outputs(L, false);
     L->b = saved;
-    L->n_ixv = mark;
+    fu_lix_pop(&L->lix, mark);
   }
   L->b = outer;
 }
@@ -898,7 +884,7 @@ static void welford_shifts(rl *L) {
   /* (with kept lanes, one shift per lane: the first element of its own
    * output's slice) */
   if (!any || L->failed) return;
-  uint32_t mark = L->n_ixv;
+  uint32_t mark = fu_lix_mark(&L->lix);
   fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0));
   for (uint32_t i = 0; i < L->n_rvars && zero; i++) ixv_set(L, L->rvars[i], zero);
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
@@ -921,7 +907,7 @@ static void welford_shifts(rl *L) {
     int64_t c = 0;
     if (fu_ix_is_const(e, &c)) {
       if (c > 0) continue;
-      L->n_ixv = mark; /* an empty reduction: no element to load */
+      fu_lix_pop(&L->lix, mark); /* an empty reduction: no element to load */
       return;
     }
     fu_kval *ek = emit_ix(L, e), *zk = emit_ix(L, fu_ix_const(L->ix, 0));
@@ -929,7 +915,7 @@ static void welford_shifts(rl *L) {
     cond = cond && p ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, p)) : p;
   }
   for (uint32_t lane = 0; lane < L->n_lanes && !L->failed; lane++) {
-    uint32_t lmark = L->n_ixv;
+    uint32_t lmark = fu_lix_mark(&L->lix);
     fu_kval *c = cond;
     if (L->klane) {
       /* the lane's own kept guards */
@@ -945,10 +931,10 @@ static void welford_shifts(rl *L) {
       if (v && !fu_kb_assign(&L->b, L->shift[j], v)) chk(L, NULL);
     }
     L->b = saved;
-    L->n_ixv = lmark;
+    fu_lix_pop(&L->lix, lmark);
   }
   L->n_memo = 0;
-  L->n_ixv = mark;
+  fu_lix_pop(&L->lix, mark);
 }
 
 /* Welford counts that need not be carried: when no guard depends on a
@@ -1045,7 +1031,7 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
     /* a kept serial loop */
     const fu_sloop *l = &s->loops[i];
     fu_kbuilder saved = L->b;
-    uint32_t mark = L->n_ixv;
+    uint32_t mark = fu_lix_mark(&L->lix);
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
     fu_kval *end = emit_ix(L, fu_igraph_axis_extent(L->g, l->axis));
     fu_kinst *lp = zero && one && end ? fu_kb_for(&L->b, s->axes[l->axis].name, zero, end, one, FU_LOOP_SERIAL) : NULL;
@@ -1056,7 +1042,7 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
     L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
     ixv_set(L, fu_igraph_loop_var(L->g, i), lp->results[0]);
     kept_from(L, i + 1, true);
-    L->n_ixv = mark;
+    fu_lix_pop(&L->lix, mark);
     L->b = saved;
     return;
   }
@@ -1158,6 +1144,8 @@ fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
       chk(L, NULL);
     } else {
       L->k->index_dtype = L->idx;
+      L->lix = (fu_lix){.m = m, .k = L->k, .b = &L->b, .ix = L->ix, .idx = L->idx, .alloc = alloc, .diag = diag,
+                        .seg = seg, .tparam = L->tparam};
       L->n_lanes = 1;
       L->n_states = L->ri.n_ops;
       L->b = fu_kbuilder_at(m, L->k, &L->k->body);
@@ -1175,6 +1163,8 @@ fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
   if (st == FU_OK) *out = L->k;
   if (L->tparam) fu_mem_free(&alloc, L->tparam, nv * sizeof *L->tparam);
   if (L->sparam) fu_mem_free(&alloc, L->sparam, nv * sizeof *L->sparam);
+  fu_lix_free(&L->lix);
+  if (L->stk) fu_mem_free(&alloc, L->stk, L->stk_cap * sizeof *L->stk);
   fu_igraph_free(L->g);
   fu_mem_free(&alloc, L, sizeof *L);
   return st;
