@@ -141,12 +141,18 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
       fu_error(diag, l->loc, "reduce=grid: kept axis '%s' on threadIdx.y (one row per block)", an);
       ok = false;
     }
-    if (!r && l->ptype == FU_PT_VECTORIZE) {
-      fu_error(diag, l->loc, "kept axis '%s' of a reduction is vectorized: only reduced axes may be", an);
+    /* a kept vectorize axis (innermost, as for every schedule) gives each
+     * thread adjacent outputs, one state each: outer reductions load them
+     * as one vector along the kept, contiguous axis */
+    if (!r && l->ptype == FU_PT_VECTORIZE && tx_red) {
+      fu_error(diag, l->loc,
+               "kept axis '%s' of a reduction is vectorized, but a reduced axis is on threadIdx.x: only an outer "
+               "reduction (reduced axes on threadIdx.y or serial) may vectorize a kept axis",
+               an);
       ok = false;
     }
     if (r && !par) in_reduction = true;
-    if (!r && !par && in_reduction) {
+    if (!r && !par && in_reduction && l->ptype != FU_PT_VECTORIZE) {
       fu_error(diag, l->loc, "kept axis '%s' is inside the reduction's serial loops: put it before them", an);
       ok = false;
     }

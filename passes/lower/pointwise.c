@@ -26,6 +26,7 @@
 #include "fuser/index_graph.h"
 #include "fuser/lower.h"
 #include "fuser/schedule.h"
+#include "lower_internal.h"
 
 enum { MAX_LANES = 16 };
 
@@ -61,22 +62,9 @@ typedef struct lw {
   /* parameters */
   fu_kval **tparam; /* by fusion value id */
   fu_kval **sparam;
-  struct {
-    const char *sym;
-    fu_kval *kv;
-  } ext[64];
-  uint32_t n_ext;
-  struct {
-    const fu_value *v;
-    int32_t dim;
-    fu_kval *kv;
-  } str[64];
-  uint32_t n_str;
-  /* index expressions emitted in the current scope chain: by ix id */
-  fu_kval **ixv;
-  uint32_t ixv_cap;
-  uint32_t *log;
-  uint32_t n_log, cap_log;
+  /* index expressions emitted in the current scope chain (extent and
+   * stride parameters made on first use) */
+  fu_lix lix;
   /* scalars converted to a compute dtype, in the current body */
   struct {
     const void *src; /* a literal's fu_value, or a kernel value */
@@ -110,141 +98,26 @@ static fu_kval *chk(lw *L, fu_kval *v) {
 
 static const char *vname(const fu_value *v) { return v && v->name ? v->name : "?"; }
 
-/* ---- scopes and index expressions ---------------------------------------------------- */
+/* ---- scopes and index expressions (lower_internal.h) ------------------------------ */
 
-static uint32_t scope_mark(const lw *L) { return L->n_log; }
+static uint32_t scope_mark(const lw *L) { return fu_lix_mark(&L->lix); }
 
-static void scope_pop(lw *L, uint32_t mark) {
-  while (L->n_log > mark) L->ixv[L->log[--L->n_log]] = NULL;
-}
+static void scope_pop(lw *L, uint32_t mark) { fu_lix_pop(&L->lix, mark); }
 
 static void ixv_set(lw *L, const fu_ix *x, fu_kval *kv) {
-  if (x->id >= L->ixv_cap) {
-    uint32_t cap = L->ixv_cap ? L->ixv_cap : 256;
-    while (cap <= x->id) cap *= 2;
-    fu_kval **n = fu_mem_realloc(&L->alloc, L->ixv, L->ixv_cap * sizeof *n, cap * sizeof *n);
-    if (!n) {
-      oom(L);
-      return;
-    }
-    memset(n + L->ixv_cap, 0, (cap - L->ixv_cap) * sizeof *n);
-    L->ixv = n;
-    L->ixv_cap = cap;
-  }
-  if (L->n_log == L->cap_log) {
-    uint32_t cap = L->cap_log ? L->cap_log * 2 : 256;
-    uint32_t *n = fu_mem_realloc(&L->alloc, L->log, L->cap_log * sizeof *n, cap * sizeof *n);
-    if (!n) {
-      oom(L);
-      return;
-    }
-    L->log = n;
-    L->cap_log = cap;
-  }
-  L->ixv[x->id] = kv;
-  L->log[L->n_log++] = x->id;
-}
-
-static fu_kval *ixv_get(const lw *L, const fu_ix *x) { return x->id < L->ixv_cap ? L->ixv[x->id] : NULL; }
-
-static fu_kval *extent_param(lw *L, const char *sym) {
-  for (uint32_t i = 0; i < L->n_ext; i++)
-    if (strcmp(L->ext[i].sym, sym) == 0) return L->ext[i].kv;
-  if (L->n_ext == 64) {
-    fu_error(L->diag, L->seg->loc, "segment '@%s' uses more than 64 extent symbols", L->seg->u.segment.name);
-    L->failed = true;
-    return NULL;
-  }
-  fu_kval *kv = chk(L, fu_kernel_extent_param(L->m, L->k, sym, L->idx, sym));
-  L->ext[L->n_ext].sym = sym;
-  L->ext[L->n_ext++].kv = kv;
-  return kv;
-}
-
-static fu_kval *stride_param(lw *L, const fu_value *v, int32_t dim) {
-  for (uint32_t i = 0; i < L->n_str; i++)
-    if (L->str[i].v == v && L->str[i].dim == dim) return L->str[i].kv;
-  fu_kval *t = L->tparam[v->id];
-  if (!t || L->n_str == 64) {
-    fu_error(L->diag, L->seg->loc, "cannot pass the stride of dim %d of '%%%s' to the kernel", (int)dim, vname(v));
-    L->failed = true;
-    return NULL;
-  }
-  char name[64];
-  snprintf(name, sizeof name, "%s_stride%d", t->name ? t->name : "t", (int)dim);
-  fu_kval *kv = chk(L, fu_kernel_stride_param(L->m, L->k, name, L->idx, t, dim));
-  L->str[L->n_str].v = v;
-  L->str[L->n_str].dim = dim;
-  L->str[L->n_str++].kv = kv;
-  return kv;
-}
-
-static fu_kval *const_idx(lw *L, int64_t v) {
-  const fu_ix *x = fu_ix_const(L->ix, v);
-  if (!x) return NULL;
-  fu_kval *kv = ixv_get(L, x);
-  if (kv) return kv;
-  kv = chk(L, fu_kb_const_i(&L->b, NULL, L->idx, v));
-  if (kv) ixv_set(L, x, kv);
-  return kv;
+  fu_lix_set(&L->lix, x, kv);
+  L->failed |= L->lix.failed;
 }
 
 /* The kernel value of index expression x, emitted once per scope. */
 static fu_kval *emit_ix(lw *L, const fu_ix *x) {
   if (L->failed) return NULL;
-  if (!x) {
-    oom(L);
-    return NULL;
-  }
-  fu_kval *kv = ixv_get(L, x);
-  if (kv) return kv;
-  fu_kval *a = NULL, *b = NULL;
-  int64_t c1, c2, prod;
-  switch (x->kind) {
-  case FU_IX_CONST: return const_idx(L, x->value);
-  case FU_IX_SYM: kv = extent_param(L, x->sym); break;
-  case FU_IX_VAR:
-    if (x->tag == FU_IG_VAR_STRIDE) {
-      kv = stride_param(L, (const fu_value *)x->payload, x->dim);
-      break;
-    }
-    fu_error(L->diag, L->seg->loc, "internal error: loop variable '%s' used outside its loop", x->sym);
-    L->failed = true;
-    return NULL;
-  case FU_IX_ADD:
-  case FU_IX_MUL:
-  case FU_IX_MOD:
-    a = emit_ix(L, x->a);
-    b = emit_ix(L, x->b);
-    if (!a || !b) return NULL;
-    kv = chk(L, fu_kb_binary(&L->b, NULL,
-                             x->kind == FU_IX_ADD ? FU_OP_ADD : x->kind == FU_IX_MUL ? FU_OP_MUL : FU_OP_FMOD, L->idx,
-                             a, b));
-    break;
-  case FU_IX_DIV:
-    /* (y / c1) / c2 = y / (c1 * c2) for non-negative y: one division */
-    if (x->a->kind == FU_IX_DIV && fu_ix_is_const(x->a->b, &c1) && fu_ix_is_const(x->b, &c2) &&
-        !__builtin_mul_overflow(c1, c2, &prod))
-      return emit_ix(L, fu_ix_div(L->ix, x->a->a, fu_ix_const(L->ix, prod)));
-    a = emit_ix(L, x->a);
-    b = emit_ix(L, x->b);
-    if (!a || !b) return NULL;
-    kv = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_DIV, L->idx, a, b));
-    break;
-  case FU_IX_CEILDIV: {
-    a = emit_ix(L, x->a);
-    b = emit_ix(L, x->b);
-    fu_kval *one = const_idx(L, 1);
-    if (!a || !b || !one) return NULL;
-    fu_kval *t = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, L->idx, b, one));
-    fu_kval *s = t ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, a, t)) : NULL;
-    kv = s ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_DIV, L->idx, s, b)) : NULL;
-    break;
-  }
-  }
-  if (kv) ixv_set(L, x, kv);
+  fu_kval *kv = fu_lix_emit(&L->lix, x);
+  L->failed |= L->lix.failed;
   return kv;
 }
+
+static fu_kval *const_idx(lw *L, int64_t v) { return emit_ix(L, fu_ix_const(L->ix, v)); }
 
 /* x with the lane variable replaced by lane j's value. */
 static const fu_ix *at_lane(lw *L, const fu_ix *x, uint32_t j) {
@@ -306,8 +179,6 @@ static bool is_seg_input(const lw *L, const fu_value *v) {
     if (L->seg->operands[i] == v) return true;
   return false;
 }
-
-static fu_dtype compute_of(fu_dtype t) { return t == FU_DT_F16 || t == FU_DT_BF16 ? FU_DT_F32 : t; }
 
 static fu_kval *cast_to(lw *L, fu_kval *x, fu_dtype t) {
   if (!x || x->dtype == t) return x;
@@ -411,59 +282,19 @@ static bool operand_coords(lw *L, const fu_op *op, uint32_t i, const fu_ix *cons
   return false;
 }
 
-/* A pointwise op on kernel values, in the interpreter's compute dtype. */
+/* A pointwise op on kernel values, in the interpreter's compute dtype
+ * (lower_internal.h); scalar operands converted once per body. */
 static fu_kval *pointwise(lw *L, const fu_op *op, fu_kval **args, char *name) {
-  const fu_value *r = op->results[0];
-  fu_dtype rt = r->type.dtype;
-  if (op->kind == FU_OP_CAST) return chk(L, fu_kb_unary(&L->b, name, FU_OP_CAST, rt, args[0]));
-  if (op->kind == FU_OP_SET) return cast_to(L, args[0], rt);
-  fu_dtype c;
-  if (fu_op_has(op->kind, FU_OF_BOOL_RESULT)) {
-    fu_dtype cd = op->n_operands == 1 ? op->operands[0]->type.dtype : fu_dtype_common(op->operands, op->n_operands);
-    c = fu_dtype_is_float(cd) ? compute_of(cd) : FU_DT_I64;
-  } else if (fu_dtype_is_float(rt)) {
-    c = compute_of(rt);
-  } else if (rt == FU_DT_BOOL && fu_op_has(op->kind, FU_OF_INT_ONLY)) {
-    c = FU_DT_BOOL; /* bitwise ops on bools are logical */
-  } else {
-    c = FU_DT_I64;
-  }
   fu_kval *a[3];
   for (uint32_t i = 0; i < op->n_operands && i < 3; i++) {
-    fu_dtype want = (op->kind == FU_OP_WHERE && i == 0) ? FU_DT_BOOL : c;
+    fu_dtype want = fu_lower_operand_dtype(op, i);
     if (!fu_type_is_tensor(&op->operands[i]->type)) {
       if (!(a[i] = scalar_as(L, op->operands[i], args[i], want))) return NULL;
       continue;
     }
     if (!(a[i] = cast_to(L, args[i], want))) return NULL;
   }
-  fu_dtype math_rt = fu_op_has(op->kind, FU_OF_BOOL_RESULT) ? FU_DT_BOOL : c;
-  bool direct = math_rt == rt;
-  /* pow by a literal small integer, as PyTorch's CUDA kernels compute it:
-   * x^2 = x*x and x^-1 = 1/x are what a correctly rounded pow gives; x^3 =
-   * x*x*x may differ from powf by an ulp.  libdevice's powf is the largest
-   * function a pointwise kernel calls, and this keeps compile time low. */
-  double e = 0;
-  if (op->kind == FU_OP_POW && fu_dtype_is_float(c) && op->operands[1]->is_literal &&
-      (fu_dtype_is_float(op->operands[1]->type.dtype) || fu_dtype_is_int(op->operands[1]->type.dtype))) {
-    e = fu_dtype_is_float(op->operands[1]->type.dtype) ? op->operands[1]->literal.f
-                                                        : (double)op->operands[1]->literal.i;
-    fu_kval *x = a[0], *res = NULL;
-    if (e == 1.0) {
-      res = x;
-    } else if (e == 2.0 || e == 3.0) {
-      res = chk(L, fu_kb_binary(&L->b, e == 2.0 && direct ? name : NULL, FU_OP_MUL, c, x, x));
-      if (res && e == 3.0) res = chk(L, fu_kb_binary(&L->b, direct ? name : NULL, FU_OP_MUL, c, res, x));
-    } else if (e == -1.0) {
-      fu_kval *one = chk(L, fu_kb_const_f(&L->b, NULL, c, 1.0));
-      res = one ? chk(L, fu_kb_binary(&L->b, direct ? name : NULL, FU_OP_DIV, c, one, x)) : NULL;
-    }
-    if (res) return direct ? res : chk(L, fu_kb_unary(&L->b, name, FU_OP_CAST, rt, res));
-    if (L->failed) return NULL;
-  }
-  fu_kval *res = chk(L, fu_kb_math(&L->b, direct ? name : NULL, op->kind, math_rt, a, op->n_operands));
-  if (!res || direct) return res;
-  return chk(L, fu_kb_unary(&L->b, name, FU_OP_CAST, rt, res));
+  return chk(L, fu_lower_pointwise_math(&L->b, op, a, name));
 }
 
 /* How many of op's operands are evaluated before it (in operand order):
@@ -1188,6 +1019,8 @@ fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
   } else {
     L.k->index_dtype = L.idx;
     L.b = fu_kbuilder_at(m, L.k, &L.k->body);
+    L.lix = (fu_lix){.m = m, .k = L.k, .b = &L.b, .ix = L.ix, .idx = L.idx, .alloc = L.alloc, .diag = diag,
+                     .seg = seg, .tparam = L.tparam};
     if (make_params(&L) && make_launch(&L)) loops_from(&L, 0);
     else L.failed = true;
   }
@@ -1200,8 +1033,7 @@ fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
   if (L.failed && diag->n_errors == errors_before) fu_error(diag, seg->loc, "cannot lower segment '@%s'", seg->u.segment.name);
   fu_mem_free(&L.alloc, L.tparam, nv * sizeof *L.tparam);
   fu_mem_free(&L.alloc, L.sparam, nv * sizeof *L.sparam);
-  fu_mem_free(&L.alloc, L.ixv, L.ixv_cap * sizeof *L.ixv);
-  fu_mem_free(&L.alloc, L.log, L.cap_log * sizeof *L.log);
+  fu_lix_free(&L.lix);
   fu_mem_free(&L.alloc, L.memo, L.memo_cap * sizeof *L.memo);
   fu_mem_free(&L.alloc, L.stk, L.stk_cap * sizeof *L.stk);
   fu_igraph_free(L.g);

@@ -26,8 +26,10 @@
  * are f32 for f16/bf16/f32 results, f64 for f64, i64 for integers and
  * bools; the combine order is fixed, so results are deterministic.
  * var/var_mean carry a Welford state (mean, m2, count) instead of one
- * accumulator, folded and combined by reduction_welford.c, over elements
- * shifted by the first one of their slice (welford_shifts). */
+ * accumulator, folded and combined by reduction_welford.c (the grid
+ * workspace holds every part), over elements shifted by the first one of
+ * their slice (welford_shifts); where every thread folds the same number
+ * of elements the count is computed, not carried (welford_counts). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,9 +37,13 @@
 #include "fuser/index_graph.h"
 #include "fuser/lower.h"
 #include "fuser/schedule.h"
+#include "lower_internal.h"
 #include "reduction_welford.h"
 
-enum { MAX_MEMO = 512, MAX_PARAMS = 64, MAX_LANES = 16 };
+/* MAX_STATES: reductions x kept vector lanes (a thread that owns
+ * MAX_KEPT_LANES adjacent outputs keeps one state per output). */
+enum { MAX_MEMO = 512, MAX_LANES = 16, MAX_KEPT_LANES = 8,
+       MAX_STATES = FU_MAX_SEG_REDUCTIONS * MAX_KEPT_LANES };
 
 typedef struct rl {
   /* what is lowered, and where diagnostics go */
@@ -60,24 +66,38 @@ typedef struct rl {
   const fu_ix *kx;       /* then the kept threadIdx.x variable, if any */
   uint32_t n_rvars;
   fu_kval **tparam, **sparam; /* by fusion value id */
-  struct {
-    const void *key;
-    int32_t dim;
-    fu_kval *kv;
-  } params[MAX_PARAMS];
-  uint32_t n_params;
-  struct {
-    const fu_ix *x;
-    fu_kval *kv;
-  } ixv[1024];
-  uint32_t n_ixv;
+  /* index expressions of the open scopes, extent and stride parameters
+   * (lower_internal.h) */
+  fu_lix lix;
+  /* the pending evaluations (eval's explicit stack) */
+  struct rframe {
+    const fu_value *v;
+    const fu_ix *const *c;
+    uint32_t next;
+    fu_kval *args[3];
+  } *stk;
+  uint32_t stk_n, stk_cap;
   struct {
     const fu_value *v;
     const fu_ix *const *c;
     fu_kval *kv;
   } memo[MAX_MEMO];
   uint32_t n_memo;
-  fu_kval *shift[FU_MAX_SEG_REDUCTIONS]; /* Welford ops: the shift their elements accumulate from */
+  /* a kept axis vectorized (outer reductions: each thread owns n_lanes
+   * adjacent columns, loaded as one vector): its lane variable, and the
+   * states, n_lanes x the reductions, state s for reduction s % n_ops */
+  const fu_ix *klane;
+  uint32_t n_lanes, n_states;
+  /* the kept lanes are an unroll loop (rows a thread reduces side by side,
+   * each with its own loads) rather than a vector; the one being emitted */
+  bool klane_rows;
+  uint32_t cur_lane;
+  fu_kval *shift[MAX_STATES]; /* Welford states: the shift their elements accumulate from */
+  /* Welford counts that every thread shares (welford_counts): not
+   * carried, shuffled or stored but computed, `lin` the elements before
+   * the current one, `n_thread` a thread's elements in all */
+  bool known_count;
+  const fu_ix *lin, *n_thread;
 } rl;
 
 static bool fail(rl *L, fu_loc loc, const char *what) {
@@ -94,70 +114,15 @@ static fu_kval *chk(rl *L, fu_kval *v) {
 /* ---- index expressions (scoped: values emitted in a body are forgotten
  * when the body closes) ------------------------------------------------------------ */
 
-static fu_kval *ixv_get(const rl *L, const fu_ix *x) {
-  for (uint32_t i = L->n_ixv; i-- > 0;)
-    if (L->ixv[i].x == x) return L->ixv[i].kv;
-  return NULL;
-}
-
 static void ixv_set(rl *L, const fu_ix *x, fu_kval *kv) {
-  if (L->n_ixv == 1024) {
-    fail(L, L->seg->loc, "too many index expressions");
-    return;
-  }
-  L->ixv[L->n_ixv].x = x;
-  L->ixv[L->n_ixv++].kv = kv;
-}
-
-static fu_kval *param_of(rl *L, const void *key, int32_t dim, const char *sym) {
-  for (uint32_t i = 0; i < L->n_params; i++)
-    if (L->params[i].key == key && L->params[i].dim == dim) return L->params[i].kv;
-  if (L->n_params == MAX_PARAMS) return fail(L, L->seg->loc, "too many extent and stride parameters") ? NULL : NULL;
-  fu_kval *kv;
-  if (sym) {
-    kv = fu_kernel_extent_param(L->m, L->k, sym, L->idx, sym);
-  } else {
-    const fu_value *v = key;
-    fu_kval *t = L->tparam[v->id];
-    if (!t) return fail(L, L->seg->loc, "a stride of a tensor without a parameter") ? NULL : NULL;
-    char name[64];
-    snprintf(name, sizeof name, "%s_stride%d", t->name ? t->name : "t", (int)dim);
-    kv = fu_kernel_stride_param(L->m, L->k, name, L->idx, t, dim);
-  }
-  if (!chk(L, kv)) return NULL;
-  L->params[L->n_params].key = key;
-  L->params[L->n_params].dim = dim;
-  L->params[L->n_params++].kv = kv;
-  return kv;
+  fu_lix_set(&L->lix, x, kv);
+  L->failed |= L->lix.failed;
 }
 
 static fu_kval *emit_ix(rl *L, const fu_ix *x) {
-  if (L->failed || !x) return x ? NULL : chk(L, NULL);
-  fu_kval *kv = ixv_get(L, x);
-  if (kv) return kv;
-  static const fu_op_kind ops[] = {[FU_IX_ADD] = FU_OP_ADD, [FU_IX_MUL] = FU_OP_MUL, [FU_IX_DIV] = FU_OP_DIV,
-                                   [FU_IX_MOD] = FU_OP_FMOD};
-  switch (x->kind) {
-  case FU_IX_CONST: kv = chk(L, fu_kb_const_i(&L->b, NULL, L->idx, x->value)); break;
-  case FU_IX_SYM: kv = param_of(L, x->sym, -1, x->sym); break;
-  case FU_IX_VAR:
-    if (x->tag != FU_IG_VAR_STRIDE) return fail(L, L->seg->loc, "a loop variable used outside its loop") ? NULL : NULL;
-    kv = param_of(L, x->payload, x->dim, NULL);
-    break;
-  case FU_IX_CEILDIV: {
-    fu_kval *a = emit_ix(L, x->a), *b = emit_ix(L, x->b), *one = emit_ix(L, fu_ix_const(L->ix, 1));
-    fu_kval *t = a && b && one ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, L->idx, b, one)) : NULL;
-    t = t ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, a, t)) : NULL;
-    kv = t ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_DIV, L->idx, t, b)) : NULL;
-    break;
-  }
-  default: {
-    fu_kval *a = emit_ix(L, x->a), *b = emit_ix(L, x->b);
-    kv = a && b ? chk(L, fu_kb_binary(&L->b, NULL, ops[x->kind], L->idx, a, b)) : NULL;
-    break;
-  }
-  }
-  if (kv) ixv_set(L, x, kv);
+  if (L->failed) return NULL;
+  fu_kval *kv = fu_lix_emit(&L->lix, x);
+  L->failed |= L->lix.failed;
   return kv;
 }
 
@@ -203,8 +168,6 @@ static void memo_put(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval *k
   L->memo[L->n_memo++].kv = kv;
 }
 
-static fu_dtype compute_of(fu_dtype t) { return t == FU_DT_F16 || t == FU_DT_BF16 ? FU_DT_F32 : t; }
-
 static fu_kval *cast_to(rl *L, fu_kval *x, fu_dtype t) {
   if (!x || x->dtype == t) return x;
   return chk(L, fu_kb_unary(&L->b, NULL, FU_OP_CAST, t, x));
@@ -219,70 +182,52 @@ static fu_kval *literal(rl *L, const fu_value *v) {
 
 static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c);
 
-/* A pointwise op in the interpreter's compute dtype, rounded to the
- * result's dtype. */
-static fu_kval *pointwise(rl *L, const fu_op *op, const fu_ix *const *c) {
-  const fu_value *r = op->results[0];
-  fu_dtype rt = r->type.dtype, ct;
-  fu_kval *a[3];
-  if (op->n_operands > 3) return fail(L, op->loc, "an op with more than 3 operands") ? NULL : NULL;
-  for (uint32_t i = 0; i < op->n_operands; i++) {
-    const fu_value *x = op->operands[i];
-    if (!fu_type_is_tensor(&x->type)) {
-      a[i] = eval(L, x, NULL);
-    } else {
-      const fu_ix **xc = fu_igraph_back_map(L->g, op, i, c);
-      const fu_ix *const *t = xc ? fu_igraph_intern_coords(L->g, xc, (uint32_t)x->type.rank) : NULL;
-      a[i] = t ? eval(L, x, t) : NULL;
-      if (!t) fail(L, op->loc, "an operand cannot be indexed");
-    }
-    if (!a[i]) return NULL;
-  }
-  if (op->kind == FU_OP_CAST || op->kind == FU_OP_SET) return cast_to(L, a[0], rt);
-  if (fu_op_has(op->kind, FU_OF_BOOL_RESULT)) {
-    fu_dtype cd = op->n_operands == 1 ? op->operands[0]->type.dtype : fu_dtype_common(op->operands, op->n_operands);
-    ct = fu_dtype_is_float(cd) ? compute_of(cd) : FU_DT_I64;
-  } else if (fu_dtype_is_float(rt)) {
-    ct = compute_of(rt);
-  } else {
-    ct = rt == FU_DT_BOOL && fu_op_has(op->kind, FU_OF_INT_ONLY) ? FU_DT_BOOL : FU_DT_I64;
-  }
-  for (uint32_t i = 0; i < op->n_operands; i++)
-    if (!(a[i] = cast_to(L, a[i], op->kind == FU_OP_WHERE && i == 0 ? FU_DT_BOOL : ct))) return NULL;
-  fu_dtype mt = fu_op_has(op->kind, FU_OF_BOOL_RESULT) ? FU_DT_BOOL : ct;
-  return cast_to(L, chk(L, fu_kb_math(&L->b, vname(r), op->kind, mt, a, op->n_operands)), rt);
+static bool is_view(const fu_op *op) {
+  fu_op_class k = fu_op_info_of(op->kind)->cls;
+  return k == FU_OC_BROADCAST_IN_DIM || k == FU_OC_BROADCAST || k == FU_OC_EXPAND || k == FU_OC_RESHAPE ||
+         k == FU_OC_PERMUTE || k == FU_OC_SQUEEZE;
 }
 
-static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c) {
-  if (L->failed) return NULL;
+/* How many of op's operands are evaluated before it: all of a pointwise
+ * op's, a view's one; full evaluates its scalar itself. */
+static uint32_t n_args(const fu_op *op) {
+  if (fu_op_has(op->kind, FU_OF_POINTWISE)) return op->n_operands;
+  return is_view(op) ? 1 : 0;
+}
+
+/* Starts evaluating v at c (NULL for a scalar): *kv is its value when it
+ * is memoized or a leaf (a literal, a segment input; NULL after an error);
+ * otherwise a frame is pushed and the result is true. */
+static bool eval_start(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval **kv) {
   if (!fu_type_is_tensor(&v->type)) c = NULL;
-  fu_kval *kv = memo_get(L, v, c);
-  if (kv) return kv;
+  if ((*kv = memo_get(L, v, c))) return false;
   bool input = false;
   for (uint32_t i = 0; i < L->seg->n_operands; i++)
     if (L->seg->operands[i] == v) input = true;
   const fu_op *op = v->def;
   if (v->is_literal) {
-    kv = literal(L, v);
+    *kv = literal(L, v);
   } else if (input && !c) {
-    if (!(kv = L->sparam[v->id])) fail(L, L->seg->loc, "a scalar input without a parameter");
+    if (!(*kv = L->sparam[v->id])) fail(L, L->seg->loc, "a scalar input without a parameter");
   } else if (input) {
     const fu_ix *off = fu_igraph_offset(L->g, v, c);
     fu_kval *at = off ? emit_ix(L, off) : NULL;
     if (!off) fail(L, L->seg->loc, "a load cannot be indexed");
-    if (at && !fu_kb_load(&L->b, vname(v), L->tparam[v->id], at, 1, v->type.dtype, &kv)) chk(L, NULL);
+    if (at && !fu_kb_load(&L->b, vname(v), L->tparam[v->id], at, 1, v->type.dtype, kv)) chk(L, NULL);
   } else if (op && op->parent == L->seg->u.segment.body && c) {
     const fu_op_info *info = fu_op_info_of(op->kind);
-    if (fu_op_has(op->kind, FU_OF_POINTWISE)) {
-      kv = pointwise(L, op, c);
-    } else if (info->cls == FU_OC_FULL) {
-      kv = cast_to(L, eval(L, op->operands[0], NULL), v->type.dtype);
-    } else if (info->cls == FU_OC_BROADCAST_IN_DIM || info->cls == FU_OC_BROADCAST || info->cls == FU_OC_EXPAND ||
-               info->cls == FU_OC_RESHAPE || info->cls == FU_OC_PERMUTE || info->cls == FU_OC_SQUEEZE) {
-      const fu_ix **xc = fu_igraph_back_map(L->g, op, 0, c);
-      const fu_ix *const *t = xc ? fu_igraph_intern_coords(L->g, xc, (uint32_t)op->operands[0]->type.rank) : NULL;
-      kv = t ? eval(L, op->operands[0], t) : NULL;
-      if (!t) fail(L, op->loc, "a view cannot be indexed");
+    if (fu_op_has(op->kind, FU_OF_POINTWISE) && op->n_operands > 3) {
+      fail(L, op->loc, "an op with more than 3 operands");
+    } else if (fu_op_has(op->kind, FU_OF_POINTWISE) || info->cls == FU_OC_FULL || is_view(op)) {
+      if (L->stk_n == L->stk_cap) {
+        uint32_t cap = L->stk_cap ? L->stk_cap * 2 : 64;
+        struct rframe *n = fu_mem_realloc(&L->m->alloc, L->stk, L->stk_cap * sizeof *n, cap * sizeof *n);
+        if (!n) return chk(L, NULL) != NULL;
+        L->stk = n;
+        L->stk_cap = cap;
+      }
+      L->stk[L->stk_n++] = (struct rframe){v, c, 0, {NULL, NULL, NULL}};
+      return true;
     } else {
       char what[96];
       snprintf(what, sizeof what, "'%s' is not reached at the coordinates the kernel has", info->name);
@@ -291,7 +236,67 @@ static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c) {
   } else {
     fail(L, L->seg->loc, "a value is not reached by the loop domain");
   }
-  if (kv) memo_put(L, v, c, kv);
+  if (*kv) memo_put(L, v, c, *kv);
+  return false;
+}
+
+/* v (defined by op) from its evaluated operands: a pointwise op in the
+ * interpreter's compute dtype (lower_internal.h), full's scalar, or the
+ * operand of a view. */
+static fu_kval *compute(rl *L, const fu_op *op, const fu_value *v, fu_kval **args) {
+  if (fu_op_has(op->kind, FU_OF_POINTWISE)) {
+    fu_kval *a[3];
+    for (uint32_t i = 0; i < op->n_operands; i++)
+      if (!(a[i] = cast_to(L, args[i], fu_lower_operand_dtype(op, i)))) return NULL;
+    return chk(L, fu_lower_pointwise_math(&L->b, op, a, vname(v)));
+  }
+  if (fu_op_info_of(op->kind)->cls == FU_OC_FULL) return cast_to(L, eval(L, op->operands[0], NULL), v->type.dtype);
+  return args[0];
+}
+
+/* Value v at coordinates c (NULL for scalars), demand driven and memoized
+ * per body: operands first, in order, then the op.  The pending ops are an
+ * explicit stack, so a long chain of ops costs heap, not C stack (full's
+ * scalar operand is a leaf: one level of recursion at most). */
+static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c) {
+  if (L->failed) return NULL;
+  uint32_t base = L->stk_n;
+  fu_kval *kv = NULL;
+  if (!eval_start(L, v, c, &kv)) return kv;
+  while (L->stk_n > base && !L->failed) {
+    struct rframe *f = &L->stk[L->stk_n - 1];
+    const fu_op *op = f->v->def;
+    if (f->next < n_args(op)) {
+      const fu_value *x = op->operands[f->next];
+      const fu_ix *const *xc = NULL;
+      if (fu_type_is_tensor(&x->type)) {
+        const fu_ix **t = fu_igraph_back_map(L->g, op, f->next, f->c);
+        if (!(xc = t ? fu_igraph_intern_coords(L->g, t, (uint32_t)x->type.rank) : NULL)) {
+          fail(L, op->loc, is_view(op) ? "a view cannot be indexed" : "an operand cannot be indexed");
+          break;
+        }
+      }
+      fu_kval *a = NULL;
+      if (eval_start(L, x, xc, &a)) continue;
+      if (!a) break;
+      f = &L->stk[L->stk_n - 1];
+      f->args[f->next++] = a;
+      continue;
+    }
+    fu_kval *args[3] = {f->args[0], f->args[1], f->args[2]};
+    kv = compute(L, op, f->v, args);
+    f = &L->stk[L->stk_n - 1];
+    if (!kv) break;
+    memo_put(L, f->v, f->c, kv);
+    if (--L->stk_n > base) {
+      struct rframe *p = &L->stk[L->stk_n - 1];
+      p->args[p->next++] = kv;
+    }
+  }
+  if (L->stk_n > base) {
+    L->stk_n = base;
+    return NULL;
+  }
   return kv;
 }
 
@@ -299,7 +304,7 @@ static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c) {
 
 static fu_dtype acc_dtype(const fu_op *op) {
   fu_dtype t = op->results[0]->type.dtype;
-  return fu_dtype_is_float(t) ? compute_of(t) : FU_DT_I64;
+  return fu_dtype_is_float(t) ? fu_lower_compute_of(t) : FU_DT_I64;
 }
 
 static fu_op_kind combine_op(const fu_op *op) {
@@ -331,6 +336,20 @@ typedef fu_kval *rstate[FU_WELFORD_PARTS];
 
 static uint32_t parts(const fu_op *op) { return fu_welford_op(op) ? FU_WELFORD_PARTS : 1; }
 
+/* The reduction of state s (kept lane s / n_ops). */
+static const fu_op *op_of(const rl *L, uint32_t s) { return L->ri.ops[s % L->ri.n_ops]; }
+
+/* The parts of op's state that live in mutables, shuffles, shared slots
+ * and workspaces: all but a Welford count that is known (L->known_count). */
+static uint32_t stored_parts(const rl *L, const fu_op *op) {
+  return fu_welford_op(op) && L->known_count ? FU_WELFORD_PARTS - 1 : parts(op);
+}
+
+/* A known count, the index expression x, in op's accumulator dtype. */
+static fu_kval *count_of(rl *L, const fu_op *op, const fu_ix *x) {
+  return cast_to(L, emit_ix(L, x), acc_dtype(op));
+}
+
 /* out = a combined with b (out may alias a). */
 static void combine_state(rl *L, const fu_op *op, fu_kval *const *a, fu_kval *const *b, fu_kval **out) {
   for (uint32_t p = 0; p < parts(op); p++)
@@ -342,10 +361,14 @@ static void combine_state(rl *L, const fu_op *op, fu_kval *const *a, fu_kval *co
   else if (!fu_welford_combine(&L->b, a, b, out)) out[0] = chk(L, NULL);
 }
 
-/* Every part of every state of `acc` read into v. */
+/* Every part of every state of `acc` read into v; a known count is a
+ * thread's whole count. */
 static void read_states(rl *L, rstate *acc, rstate *v) {
-  for (uint32_t j = 0; j < L->ri.n_ops; j++)
-    for (uint32_t p = 0; p < parts(L->ri.ops[j]); p++) v[j][p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+  for (uint32_t j = 0; j < L->n_states; j++) {
+    const fu_op *op = op_of(L, j);
+    for (uint32_t p = 0; p < stored_parts(L, op); p++) v[j][p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+    if (stored_parts(L, op) < parts(op)) v[j][FU_WELFORD_PARTS - 1] = count_of(L, op, L->n_thread);
+  }
 }
 
 /* One mutable state per reduction, named `prefix<j>` (Welford parts
@@ -353,12 +376,12 @@ static void read_states(rl *L, rstate *acc, rstate *v) {
  * the reduction's identity. */
 static void new_accumulators(rl *L, const char *prefix, rstate *acc) {
   static const char *const wn[FU_WELFORD_PARTS] = {"mean", "m2_", "count"};
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    const fu_op *op = L->ri.ops[j];
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
+    const fu_op *op = op_of(L, j);
     rstate id = {NULL};
     if (!fu_welford_op(op)) id[0] = identity(L, op);
     else if (!fu_welford_identity(&L->b, acc_dtype(op), id)) chk(L, NULL);
-    for (uint32_t p = 0; p < parts(op) && !L->failed; p++) {
+    for (uint32_t p = 0; p < stored_parts(L, op) && !L->failed; p++) {
       char nm[32];
       if (fu_welford_op(op)) snprintf(nm, sizeof nm, "%s%s%u", strcmp(prefix, "acc") ? prefix : "", wn[p], j);
       else snprintf(nm, sizeof nm, "%s%u", prefix, j);
@@ -399,21 +422,22 @@ static void store_outputs(rl *L, bool reduced) {
 }
 
 /* One accumulation at the innermost point, under `cond` (none when NULL):
- * every reduction's operand combined into its accumulator, and the
- * full-size outputs stored. */
-static void accumulate_point(rl *L, fu_kval *cond, rstate *acc) {
+ * every reduction's operand combined into its state (of kept lane `lane`),
+ * and the full-size outputs stored. */
+static void accumulate_point(rl *L, fu_kval *cond, rstate *acc, uint32_t lane) {
   fu_kbuilder saved = open_if(L, cond);
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    const fu_op *op = L->ri.ops[j];
+  for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
+    const fu_op *op = op_of(L, j);
     const fu_value *x = op->operands[0];
     fu_kval *v = cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), acc_dtype(op));
     fu_kval *sh = L->shift[j] && v ? chk(L, fu_kb_read(&L->b, NULL, L->shift[j])) : NULL;
     if (sh) v = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, v->dtype, v, sh));
     rstate a = {NULL}, n = {NULL};
-    for (uint32_t p = 0; p < parts(op); p++) a[p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+    for (uint32_t p = 0; p < stored_parts(L, op); p++) a[p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+    if (stored_parts(L, op) < parts(op)) a[FU_WELFORD_PARTS - 1] = count_of(L, op, L->lin);
     if (!fu_welford_op(op)) n[0] = combine(L, op, a[0], v);
     else if (v && a[0] && a[1] && a[2] && !fu_welford_update(&L->b, a, v, n)) chk(L, NULL);
-    for (uint32_t p = 0; p < parts(op); p++)
+    for (uint32_t p = 0; p < stored_parts(L, op); p++)
       if (n[p] && !fu_kb_assign(&L->b, acc[j][p], n[p])) chk(L, NULL);
   }
   store_outputs(L, true);
@@ -434,19 +458,19 @@ static bool lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, f
     bool dep = fu_ix_subst(L->ix, idx, lane, fu_ix_const(L->ix, 0)) != idx;
     fu_ix_lane a = dep ? fu_ix_lane_analyze(idx, lane, last + 1) : (fu_ix_lane){.ok = true};
     if (dep && (!a.ok || a.stride < 0)) ok = false;
-    uint32_t mark = L->n_ixv;
+    uint32_t mark = fu_lix_mark(&L->lix);
     if (dep) ixv_set(L, lane, emit_ix(L, fu_ix_const(L->ix, last)));
     fu_kval *x = emit_ix(L, idx), *e = emit_ix(L, ext);
     fu_kval *p = x && e ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LT, FU_DT_BOOL, x, e)) : NULL;
-    L->n_ixv = mark;
+    fu_lix_pop(&L->lix, mark);
     fu_kval **to = dep ? full : ind;
     *to = *to && p ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LOGICAL_AND, FU_DT_BOOL, *to, p)) : p;
   }
   return ok;
 }
 
-/* The innermost vectorize loop of the reduced axes (loop `i`, lane
- * variable of constant width V), unrolled:
+/* The innermost vectorize loop (loop `i`, lane variable of constant
+ * width V), unrolled:
  *
  *   if (lane-independent guards) {
  *     if (lane V-1 in range) {
@@ -456,9 +480,12 @@ static bool lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, f
  *       for lane 0..V-1: if (lane in range) accumulate
  *     }
  *   }
- */
+ *
+ * A reduced lane accumulates into the thread's states; a kept one (the
+ * thread owns V adjacent outputs) into the states of its own lane. */
 static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
   const fu_ix *lane = fu_igraph_loop_var(L->g, i);
+  bool kept = lane == L->klane;
   int64_t V = 0;
   if (!fu_ix_is_const(fu_igraph_axis_extent(L->g, L->s->loops[i].axis), &V) || V < 1 || V > MAX_LANES) {
     fail(L, L->s->loops[i].loc, "a vectorize axis without a constant extent of at most 16");
@@ -487,24 +514,24 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
     for (uint32_t a = 0; a < n_acc && !L->failed; a++) {
       const fu_iaccess *x = fu_igraph_access(L->g, a);
       if (x->is_store || x->mode != FU_AM_VECTOR || !L->tparam[x->value->id]) continue;
-      uint32_t mark = L->n_ixv;
+      uint32_t mark = fu_lix_mark(&L->lix);
       ixv_set(L, lane, lanes[0]);
       fu_kval *at = emit_ix(L, x->offset);
-      L->n_ixv = mark;
+      fu_lix_pop(&L->lix, mark);
       if (at && !fu_kb_load(&L->b, vname(x->value), L->tparam[x->value->id], at, (uint32_t)V, x->value->type.dtype,
                             &vals[(size_t)a * MAX_LANES]))
         chk(L, NULL);
     }
     for (int64_t j = 0; j < V && !L->failed; j++) {
-      uint32_t mark = L->n_ixv;
+      uint32_t mark = fu_lix_mark(&L->lix);
       ixv_set(L, lane, lanes[j]);
       L->n_memo = 0;
       for (uint32_t a = 0; a < n_acc; a++)
         if (vals[(size_t)a * MAX_LANES])
           memo_put(L, fu_igraph_access(L->g, a)->value, (const fu_ix *const *)fu_igraph_access(L->g, a)->coords,
                    vals[(size_t)a * MAX_LANES + (size_t)j]);
-      accumulate_point(L, NULL, acc);
-      L->n_ixv = mark;
+      accumulate_point(L, NULL, acc, kept ? (uint32_t)j : L->cur_lane);
+      fu_lix_pop(&L->lix, mark);
     }
     fu_mem_free(&L->m->alloc, vals, ((size_t)n_acc * MAX_LANES + 1) * sizeof *vals);
     L->b = level;
@@ -514,14 +541,34 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
      * by lane, each under its guards */
     if (br) L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.else_body);
     for (int64_t j = 0; j < V && !L->failed; j++) {
-      uint32_t mark = L->n_ixv;
+      uint32_t mark = fu_lix_mark(&L->lix);
       ixv_set(L, lane, lanes[j]);
       L->n_memo = 0;
-      accumulate_point(L, guards(L, true), acc);
-      L->n_ixv = mark;
+      accumulate_point(L, guards(L, true), acc, kept ? (uint32_t)j : L->cur_lane);
+      fu_lix_pop(&L->lix, mark);
     }
   }
   L->b = outer;
+}
+
+/* The innermost accumulation (the vectorize loop `vec`, or a point when
+ * vec < 0), once per kept row lane: their loads are all in flight before
+ * any row's combine. */
+static void accumulate_rows(rl *L, int64_t vec, rstate *acc) {
+  uint32_t rows = L->klane_rows ? L->n_lanes : 1;
+  for (uint32_t k = 0; k < rows && !L->failed; k++) {
+    uint32_t mark = fu_lix_mark(&L->lix);
+    if (L->klane_rows) ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, k)));
+    L->cur_lane = k;
+    if (vec >= 0) {
+      accumulate_vector(L, (uint32_t)vec, acc);
+    } else {
+      L->n_memo = 0;
+      accumulate_point(L, guards(L, true), acc, k);
+    }
+    fu_lix_pop(&L->lix, mark);
+  }
+  L->cur_lane = 0;
 }
 
 /* The reduced serial loops from loop `i` inward, then one accumulation. */
@@ -531,10 +578,10 @@ static void accumulate(rl *L, uint32_t i, rstate *acc) {
   while (i < s->n_loops && s->loops[i].ptype != FU_PT_SERIAL && s->loops[i].ptype != FU_PT_UNROLL &&
          s->loops[i].ptype != FU_PT_VECTORIZE)
     i++;
-  uint32_t mark = L->n_ixv;
+  uint32_t mark = fu_lix_mark(&L->lix);
   fu_kbuilder saved = L->b;
   if (i + 1 == s->n_loops && s->loops[i].ptype == FU_PT_VECTORIZE) {
-    accumulate_vector(L, i, acc);
+    accumulate_rows(L, i, acc);
   } else if (i < s->n_loops) {
     const fu_sloop *l = &s->loops[i];
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
@@ -550,34 +597,45 @@ static void accumulate(rl *L, uint32_t i, rstate *acc) {
     ixv_set(L, fu_igraph_loop_var(L->g, i), lp->results[0]);
     accumulate(L, i + 1, acc);
   } else {
-    L->n_memo = 0;
-    accumulate_point(L, guards(L, true), acc);
+    accumulate_rows(L, -1, acc);
   }
-  L->n_ixv = mark;
+  fu_lix_pop(&L->lix, mark);
   L->b = saved;
 }
 
 /* Shared arrays `tag<j>` (Welford parts `tag<j>_<part>`) of n slots per
  * state of v, each state stored at slot `at` (none when at is NULL). */
 static void new_slots(rl *L, const char *tag, int64_t n, fu_kval *at, rstate *v, rstate *arr) {
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-    for (uint32_t q = 0; q < parts(L->ri.ops[j]) && !L->failed; q++) {
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
+    for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++) {
       char nm[32];
       if (q) snprintf(nm, sizeof nm, "%s%u_%u", tag, j, q);
       else snprintf(nm, sizeof nm, "%s%u", tag, j);
-      arr[j][q] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), FU_MEM_SHARED, n));
+      arr[j][q] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(op_of(L, j)), FU_MEM_SHARED, n));
       if (arr[j][q] && at && !fu_kb_store(&L->b, arr[j][q], at, &v[j][q], 1)) chk(L, NULL);
     }
 }
 
 /* Reduction j's state at slot `at` of arrays arr, loaded and combined into
- * v (or copied to v when `first`). */
-static void load_combine(rl *L, uint32_t j, fu_kval *const *arr, fu_kval *at, bool first, fu_kval **v) {
+ * v (or copied to v when `first`); the count is `count` when the slots
+ * hold none (a known count, the same in every slot). */
+static void load_combine(rl *L, uint32_t j, fu_kval *const *arr, fu_kval *at, fu_kval *count, bool first,
+                         fu_kval **v) {
   rstate p = {NULL};
-  for (uint32_t q = 0; q < parts(L->ri.ops[j]); q++)
-    if (at && !fu_kb_load(&L->b, NULL, arr[q], at, 1, acc_dtype(L->ri.ops[j]), &p[q])) chk(L, NULL);
+  const fu_op *op = op_of(L, j);
+  uint32_t n = count ? parts(op) - 1 : parts(op);
+  for (uint32_t q = 0; q < n; q++)
+    if (at && !fu_kb_load(&L->b, NULL, arr[q], at, 1, acc_dtype(op), &p[q])) chk(L, NULL);
+  if (count) p[n] = count;
   if (first) memcpy(v, p, sizeof p);
-  else combine_state(L, L->ri.ops[j], v, p, v);
+  else combine_state(L, op_of(L, j), v, p, v);
+}
+
+/* The counts of states v that no slot or workspace holds (a known count,
+ * the same in every thread), NULL for the others. */
+static void known_counts(rl *L, rstate *v, fu_kval **cnt) {
+  for (uint32_t j = 0; j < L->n_states; j++)
+    cnt[j] = stored_parts(L, op_of(L, j)) < parts(op_of(L, j)) ? v[j][FU_WELFORD_PARTS - 1] : NULL;
 }
 
 /* The combine across threadIdx.y (the reduced thread axis `ty` of an
@@ -588,12 +646,15 @@ static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const 
   uint32_t nx = L->k->block[0], ny = L->k->block[1];
   const fu_ix *kx = L->kx ? L->kx : fu_ix_const(L->ix, 0);
   fu_kval *at = emit_ix(L, fu_ix_add(L->ix, fu_ix_mul(L->ix, ty, fu_ix_const(L->ix, nx)), kx));
-  rstate arr[FU_MAX_SEG_REDUCTIONS];
+  rstate arr[MAX_STATES];
+  fu_kval *cnt[MAX_STATES];
+  known_counts(L, v, cnt);
   new_slots(L, tag, (int64_t)(nx * ny), at, v, arr);
   if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
     for (uint32_t w = 0; w < ny && !L->failed; w++)
-      load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx)), w == 0, v[j]);
+      load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx)), cnt[j],
+                   w == 0, v[j]);
   if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
 }
 
@@ -610,11 +671,13 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
    * warp, so masks below that count stay within the row */
   uint32_t top = L->s->reduce == FU_RM_WARP && L->k->block[0] < 32 ? L->k->block[0] / 2 : 16;
   for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2)
-    for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+    for (uint32_t j = 0; j < L->n_states; j++) {
+      /* a known count is the same in the partner lane */
       rstate o = {NULL};
-      for (uint32_t p = 0; p < parts(L->ri.ops[j]); p++)
-        o[p] = v[j][p] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask)) : NULL;
-      combine_state(L, L->ri.ops[j], v[j], o, v[j]);
+      for (uint32_t p = 0; p < parts(op_of(L, j)); p++)
+        o[p] = !v[j][p] || p >= stored_parts(L, op_of(L, j)) ? v[j][p]
+                                                               : chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask));
+      combine_state(L, op_of(L, j), v[j], o, v[j]);
     }
   if ((L->s->reduce == FU_RM_BLOCK || L->s->reduce == FU_RM_GRID) && !L->failed) {
     uint32_t warps = L->k->block[0] / 32, rows = L->k->block[1];
@@ -626,14 +689,16 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
     fu_kval *lane = emit_ix(L, fu_ix_mod(L->ix, tx, fu_ix_const(L->ix, 32)));
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *at = emit_ix(L, slot);
     fu_kval *first = lane && zero ? chk(L, fu_kb_binary(&L->b, "lane0", FU_OP_EQ, FU_DT_BOOL, lane, zero)) : NULL;
-    rstate arr[FU_MAX_SEG_REDUCTIONS];
+    rstate arr[MAX_STATES];
+    fu_kval *cnt[MAX_STATES];
+    known_counts(L, v, cnt);
     fu_kbuilder saved = open_if(L, first);
     new_slots(L, tag, (int64_t)(warps * rows), at, v, arr);
     L->b = saved;
     if (!fu_kb_sync(&L->b)) chk(L, NULL);
-    for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+    for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
       for (uint32_t w = 0; w < warps && !L->failed; w++)
-        load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w))), w == 0, v[j]);
+        load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w))), cnt[j], w == 0, v[j]);
     /* the next iteration of a kept loop overwrites the slots */
     if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
   }
@@ -660,11 +725,6 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
     fail(L, L->s->loc, "reduce=grid with a kept axis on threadIdx.y");
     return;
   }
-  for (uint32_t j = 0; j < L->ri.n_ops; j++)
-    if (fu_welford_op(L->ri.ops[j])) {
-      fail(L, L->s->loc, "reduce=grid of a var/var_mean (Welford states do not cross blocks yet)");
-      return;
-    }
   /* the kept positions of a block: its threadIdx.x columns (outer), or 1 */
   uint32_t nk = L->ty_red ? L->k->block[0] : 1, nr = L->k->block[L->ty_red ? 1 : 0];
   fu_lexpr *gx = L->k->grid[0] ? L->k->grid[0] : fu_lexpr_const(L->m, 1);
@@ -675,12 +735,18 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
     chk(L, NULL);
     return;
   }
-  fu_kval *part[FU_MAX_SEG_REDUCTIONS];
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    char nm[32];
-    snprintf(nm, sizeof nm, "partials%u", j);
-    part[j] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(L->ri.ops[j]), size, false));
-  }
+  /* one workspace per part of every state (a Welford state's mean, m2
+   * and count: partials<j>, partials<j>_1, partials<j>_2) */
+  rstate part[MAX_STATES];
+  fu_kval *cnt[MAX_STATES];
+  known_counts(L, v, cnt);
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
+    for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++) {
+      char nm[32];
+      if (q) snprintf(nm, sizeof nm, "partials%u_%u", j, q);
+      else snprintf(nm, sizeof nm, "partials%u", j);
+      part[j][q] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(op_of(L, j)), size, false));
+    }
   fu_kval *sem = chk(L, fu_kernel_workspace_param(L->m, L->k, "sem", FU_DT_I32, gx, true));
   fu_kval *flag = chk(L, fu_kval_new_array(L->m, L->k, "last_block", FU_DT_I32, FU_MEM_SHARED, 1));
   fu_kval *bx = chk(L, fu_kb_special(&L->b, NULL, FU_SP_CTAID_X, L->idx));
@@ -699,8 +765,9 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   fu_kval *first = t0 && k00 ? chk(L, fu_kb_binary(&L->b, "first", FU_OP_LOGICAL_AND, FU_DT_BOOL, t0, k00)) : NULL;
   if (!mine || !first) return;
   fu_kbuilder saved = open_if(L, t0);
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
-    if (!fu_kb_store(&L->b, part[j], mine, &v[j][0], 1)) chk(L, NULL);
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
+    for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++)
+      if (!fu_kb_store(&L->b, part[j][q], mine, &v[j][q], 1)) chk(L, NULL);
   if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
   L->b = saved;
   if (!fu_kb_sync(&L->b)) chk(L, NULL);
@@ -725,8 +792,11 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   }
   L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.then_body);
   if (!fu_kb_fence(&L->b, FU_FENCE_GPU)) chk(L, NULL);
-  /* thread t: partials t, t + blockDim.x, ... of the row, in order */
-  rstate acc[FU_MAX_SEG_REDUCTIONS];
+  /* thread t: partials t, t + blockDim.x, ... of the row, in order; the
+   * threads hold different numbers of them, so their counts are carried */
+  bool known = L->known_count;
+  L->known_count = false;
+  rstate acc[MAX_STATES];
   new_accumulators(L, "gacc", acc);
   fu_kval *step = emit_ix(L, fu_ix_const(L->ix, nr));
   fu_kinst *lp = step && !L->failed ? fu_kb_for(&L->b, "g", t, gdy, step, FU_LOOP_SERIAL) : NULL;
@@ -737,16 +807,19 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   fu_kbuilder here = L->b;
   L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
   fu_kval *at = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, base, lp->results[0]));
-  for (uint32_t j = 0; j < L->ri.n_ops && at && !L->failed; j++) {
-    fu_kval *p = NULL, *a = NULL;
-    if (!fu_kb_load(&L->b, NULL, part[j], at, 1, acc_dtype(L->ri.ops[j]), &p)) chk(L, NULL);
-    a = p ? chk(L, fu_kb_read(&L->b, NULL, acc[j][0])) : NULL;
-    fu_kval *n = combine(L, L->ri.ops[j], a, p);
-    if (n && !fu_kb_assign(&L->b, acc[j][0], n)) chk(L, NULL);
+  for (uint32_t j = 0; j < L->n_states && at && !L->failed; j++) {
+    const fu_op *op = op_of(L, j);
+    rstate a = {NULL}, n = {NULL};
+    load_combine(L, j, part[j], at, cnt[j], true, n);
+    for (uint32_t q = 0; q < parts(op); q++) a[q] = chk(L, fu_kb_read(&L->b, NULL, acc[j][q]));
+    combine_state(L, op, a, n, n);
+    for (uint32_t q = 0; q < parts(op) && !L->failed; q++)
+      if (n[q] && !fu_kb_assign(&L->b, acc[j][q], n[q])) chk(L, NULL);
   }
   L->b = here;
   read_states(L, acc, v);
   combine_threads(L, v, tx, false, "grid_partials");
+  L->known_count = known;
   saved = open_if(L, first);
   fu_kval *zs = chk(L, fu_kb_const_i(&L->b, NULL, FU_DT_I32, 0));
   if (zs && !fu_kb_store(&L->b, sem, bx, &zs, 1)) chk(L, NULL);
@@ -757,7 +830,7 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
  * the epilogue under the kept guards, on threadIdx.x == 0 when the
  * threads of a row share it. */
 static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
-  rstate v[FU_MAX_SEG_REDUCTIONS];
+  rstate v[MAX_STATES];
   read_states(L, acc, v);
   if (L->s->reduce != FU_RM_SERIAL) combine_threads(L, v, tx, in_loop, "warp_partials");
   fu_kbuilder outer = L->b;
@@ -765,29 +838,34 @@ static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
     if (in_loop) fail(L, L->s->loc, "reduce=grid inside a kept serial loop");
     else combine_grid(L, v, tx);
   }
-  if (L->failed) return;
-  L->n_memo = 0;
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    const fu_op *op = L->ri.ops[j];
-    fu_kval *res[2] = {v[j][0], NULL};
-    if (fu_welford_op(op) && v[j][0] && L->shift[j]) {
-      fu_kval *sh = chk(L, fu_kb_read(&L->b, NULL, L->shift[j]));
-      v[j][0] = sh ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, sh->dtype, v[j][0], sh)) : NULL;
+  /* the epilogue of each kept lane, at its coordinates */
+  for (uint32_t lane = 0; lane < L->n_lanes && !L->failed; lane++) {
+    uint32_t mark = fu_lix_mark(&L->lix);
+    if (L->klane) ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, lane)));
+    L->n_memo = 0;
+    for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
+      const fu_op *op = op_of(L, j);
+      fu_kval *res[2] = {v[j][0], NULL};
+      if (fu_welford_op(op) && v[j][0] && L->shift[j]) {
+        fu_kval *sh = chk(L, fu_kb_read(&L->b, NULL, L->shift[j]));
+        v[j][0] = sh ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, sh->dtype, v[j][0], sh)) : NULL;
+      }
+      if (fu_welford_op(op) && v[j][0] && !fu_welford_results(&L->b, op, v[j], res)) chk(L, NULL);
+      for (uint32_t k = 0; k < op->n_results && k < 2; k++)
+        memo_put(L, op->results[k], fu_igraph_coords(L->g, op->results[k]),
+                 cast_to(L, res[k], op->results[k]->type.dtype));
     }
-    if (fu_welford_op(op) && v[j][0] && !fu_welford_results(&L->b, op, v[j], res)) chk(L, NULL);
-    for (uint32_t k = 0; k < op->n_results && k < 2; k++)
-      memo_put(L, op->results[k], fu_igraph_coords(L->g, op->results[k]),
-               cast_to(L, res[k], op->results[k]->type.dtype));
+    fu_kval *cond = guards(L, false);
+    if (L->s->reduce != FU_RM_SERIAL) {
+      fu_kval *t = emit_ix(L, tx), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
+      fu_kval *t0 = t && zero ? chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero)) : NULL;
+      cond = cond && t0 ? chk(L, fu_kb_binary(&L->b, "store", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, t0)) : t0;
+    }
+    fu_kbuilder saved = open_if(L, cond);
+    store_outputs(L, false);
+    L->b = saved;
+    fu_lix_pop(&L->lix, mark);
   }
-  fu_kval *cond = guards(L, false);
-  if (L->s->reduce != FU_RM_SERIAL) {
-    fu_kval *t = emit_ix(L, tx), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
-    fu_kval *t0 = t && zero ? chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero)) : NULL;
-    cond = cond && t0 ? chk(L, fu_kb_binary(&L->b, "store", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, t0)) : t0;
-  }
-  fu_kbuilder saved = open_if(L, cond);
-  store_outputs(L, false);
-  L->b = saved;
   L->b = outer;
 }
 
@@ -799,16 +877,18 @@ static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
  * or out-of-range slice keeps shift 0. */
 static void welford_shifts(rl *L) {
   bool any = false;
-  for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+  for (uint32_t j = 0; j < L->n_states; j++) {
     L->shift[j] = NULL;
-    any |= fu_welford_op(L->ri.ops[j]);
+    any |= fu_welford_op(op_of(L, j));
   }
+  /* (with kept lanes, one shift per lane: the first element of its own
+   * output's slice) */
   if (!any || L->failed) return;
-  uint32_t mark = L->n_ixv;
+  uint32_t mark = fu_lix_mark(&L->lix);
   fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0));
   for (uint32_t i = 0; i < L->n_rvars && zero; i++) ixv_set(L, L->rvars[i], zero);
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    const fu_op *op = L->ri.ops[j];
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
+    const fu_op *op = op_of(L, j);
     char nm[16];
     snprintf(nm, sizeof nm, "shift%u", j);
     fu_kval *z = chk(L, fu_kb_const_f(&L->b, NULL, acc_dtype(op), 0.0));
@@ -817,8 +897,9 @@ static void welford_shifts(rl *L) {
       chk(L, NULL);
   }
   L->n_memo = 0;
-  /* the guards hold at reduced coordinate 0 unless a reduced extent is 0 */
-  fu_kval *cond = guards(L, true);
+  /* the guards hold at reduced coordinate 0 unless a reduced extent is 0
+   * (those of kept lanes are taken per lane below) */
+  fu_kval *cond = L->klane ? NULL : guards(L, true);
   const fu_value *ref = L->s->reference;
   for (int32_t d = 0; d < ref->type.rank && !L->failed; d++) {
     if (!L->ri.reduced_dim[d]) continue;
@@ -826,22 +907,67 @@ static void welford_shifts(rl *L) {
     int64_t c = 0;
     if (fu_ix_is_const(e, &c)) {
       if (c > 0) continue;
-      L->n_ixv = mark; /* an empty reduction: no element to load */
+      fu_lix_pop(&L->lix, mark); /* an empty reduction: no element to load */
       return;
     }
     fu_kval *ek = emit_ix(L, e), *zk = emit_ix(L, fu_ix_const(L->ix, 0));
     fu_kval *p = ek && zk ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LT, FU_DT_BOOL, zk, ek)) : NULL;
     cond = cond && p ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, p)) : p;
   }
-  fu_kbuilder saved = open_if(L, cond);
-  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
-    const fu_value *x = L->ri.ops[j]->operands[0];
-    fu_kval *v = L->shift[j] ? cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), L->shift[j]->dtype) : NULL;
-    if (v && !fu_kb_assign(&L->b, L->shift[j], v)) chk(L, NULL);
+  for (uint32_t lane = 0; lane < L->n_lanes && !L->failed; lane++) {
+    uint32_t lmark = fu_lix_mark(&L->lix);
+    fu_kval *c = cond;
+    if (L->klane) {
+      /* the lane's own kept guards */
+      ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, lane)));
+      fu_kval *g = guards(L, true);
+      c = c && g ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LOGICAL_AND, FU_DT_BOOL, c, g)) : g ? g : c;
+    }
+    L->n_memo = 0;
+    fu_kbuilder saved = open_if(L, c);
+    for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
+      const fu_value *x = op_of(L, j)->operands[0];
+      fu_kval *v = L->shift[j] ? cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), L->shift[j]->dtype) : NULL;
+      if (v && !fu_kb_assign(&L->b, L->shift[j], v)) chk(L, NULL);
+    }
+    L->b = saved;
+    fu_lix_pop(&L->lix, lmark);
   }
-  L->b = saved;
   L->n_memo = 0;
-  L->n_ixv = mark;
+  fu_lix_pop(&L->lix, mark);
+}
+
+/* Welford counts that need not be carried: when no guard depends on a
+ * reduced loop variable, every thread folds one element at every point
+ * of its reduced serial loops (from loop red0 on), so its count before an
+ * element is the loops' linear position (a constant in unrolled code, so
+ * the update's 1 / count folds away) and its whole count their trip
+ * counts' product, the same in every thread.  Shuffles, shared slots and
+ * workspaces then move mean and m2 only, and the combines of those equal
+ * counts fold to constants: fewer live values and no division in the
+ * loop, hence fewer registers. */
+static void welford_counts(rl *L, uint32_t red0) {
+  L->known_count = false;
+  bool any = false;
+  for (uint32_t j = 0; j < L->n_states; j++) any |= fu_welford_op(op_of(L, j));
+  for (uint32_t i = 0; any && i < fu_igraph_num_predicates(L->g); i++) {
+    const fu_ix *idx, *ext;
+    fu_igraph_predicate(L->g, i, &idx, &ext);
+    if (on_reduced(L, idx)) any = false;
+  }
+  if (!any) return;
+  const fu_ix *lin = fu_ix_const(L->ix, 0), *n = fu_ix_const(L->ix, 1);
+  for (uint32_t i = red0; i < L->s->n_loops; i++) {
+    const fu_sloop *l = &L->s->loops[i];
+    if (!L->ra[l->axis] || (l->ptype != FU_PT_SERIAL && l->ptype != FU_PT_UNROLL && l->ptype != FU_PT_VECTORIZE))
+      continue;
+    const fu_ix *e = fu_igraph_axis_extent(L->g, l->axis);
+    lin = fu_ix_add(L->ix, fu_ix_mul(L->ix, lin, e), fu_igraph_loop_var(L->g, i));
+    n = fu_ix_mul(L->ix, n, e);
+  }
+  L->lin = lin;
+  L->n_thread = n;
+  L->known_count = true;
 }
 
 /* Kept loops from loop `i` (parallel axes become special registers,
@@ -855,6 +981,29 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
   uint32_t red0 = s->n_loops; /* the first reduced serial loop */
   for (; i < s->n_loops; i++) {
     const fu_sloop *l = &s->loops[i];
+    int64_t w = 0;
+    bool lanes_ok = !L->klane && fu_ix_is_const(fu_igraph_axis_extent(L->g, l->axis), &w) && w >= 1 &&
+                    w <= MAX_KEPT_LANES;
+    if (l->ptype == FU_PT_VECTORIZE && !L->ra[l->axis]) {
+      /* kept lanes (the innermost loop): one state per lane and reduction */
+      if (!lanes_ok) {
+        fail(L, l->loc, "a kept vectorize axis without a constant extent of at most 8, or a second kept lane axis");
+        return;
+      }
+      L->klane = fu_igraph_loop_var(L->g, i);
+      L->n_lanes = (uint32_t)w;
+      L->n_states = L->n_lanes * L->ri.n_ops;
+      continue;
+    }
+    if (l->ptype == FU_PT_UNROLL && !L->ra[l->axis] && lanes_ok && i + 1 < s->n_loops && L->ra[s->loops[i + 1].axis]) {
+      /* a kept unroll loop right before the reduced loops: rows reduced
+       * side by side (kept lanes), not one after the other */
+      L->klane = fu_igraph_loop_var(L->g, i);
+      L->klane_rows = true;
+      L->n_lanes = (uint32_t)w;
+      L->n_states = L->n_lanes * L->ri.n_ops;
+      continue;
+    }
     if (l->ptype == FU_PT_SERIAL || l->ptype == FU_PT_UNROLL || l->ptype == FU_PT_VECTORIZE) {
       if (!L->ra[l->axis]) break;
       if (red0 == s->n_loops) red0 = i;
@@ -882,7 +1031,7 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
     /* a kept serial loop */
     const fu_sloop *l = &s->loops[i];
     fu_kbuilder saved = L->b;
-    uint32_t mark = L->n_ixv;
+    uint32_t mark = fu_lix_mark(&L->lix);
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
     fu_kval *end = emit_ix(L, fu_igraph_axis_extent(L->g, l->axis));
     fu_kinst *lp = zero && one && end ? fu_kb_for(&L->b, s->axes[l->axis].name, zero, end, one, FU_LOOP_SERIAL) : NULL;
@@ -893,11 +1042,12 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
     L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
     ixv_set(L, fu_igraph_loop_var(L->g, i), lp->results[0]);
     kept_from(L, i + 1, true);
-    L->n_ixv = mark;
+    fu_lix_pop(&L->lix, mark);
     L->b = saved;
     return;
   }
-  rstate acc[FU_MAX_SEG_REDUCTIONS];
+  rstate acc[MAX_STATES];
+  welford_counts(L, red0);
   new_accumulators(L, "acc", acc);
   welford_shifts(L);
   accumulate(L, red0, acc);
@@ -994,6 +1144,10 @@ fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
       chk(L, NULL);
     } else {
       L->k->index_dtype = L->idx;
+      L->lix = (fu_lix){.m = m, .k = L->k, .b = &L->b, .ix = L->ix, .idx = L->idx, .alloc = alloc, .diag = diag,
+                        .seg = seg, .tparam = L->tparam};
+      L->n_lanes = 1;
+      L->n_states = L->ri.n_ops;
       L->b = fu_kbuilder_at(m, L->k, &L->k->body);
       if (make_params(L) && make_launch(L)) kept_from(L, 0, false);
     }
@@ -1009,6 +1163,8 @@ fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
   if (st == FU_OK) *out = L->k;
   if (L->tparam) fu_mem_free(&alloc, L->tparam, nv * sizeof *L->tparam);
   if (L->sparam) fu_mem_free(&alloc, L->sparam, nv * sizeof *L->sparam);
+  fu_lix_free(&L->lix);
+  if (L->stk) fu_mem_free(&alloc, L->stk, L->stk_cap * sizeof *L->stk);
   fu_igraph_free(L->g);
   fu_mem_free(&alloc, L, sizeof *L);
   return st;

@@ -26,7 +26,9 @@ bool fu_welford_update(fu_kbuilder *b, fu_kval *const *st, fu_kval *x, fu_kval *
   fu_kval *one = fu_kb_const_f(b, NULL, x->dtype, 1.0);
   fu_kval *n = bin(b, FU_OP_ADD, st[2], one);
   fu_kval *d = bin(b, FU_OP_SUB, x, st[0]);
-  fu_kval *mean = bin(b, FU_OP_ADD, st[0], bin(b, FU_OP_DIV, d, n));
+  /* d * (1 / n'): with a count known at compile time the reciprocal
+   * folds to a constant, and no division is left in the loop */
+  fu_kval *mean = bin(b, FU_OP_ADD, st[0], bin(b, FU_OP_MUL, d, bin(b, FU_OP_DIV, one, n)));
   fu_kval *m2 = bin(b, FU_OP_ADD, st[1], bin(b, FU_OP_MUL, d, bin(b, FU_OP_SUB, x, mean)));
   out[0] = mean;
   out[1] = m2;

@@ -21,8 +21,8 @@
  * Row lengths and counts are estimated at the inputs' example sizes, but
  * every split is guarded unless its factor provably divides, so the
  * kernel is right for any size.  var/var_mean schedule like sum (their
- * Welford states ride the same combines) except that they never take
- * reduce=grid (Welford states do not cross blocks yet).  Reduced dims in
+ * Welford states ride the same combines, the workspace included).
+ * Reduced dims in
  * the middle, or not adjacent, merge into `r` and the kept ones into `i`
  * (group_axes): inner when the last dim is reduced, else outer. */
 #include <math.h>
@@ -32,7 +32,10 @@
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
 
-enum { MAX_AXES = 48, SHORT_ROW = 256, OUTER_TY = 16 };
+/* SMEM_BUDGET: the bytes of shared slots a block's combines may take
+ * (static shared memory stops at 48 KB a block); ROW_BYTES: the bytes a
+ * thread of a short-row reduction should have in flight. */
+enum { MAX_AXES = 48, SHORT_ROW = 256, OUTER_TY = 16, SMEM_BUDGET = 40 * 1024, ROW_BYTES = 64 };
 
 typedef struct rbuild {
   fu_saxis axes[MAX_AXES];
@@ -160,43 +163,48 @@ static int64_t vector_width(fu_fusion *f, const fu_op *seg, const fu_value *ref,
   return w;
 }
 
-/* Why vector_width gave 1, for --debug=schedule. */
-static const char *no_vector_why(fu_fusion *f, const fu_op *seg, const fu_value *ref, int32_t lo, int32_t hi) {
-  (void)f;
-  (void)seg;
+/* Why vector_width gave 1 along dims [lo, hi), for --debug=schedule:
+ * `outer` when they are kept dims (the columns of an outer reduction). */
+static const char *no_vector_why(const fu_value *ref, int32_t lo, int32_t hi, bool outer) {
   for (int32_t d = lo; d < hi; d++)
-    if (ref->type.dims[d].sym) return "the row length is symbolic";
-  return "the row length is not a multiple of 2 elements, or an input is bool";
+    if (ref->type.dims[d].sym) return outer ? "the column count is symbolic" : "the row length is symbolic";
+  return outer ? "the column count is not a multiple of 2, or an input is bool"
+               : "the row length is not a multiple of 2 elements, or an input is bool";
+}
+
+/* The largest power of two at most x (1 when x < 2). */
+static int64_t pow2_at_most(double x) {
+  int64_t p = 1;
+  while ((double)(p * 2) <= x && p < (1 << 20)) p *= 2;
+  return p;
 }
 
 /* When `groups` blocks (rows, or column blocks) of `threads` cannot fill
  * the device (fewer than half of SMs x blocks per SM) and each thread has
  * at least 4 unrolled iterations (`*per`, of serial axis *rs), splits *rs
- * over blockIdx.y: each block a contiguous chunk of iterations, a power of
- * two (at least the unroll) giving about SMs x blocks per SM blocks in
- * all; the blocks' partials are combined through a workspace (reduce=grid).
- * Updates *rs and *per to the chunk and says why in `why`; `welford`
- * (var/var_mean) never splits, and `why` says so. */
+ * over blockIdx.y: each block a contiguous chunk of iterations, the
+ * largest power of two (at least the unroll) that still gives two waves,
+ * 2 x SMs x blocks per SM blocks or more in all, so that no SM idles while
+ * another runs its last block (one wave of equal blocks leaves some SMs a
+ * block short); the blocks' partials are combined through a workspace
+ * (reduce=grid).
+ * Updates *rs and *per to the chunk and says why in `why`.  var/var_mean
+ * split the same way: their Welford states go through the workspace. */
 static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double groups, const char *gname,
-                       const char *bname, int64_t unroll, bool welford, uint32_t *rs, double *per, char *why,
+                       const char *bname, int64_t unroll, uint32_t *rs, double *per, char *why,
                        size_t cap) {
   double want = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
   if (groups >= want / 2 || *per < 4.0 * (double)unroll) return false;
-  if (welford) {
-    /* the lowering carries no Welford state through the workspace yet */
-    snprintf(why, cap, "; %.0f %s cannot fill %u SMs, but var/var_mean states do not cross blocks yet: no reduce=grid",
-             groups, gname, dev->n_sms);
-    return false;
-  }
-  int64_t chunk = pow2_at_least(*per / ceil(want / groups));
+  int64_t chunk = pow2_at_most(*per / ceil(2 * want / groups));
   if (chunk < unroll) chunk = unroll;
+  double blocks = groups * ceil(*per / (double)chunk);
   uint32_t ry, rss;
   split_axis(b, *rs, chunk, "ry", "rss", &ry, &rss);
   add_loop(b, ry, FU_PT_BLOCK_Y);
   snprintf(why, cap,
-           "; %.0f %s cannot fill %u SMs: %.0f %s on blockIdx.y, %lld iterations each, combined through a "
-           "workspace (reduce=grid)",
-           groups, gname, dev->n_sms, ceil(*per / (double)chunk), bname, (long long)chunk);
+           "; %.0f %s cannot fill %u SMs: %.0f %s on blockIdx.y, %lld iterations each (%.0f blocks, %.1f waves of "
+           "%.0f), combined through a workspace (reduce=grid)",
+           groups, gname, dev->n_sms, ceil(*per / (double)chunk), bname, (long long)chunk, blocks, blocks / want, want);
   *rs = rss;
   *per = (double)chunk;
   return true;
@@ -262,6 +270,20 @@ static double estimate_where(fu_fusion *f, const fu_value *ref, const bool *redu
   return n;
 }
 
+/* Bytes of one thread's reduction states in shared memory: per
+ * reduction of the segment its accumulator (8 bytes for f64 and integer
+ * results, else 4), three of them for var/var_mean (mean, m2, count). */
+static int64_t state_bytes(const fu_op *seg) {
+  int64_t n = 0;
+  for (const fu_op *op = seg->u.segment.body->first; op; op = op->next) {
+    if (!fu_op_has(op->kind, FU_OF_REDUCTION)) continue;
+    fu_dtype t = op->results[0]->type.dtype;
+    int64_t sz = t == FU_DT_F64 || !fu_dtype_is_float(t) ? 8 : 4;
+    n += (op->kind == FU_OP_VAR || op->kind == FU_OP_VAR_MEAN ? 3 : 1) * sz;
+  }
+  return n;
+}
+
 /* A reduction of no dim (a copy): a thread per output. */
 static void no_reduced_dim(rbuild *b, const bool *reduced, char *why, size_t why_n) {
   uint32_t i, r, ib, ix;
@@ -287,10 +309,6 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     fu_error(diag, seg->loc, "reduction segment '@%s' has no reduction", sname);
     return FU_ERR_INVALID_ARG;
   }
-  /* var/var_mean (Welford) stay off reduce=grid */
-  bool welford = false;
-  for (const fu_op *op = si->body->first; op; op = op->next)
-    welford |= op->kind == FU_OP_VAR || op->kind == FU_OP_VAR_MEAN;
   rbuild *b = fu_mem_calloc(&m->alloc, 1, sizeof *b);
   if (!b) return FU_ERR_NOMEM;
   const fu_value *ref = b->ref = red->operands[0];
@@ -317,7 +335,7 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
   if (apart) group_axes(b, reduced, &gi, &gr);
   fu_status st = FU_OK;
   fu_reduce_mode mode = FU_RM_SERIAL;
-  char why[512] = "";
+  char why[768] = "";
   if (!inner && !outer && rank == 0) {
     /* a 0-d operand: no axis to schedule (the segment keeps no kernel) */
     if (debug) fprintf(debug, "schedule: @%s: a reduction of a 0-d value has no axis: not scheduled\n", sname);
@@ -339,25 +357,39 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     double vecs = row / (double)vw; /* vector loads per row */
     char vwhy[96] = "";
     if (vw > 1) snprintf(vwhy, sizeof vwhy, "; %lld-element vector loads", (long long)vw);
-    else snprintf(vwhy, sizeof vwhy, "; scalar loads (%s)", no_vector_why(f, seg, ref, run, rank));
+    else snprintf(vwhy, sizeof vwhy, "; scalar loads (%s)", no_vector_why(ref, run, rank, false));
     if (row <= SHORT_ROW && i != UINT32_MAX) {
       /* a group of tx <= 32 threads per row, about two vectors (or
        * elements) each so that two loads are in flight, several rows per
-       * warp and per block of 256 */
+       * warp and per block of 256; while a thread has fewer than
+       * ROW_BYTES in flight and the blocks would still make two waves,
+       * each thread group reduces ku rows side by side (a kept unroll
+       * loop: all their loads issued before any combine) */
       int64_t tx = pow2_at_least(vecs / 2);
       if (tx < 2) tx = 2;
       if (tx > dev->warp_size) tx = dev->warp_size;
-      uint32_t ib, iy;
+      int64_t ty = 256 / tx, ku = 1;
+      double bytes = ceil(vecs / (double)tx) * (vw > 1 ? 16.0 : (double)fu_dtype_size(ref->type.dtype));
+      double two_waves = 2.0 * dev->n_sms * (double)(dev->max_threads_per_sm / 256);
+      while (ku < 4 && bytes * (double)ku < ROW_BYTES && rows / (double)(ty * ku * 2) >= two_waves) ku *= 2;
+      uint32_t ib, iy, ig, iu = UINT32_MAX;
       mode = FU_RM_WARP;
       split_axis(b, ro, tx, "rs", "rx", &rs, &rx);
-      split_axis(b, i, 256 / tx, "ib", "iy", &ib, &iy);
-      const uint32_t la[] = {ib, iy, rx, rs};
-      const fu_ptype lp[] = {FU_PT_BLOCK_X, FU_PT_THREAD_Y, FU_PT_THREAD_X, FU_PT_SERIAL};
-      for (uint32_t k = 0; k < 4; k++) add_loop(b, la[k], lp[k]);
+      split_axis(b, i, ty, ku > 1 ? "ig" : "ib", "iy", &ig, &iy);
+      if (ku > 1) split_axis(b, ig, ku, "ib", "iu", &ib, &iu);
+      else ib = ig;
+      const uint32_t la[] = {ib, iy, rx, iu, rs};
+      const fu_ptype lp[] = {FU_PT_BLOCK_X, FU_PT_THREAD_Y, FU_PT_THREAD_X, FU_PT_UNROLL, FU_PT_SERIAL};
+      for (uint32_t k = 0; k < 5; k++)
+        if (la[k] != UINT32_MAX) add_loop(b, la[k], lp[k]);
+      char uwhy[128] = "";
+      if (ku > 1)
+        snprintf(uwhy, sizeof uwhy, ", %lld rows per thread group side by side (%.0f bytes in flight a thread)",
+                 (long long)ku, bytes * (double)ku);
       snprintf(why, sizeof why,
                "short rows (%.0f elements <= %d): %lld threads per row (shuffles within the warp), %lld rows per "
-               "block, %.0f rows%s",
-               row, SHORT_ROW, (long long)tx, (long long)(256 / tx), rows, vwhy);
+               "block%s, %.0f rows%s",
+               row, SHORT_ROW, (long long)tx, (long long)(ty * ku), uwhy, rows, vwhy);
     } else {
       /* one block per row: enough threads for UNROLL vectors each,
        * 64..512; the serial loop unrolled so those loads are in flight */
@@ -373,8 +405,8 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
        * row over blockIdx.y too, each block a contiguous chunk of `per`
        * iterations (a power of two, at least the unroll), the blocks'
        * partials combined through a workspace by the last to finish */
-      char gwhy[160] = "";
-      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, welford, &rs, &per, gwhy, sizeof gwhy))
+      char gwhy[256] = "";
+      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, &rs, &per, gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, rx, FU_PT_THREAD_X);
       serial_loops(b, rs, per, unroll);
@@ -390,44 +422,78 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
   } else {
     double cols = estimate_where(f, ref, reduced, false), depth = estimate_where(f, ref, reduced, true);
     uint32_t r = apart ? gr : merge_dims(b, 0, last + 1, "r");
-    uint32_t i = apart ? gi : merge_dims(b, last + 1, rank, "i"), ib, ix;
+    uint32_t i = apart ? gi : merge_dims(b, last + 1, rank, "i"), ib, ix, io = i, iv = UINT32_MAX;
+    /* vectors along the trailing run of kept dims (contiguous in memory,
+     * innermost in `i`): each thread owns vw adjacent columns, one state
+     * each, loaded as one 16-byte vector per row */
+    int32_t run = rank;
+    while (run > 0 && !reduced[run - 1]) run--;
+    int64_t vw = vector_width(f, seg, ref, run, rank);
+    if (vw > 1) split_axis(b, i, vw, "io", "iv", &io, &iv);
+    double vcols = cols / (double)vw; /* column vectors */
+    char vwhy[128] = "";
+    if (vw > 1) snprintf(vwhy, sizeof vwhy, "; %lld-element vector loads along the columns", (long long)vw);
+    else snprintf(vwhy, sizeof vwhy, "; scalar loads (%s)", no_vector_why(ref, run, rank, true));
     if (depth < 64) {
-      /* shallow: each thread owns a column and walks down serially */
-      int64_t tx = pow2_at_least(cols);
+      /* shallow: each thread owns a column (vector) and walks down serially */
+      int64_t tx = pow2_at_least(vcols);
       if (tx < 32) tx = 32;
       if (tx > 128) tx = 128;
-      split_axis(b, i, tx, "ib", "ix", &ib, &ix);
+      split_axis(b, io, tx, "ib", "ix", &ib, &ix);
       add_loop(b, ib, FU_PT_BLOCK_X);
       add_loop(b, ix, FU_PT_THREAD_X);
       add_loop(b, r, FU_PT_SERIAL);
       snprintf(why, sizeof why,
-               "outer reduction (%.0f rows down, %.0f columns): each thread owns a column and walks down serially, "
-               "%lld threads per block",
-               depth, cols, (long long)tx);
+               "outer reduction (%.0f rows down, %.0f columns): each thread owns %s and walks down serially, "
+               "%lld threads per block%s",
+               depth, cols, vw > 1 ? "a vector of columns" : "a column", (long long)tx, vwhy);
     } else {
       /* deep: a warp spans 32 columns (128-byte lines), OUTER_TY warps of
        * a block split the rows (threadIdx.y, combined through shared
-       * memory), the serial loop unrolled by 4; too few column blocks to
-       * fill the device: the rows split over blockIdx.y too (reduce=grid) */
-      int64_t ty = OUTER_TY, unroll = 4;
+       * memory), the serial loop unrolled by 4 (2 with vectors: as many
+       * bytes in flight in fewer registers); with vectors, tx threads
+       * of 16 bytes span the columns (8 to 32, the power of two at least
+       * the column vectors, so a warp reads whole lines of one or more
+       * rows) and 512 / tx rows split over threadIdx.y; too few column
+       * blocks to fill the device: the rows split over blockIdx.y too
+       * (reduce=grid) */
+      int64_t tx = 32, ty = OUTER_TY, unroll = vw > 1 ? 2 : 4;
+      if (vw > 1) {
+        tx = pow2_at_least(vcols);
+        if (tx < 8) tx = 8;
+        if (tx > dev->warp_size) tx = dev->warp_size;
+        ty = 512 / tx;
+      }
+      /* every thread's states (vw of them with vectors) take a shared
+       * slot in the threadIdx.y combine, and again in a grid's last block:
+       * fewer rows per block while that passes SMEM_BUDGET */
+      char swhy[96] = "";
+      int64_t smem = 2 * state_bytes(seg) * vw * tx;
+      while (ty > 2 && tx * ty > 32 && smem * ty > SMEM_BUDGET) ty /= 2;
+      if (ty != (vw > 1 ? 512 / tx : OUTER_TY))
+        snprintf(swhy, sizeof swhy, " (%lld rows a block: the states' shared slots stay within %d bytes)",
+                 (long long)ty, SMEM_BUDGET);
       uint32_t rs, rt;
-      split_axis(b, i, 32, "ib", "ix", &ib, &ix);
+      split_axis(b, io, tx, "ib", "ix", &ib, &ix);
       split_axis(b, r, ty, "rs", "rt", &rs, &rt);
-      double colblocks = ceil(cols / 32), per = depth / (double)ty;
-      char gwhy[160] = "";
+      double colblocks = ceil(vcols / (double)tx), per = depth / (double)ty;
+      char gwhy[256] = "";
       mode = FU_RM_BLOCK;
       add_loop(b, ib, FU_PT_BLOCK_X);
-      if (grid_split(b, dev, 32 * ty, colblocks, "column block(s)", "blocks down", unroll, welford, &rs, &per,
+      if (grid_split(b, dev, tx * ty, colblocks, "column block(s)", "blocks down", unroll, &rs, &per,
                      gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, ix, FU_PT_THREAD_X);
       add_loop(b, rt, FU_PT_THREAD_Y);
       serial_loops(b, rs, per, unroll);
       snprintf(why, sizeof why,
-               "outer reduction (%.0f rows down, %.0f columns): 32 columns per block on threadIdx.x, the rows split "
-               "over %lld warps on threadIdx.y (combined through shared memory)%s%s",
-               depth, cols, (long long)ty, per >= (double)unroll ? ", serial loop unrolled by 4" : "", gwhy);
+               "outer reduction (%.0f rows down, %.0f columns): %lld columns per block on threadIdx.x, the rows split "
+               "over %lld %s on threadIdx.y (combined through shared memory)%s%s%s%s",
+               depth, cols, (long long)(tx * vw), (long long)ty, tx == 32 ? "warps" : "threads", swhy,
+               per >= (double)unroll ? (unroll == 2 ? ", serial loop unrolled by 2" : ", serial loop unrolled by 4") : "",
+               vwhy, gwhy);
     }
+    if (iv != UINT32_MAX) add_loop(b, iv, FU_PT_VECTORIZE);
   }
   fu_schedule *s = NULL;
   if (st == FU_OK && !(s = fu_arena_calloc(m->arena, 1, sizeof *s))) st = FU_ERR_NOMEM;

@@ -1,0 +1,84 @@
+/* fuser: helpers shared by the lowerings (passes/lower/): index
+ * expressions to kernel values, scoped, and a pointwise op's dtype rules
+ * and math.  Internal to passes/lower: not part of the public API.
+ *
+ * Index expressions (fu_lix): each fu_ix is emitted once per scope and
+ * reused while the scope is open; binding a variable (a loop index, a
+ * lane's constant) is one more entry, and closing a scope restores what
+ * its entries replaced, so a lane can rebind a variable that an outer
+ * scope bound.  Extent and stride parameters are added to the kernel as
+ * they are first used.  Every function returns NULL (or does nothing)
+ * after an error, which it reports once through `diag` and records in
+ * `failed`. */
+#ifndef FUSER_PASSES_LOWER_INTERNAL_H
+#define FUSER_PASSES_LOWER_INTERNAL_H
+
+#include "fuser/index_graph.h"
+#include "fuser/kir.h"
+
+enum { FU_LIX_MAX_PARAMS = 64 };
+
+typedef struct fu_lix {
+  /* set by the lowering before use */
+  fu_module *m;
+  fu_kernel *k;
+  fu_kbuilder *b;    /* where instructions go (the lowering moves it) */
+  fu_ix_ctx *ix;
+  fu_dtype idx;      /* the kernel's index dtype */
+  fu_allocator alloc;
+  fu_diag_engine *diag;
+  const fu_op *seg;
+  fu_kval **tparam;  /* tensor parameters by fusion value id (strides) */
+  bool failed;
+  /* parameters made so far */
+  struct {
+    const char *sym;
+    fu_kval *kv;
+  } ext[FU_LIX_MAX_PARAMS];
+  uint32_t n_ext;
+  struct {
+    const fu_value *v;
+    int32_t dim;
+    fu_kval *kv;
+  } str[FU_LIX_MAX_PARAMS];
+  uint32_t n_str;
+  /* the value of each index expression (by id) in the open scopes, and
+   * the log of bindings with what each replaced */
+  fu_kval **val;
+  uint32_t cap;
+  struct fu_lix_undo {
+    uint32_t id;
+    fu_kval *old;
+  } *log;
+  uint32_t n_log, cap_log;
+} fu_lix;
+
+/* The kernel value of x in the open scopes, emitted now when it has none. */
+fu_kval *fu_lix_emit(fu_lix *e, const fu_ix *x);
+/* Binds x (a variable, or any expression) to kv until its scope closes. */
+void fu_lix_set(fu_lix *e, const fu_ix *x, fu_kval *kv);
+/* x's value in the open scopes, NULL when it has none. */
+fu_kval *fu_lix_get(const fu_lix *e, const fu_ix *x);
+/* Opens a scope (its mark), and closes every scope opened since `mark`. */
+uint32_t fu_lix_mark(const fu_lix *e);
+void fu_lix_pop(fu_lix *e, uint32_t mark);
+/* Frees the tables (not the kernel values). */
+void fu_lix_free(fu_lix *e);
+
+/* The dtype f16/bf16 compute in (f32); other dtypes compute in their own. */
+fu_dtype fu_lower_compute_of(fu_dtype t);
+/* The dtype pointwise op `op` computes in, as the CPU interpreter does:
+ * comparisons in their operands' promoted dtype (f16/bf16 in f32,
+ * integers in i64), float results in their compute dtype, bitwise ops on
+ * bools as bools, other integer results in i64. */
+fu_dtype fu_lower_op_compute_dtype(const fu_op *op);
+/* The dtype operand i of op is converted to before the math: bool for
+ * where's condition, else the op's compute dtype. */
+fu_dtype fu_lower_operand_dtype(const fu_op *op, uint32_t i);
+/* Pointwise op `op` on operands a (already in fu_lower_operand_dtype),
+ * its result in the op's result dtype, named `name` (may be NULL); a pow
+ * by a literal 1, 2, 3 or -1 is multiplications or a reciprocal, as
+ * PyTorch's CUDA kernels compute it.  NULL when out of memory. */
+fu_kval *fu_lower_pointwise_math(fu_kbuilder *b, const fu_op *op, fu_kval **a, const char *name);
+
+#endif
