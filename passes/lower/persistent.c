@@ -49,7 +49,8 @@ typedef struct prow {
   bool *loaded;
   /* the pass being emitted */
   pass_kind kind;
-  bool *need; /* by value id: inputs the pass reads */
+  bool *need;   /* by value id: inputs the pass reads */
+  bool reverse; /* serial row loops run backwards (every other pass) */
   rstate *acc;
 } prow;
 
@@ -286,7 +287,8 @@ static void point(prow *P, int32_t vl, int32_t chunk) {
 /* The reduced loops from P->loops[li] inward, then the point.  With
  * persist=registers unroll loops are copied per iteration here (`chunk`
  * numbers the copies); other loops are kernel loops, whose points load
- * from global memory every time (chunk -1). */
+ * from global memory every time (chunk -1), serial ones backwards in
+ * every other pass. */
 static void row_loops(prow *P, uint32_t li, int32_t chunk) {
   rl *L = LL(P);
   if (L->failed) return;
@@ -319,7 +321,14 @@ static void row_loops(prow *P, uint32_t li, int32_t chunk) {
     return;
   }
   L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
-  fu_rl_ixv_set(L, var, lp->results[0]);
+  fu_kval *it = lp->results[0];
+  if (P->reverse && l->ptype == FU_PT_SERIAL) {
+    /* end - 1 - k: this pass starts where the last one ended, on the part
+     * of the row most likely still in L2 */
+    fu_kval *last = fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, L->idx, end, one));
+    it = last ? fu_rl_chk(L, fu_kb_binary(&L->b, "rev", FU_OP_SUB, L->idx, last, it)) : NULL;
+  }
+  fu_rl_ixv_set(L, var, it);
   row_loops(P, li + 1, -1);
   L->n_ixv = mark;
   L->b = saved;
@@ -349,6 +358,7 @@ static void reduce_pass(prow *P, const fu_op **ops, uint32_t n, uint32_t pass) {
   for (uint32_t j = 0; j < n; j++) mark_inputs(P, ops[j]->operands[0]);
   P->kind = PASS_REDUCE;
   P->acc = acc;
+  P->reverse = pass % 2 == 1;
   row_loops(P, 0, 0);
   fu_rl_read_states(L, acc, v);
   if (L->s->reduce != FU_RM_SERIAL && !L->failed) fu_rl_combine_threads(L, v, P->tx, tag);
@@ -419,6 +429,7 @@ static void persistent_body(rl *L) {
     const fu_segment_info *si = &L->seg->u.segment;
     for (uint32_t i = 0; i < si->n_outputs; i++) mark_inputs(&P, si->outputs[i]);
     P.kind = PASS_OUTPUT;
+    P.reverse = pass % 2 == 1;
     row_loops(&P, 0, 0);
     /* the per-row outputs (mean, rstd), by the row's thread 0 */
     reset_memo(&P);

@@ -24,9 +24,9 @@
  *     keeps them without spilling: 64 registers per thread at 1024
  *     threads; 64 elements per thread spill);
  *   - persist=reread otherwise (a symbolic row, or a longer one): every
- *     pass reads the row from global memory again (from L2 mostly, the
- *     blocks of one wave touch about 132 rows), a serial loop of any trip
- *     count, 512 threads per row, correct for any length.
+ *     pass reads the row from global memory again (from L2 when the rows
+ *     in flight fit it), a serial loop of any trip count, 512 threads per
+ *     row, correct for any length.
  * Rows longer than the segmenter's limit (FU_SEG_PERSISTENT_MAX_ELEMS)
  * never reach this scheduler: they become a reduction kernel and a
  * pointwise kernel. */
