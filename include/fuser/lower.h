@@ -42,6 +42,9 @@ fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
 
 /* The reduction lowering (passes/lower/reduction.c). */
 fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
+/* The persistent lowering (passes/lower/persistent.c): normalizations,
+ * the row kept in registers or reread by each pass. */
+fu_status fu_lower_persistent(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
 
 /* Lowers every scheduled segment of m (replacing a kernel already there:
  * lowering is deterministic, so running it twice changes nothing). */

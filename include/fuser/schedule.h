@@ -125,6 +125,16 @@ typedef struct fu_stensor {
 typedef enum fu_reduce_mode { FU_RM_NONE, FU_RM_SERIAL, FU_RM_WARP, FU_RM_BLOCK, FU_RM_GRID } fu_reduce_mode;
 const char *fu_reduce_mode_name(fu_reduce_mode r);
 
+/* Where a persistent schedule keeps a row between its passes (header
+ * attribute `persist=`, docs/ir.md; persistent segments only, and required
+ * there): registers: each thread loads its part of the row once into
+ * registers (the reduced loops other than threadIdx.x are unroll and
+ * vectorize of constant extent) and every later pass reads them there;
+ * reread: every pass reads the row from global memory again (any row
+ * length, symbolic included). */
+typedef enum fu_persist_mode { FU_PM_NONE, FU_PM_REGISTERS, FU_PM_REREAD } fu_persist_mode;
+const char *fu_persist_mode_name(fu_persist_mode p);
+
 typedef struct fu_schedule {
   const char *device; /* the device it was tuned for (name), or NULL */
   const char *arch;   /* "sm_90", or NULL (the backend's default) */
@@ -144,8 +154,10 @@ typedef struct fu_schedule {
    * FU_SK_NONE: not recorded (a hand-written schedule).  Pointwise is the
    * default and is not printed. */
   fu_sched_kind kind;
-  /* FU_RM_NONE except in reduction schedules, which must name one */
+  /* FU_RM_NONE except in reduction and persistent schedules, which must name one */
   fu_reduce_mode reduce;
+  /* FU_PM_NONE except in persistent schedules, which must name one */
+  fu_persist_mode persist;
 } fu_schedule;
 
 /* ---- text (lib/text/schedule_text.c) ------------------------------------- */
@@ -189,8 +201,13 @@ fu_status fu_schedule_verify_fusion(fu_fusion *f, fu_diag_engine *diag);
  * reduced dim of the reference.  fu_schedule_reduction_check reports, at
  * the schedule, a reference that is not a reduction's operand, a transform
  * that mixes reduced and kept axes, a reduced axis on a block index, and a
- * `reduce=` that does not match the loop bindings. */
+ * `reduce=` that does not match the loop bindings; for persistent segments
+ * also a missing `persist=` and the rules it adds (docs/ir.md). */
 enum { FU_MAX_SEG_REDUCTIONS = 8 };
+/* persist=registers keeps at most this many elements of a row per thread
+ * and cached input (the product of its reduced unroll and vectorize
+ * extents) */
+enum { FU_PERSIST_MAX_CACHED = 128 };
 typedef struct fu_reduction_info {
   const fu_op *ops[FU_MAX_SEG_REDUCTIONS];
   uint32_t n_ops;
@@ -225,6 +242,9 @@ fu_schedule_entry_fn fu_schedule_entry(fu_sched_kind k);
 /* The reduction scheduler (passes/schedule/reduction.c). */
 fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                      fu_schedule **out);
+/* The persistent (normalization) scheduler (passes/schedule/persistent.c). */
+fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                                 fu_schedule **out);
 /* The pointwise scheduler (passes/schedule/pointwise.c). */
 fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                 fu_schedule **out);

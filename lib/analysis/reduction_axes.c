@@ -84,8 +84,68 @@ static int64_t const_extent(const fu_schedule *s, uint32_t a) {
   return x && x->kind == FU_SX_SPLIT && x->out[1] == a ? x->factor : 0;
 }
 
+/* The constant extent of any axis (through splits, outer parts included,
+ * and merges); 0 when unknown. */
+static int64_t any_extent(const fu_schedule *s, uint32_t a) {
+  if (s->axes[a].ref_dim >= 0) return const_extent(s, a);
+  const fu_sxform *x = s->axes[a].def >= 0 ? &s->xforms[s->axes[a].def] : NULL;
+  if (!x) return 0;
+  int64_t in = any_extent(s, x->in[0]);
+  if (x->kind == FU_SX_MERGE) return in * any_extent(s, x->in[1]);
+  return x->out[1] == a ? x->factor : in > 0 ? (in + x->factor - 1) / x->factor : 0;
+}
+
+/* What a persistent schedule adds to a reduction schedule's rules: it
+ * says where rows stay (persist=), combines within a block (no
+ * reduce=grid: a row's passes need its statistic in every thread), keeps
+ * no kept axis in a serial loop (the passes run once per row), and with
+ * persist=registers its reduced loops besides threadIdx.x are unroll and
+ * vectorize only, at most FU_PERSIST_MAX_CACHED elements per thread. */
+static bool persistent_check(const fu_op *seg, const fu_schedule *s, const bool *ra, fu_diag_engine *diag) {
+  if (s->persist == FU_PM_NONE) {
+    fu_error(diag, s->loc, "the schedule of persistent segment '@%s' must say where rows stay: persist=registers or reread",
+             seg_name(seg));
+    return false;
+  }
+  if (s->reduce == FU_RM_GRID) {
+    fu_error(diag, s->loc, "persistent segment '@%s' cannot combine across blocks: reduce=grid", seg_name(seg));
+    return false;
+  }
+  int64_t cached = 1;
+  for (uint32_t i = 0; i < s->n_loops; i++) {
+    const fu_sloop *l = &s->loops[i];
+    const char *an = s->axes[l->axis].name;
+    bool serial = l->ptype == FU_PT_SERIAL || l->ptype == FU_PT_UNROLL || l->ptype == FU_PT_VECTORIZE;
+    if (!ra[l->axis] && serial) {
+      fu_error(diag, l->loc, "kept axis '%s' of a persistent schedule is a loop: kept axes are blocks or threads", an);
+      return false;
+    }
+    if (!ra[l->axis] || s->persist != FU_PM_REGISTERS || !serial) continue;
+    if (l->ptype == FU_PT_SERIAL) {
+      fu_error(diag, l->loc, "persist=registers needs reduced axis '%s' to be unroll or vectorize, not serial", an);
+      return false;
+    }
+    int64_t e = any_extent(s, l->axis);
+    /* e is at most 64 (unroll) or 16 (vectorize), checked by the verifier;
+     * the product stops growing once over the limit */
+    if (cached <= FU_PERSIST_MAX_CACHED) cached *= e > 0 ? e : FU_PERSIST_MAX_CACHED + 1;
+  }
+  if (cached > FU_PERSIST_MAX_CACHED) {
+    fu_error(diag, s->loc, "persist=registers keeps %lld elements of a row per thread, more than %d",
+             (long long)cached, FU_PERSIST_MAX_CACHED);
+    return false;
+  }
+  return true;
+}
+
 bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
-  bool is_red = seg->u.segment.kind == FU_SK_REDUCTION;
+  bool persistent = seg->u.segment.kind == FU_SK_PERSISTENT;
+  bool is_red = seg->u.segment.kind == FU_SK_REDUCTION || persistent;
+  if (!persistent && s->persist != FU_PM_NONE) {
+    fu_error(diag, s->loc, "'persist=' is for persistent segments, and segment '@%s' is a %s segment", seg_name(seg),
+             fu_sched_kind_name(seg->u.segment.kind));
+    return false;
+  }
   if (!is_red && s->reduce == FU_RM_NONE) return true;
   if (!is_red) {
     fu_error(diag, s->loc, "'reduce=' is for reduction segments, and segment '@%s' is a %s segment", seg_name(seg),
@@ -94,8 +154,8 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
   }
   if (s->reduce == FU_RM_NONE) {
     fu_error(diag, s->loc,
-             "the schedule of reduction segment '@%s' must say how it combines: reduce=serial, warp, block or grid",
-             seg_name(seg));
+             "the schedule of %s segment '@%s' must say how it combines: reduce=serial, warp, block or grid",
+             fu_sched_kind_name(seg->u.segment.kind), seg_name(seg));
     return false;
   }
   bool ra[256];
@@ -103,6 +163,7 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
   fu_reduction_info ri = {.reduced_axis = ra};
   memset(ra, 0, sizeof ra);
   if (!fu_schedule_reduction(seg, s, &ri, diag)) return false;
+  if (persistent && !persistent_check(seg, s, ra, diag)) return false;
   bool ok = true, in_reduction = false, on_tx = false, on_by = false, tx_red = false;
   for (uint32_t i = 0; i < s->n_loops; i++)
     if (s->loops[i].ptype == FU_PT_THREAD_X && ra[s->loops[i].axis]) tx_red = true;

@@ -14,6 +14,10 @@ static const char *const reduce_names[] = {"none", "serial", "warp", "block", "g
 
 const char *fu_reduce_mode_name(fu_reduce_mode r) { return (unsigned)r <= FU_RM_GRID ? reduce_names[r] : "?"; }
 
+static const char *const persist_names[] = {"none", "registers", "reread"};
+
+const char *fu_persist_mode_name(fu_persist_mode p) { return (unsigned)p <= FU_PM_REREAD ? persist_names[p] : "?"; }
+
 fu_ptype fu_ptype_from_name(const char *name, size_t len) {
   for (int i = 0; i < FU_PT_COUNT; i++)
     if (strlen(ptype_names[i]) == len && memcmp(ptype_names[i], name, len) == 0) return (fu_ptype)i;

@@ -95,6 +95,10 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
     fu_strbuf_puts(out, n++ ? ", " : " {");
     fu_strbuf_printf(out, "reduce=%s", fu_reduce_mode_name(s->reduce));
   }
+  if (s->persist != FU_PM_NONE) {
+    fu_strbuf_puts(out, n++ ? ", " : " {");
+    fu_strbuf_printf(out, "persist=%s", fu_persist_mode_name(s->persist));
+  }
   if (n) fu_strbuf_putc(out, '}');
   fu_strbuf_puts(out, " {\n");
   if (s->reference) {
@@ -351,8 +355,13 @@ static void header_attrs(sparser *p, fu_schedule *s) {
       for (fu_reduce_mode r = FU_RM_SERIAL; r <= FU_RM_GRID; r++)
         if (is_word(&a[i].value, fu_reduce_mode_name(r))) s->reduce = r;
       if (s->reduce == FU_RM_NONE) bad_attr_value(p, &a[i], "serial, warp, block or grid");
+    } else if (fu_txt_tok_is(&a[i].name, "persist")) {
+      s->persist = FU_PM_NONE;
+      for (fu_persist_mode r = FU_PM_REGISTERS; r <= FU_PM_REREAD; r++)
+        if (is_word(&a[i].value, fu_persist_mode_name(r))) s->persist = r;
+      if (s->persist == FU_PM_NONE) bad_attr_value(p, &a[i], "registers or reread");
     } else {
-      serr(p, &a[i].name, "unknown attribute '%.*s' for 'schedule'; valid: device, arch, index, kind, reduce",
+      serr(p, &a[i].name, "unknown attribute '%.*s' for 'schedule'; valid: device, arch, index, kind, reduce, persist",
            (int)a[i].name.len, a[i].name.p);
     }
   }

@@ -38,67 +38,8 @@
 #include "fuser/lower.h"
 #include "fuser/schedule.h"
 #include "lower_internal.h"
+#include "reduction_internal.h"
 #include "reduction_welford.h"
-
-/* MAX_STATES: reductions x kept vector lanes (a thread that owns
- * MAX_KEPT_LANES adjacent outputs keeps one state per output). */
-enum { MAX_MEMO = 512, MAX_LANES = 16, MAX_KEPT_LANES = 8,
-       MAX_STATES = FU_MAX_SEG_REDUCTIONS * MAX_KEPT_LANES };
-
-typedef struct rl {
-  /* what is lowered, and where diagnostics go */
-  fu_module *m;
-  fu_fusion *f;
-  fu_op *seg;
-  const fu_schedule *s;
-  fu_diag_engine *diag;
-  bool failed;
-  /* the index graph, and the kernel being built */
-  fu_igraph *g;
-  fu_ix_ctx *ix;
-  fu_kernel *k;
-  fu_kbuilder b;
-  fu_dtype idx;
-  fu_reduction_info ri;
-  bool ra[256];
-  const fu_ix *rvars[16]; /* loop variables of reduced axes */
-  bool ty_red;           /* the reduced thread axis is threadIdx.y (outer reductions) */
-  const fu_ix *kx;       /* then the kept threadIdx.x variable, if any */
-  uint32_t n_rvars;
-  fu_kval **tparam, **sparam; /* by fusion value id */
-  /* index expressions of the open scopes, extent and stride parameters
-   * (lower_internal.h) */
-  fu_lix lix;
-  /* the pending evaluations (eval's explicit stack) */
-  struct rframe {
-    const fu_value *v;
-    const fu_ix *const *c;
-    uint32_t next;
-    fu_kval *args[3];
-  } *stk;
-  uint32_t stk_n, stk_cap;
-  struct {
-    const fu_value *v;
-    const fu_ix *const *c;
-    fu_kval *kv;
-  } memo[MAX_MEMO];
-  uint32_t n_memo;
-  /* a kept axis vectorized (outer reductions: each thread owns n_lanes
-   * adjacent columns, loaded as one vector): its lane variable, and the
-   * states, n_lanes x the reductions, state s for reduction s % n_ops */
-  const fu_ix *klane;
-  uint32_t n_lanes, n_states;
-  /* the kept lanes are an unroll loop (rows a thread reduces side by side,
-   * each with its own loads) rather than a vector; the one being emitted */
-  bool klane_rows;
-  uint32_t cur_lane;
-  fu_kval *shift[MAX_STATES]; /* Welford states: the shift their elements accumulate from */
-  /* Welford counts that every thread shares (welford_counts): not
-   * carried, shuffled or stored but computed, `lin` the elements before
-   * the current one, `n_thread` a thread's elements in all */
-  bool known_count;
-  const fu_ix *lin, *n_thread;
-} rl;
 
 static bool fail(rl *L, fu_loc loc, const char *what) {
   if (!L->failed) fu_error(L->diag, loc, "cannot lower reduction segment '@%s': %s", L->seg->u.segment.name, what);
@@ -330,9 +271,6 @@ static fu_kval *identity(rl *L, const fu_op *op) {
 static fu_kval *combine(rl *L, const fu_op *op, fu_kval *a, fu_kval *b) {
   return a && b ? chk(L, fu_kb_binary(&L->b, NULL, combine_op(op), acc_dtype(op), a, b)) : NULL;
 }
-
-/* A reduction's state: one accumulator, or a Welford (mean, m2, count). */
-typedef fu_kval *rstate[FU_WELFORD_PARTS];
 
 static uint32_t parts(const fu_op *op) { return fu_welford_op(op) ? FU_WELFORD_PARTS : 1; }
 
@@ -1110,7 +1048,7 @@ static bool make_launch(rl *L) {
   return true;
 }
 
-fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
+fu_status fu_rl_lower(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out, void (*body)(rl *L)) {
   *out = NULL;
   const fu_schedule *s = seg->u.segment.schedule;
   if (!s) return FU_ERR_INVALID_ARG;
@@ -1149,7 +1087,7 @@ fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
       L->n_lanes = 1;
       L->n_states = L->ri.n_ops;
       L->b = fu_kbuilder_at(m, L->k, &L->k->body);
-      if (make_params(L) && make_launch(L)) kept_from(L, 0, false);
+      if (make_params(L) && make_launch(L)) body(L);
     }
     st = L->failed ? FU_ERR_VERIFY : FU_OK;
     if (st == FU_OK && fu_kernel_verify(L->k, diag, NULL) != FU_OK) {
@@ -1169,3 +1107,36 @@ fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
   fu_mem_free(&alloc, L, sizeof *L);
   return st;
 }
+
+/* ---- entry points, and the helpers the persistent lowering shares
+ * (reduction_internal.h) --------------------------------------------------------------- */
+
+static void reduction_body(rl *L) { kept_from(L, 0, false); }
+
+fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
+  return fu_rl_lower(f, seg, diag, out, reduction_body);
+}
+
+bool fu_rl_fail(rl *L, fu_loc loc, const char *what) { return fail(L, loc, what); }
+fu_kval *fu_rl_chk(rl *L, fu_kval *v) { return chk(L, v); }
+void fu_rl_ixv_set(rl *L, const fu_ix *x, fu_kval *kv) { ixv_set(L, x, kv); }
+fu_kval *fu_rl_emit_ix(rl *L, const fu_ix *x) { return emit_ix(L, x); }
+bool fu_rl_on_reduced(rl *L, const fu_ix *x) { return on_reduced(L, x); }
+fu_kval *fu_rl_guards(rl *L, bool all_axes) { return guards(L, all_axes); }
+bool fu_rl_lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, fu_kval **full) {
+  return lane_guards(L, lane, last, ind, full);
+}
+void fu_rl_memo_put(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval *kv) { memo_put(L, v, c, kv); }
+fu_kval *fu_rl_eval(rl *L, const fu_value *v, const fu_ix *const *c) { return eval(L, v, c); }
+fu_kval *fu_rl_cast(rl *L, fu_kval *x, fu_dtype t) { return cast_to(L, x, t); }
+fu_dtype fu_rl_acc_dtype(const fu_op *op) { return acc_dtype(op); }
+uint32_t fu_rl_parts(const fu_op *op) { return parts(op); }
+fu_kval *fu_rl_combine(rl *L, const fu_op *op, fu_kval *a, fu_kval *b) { return combine(L, op, a, b); }
+void fu_rl_new_accumulators(rl *L, const char *prefix, rstate *acc) { new_accumulators(L, prefix, acc); }
+void fu_rl_read_states(rl *L, rstate *acc, rstate *v) { read_states(L, acc, v); }
+fu_kbuilder fu_rl_open_if(rl *L, fu_kval *cond) { return open_if(L, cond); }
+void fu_rl_store_outputs(rl *L, bool reduced) { store_outputs(L, reduced); }
+void fu_rl_combine_threads(rl *L, rstate *v, const fu_ix *tx, const char *tag) {
+  combine_threads(L, v, tx, false, tag);
+}
+void fu_rl_welford_shifts(rl *L) { welford_shifts(L); }

@@ -148,9 +148,16 @@ static int64_t vector_width(fu_fusion *f, const fu_op *seg, const fu_value *ref,
     row *= e.sym ? 1 : e.value;
   }
   size_t widest = 0;
-  for (uint32_t k = 0; k < seg->n_operands; k++) {
-    const fu_value *v = seg->operands[k];
+  /* the segment's inputs, then its outputs (a full-size output is stored
+   * with the same vectors) */
+  const fu_segment_info *si = &seg->u.segment;
+  for (uint32_t k = 0; k < seg->n_operands + si->n_outputs; k++) {
+    const fu_value *v = k < seg->n_operands ? seg->operands[k] : si->outputs[k - seg->n_operands];
     if (!fu_type_is_tensor(&v->type) || v->type.rank != ref->type.rank) continue;
+    bool full = true;
+    for (int32_t d = 0; k >= seg->n_operands && d < ref->type.rank; d++)
+      full &= fu_extent_equal(v->type.dims[d], ref->type.dims[d]);
+    if (!full) continue;
     if (v->type.dtype == FU_DT_BOOL) return 1;
     size_t sz = fu_dtype_size(v->type.dtype);
     if (sz > widest) widest = sz;

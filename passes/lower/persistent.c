@@ -1,0 +1,453 @@
+/* fuser: lowering a scheduled persistent (normalization) segment.
+ *
+ * The schedule is a reduction schedule (reduce=warp|block) whose row is
+ * used again after its reductions (docs/ir.md, `persist=`).  The kernel is
+ *
+ *   thread indices; Welford shifts
+ *   for each pass (a group of reductions none of which reads another):
+ *     accumulators = identity
+ *     row loops {                      (the reduced loops of the schedule)
+ *       if (point in range) { vector loads; lanes in order: accumulate }
+ *     }
+ *     combine across the row's threads (shuffles, then shared memory):
+ *       every thread of the row holds the results
+ *   row loops { if (point in range) { lanes: outputs; one vector store } }
+ *   if (row in range && threadIdx.x == 0) { store the per-row outputs }
+ *
+ * The reduced loops are the schedule's: threadIdx.x, then serial or
+ * unroll, then vectorize.  With persist=registers every unroll loop is
+ * unrolled here, one copy per iteration (a chunk), and the first pass that
+ * reads an input at a chunk keeps the loaded vector in mutables (registers
+ * after promotion) that the later passes read instead of global memory:
+ * the row is read once.  With persist=reread each pass loops and loads
+ * again.  Only the inputs a pass reaches are loaded in it (layer norm's
+ * weight and bias in the last pass only).  Reduction results, once
+ * combined, are memoized for the rest of the kernel, so the ops after them
+ * (x - mean, exp(x - max), rsqrt(var + eps)) evaluate per element with the
+ * interpreter's dtype rules (reduction.c's evaluator). */
+#include <stdio.h>
+#include <string.h>
+
+#include "reduction_internal.h"
+
+enum { MAX_CHUNKS = 128, MAX_V = 16, MAX_PERM = 2 * FU_MAX_SEG_REDUCTIONS };
+
+typedef enum pass_kind { PASS_REDUCE, PASS_OUTPUT } pass_kind;
+
+typedef struct prow {
+  rl *L;
+  const fu_ix *tx;  /* the reduced threadIdx.x variable, or NULL */
+  uint32_t loops[8]; /* the reduced non-parallel loops, outermost first */
+  uint32_t n_loops;
+  bool registers;
+  /* reduction results, memoized for the rest of the kernel */
+  fu_rl_memo perm[MAX_PERM];
+  uint32_t n_perm;
+  /* the register cache: per load access, chunk and lane a mutable */
+  uint32_t n_acc;
+  fu_kval **cache;
+  bool *loaded;
+  /* the pass being emitted */
+  pass_kind kind;
+  bool *need;   /* by value id: inputs the pass reads */
+  bool reverse; /* serial row loops run backwards (every other pass) */
+  rstate *acc;
+} prow;
+
+static rl *LL(prow *P) { return P->L; }
+
+/* Forgets the values of the last point, keeping the reduction results. */
+static void reset_memo(prow *P) {
+  rl *L = LL(P);
+  L->n_memo = 0;
+  for (uint32_t i = 0; i < P->n_perm; i++) fu_rl_memo_put(L, P->perm[i].v, P->perm[i].c, P->perm[i].kv);
+}
+
+static bool is_seg_input(const rl *L, const fu_value *v) {
+  for (uint32_t i = 0; i < L->seg->n_operands; i++)
+    if (L->seg->operands[i] == v) return true;
+  return false;
+}
+
+/* Marks in P->need the segment inputs that v reads, not looking through
+ * reductions (their results are known by the time a pass reads them). */
+static void mark_inputs(prow *P, const fu_value *v) {
+  rl *L = LL(P);
+  if (P->need[v->id]) return;
+  if (is_seg_input(L, v)) {
+    P->need[v->id] = true;
+    return;
+  }
+  const fu_op *op = v->def;
+  if (!op || op->parent != L->seg->u.segment.body || fu_op_has(op->kind, FU_OF_REDUCTION)) return;
+  P->need[v->id] = true; /* visited */
+  for (uint32_t i = 0; i < op->n_operands; i++) mark_inputs(P, op->operands[i]);
+}
+
+/* Does value v depend on the result of reduction `red` (not through
+ * another reduction's operand, which an earlier pass has folded)? */
+static bool reads_result(const rl *L, const fu_value *v, const fu_op *red) {
+  const fu_op *op = v->def;
+  if (!op || op->parent != L->seg->u.segment.body) return false;
+  if (op == red) return true;
+  if (fu_op_has(op->kind, FU_OF_REDUCTION)) return false;
+  for (uint32_t i = 0; i < op->n_operands; i++)
+    if (reads_result(L, op->operands[i], red)) return true;
+  return false;
+}
+
+/* The vector values of load access `a` at the current point (lane 0
+ * bound): from the cache when an earlier pass loaded them at this chunk,
+ * else one vector load (kept in the cache at `chunk` >= 0 for the passes
+ * after it). */
+static void load_access(prow *P, uint32_t a, int64_t V, int32_t chunk, fu_kval **vals) {
+  rl *L = LL(P);
+  const fu_iaccess *x = fu_igraph_access(L->g, a);
+  fu_kval **slot = chunk >= 0 ? &P->cache[((size_t)a * MAX_CHUNKS + (size_t)chunk) * MAX_V] : NULL;
+  bool *done = chunk >= 0 ? &P->loaded[(size_t)a * MAX_CHUNKS + (size_t)chunk] : NULL;
+  if (done && *done) {
+    for (int64_t j = 0; j < V; j++) vals[j] = fu_rl_chk(L, fu_kb_read(&L->b, NULL, slot[j]));
+    return;
+  }
+  if (P->kind == PASS_OUTPUT) done = NULL; /* no later pass reads it */
+  fu_kval *at = fu_rl_emit_ix(L, x->offset);
+  const char *nm = x->value->name ? x->value->name : "x";
+  if (at && !fu_kb_load(&L->b, nm, L->tparam[x->value->id], at, (uint32_t)V, x->value->type.dtype, vals))
+    fu_rl_chk(L, NULL);
+  for (int64_t j = 0; done && j < V && !L->failed; j++) {
+    char cn[48];
+    snprintf(cn, sizeof cn, "%s_c%d_%d", nm, (int)chunk, (int)j);
+    if (!(slot[j] = fu_rl_chk(L, fu_kval_new_mutable(L->m, L->k, cn, x->value->type.dtype)))) return;
+    if (vals[j] && !fu_kb_assign(&L->b, slot[j], vals[j])) fu_rl_chk(L, NULL);
+  }
+  if (done) *done = true;
+}
+
+/* Folds lane's element into the pass's accumulators (Welford elements
+ * shifted, as in the reduction lowering). */
+static void accumulate_lane(prow *P) {
+  rl *L = LL(P);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
+    const fu_op *op = L->ri.ops[j];
+    const fu_value *x = op->operands[0];
+    fu_kval *v = fu_rl_cast(L, fu_rl_eval(L, x, fu_igraph_coords(L->g, x)), fu_rl_acc_dtype(op));
+    fu_kval *sh = L->shift[j] && v ? fu_rl_chk(L, fu_kb_read(&L->b, NULL, L->shift[j])) : NULL;
+    if (sh) v = fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, v->dtype, v, sh));
+    rstate a = {NULL}, n = {NULL};
+    for (uint32_t p = 0; p < fu_rl_parts(op); p++) a[p] = fu_rl_chk(L, fu_kb_read(&L->b, NULL, P->acc[j][p]));
+    if (!fu_welford_op(op)) n[0] = fu_rl_combine(L, op, a[0], v);
+    else if (v && a[0] && a[1] && a[2] && !fu_welford_update(&L->b, a, v, n)) fu_rl_chk(L, NULL);
+    for (uint32_t p = 0; p < fu_rl_parts(op); p++)
+      if (n[p] && !fu_kb_assign(&L->b, P->acc[j][p], n[p])) fu_rl_chk(L, NULL);
+  }
+}
+
+/* The store access of output o, or NULL. */
+static const fu_iaccess *store_of(const rl *L, const fu_value *o) {
+  for (uint32_t a = 0; a < fu_igraph_num_accesses(L->g); a++) {
+    const fu_iaccess *x = fu_igraph_access(L->g, a);
+    if (x->is_store && x->value == o) return x;
+  }
+  return NULL;
+}
+
+/* The full-size outputs at the current lane: with `vector`, into
+ * vals[o * MAX_V + lane] for store_vectors; else stored here, one element
+ * each. */
+static void outputs_lane(prow *P, int64_t lane, bool vector, fu_kval **vals) {
+  rl *L = LL(P);
+  if (!vector) {
+    fu_rl_store_outputs(L, true);
+    return;
+  }
+  const fu_segment_info *si = &L->seg->u.segment;
+  for (uint32_t i = 0; i < si->n_outputs && !L->failed; i++) {
+    const fu_iaccess *st = store_of(L, si->outputs[i]);
+    if (st && fu_rl_on_reduced(L, st->offset))
+      vals[(size_t)i * MAX_V + (size_t)lane] =
+          fu_rl_cast(L, fu_rl_eval(L, st->value, (const fu_ix *const *)st->coords), st->value->type.dtype);
+  }
+}
+
+/* Whether every full-size output is stored as whole vectors. */
+static bool vector_outputs(prow *P) {
+  rl *L = LL(P);
+  const fu_segment_info *si = &L->seg->u.segment;
+  for (uint32_t i = 0; i < si->n_outputs; i++) {
+    const fu_iaccess *st = store_of(L, si->outputs[i]);
+    if (!st) return false;
+    if (fu_rl_on_reduced(L, st->offset) && st->mode != FU_AM_VECTOR) return false;
+  }
+  return true;
+}
+
+/* The vector stores of the outputs collected by outputs_lane, at lane 0. */
+static void store_vectors(prow *P, const fu_ix *lane, int64_t V, fu_kval **vals) {
+  rl *L = LL(P);
+  const fu_segment_info *si = &L->seg->u.segment;
+  for (uint32_t i = 0; i < si->n_outputs && !L->failed; i++) {
+    const fu_value *o = si->outputs[i];
+    fu_kval **v = &vals[(size_t)i * MAX_V];
+    if (!v[0]) continue;
+    uint32_t mark = fu_lix_mark(&L->lix);
+    if (lane) fu_rl_ixv_set(L, lane, fu_rl_emit_ix(L, fu_ix_const(L->ix, 0)));
+    fu_kval *at = fu_rl_emit_ix(L, store_of(L, o)->offset);
+    fu_lix_pop(&L->lix, mark);
+    /* the index graph checked the vector legal (aligned rows); the runtime
+     * checks the buffer's alignment */
+    if (L->tparam[o->id]->align < 16) L->tparam[o->id]->align = 16;
+    if (at && !fu_kb_store(&L->b, L->tparam[o->id], at, v, (uint32_t)V)) fu_rl_chk(L, NULL);
+  }
+}
+
+/* One lane's work for the pass. */
+static void lane_work(prow *P, int64_t lane, bool vector, fu_kval **outs) {
+  if (P->kind == PASS_REDUCE) accumulate_lane(P);
+  else outputs_lane(P, lane, vector, outs);
+}
+
+/* The innermost point: lanes 0..V-1 of the vectorize loop `vl` (V = 1
+ * and no lane variable when the schedule does not vectorize), as
+ * reduction.c's accumulate_vector does it: when every lane is in range,
+ * one vector load per input the pass reads (cached at `chunk` with
+ * persist=registers), lanes in order, one vector store per output;
+ * otherwise lane by lane under each lane's guards. */
+static void point(prow *P, int32_t vl, int32_t chunk) {
+  rl *L = LL(P);
+  const fu_ix *lane = vl >= 0 ? fu_igraph_loop_var(L->g, (uint32_t)vl) : NULL;
+  int64_t V = 1;
+  if (lane && (!fu_ix_is_const(fu_igraph_axis_extent(L->g, L->s->loops[vl].axis), &V) || V < 1 || V > MAX_V)) {
+    fu_rl_fail(L, L->s->loops[vl].loc, "a vectorize axis without a constant extent of at most 16");
+    return;
+  }
+  uint32_t scope = fu_lix_mark(&L->lix); /* index values emitted here stay inside */
+  fu_kval *ind = NULL, *full = NULL;
+  bool whole = lane ? fu_rl_lane_guards(L, lane, V - 1, &ind, &full) : true;
+  if (!lane) ind = fu_rl_guards(L, true);
+  if (L->failed) return;
+  uint32_t n_out = L->seg->u.segment.n_outputs;
+  size_t n_vals = (size_t)(P->n_acc > n_out ? P->n_acc : n_out) * MAX_V + 1;
+  fu_kval **vals = fu_mem_calloc(&L->m->alloc, n_vals, sizeof *vals);
+  if (!vals) {
+    fu_rl_chk(L, NULL);
+    return;
+  }
+  fu_kbuilder outer = fu_rl_open_if(L, ind);
+  fu_kinst *br = whole && full ? fu_kb_if(&L->b, full) : NULL;
+  if (whole && full && !br) fu_rl_chk(L, NULL);
+  if (whole && !L->failed) {
+    fu_kbuilder level = L->b;
+    if (br) L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.then_body);
+    uint32_t mark = fu_lix_mark(&L->lix);
+    if (lane) fu_rl_ixv_set(L, lane, fu_rl_emit_ix(L, fu_ix_const(L->ix, 0)));
+    for (uint32_t a = 0; a < P->n_acc && !L->failed; a++) {
+      const fu_iaccess *x = fu_igraph_access(L->g, a);
+      if (x->is_store || !L->tparam[x->value->id] || !P->need[x->value->id]) continue;
+      if (lane && x->mode != FU_AM_VECTOR) continue;
+      load_access(P, a, V, br ? -1 : chunk, &vals[(size_t)a * MAX_V]);
+    }
+    fu_lix_pop(&L->lix, mark);
+    bool vec_out = lane && vector_outputs(P);
+    fu_kval **outs = fu_mem_calloc(&L->m->alloc, (size_t)n_out * MAX_V + 1, sizeof *outs);
+    if (!outs) fu_rl_chk(L, NULL);
+    for (int64_t j = 0; j < V && !L->failed; j++) {
+      mark = fu_lix_mark(&L->lix);
+      if (lane) fu_rl_ixv_set(L, lane, fu_rl_emit_ix(L, fu_ix_const(L->ix, j)));
+      reset_memo(P);
+      for (uint32_t a = 0; a < P->n_acc; a++)
+        if (vals[(size_t)a * MAX_V])
+          fu_rl_memo_put(L, fu_igraph_access(L->g, a)->value, (const fu_ix *const *)fu_igraph_access(L->g, a)->coords,
+                         vals[(size_t)a * MAX_V + (size_t)j]);
+      lane_work(P, j, vec_out, outs);
+      fu_lix_pop(&L->lix, mark);
+    }
+    if (outs && vec_out && P->kind == PASS_OUTPUT) store_vectors(P, lane, V, outs);
+    if (outs) fu_mem_free(&L->m->alloc, outs, ((size_t)n_out * MAX_V + 1) * sizeof *outs);
+    L->b = level;
+  }
+  if ((!whole || br) && !L->failed) {
+    /* a partial last vector: lane by lane, each under its guards, from
+     * global memory */
+    if (br) L->b = fu_kbuilder_at(L->m, L->k, &br->u.branch.else_body);
+    for (int64_t j = 0; j < V && !L->failed; j++) {
+      uint32_t mark = fu_lix_mark(&L->lix);
+      fu_rl_ixv_set(L, lane, fu_rl_emit_ix(L, fu_ix_const(L->ix, j)));
+      reset_memo(P);
+      fu_kbuilder in = fu_rl_open_if(L, fu_rl_guards(L, true));
+      lane_work(P, j, false, NULL);
+      L->b = in;
+      fu_lix_pop(&L->lix, mark);
+    }
+  }
+  L->b = outer;
+  fu_lix_pop(&L->lix, scope);
+  fu_mem_free(&L->m->alloc, vals, n_vals * sizeof *vals);
+}
+
+/* The reduced loops from P->loops[li] inward, then the point.  With
+ * persist=registers unroll loops are copied per iteration here (`chunk`
+ * numbers the copies); other loops are kernel loops, whose points load
+ * from global memory every time (chunk -1), serial ones backwards in
+ * every other pass. */
+static void row_loops(prow *P, uint32_t li, int32_t chunk) {
+  rl *L = LL(P);
+  if (L->failed) return;
+  if (li == P->n_loops || (li + 1 == P->n_loops && L->s->loops[P->loops[li]].ptype == FU_PT_VECTORIZE)) {
+    point(P, li < P->n_loops ? (int32_t)P->loops[li] : -1, chunk);
+    return;
+  }
+  const fu_sloop *l = &L->s->loops[P->loops[li]];
+  const fu_ix *var = fu_igraph_loop_var(L->g, P->loops[li]);
+  int64_t e = 0;
+  if (P->registers && l->ptype == FU_PT_UNROLL && fu_ix_is_const(fu_igraph_axis_extent(L->g, l->axis), &e)) {
+    for (int64_t k = 0; k < e && !L->failed; k++) {
+      uint32_t mark = fu_lix_mark(&L->lix);
+      fu_rl_ixv_set(L, var, fu_rl_emit_ix(L, fu_ix_const(L->ix, k)));
+      int64_t c = chunk < 0 ? -1 : (int64_t)chunk * e + k;
+      row_loops(P, li + 1, c >= 0 && c < MAX_CHUNKS ? (int32_t)c : -1);
+      fu_lix_pop(&L->lix, mark);
+    }
+    return;
+  }
+  uint32_t mark = fu_lix_mark(&L->lix);
+  fu_kbuilder saved = L->b;
+  fu_kval *zero = fu_rl_emit_ix(L, fu_ix_const(L->ix, 0)), *one = fu_rl_emit_ix(L, fu_ix_const(L->ix, 1));
+  fu_kval *end = fu_rl_emit_ix(L, fu_igraph_axis_extent(L->g, l->axis));
+  fu_kinst *lp = zero && one && end ? fu_kb_for(&L->b, L->s->axes[l->axis].name, zero, end, one,
+                                                l->ptype == FU_PT_UNROLL ? FU_LOOP_UNROLL : FU_LOOP_SERIAL)
+                                    : NULL;
+  if (!lp) {
+    fu_rl_chk(L, NULL);
+    return;
+  }
+  L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
+  fu_kval *it = lp->results[0];
+  if (P->reverse && l->ptype == FU_PT_SERIAL) {
+    /* end - 1 - k: this pass starts where the last one ended, on the part
+     * of the row most likely still in L2 */
+    fu_kval *last = fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, L->idx, end, one));
+    it = last ? fu_rl_chk(L, fu_kb_binary(&L->b, "rev", FU_OP_SUB, L->idx, last, it)) : NULL;
+  }
+  fu_rl_ixv_set(L, var, it);
+  row_loops(P, li + 1, -1);
+  fu_lix_pop(&L->lix, mark);
+  L->b = saved;
+}
+
+/* One pass that folds the reductions ops[0..n) (none reading another),
+ * combines them across the row's threads and memoizes their results. */
+static void reduce_pass(prow *P, const fu_op **ops, uint32_t n, uint32_t pass) {
+  rl *L = LL(P);
+  /* the reduction lowering's helpers work on L->ri: narrow it to this
+   * pass's reductions (and their shifts) for the pass */
+  fu_reduction_info all = L->ri;
+  fu_kval *shifts[FU_MAX_SEG_REDUCTIONS];
+  memcpy(shifts, L->shift, sizeof shifts);
+  for (uint32_t j = 0; j < n; j++) {
+    L->ri.ops[j] = ops[j];
+    for (uint32_t k = 0; k < all.n_ops; k++)
+      if (all.ops[k] == ops[j]) L->shift[j] = shifts[k];
+  }
+  L->ri.n_ops = n;
+  rstate acc[FU_MAX_SEG_REDUCTIONS], v[FU_MAX_SEG_REDUCTIONS];
+  char prefix[16], tag[24];
+  snprintf(prefix, sizeof prefix, "acc%u_", pass);
+  snprintf(tag, sizeof tag, "partials%u_", pass);
+  fu_rl_new_accumulators(L, prefix, acc);
+  memset(P->need, 0, L->f->next_value_id * sizeof *P->need);
+  for (uint32_t j = 0; j < n; j++) mark_inputs(P, ops[j]->operands[0]);
+  P->kind = PASS_REDUCE;
+  P->acc = acc;
+  P->reverse = pass % 2 == 1;
+  row_loops(P, 0, 0);
+  fu_rl_read_states(L, acc, v);
+  if (L->s->reduce != FU_RM_SERIAL && !L->failed) fu_rl_combine_threads(L, v, P->tx, tag);
+  for (uint32_t j = 0; j < n && !L->failed; j++) {
+    const fu_op *op = ops[j];
+    fu_kval *res[2] = {v[j][0], NULL};
+    if (fu_welford_op(op) && v[j][0] && L->shift[j]) {
+      fu_kval *sh = fu_rl_chk(L, fu_kb_read(&L->b, NULL, L->shift[j]));
+      v[j][0] = sh ? fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, sh->dtype, v[j][0], sh)) : NULL;
+    }
+    if (fu_welford_op(op) && v[j][0] && !fu_welford_results(&L->b, op, v[j], res)) fu_rl_chk(L, NULL);
+    for (uint32_t k = 0; k < op->n_results && k < 2 && P->n_perm < MAX_PERM; k++) {
+      P->perm[P->n_perm].v = op->results[k];
+      P->perm[P->n_perm].c = fu_igraph_coords(L->g, op->results[k]);
+      P->perm[P->n_perm++].kv = fu_rl_cast(L, res[k], op->results[k]->type.dtype);
+    }
+  }
+  L->ri = all;
+  memcpy(L->shift, shifts, sizeof shifts);
+}
+
+/* The kernel body (fu_rl_lower's callback). */
+static void persistent_body(rl *L) {
+  const fu_schedule *s = L->s;
+  static const fu_special sp[FU_PT_COUNT] = {[FU_PT_BLOCK_X] = FU_SP_CTAID_X, [FU_PT_BLOCK_Y] = FU_SP_CTAID_Y,
+                                             [FU_PT_THREAD_X] = FU_SP_TID_X, [FU_PT_THREAD_Y] = FU_SP_TID_Y};
+  prow P = {.L = L, .registers = s->persist == FU_PM_REGISTERS};
+  for (uint32_t i = 0; i < s->n_loops && !L->failed; i++) {
+    const fu_sloop *l = &s->loops[i];
+    bool par = l->ptype != FU_PT_SERIAL && l->ptype != FU_PT_UNROLL && l->ptype != FU_PT_VECTORIZE;
+    if (!par) {
+      if (P.n_loops == 8) fu_rl_fail(L, l->loc, "more than 8 reduced loops");
+      else P.loops[P.n_loops++] = i;
+      continue;
+    }
+    if (l->grid_stride) fu_rl_fail(L, l->loc, "a grid-stride block axis");
+    fu_kval *kv = fu_rl_chk(L, fu_kb_special(&L->b, s->axes[l->axis].name, sp[l->ptype], L->idx));
+    if (kv) fu_rl_ixv_set(L, fu_igraph_loop_var(L->g, i), kv);
+    if (l->ptype == FU_PT_THREAD_X && L->ra[l->axis]) P.tx = fu_igraph_loop_var(L->g, i);
+  }
+  if (!L->failed && s->reduce != FU_RM_SERIAL && !P.tx) fu_rl_fail(L, s->loc, "no reduced axis on threadIdx.x");
+  if (L->failed) return;
+  P.n_acc = fu_igraph_num_accesses(L->g);
+  size_t n_cache = (size_t)P.n_acc * MAX_CHUNKS;
+  uint32_t nv = L->f->next_value_id ? L->f->next_value_id : 1;
+  P.cache = fu_mem_calloc(&L->m->alloc, n_cache * MAX_V + 1, sizeof *P.cache);
+  P.loaded = fu_mem_calloc(&L->m->alloc, n_cache + 1, sizeof *P.loaded);
+  P.need = fu_mem_calloc(&L->m->alloc, nv, sizeof *P.need);
+  if (!P.cache || !P.loaded || !P.need) {
+    fu_rl_chk(L, NULL);
+  } else {
+    fu_rl_welford_shifts(L);
+    /* passes: the reductions in order, a new pass at the first that reads
+     * a result of the current one */
+    const fu_op *group[FU_MAX_SEG_REDUCTIONS];
+    uint32_t n = 0, pass = 0;
+    for (uint32_t j = 0; j <= L->ri.n_ops && !L->failed; j++) {
+      bool dep = false;
+      for (uint32_t k = 0; j < L->ri.n_ops && k < n; k++) dep |= reads_result(L, L->ri.ops[j]->operands[0], group[k]);
+      if (n && (j == L->ri.n_ops || dep)) {
+        reduce_pass(&P, group, n, pass++);
+        n = 0;
+      }
+      if (j < L->ri.n_ops) group[n++] = L->ri.ops[j];
+    }
+    /* the last pass: the full-size outputs */
+    memset(P.need, 0, nv * sizeof *P.need);
+    const fu_segment_info *si = &L->seg->u.segment;
+    for (uint32_t i = 0; i < si->n_outputs; i++) mark_inputs(&P, si->outputs[i]);
+    P.kind = PASS_OUTPUT;
+    P.reverse = pass % 2 == 1;
+    row_loops(&P, 0, 0);
+    /* the per-row outputs (mean, rstd), by the row's thread 0 */
+    reset_memo(&P);
+    fu_kval *cond = fu_rl_guards(L, false);
+    if (P.tx && !L->failed) {
+      fu_kval *t = fu_rl_emit_ix(L, P.tx), *zero = fu_rl_emit_ix(L, fu_ix_const(L->ix, 0));
+      fu_kval *t0 = t && zero ? fu_rl_chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero)) : NULL;
+      cond = cond && t0 ? fu_rl_chk(L, fu_kb_binary(&L->b, "store", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, t0)) : t0;
+    }
+    fu_kbuilder saved = fu_rl_open_if(L, cond);
+    fu_rl_store_outputs(L, false);
+    L->b = saved;
+  }
+  if (P.cache) fu_mem_free(&L->m->alloc, P.cache, (n_cache * MAX_V + 1) * sizeof *P.cache);
+  if (P.loaded) fu_mem_free(&L->m->alloc, P.loaded, (n_cache + 1) * sizeof *P.loaded);
+  if (P.need) fu_mem_free(&L->m->alloc, P.need, nv * sizeof *P.need);
+}
+
+fu_status fu_lower_persistent(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
+  return fu_rl_lower(f, seg, diag, out, persistent_body);
+}

@@ -1,0 +1,123 @@
+/* fuser: what the reduction lowering (passes/lower/reduction.c) shares
+ * with the persistent lowering (passes/lower/persistent.c): its state, the
+ * demand-driven evaluator over the index graph, the accumulators and
+ * their combines across threads.  Internal to passes/lower.
+ *
+ * fu_rl_lower builds the index graph, the kernel, its parameters and
+ * launch shape for a reduction or persistent segment, then calls `body`
+ * to emit the kernel body, and verifies the result.  The other helpers
+ * are those of reduction.c under a prefix (see the comments there). */
+#ifndef FUSER_PASSES_LOWER_REDUCTION_INTERNAL_H
+#define FUSER_PASSES_LOWER_REDUCTION_INTERNAL_H
+
+#include "fuser/index_graph.h"
+#include "fuser/lower.h"
+#include "fuser/schedule.h"
+#include "lower_internal.h"
+#include "reduction_welford.h"
+
+/* A value at its coordinates, as emitted. */
+typedef struct fu_rl_memo {
+  const fu_value *v;
+  const fu_ix *const *c;
+  fu_kval *kv;
+} fu_rl_memo;
+
+/* MAX_STATES: reductions x kept vector lanes (a thread that owns
+ * MAX_KEPT_LANES adjacent outputs keeps one state per output). */
+enum { MAX_MEMO = 512, MAX_LANES = 16, MAX_KEPT_LANES = 8,
+       MAX_STATES = FU_MAX_SEG_REDUCTIONS * MAX_KEPT_LANES };
+
+typedef struct rl {
+  /* what is lowered, and where diagnostics go */
+  fu_module *m;
+  fu_fusion *f;
+  fu_op *seg;
+  const fu_schedule *s;
+  fu_diag_engine *diag;
+  bool failed;
+  /* the index graph, and the kernel being built */
+  fu_igraph *g;
+  fu_ix_ctx *ix;
+  fu_kernel *k;
+  fu_kbuilder b;
+  fu_dtype idx;
+  fu_reduction_info ri;
+  bool ra[256];
+  const fu_ix *rvars[16]; /* loop variables of reduced axes */
+  bool ty_red;           /* the reduced thread axis is threadIdx.y (outer reductions) */
+  const fu_ix *kx;       /* then the kept threadIdx.x variable, if any */
+  uint32_t n_rvars;
+  fu_kval **tparam, **sparam; /* by fusion value id */
+  /* index expressions of the open scopes, extent and stride parameters
+   * (lower_internal.h) */
+  fu_lix lix;
+  /* the pending evaluations (eval's explicit stack) */
+  struct rframe {
+    const fu_value *v;
+    const fu_ix *const *c;
+    uint32_t next;
+    fu_kval *args[3];
+  } *stk;
+  uint32_t stk_n, stk_cap;
+  fu_rl_memo memo[MAX_MEMO];
+  uint32_t n_memo;
+  /* a kept axis vectorized (outer reductions: each thread owns n_lanes
+   * adjacent columns, loaded as one vector): its lane variable, and the
+   * states, n_lanes x the reductions, state s for reduction s % n_ops */
+  const fu_ix *klane;
+  uint32_t n_lanes, n_states;
+  /* the kept lanes are an unroll loop (rows a thread reduces side by side,
+   * each with its own loads) rather than a vector; the one being emitted */
+  bool klane_rows;
+  uint32_t cur_lane;
+  fu_kval *shift[MAX_STATES]; /* Welford states: the shift their elements accumulate from */
+  /* Welford counts that every thread shares (welford_counts): not
+   * carried, shuffled or stored but computed, `lin` the elements before
+   * the current one, `n_thread` a thread's elements in all */
+  bool known_count;
+  const fu_ix *lin, *n_thread;
+} rl;
+
+
+/* A reduction's state: one accumulator, or a Welford (mean, m2, count). */
+typedef fu_kval *rstate[FU_WELFORD_PARTS];
+
+fu_status fu_rl_lower(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out, void (*body)(rl *L));
+
+/* Reports `what` once, at loc; false. */
+bool fu_rl_fail(rl *L, fu_loc loc, const char *what);
+/* v, or a failure (out of memory) when v is NULL. */
+fu_kval *fu_rl_chk(rl *L, fu_kval *v);
+/* Binds index expression x to kv until its scope (fu_lix_mark) is popped. */
+void fu_rl_ixv_set(rl *L, const fu_ix *x, fu_kval *kv);
+fu_kval *fu_rl_emit_ix(rl *L, const fu_ix *x);
+/* Does x depend on a reduced loop variable? */
+bool fu_rl_on_reduced(rl *L, const fu_ix *x);
+/* The guard predicates (those on kept axes, or all), NULL when none. */
+fu_kval *fu_rl_guards(rl *L, bool all_axes);
+/* The guards split by whether they depend on `lane` (taken at `last`). */
+bool fu_rl_lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, fu_kval **full);
+void fu_rl_memo_put(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval *kv);
+/* Value v at coordinates c, memoized in L->memo. */
+fu_kval *fu_rl_eval(rl *L, const fu_value *v, const fu_ix *const *c);
+fu_kval *fu_rl_cast(rl *L, fu_kval *x, fu_dtype t);
+fu_dtype fu_rl_acc_dtype(const fu_op *op);
+/* 3 for a Welford op, else 1. */
+uint32_t fu_rl_parts(const fu_op *op);
+fu_kval *fu_rl_combine(rl *L, const fu_op *op, fu_kval *a, fu_kval *b);
+void fu_rl_new_accumulators(rl *L, const char *prefix, rstate *acc);
+void fu_rl_read_states(rl *L, rstate *acc, rstate *v);
+/* Opens `if (cond)`; returns the builder to restore after it. */
+fu_kbuilder fu_rl_open_if(rl *L, fu_kval *cond);
+/* Stores the outputs whose index does (reduced) or does not depend on a
+ * reduced axis, one element each. */
+void fu_rl_store_outputs(rl *L, bool reduced);
+/* The combine of v across the threads of a row (reduce=warp|block), in
+ * place; every thread of the row ends with the result.  Shared slot
+ * arrays are named after `tag`. */
+void fu_rl_combine_threads(rl *L, rstate *v, const fu_ix *tx, const char *tag);
+/* The Welford shifts (the first element of each row), in L->shift. */
+void fu_rl_welford_shifts(rl *L);
+
+#endif

@@ -1,0 +1,295 @@
+/* fuser: the persistent (normalization) scheduler.
+ *
+ * A persistent segment reduces rows and then uses them again (softmax,
+ * layer norm, RMS norm): the kernel makes one pass over its row per group
+ * of independent reductions, combines each across the row's threads, and
+ * a last pass computes and stores the outputs (passes/lower/persistent.c).
+ * The reference is the reductions' operand; its kept dims merge into `i`
+ * and its reduced dims, the last ones, into `r` (inner normalizations;
+ * outer ones are declined for now).  The ladder, on the row length N in
+ * vectors of V elements (16 bytes of the widest full-size tensor, V
+ * dividing N):
+ *   - up to 128 vectors: a group of 2..32 threads of one warp per row
+ *     (about 4 vectors each), 256 / group rows per block, shuffles only
+ *     (reduce=warp);
+ *   - longer: 64..1024 threads per row (about 4 vectors each), shuffles
+ *     then shared memory across the warps (reduce=block), 256 threads per
+ *     block at least (several rows per block below 256 threads per row);
+ * and where a row is kept:
+ *   - persist=registers when the row length is constant and each thread's
+ *     part of every cached input (the full-size inputs), counted in its
+ *     compute dtype (f32 for f16 and bf16), fits in REG_BYTES bytes: loaded
+ *     once, 16-byte vectors, reused by every pass; at 1024 threads per row
+ *     that is rows of up to 32768 elements with one full-size input (ptxas
+ *     keeps them without spilling: 64 registers per thread at 1024
+ *     threads; 64 elements per thread spill);
+ *   - persist=reread otherwise (a symbolic row, or a longer one): every
+ *     pass reads the row from global memory again (from L2 when the rows
+ *     in flight fit it), a serial loop of any trip count, 512 threads per
+ *     row, correct for any length.
+ * Rows longer than the segmenter's limit (FU_SEG_PERSISTENT_MAX_ELEMS)
+ * never reach this scheduler: they become a reduction kernel and a
+ * pointwise kernel. */
+#include <stdio.h>
+#include <string.h>
+
+#include "fuser/index_graph.h"
+#include "fuser/schedule.h"
+
+enum {
+  MAX_AXES = 32,
+  REG_BYTES = 128,    /* bytes of cached inputs per thread (32 registers) */
+  WARP_VECS = 128,    /* rows of at most this many vectors take a warp or less */
+  VECS_PER_THREAD = 4, /* the target number of vectors (loads in flight) per thread */
+  REREAD_THREADS = 512 /* threads per row with persist=reread */
+};
+
+typedef struct pbuild {
+  fu_saxis axes[MAX_AXES];
+  char names[MAX_AXES][8];
+  fu_sxform xf[MAX_AXES];
+  fu_sloop loops[8];
+  uint32_t n_axes, n_xf, n_loops;
+} pbuild;
+
+static uint32_t axis_new(pbuild *b, const char *name, int32_t ref_dim, int32_t def) {
+  uint32_t a = b->n_axes++;
+  snprintf(b->names[a], sizeof b->names[a], "%s", name);
+  b->axes[a] = (fu_saxis){.name = b->names[a], .ref_dim = ref_dim, .def = def, .loc = fu_loc_none()};
+  return a;
+}
+
+/* Reference dims [lo, hi) (made as axes d<lo>..) merged, in order, into
+ * one axis named `name`. */
+static uint32_t merged(pbuild *b, int32_t lo, int32_t hi, const char *name) {
+  uint32_t cur = UINT32_MAX;
+  for (int32_t d = lo; d < hi; d++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "d%d", (int)d % 100);
+    uint32_t a = axis_new(b, hi - lo == 1 ? name : nm, d, -1);
+    if (cur != UINT32_MAX) {
+      char mid[8];
+      snprintf(mid, sizeof mid, "m%u", b->n_axes % 100u);
+      b->xf[b->n_xf] = (fu_sxform){.kind = FU_SX_MERGE, .in = {cur, a}, .loc = fu_loc_none()};
+      a = b->xf[b->n_xf].out[0] = axis_new(b, d + 1 == hi ? name : mid, -1, (int32_t)b->n_xf);
+      b->n_xf++;
+    }
+    cur = a;
+  }
+  return cur;
+}
+
+/* x split by f into (outer, inner); exact when `exact`. */
+static void split_in(pbuild *b, uint32_t x, int64_t f, bool exact, const char *on, const char *in, uint32_t *o,
+                     uint32_t *i) {
+  fu_sxform *t = &b->xf[b->n_xf];
+  *t = (fu_sxform){.kind = FU_SX_SPLIT, .in = {x}, .factor = f, .tail = exact ? FU_TAIL_EXACT : FU_TAIL_GUARD,
+                   .loc = fu_loc_none()};
+  t->out[0] = *o = axis_new(b, on, -1, (int32_t)b->n_xf);
+  t->out[1] = *i = axis_new(b, in, -1, (int32_t)b->n_xf);
+  b->n_xf++;
+}
+
+static void bind(pbuild *b, uint32_t a, fu_ptype p) {
+  b->loops[b->n_loops++] = (fu_sloop){.axis = a, .ptype = p, .loc = fu_loc_none()};
+}
+
+/* The extent of a reference dim at the example sizes (a symbol bound by
+ * an input's example shape), or `dflt` when unbound. */
+static double dim_estimate(fu_fusion *f, fu_extent e, double dflt) {
+  if (!e.sym) return (double)e.value;
+  for (fu_op *op = f->body.first; op; op = op->next) {
+    if (op->kind != FU_OP_INPUT || !op->n_results) continue;
+    const fu_type *t = &op->results[0]->type;
+    const fu_example *ex = &op->u.input.example;
+    for (int32_t k = 0; ex->shape && ex->rank == t->rank && k < t->rank; k++)
+      if (t->dims[k].sym && strcmp(t->dims[k].sym, e.sym) == 0) return (double)ex->shape[k];
+  }
+  return dflt;
+}
+
+static bool same_shape(const fu_value *a, const fu_value *b) {
+  if (a->type.rank != b->type.rank) return false;
+  for (int32_t d = 0; d < a->type.rank; d++)
+    if (!fu_extent_equal(a->type.dims[d], b->type.dims[d])) return false;
+  return true;
+}
+
+/* The full-size tensors of the segment (inputs and outputs of the
+ * reference's shape): their widest dtype (*widest bytes, 0 when bool is
+ * among them), and the bytes per element of the inputs among them (the
+ * inputs a registers schedule caches). */
+static void full_size_bytes(const fu_op *seg, const fu_value *ref, size_t *widest, size_t *cached) {
+  *widest = 0;
+  *cached = 0;
+  bool any_bool = false;
+  const fu_segment_info *si = &seg->u.segment;
+  for (uint32_t pass = 0; pass < 2; pass++)
+    for (uint32_t k = 0; k < (pass ? si->n_outputs : seg->n_operands); k++) {
+      const fu_value *v = pass ? si->outputs[k] : seg->operands[k];
+      if (!fu_type_is_tensor(&v->type) || !same_shape(v, ref)) continue;
+      size_t sz = fu_dtype_size(v->type.dtype);
+      any_bool |= v->type.dtype == FU_DT_BOOL;
+      if (sz > *widest) *widest = sz;
+      /* a cached element lives in registers in its compute dtype (f16 and
+       * bf16 in f32: the conversion of a cached vector is computed once
+       * and kept, by common subexpression elimination) */
+      if (!pass) *cached += sz < 4 ? 4 : sz;
+    }
+  if (any_bool) *widest = 0;
+  if (!*cached) *cached = 4;
+}
+
+static int64_t pow2_ceil(double x) {
+  int64_t p = 1;
+  while ((double)p < x && p < 1024) p *= 2;
+  return p;
+}
+
+/* The schedule `b` describes, in the module's arena, with its index type
+ * decided from the index graph. */
+static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, const pbuild *b,
+                        const fu_value *ref, fu_reduce_mode mode, fu_persist_mode pm, fu_schedule **out) {
+  fu_module *m = f->module;
+  fu_schedule *s = fu_arena_calloc(m->arena, 1, sizeof *s);
+  if (!s) return FU_ERR_NOMEM;
+  char arch[16];
+  fu_device_arch(dev, arch, sizeof arch);
+  *s = (fu_schedule){.reference = (fu_value *)ref, .loc = seg->loc, .kind = FU_SK_PERSISTENT, .reduce = mode,
+                     .persist = pm, .n_axes = b->n_axes, .n_xforms = b->n_xf, .n_loops = b->n_loops,
+                     .device = fu_arena_strdup(m->arena, dev->name), .arch = fu_arena_strdup(m->arena, arch)};
+  s->axes = fu_arena_memdup(m->arena, b->axes, b->n_axes, sizeof *b->axes);
+  s->xforms = b->n_xf ? fu_arena_memdup(m->arena, b->xf, b->n_xf, sizeof *b->xf) : NULL;
+  s->loops = fu_arena_memdup(m->arena, b->loops, b->n_loops, sizeof *b->loops);
+  if (!s->axes || !s->loops || (b->n_xf && !s->xforms) || !s->device || !s->arch) return FU_ERR_NOMEM;
+  for (uint32_t a = 0; a < s->n_axes; a++)
+    if (!(s->axes[a].name = fu_arena_strdup(m->arena, b->names[a]))) return FU_ERR_NOMEM;
+  fu_igraph *g = NULL;
+  fu_status st = fu_igraph_build(f, seg, s, m->alloc, diag, &g);
+  if (st != FU_OK) return st;
+  s->index_dtype = fu_igraph_index_dtype(g);
+  fu_igraph_free(g);
+  *out = s;
+  return FU_OK;
+}
+
+/* The segment's first reduction (every reduction of a persistent segment
+ * reduces the same dims of the same domain: the segmenter's check), or
+ * NULL. */
+static const fu_op *first_reduction(const fu_op *seg) {
+  const fu_block *body = seg->u.segment.body;
+  for (const fu_op *op = body ? body->first : NULL; op; op = op->next)
+    if (fu_op_has(op->kind, FU_OF_REDUCTION)) return op;
+  return NULL;
+}
+
+fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                                 fu_schedule **out) {
+  *out = NULL;
+  const char *sname = seg->u.segment.name ? seg->u.segment.name : "?";
+  const fu_op *red = first_reduction(seg);
+  if (!red) {
+    fu_error(diag, seg->loc, "persistent segment '@%s' has no reduction", sname);
+    return FU_ERR_INVALID_ARG;
+  }
+  const fu_value *ref = red->operands[0];
+  int32_t rank = ref->type.rank;
+  bool reduced[FU_MAX_RANK] = {false};
+  /* var/var_mean's payload starts with the same axes list */
+  const fu_int_list *axes = &red->u.reduce.axes;
+  for (uint32_t i = 0; i < axes->n; i++) {
+    int64_t a = axes->v[i] < 0 ? axes->v[i] + rank : axes->v[i];
+    if (a >= 0 && a < rank) reduced[a] = true;
+  }
+  /* the reduced dims: the trailing run [first, rank) */
+  int32_t first = rank;
+  while (first > 0 && reduced[first - 1]) first--;
+  for (int32_t d = 0; d < first; d++)
+    if (reduced[d] || rank == 0) first = -1;
+  if (rank == 0 || first < 0 || first == rank) {
+    if (debug)
+      fprintf(debug, "schedule: @%s: persistent segment whose reduced dims are not the last ones (an outer "
+                     "normalization): comes later\n", sname);
+    return FU_OK;
+  }
+  double row = 1, rows = 1;
+  bool row_const = true;
+  for (int32_t d = 0; d < rank; d++) {
+    double e = dim_estimate(f, ref->type.dims[d], 1024.0);
+    if (d >= first) row *= e, row_const &= !ref->type.dims[d].sym;
+    else rows *= e;
+  }
+  int64_t n = 1;
+  for (int32_t d = first; row_const && d < rank; d++) n *= ref->type.dims[d].value;
+  size_t widest, cached;
+  full_size_bytes(seg, ref, &widest, &cached);
+  /* the vector: 16 bytes of the widest full-size tensor, dividing a
+   * constant row (a symbolic row, or bool tensors: scalar) */
+  int64_t vw = widest && row_const ? (int64_t)(16 / widest) : 1;
+  if (vw > 8) vw = 8;
+  while (vw > 1 && n % vw != 0) vw /= 2;
+  double vecs = row / (double)vw;
+  bool warp = vecs <= WARP_VECS;
+  int64_t tx = pow2_ceil(vecs / VECS_PER_THREAD);
+  if (warp && tx < 2) tx = 2;
+  if (warp && tx > (int64_t)dev->warp_size) tx = dev->warp_size;
+  if (!warp && tx < 64) tx = 64;
+  if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
+  int64_t ty = tx < 256 ? 256 / tx : 1;
+  int64_t per = row_const ? ((int64_t)vecs + tx - 1) / tx : 0; /* vectors per thread */
+  bool regs = row_const && per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= REG_BYTES;
+  /* a row that did not fit a block's registers: every pass rereads it
+   * with REREAD_THREADS threads (at 1024, the 64 registers a thread may
+   * have spill a little) */
+  int64_t tried = tx; /* the threads the registers schedule would have had */
+  if (!regs && !warp) {
+    tx = (uint32_t)REREAD_THREADS < dev->max_threads_per_block ? REREAD_THREADS : dev->max_threads_per_block;
+    ty = 1;
+  }
+  pbuild b = {0};
+  uint32_t i = first > 0 ? merged(&b, 0, first, "i") : UINT32_MAX;
+  uint32_t r = merged(&b, first, rank, "r"), ro = r, rv = UINT32_MAX, rs, rx, ib, iy;
+  if (vw > 1) split_in(&b, r, vw, true, "ro", "rv", &ro, &rv);
+  split_in(&b, ro, tx, row_const && ((int64_t)vecs % tx == 0), "rs", "rx", &rs, &rx);
+  if (i != UINT32_MAX && ty > 1) {
+    int64_t m = 1;
+    bool kept_const = true;
+    for (int32_t d = 0; d < first; d++) {
+      kept_const &= !ref->type.dims[d].sym;
+      m *= ref->type.dims[d].sym ? 1 : ref->type.dims[d].value;
+    }
+    split_in(&b, i, ty, kept_const && m % ty == 0, "ib", "iy", &ib, &iy);
+    bind(&b, ib, FU_PT_BLOCK_X);
+    bind(&b, iy, FU_PT_THREAD_Y);
+  } else if (i != UINT32_MAX) {
+    bind(&b, i, FU_PT_BLOCK_X);
+  }
+  bind(&b, rx, FU_PT_THREAD_X);
+  bind(&b, rs, regs ? FU_PT_UNROLL : FU_PT_SERIAL);
+  if (rv != UINT32_MAX) bind(&b, rv, FU_PT_VECTORIZE);
+  fu_reduce_mode mode = warp ? FU_RM_WARP : FU_RM_BLOCK;
+  fu_persist_mode pm = regs ? FU_PM_REGISTERS : FU_PM_REREAD;
+  fu_status st = finish(f, seg, dev, diag, &b, ref, mode, pm, out);
+  if (st == FU_OK && debug) {
+    char vwhy[64], where[200];
+    if (vw > 1) snprintf(vwhy, sizeof vwhy, "%lld-element vector loads", (long long)vw);
+    else snprintf(vwhy, sizeof vwhy, "scalar loads (%s)", row_const ? "no vector divides the row" : "symbolic row");
+    if (regs)
+      snprintf(where, sizeof where, "the row stays in registers: %lld vector(s) per thread, %lld bytes of input",
+               (long long)per, (long long)(per * vw * (int64_t)cached));
+    else if (row_const)
+      snprintf(where, sizeof where,
+               "the row is reread from global memory by every pass: at %lld threads per row, %lld elements per "
+               "thread would need %lld bytes of registers, more than %d",
+               (long long)tried, (long long)(per * vw), (long long)(per * vw * (int64_t)cached), REG_BYTES);
+    else
+      snprintf(where, sizeof where, "the row is reread from global memory by every pass: its length is symbolic");
+    fprintf(debug,
+            "schedule: @%s: persistent normalization of %%%s, reduce=%s, persist=%s: rows of %.0f elements, %.0f "
+            "row(s), %lld thread(s) per row (%s), %lld row(s) per block, %s; %s, index %s\n",
+            sname, ref->name ? ref->name : "?", fu_reduce_mode_name(mode), fu_persist_mode_name(pm), row, rows,
+            (long long)tx, warp ? "shuffles within the warp" : "shuffles then shared memory", (long long)ty, vwhy,
+            where, fu_dtype_name((*out)->index_dtype));
+  }
+  return st;
+}
