@@ -83,6 +83,7 @@ struct fu_igraph {
     int64_t shift, extent;
   } *rvars;
   uint32_t n_rvars, cap_rvars;
+  bool rvars_lanewise; /* a clamped coordinate varies along the vector lane */
   fu_dtype index_dtype;
   bool nomem;
 };
@@ -812,6 +813,29 @@ bool fu_igraph_resize_var(const fu_igraph *g, const fu_ix *var, const fu_ix **sr
   return false;
 }
 
+/* The coordinate clamp(x - shift, 0, extent - 1) of a pad's or cat's
+ * operand.  Along a vector lane it must be the same in every lane, or
+ * move by 1 per lane within one aligned vector of the operand (x = x0 +
+ * lane with x0, shift and extent multiples of the width): then it is V *
+ * clamp(x0 / V - shift / V, 0, extent / V - 1) + lane, a vector access.
+ * Otherwise the graph notes that the schedule cannot vectorize it
+ * (fu_igraph_resize_lanewise). */
+static const fu_ix *clamped(fu_igraph *g, const fu_ix *x, int64_t shift, int64_t extent) {
+  if (!g->lane || g->width <= 1) return resize_var(g, x, shift, extent);
+  int64_t V = g->width;
+  fu_ix_lane a = fu_ix_lane_analyze(x, g->lane, V);
+  const fu_ix *x0 = fu_ix_subst(g->ix, x, g->lane, fu_ix_const(g->ix, 0));
+  if (a.ok && a.stride == 0) return resize_var(g, x0, shift, extent);
+  if (a.ok && a.stride == 1 && (a.align == 0 || a.align % V == 0) && shift % V == 0 && extent % V == 0) {
+    const fu_ix *q = resize_var(g, fu_ix_div(g->ix, x0, fu_ix_const(g->ix, V)), shift / V, extent / V);
+    return q ? fu_ix_add(g->ix, fu_ix_mul(g->ix, q, fu_ix_const(g->ix, V)), g->lane) : NULL;
+  }
+  g->rvars_lanewise = true;
+  return resize_var(g, x, shift, extent);
+}
+
+bool fu_igraph_resize_lanewise(const fu_igraph *g) { return g->rvars_lanewise; }
+
 /* Operand coordinates c of a slice, pad or cat from the result's rc: a
  * slice reads start + step * i; a pad's operand (dims padded by lo before,
  * hi after) i - lo, a cat's operand k i - (the extents before it), clamped
@@ -838,14 +862,14 @@ static bool resize_back_map(fu_igraph *g, const fu_op *op, uint32_t operand, con
       if (x->type.dims[j].sym) return false;
       if (lo <= 0 && hi <= 0) /* a crop: always inside */
         c[j] = fu_ix_add(g->ix, rc[j], fu_ix_const(g->ix, -lo));
-      else if (!(c[j] = resize_var(g, rc[j], lo, x->type.dims[j].value)))
+      else if (!(c[j] = clamped(g, rc[j], lo, x->type.dims[j].value)))
         return false;
     }
   } else {
     int64_t dim = op->u.cat.dim, start = 0;
     if (dim < 0 || dim >= xr) return false;
     for (uint32_t k = 0; k < operand; k++) start += op->operands[k]->type.dims[dim].value;
-    if (op->n_operands > 1 && (x->type.dims[dim].sym || !(c[dim] = resize_var(g, rc[dim], start, x->type.dims[dim].value))))
+    if (op->n_operands > 1 && (x->type.dims[dim].sym || !(c[dim] = clamped(g, rc[dim], start, x->type.dims[dim].value))))
       return false;
   }
   for (int32_t d = 0; d < xr; d++)

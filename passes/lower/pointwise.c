@@ -451,10 +451,10 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
   case FU_OC_PERMUTE:
   case FU_OC_SQUEEZE:
   case FU_OC_SLICE: return args[0];
-  case FU_OC_PAD: return fu_pwl_resize_value(L, op, v, c, args, eval(L, op->operands[1], NULL, 0), nm);
+  case FU_OC_PAD: return fu_pwl_resize_value(L, op, v, c, lane, args, eval(L, op->operands[1], NULL, 0), nm);
   case FU_OC_CAT:
     if (op->n_operands > FU_PWL_MAX_ARGS || !c) break;
-    return fu_pwl_resize_value(L, op, v, c, args, NULL, nm);
+    return fu_pwl_resize_value(L, op, v, c, lane, args, NULL, nm);
   case FU_OC_FULL: return cast_to(L, eval(L, op->operands[0], NULL, 0), v->type.dtype);
   case FU_OC_IOTA: {
     if (!c || v->type.rank != 1) break;
@@ -1190,6 +1190,7 @@ fu_kval *fu_pwl_predicate(lw *L) {
   return predicate_part(L, false, 0);
 }
 fu_kinst *fu_pwl_open_if(lw *L, fu_kval *cond) { return open_if(L, cond); }
+const fu_ix *fu_pwl_at_lane(lw *L, const fu_ix *x, uint32_t lane) { return at_lane(L, x, lane); }
 bool fu_pwl_make_launch(lw *L) { return make_launch(L); }
 bool fu_pwl_output_at(lw *L, const fu_value *o, const fu_ix *const **c, const fu_ix **off) {
   return output_at(L, o, c, off);

@@ -123,6 +123,8 @@ fu_kval *fu_pwl_cast_to(lw *L, fu_kval *x, fu_dtype t);
 fu_kval *fu_pwl_predicate(lw *L);
 /* Opens `if (cond)` and continues building in its then-block. */
 fu_kinst *fu_pwl_open_if(lw *L, fu_kval *cond);
+/* x with the vector lane variable replaced by lane `lane`'s value. */
+const fu_ix *fu_pwl_at_lane(lw *L, const fu_ix *x, uint32_t lane);
 /* The launch from the schedule's loops: block from the threadIdx axes,
  * grid from the blockIdx axes (false after an error). */
 bool fu_pwl_make_launch(lw *L);
@@ -133,10 +135,10 @@ void fu_pwl_loops(lw *L);
 
 /* passes/lower/resize.c: the clamped coordinate `var` (FU_IG_VAR_RESIZE)
  * of a pad's or cat's operand, and the element of a pad or cat result v at
- * coordinates c from its operands' elements args (pad_value: the pad's
- * scalar), named `name`. */
+ * coordinates c in vector lane `lane` from its operands' elements args
+ * (pad_value: the pad's scalar), named `name`. */
 fu_kval *fu_pwl_resize_index(lw *L, const fu_ix *var);
-fu_kval *fu_pwl_resize_value(lw *L, const fu_op *op, const fu_value *v, const fu_ix *const *c, fu_kval **args,
-                             fu_kval *pad_value, char *name);
+fu_kval *fu_pwl_resize_value(lw *L, const fu_op *op, const fu_value *v, const fu_ix *const *c, uint32_t lane,
+                             fu_kval **args, fu_kval *pad_value, char *name);
 
 #endif

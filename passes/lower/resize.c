@@ -11,8 +11,11 @@
  *   pad:  where(every padded dim has 0 <= c - lo < E, x, pad value)
  *   cat:  where(c < end_0, x_0, where(c < end_1, x_1, ... x_last))
  *
- * with c the result's coordinate along the dim.  Index math is signed
- * (the index dtype), so c - lo may be negative before the clamp. */
+ * with c the result's coordinate along the dim, per vector lane.  Under a
+ * vectorize axis the clamped coordinate is the vector's (the index graph
+ * refuses one that varies within a vector), so the operands load whole
+ * vectors and the select is made lane by lane.  Index math is signed (the
+ * index dtype), so c - lo may be negative before the clamp. */
 #include <stdio.h>
 #include <string.h>
 
@@ -54,11 +57,14 @@ static fu_kval *pick(lw *L, fu_kval *cond, fu_kval *a, fu_kval *b, fu_dtype t, c
   return r;
 }
 
-fu_kval *fu_pwl_resize_value(lw *L, const fu_op *op, const fu_value *v, const fu_ix *const *c, fu_kval **args,
-                             fu_kval *pad_value, char *name) {
+fu_kval *fu_pwl_resize_value(lw *L, const fu_op *op, const fu_value *v, const fu_ix *const *c, uint32_t lane,
+                             fu_kval **args, fu_kval *pad_value, char *name) {
   fu_dtype t = v->type.dtype;
-  if (L->lane && L->width > 1) {
-    fu_error(L->diag, op->loc, "'%s' cannot be lowered in a vectorized loop", fu_op_info_of(op->kind)->name);
+  if (L->lane && L->width > 1 && fu_igraph_resize_lanewise(L->g)) {
+    fu_error(L->diag, op->loc,
+             "'%s' cannot be lowered with this vector width: an operand's clamped coordinate varies within a vector "
+             "(its extents and offsets along the vectorized dim are not multiples of the width)",
+             fu_op_info_of(op->kind)->name);
     L->failed = true;
     return NULL;
   }
@@ -70,7 +76,7 @@ fu_kval *fu_pwl_resize_value(lw *L, const fu_op *op, const fu_value *v, const fu
       int32_t j = x->type.rank - 1 - (int32_t)k;
       int64_t lo = w->v[2 * k], hi = w->v[2 * k + 1];
       if ((lo <= 0 && hi <= 0) || j < 0) continue; /* crops only: every element is the operand's */
-      fu_kval *in = within(L, c[j], lo, x->type.dims[j].value, true);
+      fu_kval *in = within(L, fu_pwl_at_lane(L, c[j], lane), lo, x->type.dims[j].value, true);
       cond = cond ? ix_op(L, FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, in) : in;
     }
     fu_kval *a = fu_pwl_cast_to(L, args[0], t), *p = fu_pwl_cast_to(L, pad_value, t);
@@ -82,7 +88,7 @@ fu_kval *fu_pwl_resize_value(lw *L, const fu_op *op, const fu_value *v, const fu
   for (uint32_t i = 0; i < op->n_operands; i++) ends[i] = end += op->operands[i]->type.dims[dim].value;
   fu_kval *r = fu_pwl_cast_to(L, args[op->n_operands - 1], t);
   for (uint32_t i = op->n_operands - 1; i-- > 0 && r;) {
-    fu_kval *in = within(L, c[dim], 0, ends[i], false);
+    fu_kval *in = within(L, fu_pwl_at_lane(L, c[dim], lane), 0, ends[i], false);
     r = pick(L, in, fu_pwl_cast_to(L, args[i], t), r, t, i == 0 ? name : NULL);
   }
   return r;
