@@ -74,8 +74,8 @@ static void probe_schedule(fu_schedule *s, const fu_value *ref, fu_saxis *axes, 
   s->n_axes = s->n_loops = (uint32_t)ref->type.rank;
 }
 
-/* The accesses of seg under the probe schedule; false with *p empty when
- * the graph cannot be built. */
+/* The accesses of seg under the probe schedule, in the module's arena;
+ * the graph's status when it cannot be built. */
 static fu_status run_probe(fu_fusion *f, fu_op *seg, const fu_value *ref, const fu_example_sizes *bind,
                            fu_diag_engine *diag, probe *p) {
   memset(p, 0, sizeof *p);
@@ -125,8 +125,11 @@ static double penalty(int64_t stride, const fu_value *v) {
 /* Threads of the partial tiles along an extent: ceil(E / T) * T / E. */
 static double pad(double e) { return e <= 0 ? 1.0 : ceil(e / TILE) * TILE / e; }
 
-/* An access that goes through the tile: contiguous along I, varying along J. */
-static bool tiled(const pacc *a, int32_t di, int32_t dj) { return a->unit == di && a->stride[dj] != 0; }
+/* An access that goes through the tile: contiguous along I, varying along
+ * J, not bool (bools are accessed element by element everywhere). */
+static bool tiled(const pacc *a, int32_t di, int32_t dj) {
+  return a->unit == di && a->stride[dj] != 0 && a->v->type.dtype != FU_DT_BOOL;
+}
 
 /* ---- the tile schedule ----------------------------------------------------------------- */
 
@@ -243,7 +246,7 @@ fu_status fu_schedule_transpose(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     if (p.a[i].store && p.a[i].v == ref) dj = p.a[i].unit;
   double votes[FU_MAX_RANK] = {0};
   for (uint32_t i = 0; dj >= 0 && i < p.n; i++)
-    if (p.a[i].unit >= 0 && p.a[i].unit != dj && p.a[i].stride[dj] != 0) votes[p.a[i].unit] += p.a[i].bytes;
+    if (p.a[i].unit >= 0 && p.a[i].unit != dj && tiled(&p.a[i], p.a[i].unit, dj)) votes[p.a[i].unit] += p.a[i].bytes;
   for (int32_t d = 0; ref && d < ref->type.rank; d++)
     if (votes[d] > 0 && (di < 0 || votes[d] > votes[di])) di = d;
   if (di < 0) {
@@ -251,8 +254,8 @@ fu_status fu_schedule_transpose(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       fprintf(debug, "schedule: @%s: transpose: %s: no tile, the pointwise schedule\n", sn,
               !ref || ref->type.rank < 2 ? "the reference has fewer than 2 dims"
               : dj < 0                   ? "the reference is not contiguous along any of its dims"
-                                         : "every access is contiguous along the reference's innermost dim or does "
-                                           "not vary along it");
+                                         : "every access is contiguous along the reference's innermost dim, does "
+                                           "not vary along it, or is bool");
     return fu_schedule_pointwise(f, seg, dev, diag, debug, out);
   }
   /* 4. cost */
@@ -263,7 +266,7 @@ fu_status fu_schedule_transpose(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     cost_pw += a->bytes * penalty(a->stride[last], a->v);
     cost_tile += a->bytes * (tiled(a, di, dj) ? 1.0 : penalty(a->stride[dj], a->v));
   }
-  fu_example_sizes_bind(&bind, f, m->alloc);
+  if (fu_example_sizes_bind(&bind, f, m->alloc) != FU_OK) return FU_ERR_NOMEM;
   double ei = (double)fu_example_extent(&bind, ref->type.dims[di], 4096);
   double ej = (double)fu_example_extent(&bind, ref->type.dims[dj], 4096);
   fu_example_sizes_free(&bind);
