@@ -81,6 +81,7 @@ struct fu_igraph {
   struct resize_ent {
     const fu_ix *var, *src;
     int64_t shift, extent;
+    bool lanewise; /* src varies along the vector lane: one variable per lane (fu_igraph_resize_at_lane) */
   } *rvars;
   uint32_t n_rvars, cap_rvars;
   bool rvars_lanewise; /* a clamped coordinate varies along the vector lane */
@@ -798,7 +799,7 @@ static const fu_ix *resize_var(fu_igraph *g, const fu_ix *src, int64_t shift, in
     g->nomem = true;
     return NULL;
   }
-  g->rvars[g->n_rvars++] = (struct resize_ent){v, src, shift, extent};
+  g->rvars[g->n_rvars++] = (struct resize_ent){v, src, shift, extent, false};
   return v;
 }
 
@@ -814,27 +815,53 @@ bool fu_igraph_resize_var(const fu_igraph *g, const fu_ix *var, const fu_ix **sr
 }
 
 /* The coordinate clamp(x - shift, 0, extent - 1) of a pad's or cat's
- * operand.  Along a vector lane it must be the same in every lane, or
- * move by 1 per lane within one aligned vector of the operand (x = x0 +
- * lane with x0, shift and extent multiples of the width): then it is V *
- * clamp(x0 / V - shift / V, 0, extent / V - 1) + lane, a vector access.
- * Otherwise the graph notes that the schedule cannot vectorize it
- * (fu_igraph_resize_lanewise). */
+ * operand.  Along a vector lane: the same in every lane (x at lane 0), or
+ * moving by 1 per lane within one aligned vector of the operand (x = x0 +
+ * lane with x0, shift and extent multiples of the width): V * clamp(x0 /
+ * V - shift / V, 0, extent / V - 1) + lane, a vector access.  Otherwise a
+ * variable marked lanewise: its accesses go lane by lane, each lane with
+ * its own instance (fu_igraph_resize_at_lane). */
+/* Whether x names a clamped coordinate that varies within a vector. */
+static bool names_lanewise(fu_igraph *g, const fu_ix *x) {
+  for (uint32_t i = 0; i < g->n_rvars; i++)
+    if (g->rvars[i].lanewise && fu_ix_subst(g->ix, x, g->rvars[i].var, fu_ix_const(g->ix, 0)) != x) return true;
+  return false;
+}
+
 static const fu_ix *clamped(fu_igraph *g, const fu_ix *x, int64_t shift, int64_t extent) {
   if (!g->lane || g->width <= 1) return resize_var(g, x, shift, extent);
   int64_t V = g->width;
-  fu_ix_lane a = fu_ix_lane_analyze(x, g->lane, V);
+  /* through another lanewise clamp (a pad of a cat): lanewise too */
+  fu_ix_lane a = names_lanewise(g, x) ? (fu_ix_lane){false, 0, 0} : fu_ix_lane_analyze(x, g->lane, V);
   const fu_ix *x0 = fu_ix_subst(g->ix, x, g->lane, fu_ix_const(g->ix, 0));
   if (a.ok && a.stride == 0) return resize_var(g, x0, shift, extent);
   if (a.ok && a.stride == 1 && (a.align == 0 || a.align % V == 0) && shift % V == 0 && extent % V == 0) {
     const fu_ix *q = resize_var(g, fu_ix_div(g->ix, x0, fu_ix_const(g->ix, V)), shift / V, extent / V);
     return q ? fu_ix_add(g->ix, fu_ix_mul(g->ix, q, fu_ix_const(g->ix, V)), g->lane) : NULL;
   }
-  g->rvars_lanewise = true;
-  return resize_var(g, x, shift, extent);
+  const fu_ix *v = resize_var(g, x, shift, extent);
+  for (uint32_t i = 0; v && i < g->n_rvars; i++)
+    if (g->rvars[i].var == v) g->rvars[i].lanewise = true;
+  g->rvars_lanewise = g->rvars_lanewise || v;
+  return v;
 }
 
 bool fu_igraph_resize_lanewise(const fu_igraph *g) { return g->rvars_lanewise; }
+
+bool fu_igraph_names_lanewise(fu_igraph *g, const fu_ix *x) { return g->rvars_lanewise && x && names_lanewise(g, x); }
+
+const fu_ix *fu_igraph_resize_at_lane(fu_igraph *g, const fu_ix *x, const fu_ix *lane_value) {
+  if (!g->rvars_lanewise || !x || !g->lane) return x;
+  for (uint32_t i = 0; i < g->n_rvars && x; i++) {
+    if (!g->rvars[i].lanewise || fu_ix_subst(g->ix, x, g->rvars[i].var, fu_ix_const(g->ix, 0)) == x) continue;
+    struct resize_ent e = g->rvars[i]; /* resize_var may move the table */
+    /* its source may name an earlier lanewise clamp: that lane's instance */
+    const fu_ix *src = fu_igraph_resize_at_lane(g, fu_ix_subst(g->ix, e.src, g->lane, lane_value), lane_value);
+    const fu_ix *inst = src ? resize_var(g, src, e.shift, e.extent) : NULL;
+    x = inst ? fu_ix_subst(g->ix, x, e.var, inst) : NULL;
+  }
+  return x;
+}
 
 /* Operand coordinates c of a slice, pad or cat from the result's rc: a
  * slice reads start + step * i; a pad's operand (dims padded by lo before,
@@ -1209,6 +1236,10 @@ const fu_ix *fu_igraph_offset(fu_igraph *g, const fu_value *v, const fu_ix *cons
 fu_amode fu_igraph_access_mode(fu_igraph *g, const fu_value *v, const fu_ix *offset, const char **why) {
   if (why) *why = NULL;
   if (!g->lane || g->width <= 1) return FU_AM_LANES;
+  if (g->rvars_lanewise && names_lanewise(g, offset)) {
+    if (why) *why = "its index goes through a pad's or cat's clamp that varies within the vector";
+    return FU_AM_LANES;
+  }
   fu_ix_lane a = fu_ix_lane_analyze(offset, g->lane, g->width);
   if (!a.ok) {
     if (why) *why = "its index is not affine along the vector (the vector would cross a dim boundary)";

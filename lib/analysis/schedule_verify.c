@@ -221,6 +221,7 @@ static bool verify_indexing(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_d
       const fu_stensor *t = fu_schedule_tensor(s, a->value);
       if (t && t->access == FU_ACCESS_SCALAR) continue;
       if (a->mode == FU_AM_VECTOR || a->mode == FU_AM_UNIFORM) continue;
+      if (!a->is_store && fu_igraph_names_lanewise(g, a->offset)) continue; /* through a pad's or cat's clamp */
       if (a->mode == FU_AM_UNIFORM && a->is_store) continue;
       fu_loc loc = t ? t->loc : s->loops[vl].loc;
       fu_error(diag, loc, "cannot vectorize %s of '%%%s' along axis '%s' (width %lld): %s",

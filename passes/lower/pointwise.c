@@ -185,7 +185,7 @@ static fu_kval *emit_ix(lw *L, const fu_ix *x) {
 /* x with the lane variable replaced by lane j's value. */
 static const fu_ix *at_lane(lw *L, const fu_ix *x, uint32_t j) {
   if (!L->lane || !x) return x;
-  return fu_ix_subst(L->ix, x, L->lane, L->lane_val[j]);
+  return fu_igraph_resize_at_lane(L->g, fu_ix_subst(L->ix, x, L->lane, L->lane_val[j]), L->lane_val[j]);
 }
 
 /* ---- values ------------------------------------------------------------------------------ */

@@ -12,9 +12,10 @@
  *   cat:  where(c < end_0, x_0, where(c < end_1, x_1, ... x_last))
  *
  * with c the result's coordinate along the dim, per vector lane.  Under a
- * vectorize axis the clamped coordinate is the vector's (the index graph
- * refuses one that varies within a vector), so the operands load whole
- * vectors and the select is made lane by lane.  Index math is signed (the
+ * vectorize axis the clamped coordinate is the vector's where the
+ * operand's edges fall on vector boundaries (whole-vector loads), else one
+ * per lane (fu_igraph_resize_at_lane, loads lane by lane); the select is
+ * made lane by lane.  Index math is signed (the
  * index dtype), so c - lo may be negative before the clamp. */
 #include <stdio.h>
 #include <string.h>
@@ -60,14 +61,6 @@ static fu_kval *pick(lw *L, fu_kval *cond, fu_kval *a, fu_kval *b, fu_dtype t, c
 fu_kval *fu_pwl_resize_value(lw *L, const fu_op *op, const fu_value *v, const fu_ix *const *c, uint32_t lane,
                              fu_kval **args, fu_kval *pad_value, char *name) {
   fu_dtype t = v->type.dtype;
-  if (L->lane && L->width > 1 && fu_igraph_resize_lanewise(L->g)) {
-    fu_error(L->diag, op->loc,
-             "'%s' cannot be lowered with this vector width: an operand's clamped coordinate varies within a vector "
-             "(its extents and offsets along the vectorized dim are not multiples of the width)",
-             fu_op_info_of(op->kind)->name);
-    L->failed = true;
-    return NULL;
-  }
   if (op->kind == FU_OP_PAD) {
     const fu_value *x = op->operands[0];
     const fu_int_list *w = &op->u.pad.widths;

@@ -9,11 +9,11 @@
  * affine).  A pad's or cat's operand is read at a clamped coordinate, a
  * variable of the index graph: a segment with a pad or a cat gets a 1-D
  * schedule, all dims merged, 128 threads, unrolled 4 times while the grid
- * keeps a full wave, with the widest vector whose lanes never straddle an
- * operand's edge (the operands' extents and offsets along the vectorized
- * dim multiples of the width: the graph then clamps whole vectors) and
- * that stores every output whole; else element by element, still
- * coalesced.  A 2-D pointwise schedule would leave threads idle on rows
+ * keeps a full wave, with the widest vector that stores every output
+ * whole: loads are whole vectors where the operands' extents and offsets
+ * along the vectorized dim are multiples of the width (the graph then
+ * clamps whole vectors), lane by lane where not; else element by element,
+ * still coalesced.  A 2-D pointwise schedule would leave threads idle on rows
  * shorter than a block times the unroll factor (seed004's rows of 128). */
 #include <stdio.h>
 
@@ -35,11 +35,11 @@ bool fu_schedule_resize_scalar(const fu_op *seg) {
  * factor (consecutive threads on consecutive vectors of the reference, so
  * every access that is contiguous along it is coalesced); tails, grid,
  * index type and the tensors read lane by lane (access=scalar) from the
- * index graph.  *usable is false when the width cannot be lowered (a
- * clamped coordinate varies within a vector) or an output would not be
- * stored as whole vectors. */
+ * index graph.  *usable is false when an output would not be stored as
+ * whole vectors; *lanewise when a clamped coordinate varies within a
+ * vector (its loads then go lane by lane). */
 static fu_status one_d(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, const fu_value *ref,
-                       double n, int64_t V, fu_schedule **out, bool *usable) {
+                       double n, int64_t V, fu_schedule **out, bool *usable, bool *lanewise) {
   fu_module *m = f->module;
   *out = NULL;
   *usable = false;
@@ -95,13 +95,14 @@ static fu_status one_d(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
   s->loops[0].grid_stride =
       !(fu_ix_is_const(fu_igraph_axis_extent(g, s->loops[0].axis), &e) && e <= fu_block_axis_limit(FU_PT_BLOCK_X));
   s->index_dtype = fu_igraph_index_dtype(g);
-  *usable = V == 1 || !fu_igraph_resize_lanewise(g);
+  *usable = true;
+  *lanewise = fu_igraph_resize_lanewise(g);
   uint32_t n_acc = fu_igraph_num_accesses(g), n_t = 0;
   s->tensors = fu_arena_calloc(m->arena, n_acc ? n_acc : 1, sizeof *s->tensors);
   if (!s->tensors) st = FU_ERR_NOMEM;
   for (uint32_t i = 0; st == FU_OK && V > 1 && i < n_acc; i++) {
     const fu_iaccess *a = fu_igraph_access(g, i);
-    if (a->mode != FU_AM_LANES) continue;
+    if (a->mode != FU_AM_LANES || (!a->is_store && fu_igraph_names_lanewise(g, a->offset))) continue;
     if (a->is_store) *usable = false;
     if (!fu_schedule_tensor(s, a->value))
       s->tensors[n_t++] = (fu_stensor){(fu_value *)a->value, FU_MEM_GLOBAL, -1, FU_ACCESS_SCALAR, fu_loc_none()};
@@ -130,14 +131,16 @@ static fu_status scalar_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev,
       widest = fu_dtype_size(v->type.dtype);
   }
   fu_schedule *s = NULL;
-  bool usable = false;
+  bool usable = false, lanewise = false;
   int64_t V = (int64_t)(16 / widest);
   for (; V >= 1; V /= 2) {
-    fu_status st = one_d(f, seg, dev, diag, ref, n, V, &s, &usable);
+    fu_status st = one_d(f, seg, dev, diag, ref, n, V, &s, &usable, &lanewise);
     if (st != FU_OK) return st;
     if (debug && V > 1)
       fprintf(debug, "schedule: @%s: resize: width %lld: %s\n", seg->u.segment.name ? seg->u.segment.name : "?",
-              (long long)V, usable ? "every output whole vectors" : "a clamped coordinate or an output is lane by lane");
+              (long long)V, !usable ? "an output is lane by lane"
+              : lanewise ? "every output whole vectors, loads through clamps lane by lane"
+                         : "every output whole vectors");
     if (usable) break;
   }
   char arch[16];
