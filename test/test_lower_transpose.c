@@ -53,14 +53,16 @@ static fu_module *parse_text(const char *name, const char *text, fu_diag_engine 
   return m;
 }
 
-/* The whole pipeline to kernels, for the H100. */
+/* The whole pipeline to kernels, for the H100, with the transpose
+ * segments given the pointwise fallback (the tile: test_transpose_tile.c). */
 static bool compile(fu_module *m, fu_diag_engine *diag) {
   if (fu_strip_bookend_views(m, NULL) != FU_OK) return false;
   for (fu_fusion *f = m->first; f; f = f->next)
     if (fu_segment_fusion(f, diag, NULL, NULL) != FU_OK) return false;
   fu_device dev;
   if (!fu_device_preset("h100", &dev)) return false;
-  if (fu_schedule_module(m, &dev, diag, NULL) != FU_OK) return false;
+  fu_schedule_options opt = {.transpose_pointwise = true};
+  if (fu_schedule_module_with(m, &dev, &opt, diag, NULL) != FU_OK) return false;
   if (fu_lower_module(m, diag, NULL) != FU_OK) return false;
   return fu_verify_module(m, diag) == FU_OK;
 }

@@ -495,16 +495,16 @@ static void test_kind_table(void) {
   CHECK(!fu_sched_kind_from_name("pointwisex", 10, &dummy));
   CHECK_STR(fu_sched_kind_name(FU_SK_COUNT), "?");
   CHECK(fu_schedule_entry(FU_SK_POINTWISE) == fu_schedule_pointwise);
-  CHECK(fu_schedule_entry(FU_SK_TRANSPOSE) == fu_schedule_pointwise);
+  CHECK(fu_schedule_entry(FU_SK_TRANSPOSE) == fu_schedule_transpose);
   CHECK(fu_schedule_entry(FU_SK_REDUCTION) == fu_schedule_reduction_kind);
   CHECK(fu_schedule_entry(FU_SK_PERSISTENT) == fu_schedule_persistent);
-  CHECK(fu_schedule_entry(FU_SK_RESIZE) == NULL);
+  CHECK(fu_schedule_entry(FU_SK_RESIZE) == fu_schedule_resize);
   CHECK(fu_lower_entry(FU_SK_REDUCTION) == fu_lower_reduction);
   CHECK(fu_schedule_entry(FU_SK_NONE) == NULL);
   CHECK(fu_lower_entry(FU_SK_POINTWISE) == fu_lower_pointwise);
-  CHECK(fu_lower_entry(FU_SK_TRANSPOSE) == fu_lower_pointwise);
+  CHECK(fu_lower_entry(FU_SK_TRANSPOSE) == fu_lower_transpose);
   CHECK(fu_lower_entry(FU_SK_PERSISTENT) == fu_lower_persistent);
-  CHECK(fu_lower_entry(FU_SK_RESIZE) == NULL);
+  CHECK(fu_lower_entry(FU_SK_RESIZE) == fu_lower_pointwise);
   CHECK(fu_lower_entry(FU_SK_COUNT) == NULL);
 }
 

@@ -139,6 +139,7 @@ typedef enum fu_iexpr_kind {
   FU_IE_MERGE,     /* in[0] * in[1] -> out[0] (reshape or schedule) */
   FU_IE_SPLIT,     /* in[0] -> out[0], out[1] by factor (reshape or schedule) */
   FU_IE_NEW,       /* out[0] is a new dim of op's result (no producer) */
+  FU_IE_RESIZE,    /* in[0] -> out[0] through a slice, pad or cat that moves or clips it */
 } fu_iexpr_kind;
 
 typedef struct fu_iexpr {
@@ -235,7 +236,27 @@ fu_dtype fu_igraph_index_dtype(const fu_igraph *g);
 
 /* The run-time stride variables an offset may use: tensor `value` dim `dim`
  * (tag FU_IG_VAR_STRIDE).  Variable tags: */
-enum { FU_IG_VAR_LOOP = 1, FU_IG_VAR_STRIDE = 2, FU_IG_VAR_TAIL = 3 };
+enum { FU_IG_VAR_LOOP = 1, FU_IG_VAR_STRIDE = 2, FU_IG_VAR_TAIL = 3, FU_IG_VAR_RESIZE = 4 };
+
+/* A pad's or a cat's operand is read at a clamped coordinate: a variable
+ * (tag FU_IG_VAR_RESIZE, named by its formula, bound below `extent`)
+ * standing for clamp(src - shift, 0, extent - 1), with src an expression
+ * of the result's coordinate.  False when `var` is not one of g's. */
+bool fu_igraph_resize_var(const fu_igraph *g, const fu_ix *var, const fu_ix **src, int64_t *shift, int64_t *extent);
+/* Under a vectorize axis, a pad's or cat's operand coordinate is the same
+ * in every lane, or moves by 1 per lane within aligned vectors (the
+ * variable then stands for the vector's index, times the width, plus the
+ * lane), or else is lanewise: true when some coordinate is.  A lanewise
+ * variable's accesses go lane by lane (fu_igraph_access_mode), and x at
+ * lane `lane_value` (the lane variable already replaced in x) must have
+ * each lanewise variable replaced by that lane's instance:
+ * fu_igraph_resize_at_lane. */
+bool fu_igraph_resize_lanewise(const fu_igraph *g);
+const fu_ix *fu_igraph_resize_at_lane(fu_igraph *g, const fu_ix *x, const fu_ix *lane_value);
+/* Whether x names a lanewise clamped coordinate: an access at such an
+ * offset goes lane by lane whatever its tensor's access mode, so the
+ * schedule need not mark the tensor access=scalar for it. */
+bool fu_igraph_names_lanewise(fu_igraph *g, const fu_ix *x);
 
 /* Text form (--print-index-graph), and Graphviz form: a subgraph cluster
  * per segment, to be written inside `digraph { ... }`. */

@@ -40,6 +40,10 @@ fu_lower_entry_fn fu_lower_entry(fu_sched_kind k);
  * kind's fallback. */
 fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
 
+/* The transpose lowering (passes/lower/transpose.c): a schedule with a
+ * shared-memory tile (fu_transpose_tile), else the pointwise lowering. */
+fu_status fu_lower_transpose(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
+
 /* The reduction lowering (passes/lower/reduction.c). */
 fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
 /* The persistent lowering (passes/lower/persistent.c): normalizations,

@@ -101,6 +101,8 @@ typedef enum fu_access {
   FU_ACCESS_DEFAULT, /* vector when the loop has a vectorize axis */
   FU_ACCESS_VECTOR,  /* one vector load or store per vector of elements (checked legal) */
   FU_ACCESS_SCALAR,  /* element by element (or once, when it does not vary along the vector) */
+  FU_ACCESS_TILE,    /* transpose schedules: the accesses contiguous along the tile's row dim go through
+                        a shared-memory tile (fu_transpose_tile) */
 } fu_access;
 
 typedef struct fu_stensor {
@@ -178,6 +180,11 @@ const fu_stensor *fu_schedule_tensor(const fu_schedule *s, const fu_value *v);
 int32_t fu_schedule_axis(const fu_schedule *s, const char *name);
 /* The loop axis with parallel type `p` (first), or -1. */
 int32_t fu_schedule_loop_of(const fu_schedule *s, fu_ptype p);
+/* A schedule in m's arena with copies of the given axes (names too),
+ * transforms and loops; no tensors, defaults elsewhere.  NULL when the
+ * arena fails. */
+fu_schedule *fu_schedule_assemble(fu_module *m, const fu_value *ref, const fu_saxis *axes, uint32_t n_axes,
+                                  const fu_sxform *xforms, uint32_t n_xforms, const fu_sloop *loops, uint32_t n_loops);
 
 /* Checks `s` against segment `seg` (a SEGMENT op of fusion f): the
  * reference is a tensor of the segment, every axis is defined once and used
@@ -217,17 +224,53 @@ typedef struct fu_reduction_info {
 bool fu_schedule_reduction(const fu_op *seg, const fu_schedule *s, fu_reduction_info *ri, fu_diag_engine *diag);
 bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag_engine *diag);
 
+/* The tile of a transpose schedule (lib/analysis/transpose_tile.c): a
+ * schedule with a tensor of access=tile has the form
+ *
+ *   split dI, T -> ti, il        split dJ, T -> tj, jl
+ *   [split il, Y -> u, y {tail=exact}]
+ *   loop [outer..., u: unroll|serial, y: threadIdx.y, jl: threadIdx.x]
+ *
+ * where dI and dJ are two dims of the reference (the other transforms
+ * merge and split the rest, ti and tj into the outer loops, none of them
+ * bound to a thread).  The block is T x Y threads, each covering T / Y
+ * rows of a T x T tile: in the reference's order (il = u * Y + y, jl = tx)
+ * and swapped (il = tx, jl = u * Y + y), so that tensors contiguous along
+ * dJ and those contiguous along dI are both accessed by consecutive
+ * threads. */
+typedef struct fu_transpose_tile {
+  int32_t dim_i, dim_j; /* reference dims */
+  int64_t tile;         /* T: the tile's side, threadIdx.x's extent */
+  int64_t rows;         /* Y: threadIdx.y's extent */
+  uint32_t axis_il, axis_jl, axis_u, axis_y; /* axis_u: UINT32_MAX when il is on threadIdx.y itself */
+  uint32_t xform_il;    /* the split of il, UINT32_MAX without one */
+  uint32_t n_outer;     /* loops before the tile's loops */
+} fu_transpose_tile;
+/* Whether s has a tensor of access=tile. */
+bool fu_schedule_has_tile(const fu_schedule *s);
+/* The tile of s, with located errors at the schedule when it does not
+ * have the form above. */
+bool fu_schedule_transpose_tile(const fu_schedule *s, fu_transpose_tile *t, fu_diag_engine *diag);
+
 /* ---- the pass (passes/schedule/schedule.c, passes/schedule/pointwise.c) ------------ */
 
 extern const fu_pass_def fu_pass_schedule;
 
 /* Schedules every segment of `m` that has no schedule yet for device `dev`
  * (NULL: the default), with the scheduler its kind's row of kinds.def
- * names: the pointwise scheduler for pointwise segments, and for transpose
- * segments as a correctness fallback (uncoalesced: the tiled transpose
- * scheduler comes later).  Segments of kinds without a scheduler are left
+ * names: the pointwise scheduler for pointwise segments, the transpose
+ * scheduler (a shared-memory tile, or the pointwise schedule) for transpose
+ * segments.  Segments of kinds without a scheduler are left
  * as they are, with a remark when `debug` is set. */
 fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine *diag, FILE *debug);
+
+/* Choices of the `schedule` pass beyond the device (its options). */
+typedef struct fu_schedule_options {
+  bool transpose_pointwise; /* transpose segments: the pointwise fallback, never a tile */
+} fu_schedule_options;
+/* fu_schedule_module with options (NULL: the defaults). */
+fu_status fu_schedule_module_with(fu_module *m, const fu_device *dev, const fu_schedule_options *opt,
+                                  fu_diag_engine *diag, FILE *debug);
 
 /* A scheduler: the SCHEDULE column of kinds.def.  Builds *out for segment
  * `seg` of f in the module's arena, recording seg's kind in (*out)->kind
@@ -245,6 +288,15 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
 /* The persistent (normalization) scheduler (passes/schedule/persistent.c). */
 fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                  fu_schedule **out);
+/* The transpose scheduler (passes/schedule/transpose.c): a shared-memory
+ * tile where tensors disagree on their innermost dim, else the pointwise
+ * scheduler's schedule. */
+fu_status fu_schedule_transpose(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                                fu_schedule **out);
+/* The resize scheduler (passes/schedule/resize.c): the pointwise
+ * schedule, without vectors when a pad or cat is in the segment. */
+fu_status fu_schedule_resize(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                             fu_schedule **out);
 /* The pointwise scheduler (passes/schedule/pointwise.c). */
 fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                 fu_schedule **out);

@@ -77,6 +77,14 @@ struct fu_igraph {
   } *visited;
   uint32_t n_visited, cap_visited;
   bool *implied; /* per axis: bounded by an ancestor's predicate */
+  /* clamped coordinates of pad and cat operands (fu_igraph_resize_var) */
+  struct resize_ent {
+    const fu_ix *var, *src;
+    int64_t shift, extent;
+    bool lanewise; /* src varies along the vector lane: one variable per lane (fu_igraph_resize_at_lane) */
+  } *rvars;
+  uint32_t n_rvars, cap_rvars;
+  bool rvars_lanewise; /* a clamped coordinate varies along the vector lane */
   fu_dtype index_dtype;
   bool nomem;
 };
@@ -458,6 +466,25 @@ static void reduction_exprs(fu_igraph *g, const fu_op *op) {
   }
 }
 
+/* A slice, pad or cat relates each dim of each tensor operand to the
+ * result's: an exact map where the extent is unchanged, a resize expr
+ * where the op moves or clips it. */
+static void resize_exprs(fu_igraph *g, const fu_op *op) {
+  const fu_value *r = op->results[0];
+  for (uint32_t i = 0; i < op->n_operands; i++) {
+    const fu_value *x = op->operands[i];
+    if (!fu_type_is_tensor(&x->type) || x->type.rank != r->type.rank) continue;
+    for (int32_t d = 0; d < r->type.rank; d++) {
+      if (fu_extent_equal(x->type.dims[d], r->type.dims[d]) && op->kind != FU_OP_SLICE) {
+        map_dim(g, op, x, d, r, d);
+        continue;
+      }
+      add_expr(g, FU_IE_RESIZE, op, fu_igraph_tensor_id(g, x, d), UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX,
+               NULL);
+    }
+  }
+}
+
 static bool build_exprs(fu_igraph *g) {
   for (fu_op *op = g->seg->u.segment.body ? g->seg->u.segment.body->first : NULL; op; op = op->next) {
     const fu_op_info *info = fu_op_info_of(op->kind);
@@ -532,16 +559,16 @@ static bool build_exprs(fu_igraph *g) {
       for (int32_t d = 0; d < r->type.rank; d++)
         add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX, NULL);
       break;
+    case FU_OC_SLICE:
+    case FU_OC_CAT:
+    case FU_OC_PAD: resize_exprs(g, op); break;
     case FU_OC_META:
     case FU_OC_UNARY:
     case FU_OC_BINARY:
     case FU_OC_TERNARY:
     case FU_OC_CAST:
     case FU_OC_REDUCE:
-    case FU_OC_VARIANCE:
-    case FU_OC_SLICE:
-    case FU_OC_CAT:
-    case FU_OC_PAD: goto unsupported;
+    case FU_OC_VARIANCE: goto unsupported;
     }
     continue;
   unsupported:
@@ -754,6 +781,129 @@ static const fu_ix **reshape_map(fu_igraph *g, const fu_type *from, const fu_ix 
   return out;
 }
 
+/* The variable for clamp(src - shift, 0, extent - 1), one per triple. */
+static const fu_ix *resize_var(fu_igraph *g, const fu_ix *src, int64_t shift, int64_t extent) {
+  for (uint32_t i = 0; i < g->n_rvars; i++)
+    if (g->rvars[i].src == src && g->rvars[i].shift == shift && g->rvars[i].extent == extent) return g->rvars[i].var;
+  if (!grow_array(g, (void **)&g->rvars, &g->cap_rvars, g->n_rvars + 1, sizeof *g->rvars)) return NULL;
+  fu_strbuf sb;
+  fu_strbuf_init(&sb, g->alloc);
+  fu_strbuf_puts(&sb, "clamp(");
+  fu_ix_print(&sb, src);
+  if (shift) fu_strbuf_printf(&sb, " %s %lld", shift > 0 ? "-" : "+", (long long)(shift > 0 ? shift : -shift));
+  fu_strbuf_printf(&sb, ", 0, %lld)", (long long)(extent - 1));
+  const char *name = sb.data ? fu_arena_strdup(g->arena, sb.data) : NULL;
+  fu_strbuf_free(&sb);
+  const fu_ix *v = name ? fu_ix_var(g->ix, name, FU_IG_VAR_RESIZE, src, 0, extent) : NULL;
+  if (!v) {
+    g->nomem = true;
+    return NULL;
+  }
+  g->rvars[g->n_rvars++] = (struct resize_ent){v, src, shift, extent, false};
+  return v;
+}
+
+bool fu_igraph_resize_var(const fu_igraph *g, const fu_ix *var, const fu_ix **src, int64_t *shift, int64_t *extent) {
+  for (uint32_t i = 0; i < g->n_rvars; i++)
+    if (g->rvars[i].var == var) {
+      *src = g->rvars[i].src;
+      *shift = g->rvars[i].shift;
+      *extent = g->rvars[i].extent;
+      return true;
+    }
+  return false;
+}
+
+/* The coordinate clamp(x - shift, 0, extent - 1) of a pad's or cat's
+ * operand.  Along a vector lane: the same in every lane (x at lane 0), or
+ * moving by 1 per lane within one aligned vector of the operand (x = x0 +
+ * lane with x0, shift and extent multiples of the width): V * clamp(x0 /
+ * V - shift / V, 0, extent / V - 1) + lane, a vector access.  Otherwise a
+ * variable marked lanewise: its accesses go lane by lane, each lane with
+ * its own instance (fu_igraph_resize_at_lane). */
+/* Whether x names a clamped coordinate that varies within a vector. */
+static bool names_lanewise(fu_igraph *g, const fu_ix *x) {
+  for (uint32_t i = 0; i < g->n_rvars; i++)
+    if (g->rvars[i].lanewise && fu_ix_subst(g->ix, x, g->rvars[i].var, fu_ix_const(g->ix, 0)) != x) return true;
+  return false;
+}
+
+static const fu_ix *clamped(fu_igraph *g, const fu_ix *x, int64_t shift, int64_t extent) {
+  if (!g->lane || g->width <= 1) return resize_var(g, x, shift, extent);
+  int64_t V = g->width;
+  /* through another lanewise clamp (a pad of a cat): lanewise too */
+  fu_ix_lane a = names_lanewise(g, x) ? (fu_ix_lane){false, 0, 0} : fu_ix_lane_analyze(x, g->lane, V);
+  const fu_ix *x0 = fu_ix_subst(g->ix, x, g->lane, fu_ix_const(g->ix, 0));
+  if (a.ok && a.stride == 0) return resize_var(g, x0, shift, extent);
+  if (a.ok && a.stride == 1 && (a.align == 0 || a.align % V == 0) && shift % V == 0 && extent % V == 0) {
+    const fu_ix *q = resize_var(g, fu_ix_div(g->ix, x0, fu_ix_const(g->ix, V)), shift / V, extent / V);
+    return q ? fu_ix_add(g->ix, fu_ix_mul(g->ix, q, fu_ix_const(g->ix, V)), g->lane) : NULL;
+  }
+  const fu_ix *v = resize_var(g, x, shift, extent);
+  for (uint32_t i = 0; v && i < g->n_rvars; i++)
+    if (g->rvars[i].var == v) g->rvars[i].lanewise = true;
+  g->rvars_lanewise = g->rvars_lanewise || v;
+  return v;
+}
+
+bool fu_igraph_resize_lanewise(const fu_igraph *g) { return g->rvars_lanewise; }
+
+bool fu_igraph_names_lanewise(fu_igraph *g, const fu_ix *x) { return g->rvars_lanewise && x && names_lanewise(g, x); }
+
+const fu_ix *fu_igraph_resize_at_lane(fu_igraph *g, const fu_ix *x, const fu_ix *lane_value) {
+  if (!g->rvars_lanewise || !x || !g->lane) return x;
+  for (uint32_t i = 0; i < g->n_rvars && x; i++) {
+    if (!g->rvars[i].lanewise || fu_ix_subst(g->ix, x, g->rvars[i].var, fu_ix_const(g->ix, 0)) == x) continue;
+    struct resize_ent e = g->rvars[i]; /* resize_var may move the table */
+    /* its source may name an earlier lanewise clamp: that lane's instance */
+    const fu_ix *src = fu_igraph_resize_at_lane(g, fu_ix_subst(g->ix, e.src, g->lane, lane_value), lane_value);
+    const fu_ix *inst = src ? resize_var(g, src, e.shift, e.extent) : NULL;
+    x = inst ? fu_ix_subst(g->ix, x, e.var, inst) : NULL;
+  }
+  return x;
+}
+
+/* Operand coordinates c of a slice, pad or cat from the result's rc: a
+ * slice reads start + step * i; a pad's operand (dims padded by lo before,
+ * hi after) i - lo, a cat's operand k i - (the extents before it), clamped
+ * into the operand where the result reaches past it (the lowering selects
+ * the element: docs/passes.md, "Resize in the index graph"). */
+static bool resize_back_map(fu_igraph *g, const fu_op *op, uint32_t operand, const fu_ix *const *rc, const fu_ix **c) {
+  const fu_value *x = op->operands[operand];
+  int32_t xr = x->type.rank;
+  if (xr != op->results[0]->type.rank) return false;
+  for (int32_t d = 0; d < xr; d++) c[d] = rc[d];
+  if (op->kind == FU_OP_SLICE) {
+    const fu_int_list *st = &op->u.slice.starts, *sp = &op->u.slice.steps;
+    if (st->n != (uint32_t)xr || (sp->n && sp->n != (uint32_t)xr)) return false;
+    for (int32_t d = 0; d < xr; d++) {
+      int64_t step = sp->n ? sp->v[d] : 1;
+      c[d] = fu_ix_add(g->ix, fu_ix_const(g->ix, st->v[d]), fu_ix_mul(g->ix, rc[d], fu_ix_const(g->ix, step)));
+    }
+  } else if (op->kind == FU_OP_PAD) {
+    const fu_int_list *w = &op->u.pad.widths;
+    for (uint32_t k = 0; k < w->n / 2 && (int32_t)k < xr; k++) {
+      int32_t j = xr - 1 - (int32_t)k;
+      int64_t lo = w->v[2 * k], hi = w->v[2 * k + 1];
+      if (lo == 0 && hi == 0) continue;
+      if (x->type.dims[j].sym) return false;
+      if (lo <= 0 && hi <= 0) /* a crop: always inside */
+        c[j] = fu_ix_add(g->ix, rc[j], fu_ix_const(g->ix, -lo));
+      else if (!(c[j] = clamped(g, rc[j], lo, x->type.dims[j].value)))
+        return false;
+    }
+  } else {
+    int64_t dim = op->u.cat.dim, start = 0;
+    if (dim < 0 || dim >= xr) return false;
+    for (uint32_t k = 0; k < operand; k++) start += op->operands[k]->type.dims[dim].value;
+    if (op->n_operands > 1 && (x->type.dims[dim].sym || !(c[dim] = clamped(g, rc[dim], start, x->type.dims[dim].value))))
+      return false;
+  }
+  for (int32_t d = 0; d < xr; d++)
+    if (fu_extent_is_one(x->type.dims[d])) c[d] = fu_ix_const(g->ix, 0);
+  return !fu_ix_failed(g->ix);
+}
+
 const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand, const fu_ix *const *rc) {
   if (operand >= op->n_operands || op->n_results == 0) return NULL;
   const fu_value *x = op->operands[operand], *r = op->results[0];
@@ -798,6 +948,9 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
     for (int32_t d = 0; d < r->type.rank; d++) c[op->u.permute.dims.v[d]] = rc[d];
     return c;
   case FU_OC_RESHAPE: return reshape_map(g, &r->type, rc, &x->type);
+  case FU_OC_SLICE:
+  case FU_OC_CAT:
+  case FU_OC_PAD: return resize_back_map(g, op, operand, rc, c) ? c : NULL;
   case FU_OC_META:
   case FU_OC_UNARY:
   case FU_OC_BINARY:
@@ -805,9 +958,6 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
   case FU_OC_CAST:
   case FU_OC_REDUCE:
   case FU_OC_VARIANCE:
-  case FU_OC_SLICE:
-  case FU_OC_CAT:
-  case FU_OC_PAD:
   case FU_OC_FULL:
   case FU_OC_IOTA: return NULL;
   }
@@ -1086,6 +1236,10 @@ const fu_ix *fu_igraph_offset(fu_igraph *g, const fu_value *v, const fu_ix *cons
 fu_amode fu_igraph_access_mode(fu_igraph *g, const fu_value *v, const fu_ix *offset, const char **why) {
   if (why) *why = NULL;
   if (!g->lane || g->width <= 1) return FU_AM_LANES;
+  if (g->rvars_lanewise && names_lanewise(g, offset)) {
+    if (why) *why = "its index goes through a pad's or cat's clamp that varies within the vector";
+    return FU_AM_LANES;
+  }
   fu_ix_lane a = fu_ix_lane_analyze(offset, g->lane, g->width);
   if (!a.ok) {
     if (why) *why = "its index is not affine along the vector (the vector would cross a dim boundary)";
@@ -1279,6 +1433,7 @@ void fu_igraph_free(fu_igraph *g) {
   fu_mem_free(&a, g->exprs, g->cap_exprs * sizeof *g->exprs);
   if (g->uf) fu_mem_free(&a, g->uf, (g->n_ids ? g->n_ids : 1) * sizeof *g->uf);
   fu_mem_free(&a, g->acc, g->cap_acc * sizeof *g->acc);
+  fu_mem_free(&a, g->rvars, g->cap_rvars * sizeof *g->rvars);
   fu_mem_free(&a, g->visited, g->cap_visited * sizeof *g->visited);
   fu_mem_free(&a, g->tuples, g->cap_tuples * sizeof *g->tuples);
   fu_ix_ctx_free(g->ix);

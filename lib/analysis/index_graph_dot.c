@@ -40,6 +40,7 @@ static const char *expr_kind(fu_iexpr_kind k) {
   case FU_IE_MERGE: return "merge";
   case FU_IE_SPLIT: return "split";
   case FU_IE_NEW: return "new";
+  case FU_IE_RESIZE: return "resize";
   }
   return "?";
 }

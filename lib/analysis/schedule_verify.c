@@ -221,6 +221,7 @@ static bool verify_indexing(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_d
       const fu_stensor *t = fu_schedule_tensor(s, a->value);
       if (t && t->access == FU_ACCESS_SCALAR) continue;
       if (a->mode == FU_AM_VECTOR || a->mode == FU_AM_UNIFORM) continue;
+      if (!a->is_store && fu_igraph_names_lanewise(g, a->offset)) continue; /* through a pad's or cat's clamp */
       if (a->mode == FU_AM_UNIFORM && a->is_store) continue;
       fu_loc loc = t ? t->loc : s->loops[vl].loc;
       fu_error(diag, loc, "cannot vectorize %s of '%%%s' along axis '%s' (width %lld): %s",
@@ -244,6 +245,19 @@ static bool verify_indexing(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_d
   return ok;
 }
 
+/* `access=tile` is the transpose lowering's: only in a transpose segment,
+ * and only with the tile form it stages through shared memory. */
+static bool verify_tile(const fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
+  if (!fu_schedule_has_tile(s)) return true;
+  if (seg->u.segment.kind != FU_SK_TRANSPOSE) {
+    fu_error(diag, s->loc, "'access=tile' is for transpose segments; '@%s' is a %s segment", seg_name(seg),
+             fu_sched_kind_name(seg->u.segment.kind));
+    return false;
+  }
+  fu_transpose_tile t;
+  return fu_schedule_transpose_tile(s, &t, diag);
+}
+
 fu_status fu_schedule_verify(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
   if (!f || !seg || !s || seg->kind != FU_OP_SEGMENT) return FU_ERR_INVALID_ARG;
   if (!s->reference) {
@@ -265,6 +279,7 @@ fu_status fu_schedule_verify(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_
   }
   if (!verify_structure(seg, s, diag)) return FU_ERR_VERIFY;
   if (!fu_schedule_reduction_check(seg, s, diag)) return FU_ERR_VERIFY;
+  if (!verify_tile(seg, s, diag)) return FU_ERR_VERIFY;
   return verify_indexing(f, seg, s, diag) ? FU_OK : FU_ERR_VERIFY;
 }
 

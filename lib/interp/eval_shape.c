@@ -178,6 +178,8 @@ static fu_status eval_slice(fu_interp *I, fu_op *op, fu_interp_slot *s, fu_host_
   for (uint32_t d = 0; d < r; d++) {
     int64_t b = starts->v[d], e = ends->v[d], st = steps->n ? steps->v[d] : 1;
     if (st < 1) return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "step %lld in dim %u must be >= 1", (long long)st, d);
+    /* the whole of a symbolic dim, as type inference allows: [0:INT64_MAX] */
+    if (b == 0 && e == INT64_MAX && st == 1) e = in->shape[d];
     if (b < 0 || b > e || e > in->shape[d])
       return fu_interp_op_error(I, op, FU_ERR_RUNTIME,
                                 "slice [%lld:%lld] of dim %u is out of bounds for extent %lld", (long long)b,

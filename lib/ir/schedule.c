@@ -42,3 +42,23 @@ int32_t fu_schedule_loop_of(const fu_schedule *s, fu_ptype p) {
   return -1;
 }
 
+
+/* Schedulers build axes, transforms and loops in scratch arrays whose axis
+ * names live in the scratch too; this copies all of it into the arena. */
+fu_schedule *fu_schedule_assemble(fu_module *m, const fu_value *ref, const fu_saxis *axes, uint32_t n_axes,
+                                  const fu_sxform *xforms, uint32_t n_xforms, const fu_sloop *loops, uint32_t n_loops) {
+  fu_schedule *s = fu_arena_calloc(m->arena, 1, sizeof *s);
+  if (!s) return NULL;
+  s->reference = (fu_value *)ref;
+  s->loc = fu_loc_none();
+  s->axes = fu_arena_memdup(m->arena, axes, n_axes, sizeof *axes);
+  s->xforms = fu_arena_memdup(m->arena, xforms, n_xforms, sizeof *xforms);
+  s->loops = fu_arena_memdup(m->arena, loops, n_loops, sizeof *loops);
+  s->n_axes = n_axes;
+  s->n_xforms = n_xforms;
+  s->n_loops = n_loops;
+  for (uint32_t a = 0; s->axes && a < n_axes; a++)
+    if (!(s->axes[a].name = fu_arena_strdup(m->arena, axes[a].name))) return NULL;
+  if ((n_axes && !s->axes) || (n_xforms && !s->xforms) || (n_loops && !s->loops)) return NULL;
+  return s;
+}

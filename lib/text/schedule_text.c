@@ -142,7 +142,8 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
     fu_strbuf_printf(out, " {memory=%s", memory_name(t->memory));
     if (t->inline_pos >= 0) fu_strbuf_printf(out, ", inline=%d", (int)t->inline_pos);
     if (t->access != FU_ACCESS_DEFAULT)
-      fu_strbuf_printf(out, ", access=%s", t->access == FU_ACCESS_VECTOR ? "vector" : "scalar");
+      fu_strbuf_printf(out, ", access=%s",
+                       t->access == FU_ACCESS_VECTOR ? "vector" : t->access == FU_ACCESS_TILE ? "tile" : "scalar");
     fu_strbuf_puts(out, "}\n");
   }
   indent_to(out, indent);
@@ -561,7 +562,8 @@ static bool parse_tensor(sparser *p, const fu_token *kw) {
       } else if (fu_txt_tok_is(&a[i].name, "access")) {
         if (is_word(val, "vector")) t.access = FU_ACCESS_VECTOR;
         else if (is_word(val, "scalar")) t.access = FU_ACCESS_SCALAR;
-        else serr(p, val, "unknown access mode '%.*s'; valid: vector, scalar", (int)val->len, val->p);
+        else if (is_word(val, "tile")) t.access = FU_ACCESS_TILE;
+        else serr(p, val, "unknown access mode '%.*s'; valid: vector, scalar, tile", (int)val->len, val->p);
       } else {
         serr(p, &a[i].name, "unknown attribute '%.*s' for 'tensor'; valid: memory, inline, access", (int)a[i].name.len,
              a[i].name.p);

@@ -1,12 +1,13 @@
 /* fuser: the `lower` pass (include/fuser/lower.h): every scheduled segment
  * to kernel IR, with its kind's lowering (the LOWER column of
- * fuser/kinds.def): the pointwise lowering of pointwise.c so far.  That
- * includes transpose segments, which the schedule pass gives the pointwise
- * scheduler's schedule as an uncoalesced correctness fallback: the index
- * graph maps permutes inside the segment, and the layouts of
- * fuser/view_layout.h give the offsets of permuted inputs and of outputs
- * written permuted for host permutes, so the same lowering serves. */
+ * fuser/kinds.def).  Transpose segments whose schedule has a shared-memory
+ * tile get transpose.c's lowering; the others carry the pointwise
+ * scheduler's schedule (where no tile pays, or as the uncoalesced fallback)
+ * and get the pointwise lowering: the index graph maps permutes inside the
+ * segment, and the layouts of fuser/view_layout.h give the offsets of
+ * permuted inputs and of outputs written permuted for host permutes. */
 #include "fuser/lower.h"
+#include "fuser/schedule.h"
 
 static fu_status run_lower(fu_module *m, fu_pass_context *ctx);
 
@@ -61,7 +62,9 @@ fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {
       if (debug)
         fprintf(debug, "lower: @%s: segment '@%s' -> kernel '@%s' (%u parameters, index %s)%s\n",
                 f->name ? f->name : "?", si->name ? si->name : "?", k->name, k->n_params, fu_dtype_name(k->index_dtype),
-                si->kind == FU_SK_TRANSPOSE ? " (transpose: the uncoalesced pointwise fallback)" : "");
+                si->kind != FU_SK_TRANSPOSE           ? ""
+                : fu_schedule_has_tile(si->schedule) ? " (transpose: a shared-memory tile)"
+                                                      : " (transpose: the uncoalesced pointwise fallback)");
     }
   }
   return FU_OK;

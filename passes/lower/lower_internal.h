@@ -29,6 +29,10 @@ typedef struct fu_lix {
   fu_diag_engine *diag;
   const fu_op *seg;
   fu_kval **tparam;  /* tensor parameters by fusion value id (strides) */
+  /* index variables other than strides that the lowering itself gives a
+   * value (a resize's clamped coordinate); NULL: none */
+  fu_kval *(*resolve_var)(void *ctx, const fu_ix *x);
+  void *resolve_ctx;
   bool failed;
   /* parameters made so far */
   struct {

@@ -127,6 +127,7 @@ fu_kval *fu_lix_emit(fu_lix *e, const fu_ix *x) {
       kv = stride_param(e, (const fu_value *)x->payload, x->dim);
       break;
     }
+    if (e->resolve_var && (kv = e->resolve_var(e->resolve_ctx, x)) != NULL) break;
     if (!e->failed)
       fu_error(e->diag, e->seg->loc, "internal error: loop variable '%s' used outside its loop", x->sym ? x->sym : "?");
     e->failed = true;

@@ -28,62 +28,7 @@
 #include "fuser/schedule.h"
 #include "lower_internal.h"
 
-enum { MAX_LANES = 16 };
-
-typedef struct memo_ent {
-  const fu_value *v;
-  const fu_ix *const *c;
-  uint32_t lane;
-  fu_kval *kv;
-} memo_ent;
-
-/* A value being evaluated: v at coordinates c in lane `lane`, waiting for
- * its op's operands (args[0 .. next) are done). */
-typedef struct eval_frame {
-  const fu_value *v;
-  const fu_ix *const *c;
-  uint32_t lane, next;
-  fu_kval *args[3];
-} eval_frame;
-
-typedef struct lw {
-  fu_module *m;
-  fu_fusion *f;
-  fu_op *seg;
-  const fu_schedule *s;
-  fu_igraph *g;
-  fu_ix_ctx *ix;
-  fu_diag_engine *diag;
-  fu_kernel *k;
-  fu_dtype idx;
-  fu_allocator alloc;
-  fu_kbuilder b;
-  bool failed;
-  /* parameters */
-  fu_kval **tparam; /* by fusion value id */
-  fu_kval **sparam;
-  /* index expressions emitted in the current scope chain (extent and
-   * stride parameters made on first use) */
-  fu_lix lix;
-  /* scalars converted to a compute dtype, in the current body */
-  struct {
-    const void *src; /* a literal's fu_value, or a kernel value */
-    fu_kval *out;
-  } casts[64];
-  uint32_t n_casts;
-  /* values of the current body */
-  memo_ent *memo;
-  uint32_t memo_cap, memo_n;
-  /* the pending evaluations (eval's explicit stack) */
-  eval_frame *stk;
-  uint32_t stk_n, stk_cap;
-  /* lanes */
-  const fu_ix *lane;
-  int64_t width;
-  bool vector_ctx;
-  const fu_ix *lane_val[MAX_LANES]; /* what the lane variable is in lane j */
-  uint32_t n_lanes;
-} lw;
+#include "pointwise_internal.h"
 
 static bool oom(lw *L) {
   if (!L->failed) fu_error(L->diag, L->seg->loc, "out of memory while lowering '@%s'", L->seg->u.segment.name);
@@ -122,7 +67,7 @@ static fu_kval *const_idx(lw *L, int64_t v) { return emit_ix(L, fu_ix_const(L->i
 /* x with the lane variable replaced by lane j's value. */
 static const fu_ix *at_lane(lw *L, const fu_ix *x, uint32_t j) {
   if (!L->lane || !x) return x;
-  return fu_ix_subst(L->ix, x, L->lane, L->lane_val[j]);
+  return fu_igraph_resize_at_lane(L->g, fu_ix_subst(L->ix, x, L->lane, L->lane_val[j]), L->lane_val[j]);
 }
 
 /* ---- values ------------------------------------------------------------------------------ */
@@ -309,7 +254,10 @@ static uint32_t n_args(const fu_op *op) {
   case FU_OC_EXPAND:
   case FU_OC_RESHAPE:
   case FU_OC_PERMUTE:
-  case FU_OC_SQUEEZE: return 1;
+  case FU_OC_SQUEEZE:
+  case FU_OC_SLICE:
+  case FU_OC_PAD: return 1;
+  case FU_OC_CAT: return op->n_operands <= FU_PWL_MAX_ARGS ? op->n_operands : 0;
   case FU_OC_META:
   case FU_OC_UNARY:
   case FU_OC_BINARY:
@@ -317,9 +265,6 @@ static uint32_t n_args(const fu_op *op) {
   case FU_OC_CAST:
   case FU_OC_REDUCE:
   case FU_OC_VARIANCE:
-  case FU_OC_SLICE:
-  case FU_OC_CAT:
-  case FU_OC_PAD:
   case FU_OC_FULL:
   case FU_OC_IOTA: return 0;
   }
@@ -344,7 +289,12 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
   case FU_OC_EXPAND:
   case FU_OC_RESHAPE:
   case FU_OC_PERMUTE:
-  case FU_OC_SQUEEZE: return args[0];
+  case FU_OC_SQUEEZE:
+  case FU_OC_SLICE: return args[0];
+  case FU_OC_PAD: return fu_pwl_resize_value(L, op, v, c, lane, args, eval(L, op->operands[1], NULL, 0), nm);
+  case FU_OC_CAT:
+    if (op->n_operands > FU_PWL_MAX_ARGS || !c) break;
+    return fu_pwl_resize_value(L, op, v, c, lane, args, NULL, nm);
   case FU_OC_FULL: return cast_to(L, eval(L, op->operands[0], NULL, 0), v->type.dtype);
   case FU_OC_IOTA: {
     if (!c || v->type.rank != 1) break;
@@ -363,10 +313,7 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
   case FU_OC_TERNARY:
   case FU_OC_CAST:
   case FU_OC_REDUCE:
-  case FU_OC_VARIANCE:
-  case FU_OC_SLICE:
-  case FU_OC_CAT:
-  case FU_OC_PAD: break;
+  case FU_OC_VARIANCE: break;
   }
   fu_error(L->diag, op->loc, "'%s' cannot be lowered in a pointwise segment", info->name);
   L->failed = true;
@@ -425,7 +372,7 @@ static bool eval_start(lw *L, const fu_value *v, const fu_ix *const *c, uint32_t
     L->stk = n;
     L->stk_cap = cap;
   }
-  L->stk[L->stk_n++] = (eval_frame){v, c, lane, 0, {NULL, NULL, NULL}};
+  L->stk[L->stk_n++] = (eval_frame){v, c, lane, 0, {NULL}};
   return true;
 }
 
@@ -455,7 +402,8 @@ static fu_kval *eval(lw *L, const fu_value *v, const fu_ix *const *c, uint32_t l
       f->args[f->next++] = x;
       continue;
     }
-    fu_kval *args[3] = {f->args[0], f->args[1], f->args[2]};
+    fu_kval *args[FU_PWL_MAX_ARGS];
+    memcpy(args, f->args, sizeof args);
     kv = compute(L, op, f->v, f->c, f->lane, args);
     f = &L->stk[L->stk_n - 1]; /* a nested eval may have moved the stack */
     if (!kv) break;
@@ -566,6 +514,16 @@ static fu_kval *load_lane(lw *L, const fu_value *v, const fu_ix *off, uint32_t j
   return out;
 }
 
+/* Output o's coordinates and offset, or false after a located error. */
+static bool output_at(lw *L, const fu_value *o, const fu_ix *const **c, const fu_ix **off) {
+  *c = fu_igraph_coords(L->g, o);
+  *off = *c ? fu_igraph_offset(L->g, o, *c) : NULL;
+  if (fu_type_is_tensor(&o->type) && *off && L->tparam[o->id]) return true;
+  fu_error(L->diag, L->seg->loc, "output '%%%s' is not reached by the loop domain", vname(o));
+  L->failed = true;
+  return false;
+}
+
 /* The vector body with a partial last vector, sharing one copy of the math:
  *
  *   if (lane 0 in range) {
@@ -671,13 +629,9 @@ static void vector_with_tail(lw *L) {
   const fu_segment_info *si = &L->seg->u.segment;
   for (uint32_t i = 0; i < si->n_outputs && !L->failed; i++) {
     const fu_value *o = si->outputs[i];
-    const fu_ix *const *c = fu_igraph_coords(L->g, o);
-    const fu_ix *off = c ? fu_igraph_offset(L->g, o, c) : NULL;
-    if (!fu_type_is_tensor(&o->type) || !off || !L->tparam[o->id]) {
-      fu_error(L->diag, L->seg->loc, "output '%%%s' is not reached by the loop domain", vname(o));
-      L->failed = true;
-      return;
-    }
+    const fu_ix *const *c;
+    const fu_ix *off;
+    if (!output_at(L, o, &c, &off)) return;
     fu_kval *vals[MAX_LANES];
     for (uint32_t j = 0; j < V; j++)
       if (!(vals[j] = cast_to(L, eval(L, o, c, j), o->type.dtype))) return;
@@ -830,8 +784,9 @@ static void innermost(lw *L) {
 static void loops_from(lw *L, uint32_t i) {
   if (L->failed) return;
   const fu_schedule *s = L->s;
-  if (i == s->n_loops) {
-    innermost(L);
+  if (i == (L->loop_end ? L->loop_end : s->n_loops)) {
+    if (L->at_innermost) L->at_innermost(L);
+    else innermost(L);
     return;
   }
   const fu_sloop *l = &s->loops[i];
@@ -988,55 +943,103 @@ void fu_kernel_name_for(const fu_fusion *f, const fu_op *seg, char *buf, size_t 
   if (buf[0] >= '0' && buf[0] <= '9') buf[0] = '_';
 }
 
+/* Sets up L (graph, kernel, parameters); see pointwise_internal.h. */
+/* The index variables the shared index emission leaves to this lowering:
+ * a pad's or cat's clamped coordinate (passes/lower/resize.c). */
+static fu_kval *resolve_var(void *ctx, const fu_ix *x) {
+  return x->tag == FU_IG_VAR_RESIZE ? fu_pwl_resize_index(ctx, x) : NULL;
+}
+
+bool fu_pwl_begin(lw *L, fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
+  fu_module *m = f->module;
+  memset(L, 0, sizeof *L);
+  L->m = m;
+  L->f = f;
+  L->seg = seg;
+  L->s = s;
+  L->diag = diag;
+  L->alloc = m->alloc;
+  L->errors_before = diag->n_errors;
+  L->nv = f->next_value_id ? f->next_value_id : 1;
+  fu_status st = fu_igraph_build(f, seg, s, m->alloc, diag, &L->g);
+  if (st != FU_OK) {
+    L->status = st;
+    L->failed = true;
+    return false;
+  }
+  L->ix = fu_igraph_ix(L->g);
+  L->idx = s->index_dtype == FU_DT_I32 || s->index_dtype == FU_DT_I64 ? s->index_dtype : fu_igraph_index_dtype(L->g);
+  L->lane = fu_igraph_lane_var(L->g, &L->width);
+  if (L->width > MAX_LANES) L->width = MAX_LANES;
+  char name[256];
+  fu_kernel_name_for(f, seg, name, sizeof name);
+  L->k = fu_kernel_new(m, name);
+  L->tparam = fu_mem_calloc(&L->alloc, L->nv, sizeof *L->tparam);
+  L->sparam = fu_mem_calloc(&L->alloc, L->nv, sizeof *L->sparam);
+  if (!L->k || !L->tparam || !L->sparam) return oom(L);
+  L->k->index_dtype = L->idx;
+  L->b = fu_kbuilder_at(m, L->k, &L->k->body);
+  L->lix = (fu_lix){.m = m, .k = L->k, .b = &L->b, .ix = L->ix, .idx = L->idx, .alloc = L->alloc, .diag = diag,
+                    .seg = seg, .tparam = L->tparam, .resolve_var = resolve_var, .resolve_ctx = L};
+  if (!make_params(L)) L->failed = true;
+  return !L->failed;
+}
+
+fu_status fu_pwl_end(lw *L, fu_kernel **out) {
+  *out = NULL;
+  if (L->status != FU_OK) return L->status; /* the graph failed: nothing else was made */
+  fu_status st = L->failed ? FU_ERR_VERIFY : FU_OK;
+  const fu_op *seg = L->seg;
+  if (st == FU_OK && fu_kernel_verify(L->k, L->diag, NULL) != FU_OK) {
+    fu_error(L->diag, seg->loc, "internal error: the kernel lowered from '@%s' does not verify",
+             seg->u.segment.name ? seg->u.segment.name : "?");
+    st = FU_ERR_VERIFY;
+  }
+  if (L->failed && L->diag->n_errors == L->errors_before)
+    fu_error(L->diag, seg->loc, "cannot lower segment '@%s'", seg->u.segment.name);
+  fu_mem_free(&L->alloc, L->tparam, L->nv * sizeof *L->tparam);
+  fu_mem_free(&L->alloc, L->sparam, L->nv * sizeof *L->sparam);
+  fu_lix_free(&L->lix);
+  fu_mem_free(&L->alloc, L->memo, L->memo_cap * sizeof *L->memo);
+  fu_mem_free(&L->alloc, L->stk, L->stk_cap * sizeof *L->stk);
+  fu_igraph_free(L->g);
+  if (st == FU_OK) *out = L->k;
+  return st;
+}
+
 fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
   *out = NULL;
   const fu_schedule *s = seg->u.segment.schedule;
   if (!s) return FU_ERR_INVALID_ARG;
-  fu_module *m = f->module;
   lw L;
-  memset(&L, 0, sizeof L);
-  L.m = m;
-  L.f = f;
-  L.seg = seg;
-  L.s = s;
-  L.diag = diag;
-  L.alloc = m->alloc;
-  unsigned errors_before = diag->n_errors;
-  fu_status st = fu_igraph_build(f, seg, s, m->alloc, diag, &L.g);
-  if (st != FU_OK) return st;
-  L.ix = fu_igraph_ix(L.g);
-  L.idx = s->index_dtype == FU_DT_I32 || s->index_dtype == FU_DT_I64 ? s->index_dtype : fu_igraph_index_dtype(L.g);
-  L.lane = fu_igraph_lane_var(L.g, &L.width);
-  if (L.width > MAX_LANES) L.width = MAX_LANES;
-  char name[256];
-  fu_kernel_name_for(f, seg, name, sizeof name);
-  uint32_t nv = f->next_value_id ? f->next_value_id : 1;
-  L.k = fu_kernel_new(m, name);
-  L.tparam = fu_mem_calloc(&L.alloc, nv, sizeof *L.tparam);
-  L.sparam = fu_mem_calloc(&L.alloc, nv, sizeof *L.sparam);
-  if (!L.k || !L.tparam || !L.sparam) {
-    oom(&L);
-  } else {
-    L.k->index_dtype = L.idx;
-    L.b = fu_kbuilder_at(m, L.k, &L.k->body);
-    L.lix = (fu_lix){.m = m, .k = L.k, .b = &L.b, .ix = L.ix, .idx = L.idx, .alloc = L.alloc, .diag = diag,
-                     .seg = seg, .tparam = L.tparam};
-    if (make_params(&L) && make_launch(&L)) loops_from(&L, 0);
+  if (fu_pwl_begin(&L, f, seg, s, diag)) {
+    if (make_launch(&L)) loops_from(&L, 0);
     else L.failed = true;
   }
-  st = L.failed ? FU_ERR_VERIFY : FU_OK;
-  if (st == FU_OK && fu_kernel_verify(L.k, diag, NULL) != FU_OK) {
-    fu_error(diag, seg->loc, "internal error: the kernel lowered from '@%s' does not verify",
-             seg->u.segment.name ? seg->u.segment.name : "?");
-    st = FU_ERR_VERIFY;
-  }
-  if (L.failed && diag->n_errors == errors_before) fu_error(diag, seg->loc, "cannot lower segment '@%s'", seg->u.segment.name);
-  fu_mem_free(&L.alloc, L.tparam, nv * sizeof *L.tparam);
-  fu_mem_free(&L.alloc, L.sparam, nv * sizeof *L.sparam);
-  fu_lix_free(&L.lix);
-  fu_mem_free(&L.alloc, L.memo, L.memo_cap * sizeof *L.memo);
-  fu_mem_free(&L.alloc, L.stk, L.stk_cap * sizeof *L.stk);
-  fu_igraph_free(L.g);
-  if (st == FU_OK) *out = L.k;
-  return st;
+  return fu_pwl_end(&L, out);
 }
+
+/* ---- for the lowerings built on this one (pointwise_internal.h) ------------------------------ */
+
+bool fu_pwl_oom(lw *L) { return oom(L); }
+uint32_t fu_pwl_scope_mark(const lw *L) { return scope_mark(L); }
+void fu_pwl_scope_pop(lw *L, uint32_t mark) { scope_pop(L, mark); }
+void fu_pwl_bind(lw *L, const fu_ix *x, fu_kval *kv) { ixv_set(L, x, kv); }
+fu_kval *fu_pwl_emit_ix(lw *L, const fu_ix *x) { return emit_ix(L, x); }
+fu_kval *fu_pwl_const_idx(lw *L, int64_t v) { return const_idx(L, v); }
+fu_kval *fu_pwl_eval(lw *L, const fu_value *v, const fu_ix *const *c) { return eval(L, v, c, 0); }
+void fu_pwl_memo_put(lw *L, const fu_value *v, const fu_ix *const *c, fu_kval *kv) { memo_put(L, v, c, 0, kv); }
+void fu_pwl_memo_clear(lw *L) { memo_clear(L); }
+fu_kval *fu_pwl_cast_to(lw *L, fu_kval *x, fu_dtype t) { return cast_to(L, x, t); }
+fu_kval *fu_pwl_predicate(lw *L) {
+  L->n_lanes = 1;
+  L->lane_val[0] = fu_ix_const(L->ix, 0);
+  return predicate_part(L, false, 0);
+}
+fu_kinst *fu_pwl_open_if(lw *L, fu_kval *cond) { return open_if(L, cond); }
+const fu_ix *fu_pwl_at_lane(lw *L, const fu_ix *x, uint32_t lane) { return at_lane(L, x, lane); }
+bool fu_pwl_make_launch(lw *L) { return make_launch(L); }
+bool fu_pwl_output_at(lw *L, const fu_value *o, const fu_ix *const **c, const fu_ix **off) {
+  return output_at(L, o, c, off);
+}
+void fu_pwl_loops(lw *L) { loops_from(L, 0); }

@@ -38,6 +38,7 @@
 #include "fuser/example_sizes.h"
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
+#include "internal.h"
 
 enum { BLOCK = 128, LARGE_BLOCK = 512, MAX_SAXES = 64 };
 
@@ -168,20 +169,7 @@ static fu_schedule *make_schedule(fu_module *m, const fu_value *ref, const plan 
       inner_loops(b, g, p, false, 0);
     }
   }
-  fu_schedule *s = fu_arena_calloc(m->arena, 1, sizeof *s);
-  if (s) {
-    s->reference = (fu_value *)ref;
-    s->loc = fu_loc_none();
-    s->axes = fu_arena_memdup(m->arena, b->axes, b->n_axes, sizeof *b->axes);
-    s->xforms = fu_arena_memdup(m->arena, b->xf, b->n_xf, sizeof *b->xf);
-    s->loops = fu_arena_memdup(m->arena, b->loops, b->n_loops, sizeof *b->loops);
-    s->n_axes = b->n_axes;
-    s->n_xforms = b->n_xf;
-    s->n_loops = b->n_loops;
-    for (uint32_t a = 0; s->axes && a < s->n_axes; a++)
-      if (!(s->axes[a].name = fu_arena_strdup(m->arena, b->names[a]))) s = NULL;
-    if (s && ((b->n_axes && !s->axes) || (b->n_xf && !s->xforms) || (b->n_loops && !s->loops))) s = NULL;
-  }
+  fu_schedule *s = fu_schedule_assemble(m, ref, b->axes, b->n_axes, b->xf, b->n_xf, b->loops, b->n_loops);
   fu_mem_free(&m->alloc, b, sizeof *b);
   return s;
 }
@@ -364,12 +352,7 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_sch
    * only, so a graph of the all-guard schedule decides it) */
   fu_status st = fu_igraph_build(f, seg, s, m->alloc, diag, &g);
   if (st != FU_OK) return st;
-  fu_ix_ctx *ix = fu_igraph_ix(g);
-  for (uint32_t t = 0; t < s->n_xforms; t++) {
-    fu_sxform *x = &s->xforms[t];
-    if (x->kind == FU_SX_SPLIT && fu_ix_divides(fu_ix_const(ix, x->factor), fu_igraph_axis_extent(g, x->in[0])))
-      x->tail = FU_TAIL_EXACT;
-  }
+  fu_schedule_exact_tails(g, s);
   bind_block_axes(g, s, dev);
   *outputs_ok = true;
   *n_scalar = 0;
@@ -451,6 +434,30 @@ static const char *grid_binding(const fu_schedule *s) {
   return x && y ? "grid-stride in x and y" : x ? "grid-stride in x" : y ? "grid-stride in y" : "direct";
 }
 
+void fu_schedule_exact_tails(fu_igraph *g, fu_schedule *s) {
+  fu_ix_ctx *ix = fu_igraph_ix(g);
+  for (uint32_t t = 0; t < s->n_xforms; t++) {
+    fu_sxform *x = &s->xforms[t];
+    if (x->kind == FU_SX_SPLIT && fu_ix_divides(fu_ix_const(ix, x->factor), fu_igraph_axis_extent(g, x->in[0])))
+      x->tail = FU_TAIL_EXACT;
+  }
+}
+
+const fu_value *fu_schedule_largest_output(const fu_op *seg, const fu_example_sizes *bind, double *numel) {
+  const fu_value *ref = NULL;
+  *numel = -1;
+  for (uint32_t i = 0; i < seg->u.segment.n_outputs; i++) {
+    const fu_value *o = seg->u.segment.outputs[i];
+    if (!fu_type_is_tensor(&o->type)) continue;
+    double n = estimate_numel(bind, &o->type);
+    if (n > *numel) {
+      ref = o;
+      *numel = n;
+    }
+  }
+  return ref;
+}
+
 fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                 fu_schedule **out) {
   *out = NULL;
@@ -459,17 +466,8 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   binding bind;
   if (fu_example_sizes_bind(&bind, f, m->alloc) != FU_OK) return FU_ERR_NOMEM;
   /* 1. reference */
-  const fu_value *ref = NULL;
   double ref_n = -1;
-  for (uint32_t i = 0; i < si->n_outputs; i++) {
-    const fu_value *o = si->outputs[i];
-    if (!fu_type_is_tensor(&o->type)) continue;
-    double n = estimate_numel(&bind, &o->type);
-    if (n > ref_n) {
-      ref = o;
-      ref_n = n;
-    }
-  }
+  const fu_value *ref = fu_schedule_largest_output(seg, &bind, &ref_n);
   if (!ref) {
     fu_error(diag, seg->loc, "%s segment '@%s' has no tensor output to schedule",
              si->kind == FU_SK_NONE ? "pointwise" : fu_sched_kind_name(si->kind), si->name ? si->name : "?");
@@ -495,7 +493,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   }
   int64_t vmax = widest ? (int64_t)(16 / widest) : 1;
   if (widest == 0) widest = 1;
-  if (ref->type.rank == 0) vmax = 1;
+  if (ref->type.rank == 0 || fu_schedule_resize_scalar(seg)) vmax = 1;
   fu_schedule *best = NULL;
   bool transpose = si->kind != FU_SK_POINTWISE;
   /* The search, from the widest down.  Pointwise: the widest width that
@@ -524,8 +522,9 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     fu_status st = evaluate(f, seg, dev, s, diag, &outputs_ok, &n_scalar, &n_vec);
     if (st != FU_OK) return st;
     if (debug && transpose && v > 1)
-      fprintf(debug, "schedule: @%s: width %lld: %u tensor(s) as whole vectors, outputs %s (transpose fallback)\n",
-              si->name ? si->name : "?", (long long)v, n_vec, outputs_ok ? "vectorized" : "lane by lane");
+      fprintf(debug, "schedule: @%s: width %lld: %u tensor(s) as whole vectors, outputs %s (%s fallback)\n",
+              si->name ? si->name : "?", (long long)v, n_vec, outputs_ok ? "vectorized" : "lane by lane",
+              fu_sched_kind_name(si->kind));
     else if (debug && !transpose && !best)
       fprintf(debug, "schedule: @%s: width %lld: outputs %s, %u input(s) element by element\n",
               si->name ? si->name : "?", (long long)v, outputs_ok ? "vectorized" : "not vectorizable", n_scalar);
@@ -596,7 +595,9 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
             si->name ? si->name : "?", ref->name ? ref->name : "?", ref_n,
             p.brk ? "2-D (outer group on blockIdx.y)" : "1-D", (long long)p.vec, (int)p.block, (long long)p.unroll,
             n_loaded, fu_dtype_name(best->index_dtype), grid_binding(best),
-            transpose ? " (transpose segment: the pointwise scheduler's uncoalesced fallback)" : "");
+            si->kind == FU_SK_TRANSPOSE ? " (transpose segment: the pointwise scheduler's uncoalesced fallback)"
+            : transpose                 ? " (resize segment)"
+                                        : "");
   char arch[16];
   fu_device_arch(dev, arch, sizeof arch);
   best->device = fu_arena_strdup(m->arena, dev->name);

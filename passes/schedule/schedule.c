@@ -2,17 +2,19 @@
  *
  * The pass gives every segment that has no schedule one from its kind's
  * scheduler (the SCHEDULE column of fuser/kinds.def), tuned for the device named by
- * its `device` option (`fuser-opt --device=`).  Transpose segments get one
- * from the same scheduler as a correctness fallback: an uncoalesced kernel
- * (the accesses that are not contiguous along the reference's innermost
- * dim go element by element, strided) until the tiled shared-memory
- * transpose scheduler exists; the schedule records the kind (`kind=
- * transpose`).  A schedule already present (hand-written, or from an
+ * its `device` option (`fuser-opt --device=`).  Transpose segments get a
+ * shared-memory tile, or the pointwise schedule where no tile pays
+ * (passes/schedule/transpose.c); option `transpose=pointwise` forces the
+ * latter, the uncoalesced fallback (the accesses that are not contiguous
+ * along the reference's innermost dim go element by element, strided);
+ * the schedule records the kind (`kind=transpose`).  A schedule already present (hand-written, or from an
  * earlier run) is kept: running the pass twice changes nothing.  Segments
  * of kinds without a scheduler yet are left alone.
  *
  * What a scheduler writes must pass the verifier
  * (lib/analysis/schedule_verify.c) that the parser runs. */
+#include <string.h>
+
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
 
@@ -21,6 +23,9 @@ static const fu_pass_option_def options[] = {
      "the target: h100, h200, a100, sm_80, sm_90, or a device file (key = value lines); without it the tool's "
      "device (--device, or the GPU fuser-run found)",
      "h100"},
+    {"transpose", "tile: transpose segments get a shared-memory tile where it pays; pointwise: always the pointwise "
+     "scheduler's uncoalesced fallback",
+     "tile"},
     {NULL, NULL, NULL},
 };
 
@@ -45,6 +50,11 @@ static const fu_schedule_entry_fn schedulers[FU_SK_COUNT] = {
 fu_schedule_entry_fn fu_schedule_entry(fu_sched_kind k) { return (unsigned)k < FU_SK_COUNT ? schedulers[k] : NULL; }
 
 fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine *diag, FILE *debug) {
+  return fu_schedule_module_with(m, dev, NULL, diag, debug);
+}
+
+fu_status fu_schedule_module_with(fu_module *m, const fu_device *dev, const fu_schedule_options *opt,
+                                  fu_diag_engine *diag, FILE *debug) {
   fu_device def = fu_device_default();
   if (!dev) dev = &def;
   for (fu_fusion *f = m->first; f; f = f->next) {
@@ -53,6 +63,7 @@ fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine 
       fu_segment_info *si = &op->u.segment;
       if (si->schedule) continue;
       fu_schedule_entry_fn entry = fu_schedule_entry(si->kind);
+      if (si->kind == FU_SK_TRANSPOSE && opt && opt->transpose_pointwise) entry = fu_schedule_pointwise;
       if (!entry) {
         if (debug)
           fprintf(debug, "schedule: @%s: segment '@%s' is a %s segment; its scheduler comes later\n",
@@ -88,7 +99,13 @@ static fu_status run_schedule(fu_module *m, fu_pass_context *ctx) {
     if (st != FU_OK) return st;
   }
   FILE *debug = fu_pass_debug_enabled(ctx, "schedule") ? ctx->debug_out : NULL;
-  return fu_schedule_module(m, &dev, ctx->diag, debug);
+  const char *tr = fu_pass_option_value(ctx, "transpose");
+  fu_schedule_options opt = {tr && strcmp(tr, "pointwise") == 0};
+  if (tr && !opt.transpose_pointwise && strcmp(tr, "tile") != 0) {
+    fu_error(ctx->diag, fu_loc_none(), "schedule: option 'transpose' is '%s'; valid: tile, pointwise", tr);
+    return FU_ERR_INVALID_ARG;
+  }
+  return fu_schedule_module_with(m, &dev, &opt, ctx->diag, debug);
 }
 
 fu_status fu_schedule_retarget(fu_module *m, const fu_device *dev) {

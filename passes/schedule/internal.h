@@ -1,0 +1,24 @@
+/* fuser: what the schedulers of passes/schedule/ share. */
+#ifndef FUSER_PASSES_SCHEDULE_INTERNAL_H
+#define FUSER_PASSES_SCHEDULE_INTERNAL_H
+
+#include "fuser/example_sizes.h"
+#include "fuser/index_graph.h"
+#include "fuser/schedule.h"
+
+/* The segment's largest tensor output at the example sizes (unbound
+ * symbols count 4096), the first on ties, with its element count in
+ * *numel; NULL when it has none (passes/schedule/pointwise.c). */
+const fu_value *fu_schedule_largest_output(const fu_op *seg, const fu_example_sizes *bind, double *numel);
+
+/* Marks tail=exact every split of s whose factor provably divides its
+ * input's extent in g, the index graph of s (a property of the extents
+ * only, so a graph of the all-guard schedule decides it). */
+void fu_schedule_exact_tails(fu_igraph *g, fu_schedule *s);
+
+/* Whether a resize segment has a pad or a cat, whose clamped operand
+ * coordinates the lane analysis cannot see through: then no vectors
+ * (passes/schedule/resize.c). */
+bool fu_schedule_resize_scalar(const fu_op *seg);
+
+#endif
