@@ -67,10 +67,11 @@ static bool selected(const fu_fusion *f, const char *fusion) {
 }
 
 /* The segments' kernels in order (*n of them; ks may be NULL to count),
- * warnings for segments left without one, and the one architecture the
- * schedules name. */
+ * and the one architecture the schedules name.  A segment left without a
+ * kernel is an error at it, naming its kind, so that no tool hands on a
+ * partial result unasked; with `partial` it is a warning and is left out. */
 static fu_status collect(const fu_module *m, const char *fusion, const fu_kernel **ks, uint32_t *n,
-                         const char **arch, fu_diag_engine *diag) {
+                         const char **arch, bool partial, fu_diag_engine *diag) {
   fu_status st = FU_OK;
   *n = 0;
   for (fu_fusion *f = m->first; f; f = f->next) {
@@ -79,10 +80,18 @@ static fu_status collect(const fu_module *m, const char *fusion, const fu_kernel
       if (op->kind != FU_OP_SEGMENT) continue;
       const fu_segment_info *si = &op->u.segment;
       if (!si->kernel) {
-        if (!ks && diag)
+        if (ks || !diag) continue;
+        if (partial) {
           fu_warning(diag, op->loc,
                      "segment '@%s' (%s) has no kernel: it is not in the output (its scheduler comes later)",
                      si->name ? si->name : "?", fu_sched_kind_name(si->kind));
+        } else {
+          fu_error(diag, op->loc,
+                   "segment '@%s' of fusion '@%s' has no kernel: kind %s cannot be compiled yet (--allow-partial "
+                   "emits the other segments)",
+                   si->name ? si->name : "?", f->name ? f->name : "", fu_sched_kind_name(si->kind));
+          if (st == FU_OK) st = FU_ERR_UNSUPPORTED;
+        }
         continue;
       }
       if (ks) ks[*n] = si->kernel;
@@ -102,7 +111,7 @@ static fu_status collect(const fu_module *m, const char *fusion, const fu_kernel
 uint32_t fu_compile_count_kernels(const fu_module *m, const char *fusion) {
   uint32_t n = 0;
   const char *arch = NULL;
-  collect(m, fusion, NULL, &n, &arch, NULL);
+  collect(m, fusion, NULL, &n, &arch, true, NULL);
   return n;
 }
 
@@ -110,7 +119,7 @@ fu_status fu_compile_module(fu_compiler *c, fu_module *m, const char *fusion, fu
                             const char *arch, const fu_source *src, fu_strbuf *out, fu_diag_engine *diag) {
   uint32_t n = 0;
   const char *scheduled = NULL;
-  fu_status st = collect(m, fusion, NULL, &n, &scheduled, diag);
+  fu_status st = collect(m, fusion, NULL, &n, &scheduled, c->allow_partial, diag);
   if (st != FU_OK) return st;
   if (n == 0) {
     fu_error(diag, file_loc(src),
@@ -124,7 +133,7 @@ fu_status fu_compile_module(fu_compiler *c, fu_module *m, const char *fusion, fu
   }
   const fu_kernel **ks = fu_mem_alloc(&m->alloc, n * sizeof *ks);
   if (!ks) return FU_ERR_NOMEM;
-  collect(m, fusion, ks, &n, &scheduled, diag);
+  collect(m, fusion, ks, &n, &scheduled, true, diag);
   st = fu_compile_kernels(c, ks, n, what, arch, src, out, diag);
   fu_mem_free(&m->alloc, ks, n * sizeof *ks);
   return st;
