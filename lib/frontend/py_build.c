@@ -1642,6 +1642,82 @@ static fu_status build_size_query(builder *b, const char *opname, const fu_py_ex
   return FU_OK;
 }
 
+/* ---- ops nvFuser defines as compositions ------------------------------ */
+
+/* One op of a composition: built, typed and given a temporary name. */
+static fu_status compose(builder *b, fu_op_kind k, fu_value **v, uint32_t n, fu_loc loc, fu_value **out) {
+  unify_pointwise(b, v, n);
+  fu_op *op = new_op(b, k, v, n, 1, loc);
+  result res;
+  fu_status st = single_value(b, op, &res);
+  if (st == FU_OK) st = name_value(b, op->results[0], NULL);
+  *out = st == FU_OK ? op->results[0] : NULL;
+  return st;
+}
+
+/* The last op of a composition: its result is the call's. */
+static fu_status compose_last(builder *b, fu_op_kind k, fu_value **v, uint32_t n, fu_loc loc, result *res) {
+  unify_pointwise(b, v, n);
+  return single_value(b, new_op(b, k, v, n, 1, loc), res);
+}
+
+/* truediv(a, b): nvFuser's div after promoting two integer (or bool)
+ * operands to Float. */
+static fu_status build_truediv(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_value *v[2];
+  for (uint32_t i = 0; i < 2; i++)
+    if ((st = eval_operand(b, c->s[i], c->what, &v[i])) != FU_OK) return st;
+  if (!fu_dtype_is_float(v[0]->type.dtype) && !fu_dtype_is_float(v[1]->type.dtype))
+    for (uint32_t i = 0; i < 2; i++) {
+      fu_op *op = new_op(b, FU_OP_CAST, &v[i], 1, 1, c->call->loc);
+      if (!op) return nomem(b);
+      if ((st = state_type(b, op, FU_DT_F32, v[i]->type.dims, v[i]->type.rank)) != FU_OK) return st;
+      result r;
+      if ((st = finish_op(b, op, &r)) != FU_OK || (st = name_value(b, op->results[0], NULL)) != FU_OK) return st;
+      v[i] = op->results[0];
+    }
+  return compose_last(b, FU_OP_DIV, v, 2, c->call->loc, res);
+}
+
+/* addcmul(input, tensor1, tensor2, value) = input + value * (tensor1 *
+ * tensor2), in nvFuser's order. */
+static fu_status build_addcmul(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_value *v[4], *t, *u;
+  for (uint32_t i = 0; i < 4; i++)
+    if ((st = eval_operand(b, c->s[i], c->what, &v[i])) != FU_OK) return st;
+  fu_value *m1[2] = {v[1], v[2]};
+  if ((st = compose(b, FU_OP_MUL, m1, 2, c->call->loc, &t)) != FU_OK) return st;
+  fu_value *m2[2] = {v[3], t};
+  if ((st = compose(b, FU_OP_MUL, m2, 2, c->call->loc, &u)) != FU_OK) return st;
+  fu_value *a[2] = {v[0], u};
+  return compose_last(b, FU_OP_ADD, a, 2, c->call->loc, res);
+}
+
+/* threshold(x, threshold, value) = where(x <= threshold, value, x). */
+static fu_status build_threshold(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_value *v[3], *le;
+  for (uint32_t i = 0; i < 3; i++)
+    if ((st = eval_operand(b, c->s[i], c->what, &v[i])) != FU_OK) return st;
+  fu_value *cmp[2] = {v[0], v[1]};
+  if ((st = compose(b, FU_OP_LE, cmp, 2, c->call->loc, &le)) != FU_OK) return st;
+  fu_value *w[3] = {le, v[2], v[0]};
+  return compose_last(b, FU_OP_WHERE, w, 3, c->call->loc, res);
+}
+
+/* stride_order(arg, stride_order): the values of a copy; the layout it asks
+ * for is not kept yet, which the warning says. */
+static fu_status build_stride_order(builder *b, op_call *c, result *res) {
+  fu_status st;
+  int64_t *order;
+  uint32_t n;
+  if ((st = eval_int_list(b, c->s[1], "stride_order", c->what, false, &order, &n)) != FU_OK) return st;
+  fu_warning(b->diag, c->call->loc, "'%s' is read as a copy: the output layout it asks for is not kept", c->what);
+  return single_value(b, new_op(b, FU_OP_SET, &c->x, 1, 1, c->call->loc), res);
+}
+
 /* The frontend ops: an nvFuser name and its IR op kind, or NULL and an
  * IR op class (every op of the class in ops.def, under its own name); the
  * parameters ("!" for
@@ -1667,6 +1743,16 @@ static const frontend_op frontend_ops[] = {
      FIRST_NONE, build_nary},
     {"clamp", FU_OP_CLAMP, PARAMS("!arg|arg1|input|x", "!min|arg2|lo", "!max|arg3|hi"), NULL, FIRST_NONE, build_nary},
     {"lerp", FU_OP_LERP, PARAMS("!start|arg1|input", "!end|arg2", "!weight|arg3"), NULL, FIRST_NONE, build_nary},
+    {"mod", FU_OP_FMOD, PARAMS("!arg1|lhs|input|arg|x", "!arg2|rhs|other|y"), NULL, FIRST_NONE, build_nary},
+    {"truediv", FU_OP_DIV, PARAMS("!arg1|lhs|input|arg|x", "!arg2|rhs|other|y"), NULL, FIRST_NONE, build_truediv},
+    {"addcmul", FU_OP_ADD, PARAMS("!arg1|input", "!arg2|tensor1", "!arg3|tensor2", "!arg4|value|alpha"), NULL,
+     FIRST_NONE, build_addcmul},
+    {"threshold", FU_OP_WHERE, PARAMS("!arg|arg1|input|x", "!threshold|arg2", "!value|arg3"), NULL, FIRST_NONE,
+     build_threshold},
+    {"segment_set", FU_OP_SET, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary},
+    {"real", FU_OP_SET, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary}, /* fuser has no complex */
+    {"stride_order", FU_OP_SET, PARAMS("!arg|input|arg1", "!stride_order|dims"), NULL, FIRST_TENSOR,
+     build_stride_order},
     {NULL, FU_OC_UNARY, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary},
     {NULL, FU_OC_CAST, PARAMS("!arg|input|arg1|x", "!dtype"), NULL, FIRST_OPERAND, build_cast},
     {NULL, FU_OC_BINARY, PARAMS("!arg1|lhs|input|arg|x", "!arg2|rhs|other|y"), NULL, FIRST_NONE, build_nary},
