@@ -144,6 +144,10 @@ static const char *const ALL_OPS =
     "  %b13 = lt %T0, %T1\n  %b14 = le %T0, %T1\n  %b15 = gt %T0, %T1\n  %b16 = ge %T0, %T1\n"
     "  %b17 = logical_and %B0, true\n  %b18 = logical_or %B0, bool(false)\n  %b19 = bitwise_and %I0, %I0\n"
     "  %b20 = bitwise_or %I0, 1\n  %b21 = bitwise_xor %I0, i64(-1)\n"
+    "  %a39 = acosh %T0\n  %a40 = asinh %T0\n  %a41 = atanh %T0\n  %a42 = lgamma %T0\n  %a43 = erfinv %T0\n"
+    "  %a44 = erfcinv %T0\n  %a45 = frac %T0\n  %a46 = signbit %T0\n  %a47 = isneginf %T0\n"
+    "  %a48 = isposinf %T0\n  %a49 = isreal %I0\n  %b22 = bitwise_left_shift %I0, 2\n"
+    "  %b23 = bitwise_right_shift %I0, %I0\n  %b24 = nextafter %T0, %T1\n  %b25 = gcd %I0, 6\n"
     "  %c1 = where %B0, %T0, 0.0\n  %c2 = clamp %T0, -1.0, 1.0\n  %c3 = lerp %T0, %T1, 0.5\n"
     "  %r1 = sum %T0 {axes=[1]}\n  %r2 = prod %T0 {keepdim=true, axes=[0, 1]}\n"
     "  %r3 = max %T0 {axes=[1], dtype=f64, keepdim=false}\n  %r4 = min %T0 {axes=[0]}\n"
@@ -184,6 +188,9 @@ static void test_roundtrip_all_ops(void) {
   CHECK(strstr(p, "  %b7 = remainder %I0, i32(3) : i32[N, 8]\n"));
   CHECK(strstr(p, "  %b21 = bitwise_xor %I0, i64(-1) : i32[N, 8]\n"));
   CHECK(strstr(p, "  %b18 = logical_or %B0, bool(false) : bool[N, 8]\n"));
+  CHECK(strstr(p, "  %a46 = signbit %T0 : bool[N, 8]\n"));
+  CHECK(strstr(p, "  %b22 = bitwise_left_shift %I0, 2 : i32[N, 8]\n"));
+  CHECK(strstr(p, "  %b24 = nextafter %T0, %T1 : f32[N, 8]\n"));
   CHECK(strstr(p, "  %c2 = clamp %T0, -1.0, 1.0 : f32[N, 8]\n"));
   CHECK(strstr(p, "  %r2 = prod %T0 {axes=[0, 1], keepdim=true} : f32[1, 1]\n"));
   CHECK(strstr(p, "  %r3 = max %T0 {axes=[1], dtype=f64} : f64[N]\n"));

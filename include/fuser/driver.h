@@ -155,6 +155,7 @@ typedef struct fu_compiler {
   const fu_source *src;        /* the current call's input */
   fu_target_timing total;      /* summed over the calls */
   unsigned calls;
+  bool allow_partial;          /* a segment without a kernel is a warning, not an error */
 } fu_compiler;
 
 /* `target` NULL: the build's preferred target.  Never fails: a build
@@ -170,11 +171,17 @@ fu_status fu_compile_kernels(fu_compiler *c, const fu_kernel *const *ks, uint32_
 /* The one way tools compile a module: the kernels of every lowered segment
  * (of fusion `fusion` only, when not NULL) into one output, for `arch`, or,
  * when NULL, the architecture the schedules were made for (one module has
- * one), or FU_DEFAULT_ARCH.  A module with no kernel, segments scheduled
+ * one), or FU_DEFAULT_ARCH.  A segment without a kernel is an error at it
+ * (a warning with c->allow_partial, and the output holds the others).  A
+ * module with no kernel, segments scheduled
  * for different architectures, an architecture the target cannot compile
  * for, and a build without a backend are errors located at `src`. */
 fu_status fu_compile_module(fu_compiler *c, fu_module *m, const char *fusion, fu_target_output what,
                             const char *arch, const fu_source *src, fu_strbuf *out, fu_diag_engine *diag);
+
+/* Why segment `seg` has no kernel after a pipeline: its kind has no
+ * lowering yet, or the pipeline ended before `lower` ran. */
+const char *fu_segment_no_kernel_reason(const fu_op *seg);
 
 /* How many kernels fu_compile_module would compile. */
 uint32_t fu_compile_count_kernels(const fu_module *m, const char *fusion);
@@ -275,6 +282,7 @@ typedef struct fu_opt_args {
   /* ---- segments: what fuser-opt does with them after the pipeline ---- */
   const char *extract_segment; /* --extract-segment=@NAME: the output is that segment alone (fu_segment_extract) */
   const char *segment_dot;     /* --segment-dot=FILE: fu_segment_write_dot of every fusion, to FILE */
+  bool allow_partial;          /* --allow-partial: --emit leaves out segments without a kernel, with a warning */
 } fu_opt_args;
 
 /* Parses argv[1..argc) into `a` (initialise nothing first; free with

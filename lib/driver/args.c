@@ -25,6 +25,7 @@ typedef enum opt_id {
   O_LIST_PASSES, O_HELP, O_VERSION, O_ERROR_LIMIT,
   O_DEVICE, O_PRINT_INDEX_GRAPH, O_INDEX_GRAPH_DOT, /* codegen */
   O_EXTRACT_SEGMENT, O_SEGMENT_DOT,                 /* segments */
+  O_ALLOW_PARTIAL,
 } opt_id;
 
 #define ARG_NONE FU_CLI_NONE
@@ -37,6 +38,8 @@ static const fu_cli_option options[] = {
     {"output", O_OUTPUT, ARG_REQUIRED, "FILE", "write the output to FILE (also -o FILE); default stdout"},
     {"o", O_OUTPUT, ARG_REQUIRED, "FILE", "the same as --output"},
     {"emit", O_EMIT, ARG_REQUIRED, "fir|llvm|ptx|cuda", "what to write after the pipeline (default fir)"},
+    {"allow-partial", O_ALLOW_PARTIAL, ARG_NONE, NULL,
+     "--emit leaves out segments that have no kernel, with a warning (default: they are errors)"},
     {"split-input-file", O_SPLIT, ARG_NONE, NULL,
      "process each chunk between `// -----` lines as its own module; join outputs with `// -----`"},
     {"verify-diagnostics", O_VERIFY_DIAG, ARG_NONE, NULL,
@@ -292,6 +295,7 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
       break;
     }
     case O_SPLIT: a->split_input_file = true; break;
+    case O_ALLOW_PARTIAL: a->allow_partial = true; break;
     case O_VERIFY_DIAG: a->verify_diagnostics = true; break;
     case O_NO_VERIFY_EACH: a->run.verify_each = false; break;
     case O_VERIFY_EACH: a->run.verify_each = true; break;

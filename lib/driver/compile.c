@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "fuser/driver.h"
+#include "fuser/lower.h"
 #include "fuser/schedule.h"
 
 /* Target diagnostics go to the engine of the call at hand; those without a
@@ -67,10 +68,11 @@ static bool selected(const fu_fusion *f, const char *fusion) {
 }
 
 /* The segments' kernels in order (*n of them; ks may be NULL to count),
- * warnings for segments left without one, and the one architecture the
- * schedules name. */
+ * and the one architecture the schedules name.  A segment left without a
+ * kernel is an error at it, naming its kind, so that no tool hands on a
+ * partial result unasked; with `partial` it is a warning and is left out. */
 static fu_status collect(const fu_module *m, const char *fusion, const fu_kernel **ks, uint32_t *n,
-                         const char **arch, fu_diag_engine *diag) {
+                         const char **arch, bool partial, fu_diag_engine *diag) {
   fu_status st = FU_OK;
   *n = 0;
   for (fu_fusion *f = m->first; f; f = f->next) {
@@ -79,10 +81,19 @@ static fu_status collect(const fu_module *m, const char *fusion, const fu_kernel
       if (op->kind != FU_OP_SEGMENT) continue;
       const fu_segment_info *si = &op->u.segment;
       if (!si->kernel) {
-        if (!ks && diag)
+        if (ks || !diag) continue;
+        if (partial) {
           fu_warning(diag, op->loc,
-                     "segment '@%s' (%s) has no kernel: it is not in the output (its scheduler comes later)",
-                     si->name ? si->name : "?", fu_sched_kind_name(si->kind));
+                     "segment '@%s' (%s) has no kernel: it is not in the output (%s)", si->name ? si->name : "?",
+                     fu_sched_kind_name(si->kind), fu_segment_no_kernel_reason(op));
+        } else {
+          fu_error(diag, op->loc,
+                   "segment '@%s' of fusion '@%s' (kind %s) has no kernel: %s (--allow-partial emits the other "
+                   "segments)",
+                   si->name ? si->name : "?", f->name ? f->name : "", fu_sched_kind_name(si->kind),
+                   fu_segment_no_kernel_reason(op));
+          if (st == FU_OK) st = FU_ERR_UNSUPPORTED;
+        }
         continue;
       }
       if (ks) ks[*n] = si->kernel;
@@ -102,7 +113,7 @@ static fu_status collect(const fu_module *m, const char *fusion, const fu_kernel
 uint32_t fu_compile_count_kernels(const fu_module *m, const char *fusion) {
   uint32_t n = 0;
   const char *arch = NULL;
-  collect(m, fusion, NULL, &n, &arch, NULL);
+  collect(m, fusion, NULL, &n, &arch, true, NULL);
   return n;
 }
 
@@ -110,7 +121,7 @@ fu_status fu_compile_module(fu_compiler *c, fu_module *m, const char *fusion, fu
                             const char *arch, const fu_source *src, fu_strbuf *out, fu_diag_engine *diag) {
   uint32_t n = 0;
   const char *scheduled = NULL;
-  fu_status st = collect(m, fusion, NULL, &n, &scheduled, diag);
+  fu_status st = collect(m, fusion, NULL, &n, &scheduled, c->allow_partial, diag);
   if (st != FU_OK) return st;
   if (n == 0) {
     fu_error(diag, file_loc(src),
@@ -124,7 +135,7 @@ fu_status fu_compile_module(fu_compiler *c, fu_module *m, const char *fusion, fu
   }
   const fu_kernel **ks = fu_mem_alloc(&m->alloc, n * sizeof *ks);
   if (!ks) return FU_ERR_NOMEM;
-  collect(m, fusion, ks, &n, &scheduled, diag);
+  collect(m, fusion, ks, &n, &scheduled, true, diag);
   st = fu_compile_kernels(c, ks, n, what, arch, src, out, diag);
   fu_mem_free(&m->alloc, ks, n * sizeof *ks);
   return st;
@@ -138,4 +149,10 @@ void fu_compiler_timing_report(const fu_compiler *c, fu_strbuf *out) {
                    "LLVM %.3f ms, optimization %.3f ms, code generation %.3f ms, total without libdevice %.3f ms "
                    "(cpu %.3f ms)\n",
                    t->load_ms, t->build_ms, t->opt_ms, t->codegen_ms, t->total_ms - t->load_ms, t->cpu_ms);
+}
+
+const char *fu_segment_no_kernel_reason(const fu_op *seg) {
+  if (!fu_lower_entry(seg->u.segment.kind)) return "its kind cannot be compiled yet";
+  if (!seg->u.segment.schedule) return "no 'schedule' pass ran over it";
+  return "no 'lower' pass ran over it";
 }

@@ -113,8 +113,10 @@ static bool process_chunk(opt_state *s, const fu_source *src, fu_diag_engine *di
       fu_target_output what;
       if (st == FU_OK && s->cfg->emitters[a->emit])
         st = s->cfg->emitters[a->emit](s->cfg->emit_user, m, a->emit, out, diag);
-      else if (st == FU_OK && fu_opt_target_output(s->cfg, a->emit, &what))
+      else if (st == FU_OK && fu_opt_target_output(s->cfg, a->emit, &what)) {
+        s->cfg->compiler->allow_partial = a->allow_partial;
         st = fu_compile_module(s->cfg->compiler, m, NULL, what, NULL, src, out, diag);
+      }
       fu_timing_add(&s->timing, "emit", fu_timing_now() - t0);
     }
     if (out->failed) {

@@ -259,11 +259,14 @@ static int gpu_fusion(void *ctx, const run_args *a, fu_fusion *f, bool several, 
   gpu_ctx *g = ctx;
   const fu_op *why = NULL;
   if (!fu_rt_fusion_is_lowered(f, &why)) {
-    fu_error(g->diag, why->loc, "%s '%s' of fusion '@%s' has no kernel after the pipeline: its kind cannot be compiled yet",
-             why->kind == FU_OP_SEGMENT ? "segment" : "op",
-             why->kind == FU_OP_SEGMENT ? (why->u.segment.name ? why->u.segment.name : "?")
-                                        : fu_op_info_of(why->kind)->name,
-             f->name ? f->name : "");
+    if (why->kind == FU_OP_SEGMENT)
+      fu_error(g->diag, why->loc,
+               "segment '%s' of fusion '@%s' (kind %s) has no kernel after the pipeline: %s",
+               why->u.segment.name ? why->u.segment.name : "?", f->name ? f->name : "",
+               fu_sched_kind_name(why->u.segment.kind), fu_segment_no_kernel_reason(why));
+    else
+      fu_error(g->diag, why->loc, "op '%s' of fusion '@%s' is in no segment after the pipeline",
+               fu_op_info_of(why->kind)->name, f->name ? f->name : "");
     return 1;
   }
   return run_gpu_fusion(g, f, a, several, out, first);

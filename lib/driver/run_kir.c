@@ -30,8 +30,9 @@ static bool all_lowered(fu_fusion *f, fu_diag_engine *diag) {
   for (fu_op *op = f->body.first; op; op = op->next)
     if (op->kind == FU_OP_SEGMENT && !op->u.segment.kernel) {
       fu_error(diag, op->loc,
-               "segment '%s' of fusion '@%s' has no kernel after the pipeline: its kind cannot be compiled yet",
-               op->u.segment.name ? op->u.segment.name : "?", f->name ? f->name : "");
+               "segment '%s' of fusion '@%s' (kind %s) has no kernel after the pipeline: %s",
+               op->u.segment.name ? op->u.segment.name : "?", f->name ? f->name : "",
+               fu_sched_kind_name(op->u.segment.kind), fu_segment_no_kernel_reason(op));
       return false;
     }
   return true;

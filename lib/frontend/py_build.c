@@ -27,10 +27,24 @@ typedef struct pconst {
   bool typed;
 } pconst;
 
-typedef enum bind_kind { B_VALUE, B_CONST, B_VECTOR, B_EXTENT } bind_kind;
+typedef enum bind_kind { B_VALUE, B_CONST, B_VECTOR, B_EXTENT, B_SIZE } bind_kind;
+
+/* A size expression: scalar arithmetic on tensor sizes and constants
+ * (fd.ops.mul(T0.size(0), 2), T.size(1) // 4, fd.ops.cast(s, ...)).  It is
+ * kept as a tree and folded where it is used, when unification may have
+ * made its sizes constant. */
+typedef struct sexpr {
+  char op;      /* 'e' extent, 'k' constant, a Python operator's first char ('/' true division, 'f' floor
+                   division), 'n' negation, 'r' reciprocal, 'c' cast */
+  fu_extent leaf; /* 'e' */
+  pconst cst;     /* 'k' */
+  fu_dtype to;    /* 'c' */
+  const struct sexpr *l, *r;
+} sexpr;
 
 typedef struct binding {
   bind_kind kind;
+  const sexpr *size; /* B_SIZE */
   fu_value *value; /* B_VALUE */
   pconst cst;      /* B_CONST */
   fu_extent *dims; /* B_VECTOR; a constant -1 means "infer" */
@@ -123,7 +137,7 @@ static fu_status bind_args(builder *b, const fu_py_expr *call, const char *what,
     uint32_t j = 0;
     while (j < np && !param_has(params[j], kw->name)) j++;
     if (j == np) {
-      fu_error(b->diag, kw->loc, "unsupported keyword argument '%s' for '%s'", kw->name, what);
+      fu_error(b->diag, kw->loc, "unsupported argument '%s' of '%s'", kw->name, what);
       return FU_ERR_UNSUPPORTED;
     }
     if (slots[j]) {
@@ -158,6 +172,79 @@ static pconst pconst_bool(bool v) {
 }
 static double pconst_as_double(const pconst *c) {
   return c->kind == PY_FLOAT ? c->v.f : c->kind == PY_INT ? (double)c->v.i : (double)c->v.b;
+}
+
+/* Python's `l op r` (+ - * / // % **) on two constants: ints stay ints
+ * (overflow and division by zero are errors at `loc`), anything else is a
+ * float.  1, or -1 after reporting an error. */
+static int pconst_binop(builder *b, const char *op, const pconst *lp, const pconst *rp, fu_loc loc, pconst *out) {
+  pconst l = *lp, r = *rp;
+  bool ints = l.kind != PY_FLOAT && r.kind != PY_FLOAT;
+  /* read the union member `kind` names: a float's bytes are no bool */
+  int64_t li = !ints ? 0 : l.kind == PY_INT ? l.v.i : l.v.b, ri = !ints ? 0 : r.kind == PY_INT ? r.v.i : r.v.b;
+  double lf = pconst_as_double(&l), rf = pconst_as_double(&r);
+  if (ints && strcmp(op, "/") != 0) {
+    if ((strcmp(op, "//") == 0 || strcmp(op, "%") == 0) && ri == 0) {
+      fu_error(b->diag, loc, "integer division by zero");
+      return -1;
+    }
+    int64_t v = 0;
+    bool ovf = false;
+    if (strcmp(op, "+") == 0)
+      ovf = __builtin_add_overflow(li, ri, &v);
+    else if (strcmp(op, "-") == 0)
+      ovf = __builtin_sub_overflow(li, ri, &v);
+    else if (strcmp(op, "*") == 0)
+      ovf = __builtin_mul_overflow(li, ri, &v);
+    else if (li == INT64_MIN && ri == -1) /* // and % */
+      ovf = strcmp(op, "//") == 0;
+    else if (strcmp(op, "//") == 0)
+      v = li / ri - ((li % ri != 0) && ((li < 0) != (ri < 0)));
+    else if (strcmp(op, "%") == 0) {
+      v = li % ri;
+      if (v != 0 && ((v < 0) != (ri < 0))) v += ri;
+    } else { /* ** */
+      if (ri < 0) {
+        *out = pconst_float(pow(lf, rf));
+        return 1;
+      }
+      v = 1;
+      if (li == 0 || li == 1)
+        v = ri == 0 ? 1 : li;
+      else if (li == -1)
+        v = ri % 2 ? -1 : 1;
+      else /* |li| >= 2 overflows within 63 steps */
+        for (int64_t k = 0; k < ri && !ovf; k++) ovf = __builtin_mul_overflow(v, li, &v);
+    }
+    if (ovf) {
+      fu_error(b->diag, loc, "integer overflow in '%lld %s %lld' (beyond 64 bits)", (long long)li, op,
+               (long long)ri);
+      return -1;
+    }
+    *out = pconst_int(v);
+    return 1;
+  }
+  double v;
+  if (strcmp(op, "+") == 0)
+    v = lf + rf;
+  else if (strcmp(op, "-") == 0)
+    v = lf - rf;
+  else if (strcmp(op, "*") == 0)
+    v = lf * rf;
+  else if (strcmp(op, "/") == 0) {
+    if (rf == 0.0) {
+      fu_error(b->diag, loc, "division by zero");
+      return -1;
+    }
+    v = lf / rf;
+  } else if (strcmp(op, "//") == 0)
+    v = floor(lf / rf);
+  else if (strcmp(op, "%") == 0)
+    v = lf - floor(lf / rf) * rf;
+  else
+    v = pow(lf, rf);
+  *out = pconst_float(v);
+  return 1;
 }
 
 /* Evaluate a constant expression: literals, arithmetic on them, names bound
@@ -222,81 +309,27 @@ static int eval_const(builder *b, const fu_py_expr *e, pconst *out) {
       if (rl != 1) return rl;
       int rr = eval_const(b, e->u.binary.rhs, &r);
       if (rr != 1) return rr;
-      const char *op = e->u.binary.op;
-      bool ints = l.kind != PY_FLOAT && r.kind != PY_FLOAT;
-      /* read the union member `kind` names: a float's bytes are no bool */
-      int64_t li = !ints ? 0 : l.kind == PY_INT ? l.v.i : l.v.b, ri = !ints ? 0 : r.kind == PY_INT ? r.v.i : r.v.b;
-      double lf = pconst_as_double(&l), rf = pconst_as_double(&r);
-      if (ints && strcmp(op, "/") != 0) {
-        if ((strcmp(op, "//") == 0 || strcmp(op, "%") == 0) && ri == 0) {
-          fu_error(b->diag, e->loc, "integer division by zero");
-          return -1;
-        }
-        int64_t v = 0;
-        bool ovf = false;
-        if (strcmp(op, "+") == 0)
-          ovf = __builtin_add_overflow(li, ri, &v);
-        else if (strcmp(op, "-") == 0)
-          ovf = __builtin_sub_overflow(li, ri, &v);
-        else if (strcmp(op, "*") == 0)
-          ovf = __builtin_mul_overflow(li, ri, &v);
-        else if (li == INT64_MIN && ri == -1) /* // and % */
-          ovf = strcmp(op, "//") == 0;
-        else if (strcmp(op, "//") == 0)
-          v = li / ri - ((li % ri != 0) && ((li < 0) != (ri < 0)));
-        else if (strcmp(op, "%") == 0) {
-          v = li % ri;
-          if (v != 0 && ((v < 0) != (ri < 0))) v += ri;
-        } else { /* ** */
-          if (ri < 0) {
-            *out = pconst_float(pow(lf, rf));
-            return 1;
-          }
-          v = 1;
-          if (li == 0 || li == 1)
-            v = ri == 0 ? 1 : li;
-          else if (li == -1)
-            v = ri % 2 ? -1 : 1;
-          else /* |li| >= 2 overflows within 63 steps */
-            for (int64_t k = 0; k < ri && !ovf; k++) ovf = __builtin_mul_overflow(v, li, &v);
-        }
-        if (ovf) {
-          fu_error(b->diag, e->loc, "integer overflow in '%lld %s %lld' (beyond 64 bits)", (long long)li, op,
-                   (long long)ri);
-          return -1;
-        }
-        *out = pconst_int(v);
-        return 1;
-      }
-      double v;
-      if (strcmp(op, "+") == 0)
-        v = lf + rf;
-      else if (strcmp(op, "-") == 0)
-        v = lf - rf;
-      else if (strcmp(op, "*") == 0)
-        v = lf * rf;
-      else if (strcmp(op, "/") == 0) {
-        if (rf == 0.0) {
-          fu_error(b->diag, e->loc, "division by zero");
-          return -1;
-        }
-        v = lf / rf;
-      } else if (strcmp(op, "//") == 0)
-        v = floor(lf / rf);
-      else if (strcmp(op, "%") == 0)
-        v = lf - floor(lf / rf) * rf;
-      else
-        v = pow(lf, rf);
-      *out = pconst_float(v);
-      return 1;
+      return pconst_binop(b, e->u.binary.op, &l, &r, e->loc, out);
     }
     default: return 0;
   }
 }
 
+/* Size expressions (below): arithmetic on tensor sizes and constants. */
+static int size_expr(builder *b, const fu_py_expr *e, const sexpr **out);
+static fu_status size_value(builder *b, const sexpr *x, fu_loc loc, bool sym_ok, const char *param, const char *what,
+                            pconst *c, fu_extent *sym, bool *is_sym);
+
 static fu_status eval_int(builder *b, const fu_py_expr *e, const char *param, const char *what, int64_t *out) {
   pconst c;
   int r = eval_const(b, e, &c);
+  const sexpr *x;
+  if (r == 0 && (r = size_expr(b, e, &x)) == 1) { /* a tensor size that folds to a constant */
+    fu_extent sym;
+    bool is_sym;
+    fu_status st = size_value(b, x, e->loc, false, param, what, &c, &sym, &is_sym);
+    if (st != FU_OK) return st;
+  }
   if (r < 0) return FU_ERR_PARSE;
   if (r == 0 || c.kind != PY_INT) {
     fu_error(b->diag, e->loc, "expected an integer for '%s' of '%s'", param, what);
@@ -378,12 +411,24 @@ static fu_status eval_int_list(builder *b, const fu_py_expr *e, const char *para
 /* One entry of a shape: an integer (-1 = infer where allowed), a name bound
  * to a constant or to a tensor extent (fd.ops.size). */
 static fu_status eval_extent(builder *b, const fu_py_expr *e, const char *param, const char *what, fu_extent *out) {
+  const sexpr *x;
+  int r = size_expr(b, e, &x);
+  if (r < 0) return FU_ERR_PARSE;
+  if (r == 1) { /* a tensor size, or arithmetic on sizes */
+    pconst c;
+    bool is_sym;
+    fu_status st = size_value(b, x, e->loc, true, param, what, &c, out, &is_sym);
+    if (st != FU_OK || is_sym) return st;
+    if (c.kind != PY_INT || c.v.i < -1) {
+      fu_error(b->diag, e->loc, "'%s' of '%s' is not a valid extent", param, what);
+      return FU_ERR_VERIFY;
+    }
+    out->value = c.v.i;
+    out->sym = NULL;
+    return FU_OK;
+  }
   if (e->kind == FU_PY_E_NAME) {
     binding *bd = fu_py_map_get(&b->env, e->u.name);
-    if (bd && bd->kind == B_EXTENT) {
-      *out = fu_py_symtab_canon(&b->syms, bd->extent);
-      return FU_OK;
-    }
     if (bd && bd->kind == B_VALUE) {
       fu_error(b->diag, e->loc,
                "'%s' of '%s' uses the runtime scalar '%s'; extents must be constants or sizes of input tensors", param,
@@ -511,6 +556,267 @@ static fu_value *make_literal(builder *b, const pconst *c) {
   return v;
 }
 
+/* ---- size expressions --------------------------------------------------- */
+
+static fu_status build_size_query(builder *b, const char *opname, const fu_py_expr *call, const fu_py_expr *self,
+                                  const char *what, result *res);
+
+/* "fd.ops.X" -> "X"; NULL for any other callee. */
+static const char *fd_op_name(builder *b, const fu_py_expr *call, char *buf, size_t cap) {
+  if (!dotted(call->u.call.callee, buf, cap)) return NULL;
+  size_t nfd = strlen(b->unit->fd);
+  if (strncmp(buf, b->unit->fd, nfd) != 0 || strncmp(buf + nfd, ".ops.", 5) != 0 || strchr(buf + nfd + 5, '.'))
+    return NULL;
+  return buf + nfd + 5;
+}
+
+/* The size query a call is: fd.ops.size / shape / at, or the tensor
+ * methods T.size(d) and T.shape() (*self is then T); NULL for others. */
+static const char *size_query_of(builder *b, const fu_py_expr *call, const fu_py_expr **self) {
+  static const char *const queries[] = {"size", "shape", "at"};
+  char buf[160];
+  *self = NULL;
+  const char *op = fd_op_name(b, call, buf, sizeof buf);
+  for (size_t i = 0; op && i < 3; i++)
+    if (strcmp(op, queries[i]) == 0) return queries[i];
+  const fu_py_expr *callee = call->u.call.callee;
+  if (callee->kind != FU_PY_E_ATTR || callee->u.attr.base->kind != FU_PY_E_NAME) return NULL;
+  binding *bd = fu_py_map_get(&b->env, callee->u.attr.base->u.name);
+  if (!bd || bd->kind != B_VALUE || !fu_type_is_tensor(&bd->value->type)) return NULL;
+  for (size_t i = 0; i < 2; i++)
+    if (strcmp(callee->u.attr.name, queries[i]) == 0) {
+      *self = callee->u.attr.base;
+      return queries[i];
+    }
+  return NULL;
+}
+
+/* fd.ops names that are scalar arithmetic on sizes, and their sexpr op. */
+static char size_op_of(const char *name) {
+  static const struct {
+    const char *name;
+    char op;
+  } ops[] = {{"add", '+'},       {"sub", '-'},       {"mul", '*'}, {"div", 'd'},        {"truediv", '/'},
+             {"remainder", '%'}, {"mod", '%'},       {"neg", 'n'}, {"reciprocal", 'r'}, {"cast", 'c'}};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (strcmp(ops[i].name, name) == 0) return ops[i].op;
+  return 0;
+}
+
+static int size_tree(builder *b, const fu_py_expr *e, const sexpr **out, bool *has);
+
+/* The operands of fd.ops.<op>(...) on sizes, bound by nvFuser's names. */
+static int size_call(builder *b, const fu_py_expr *e, const char *opname, sexpr *x, bool *has) {
+  static const char *const unary[] = {"!arg|input|arg1|x", NULL};
+  static const char *const binary[] = {"!arg1|lhs|input|arg|x", "!arg2|rhs|other|y", NULL};
+  static const char *const cast[] = {"!arg|input|arg1|x", "!dtype", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  char what[96];
+  op_display(b, opname, what, sizeof what);
+  bool is_binary = x->op != 'n' && x->op != 'r' && x->op != 'c';
+  if (bind_args(b, e, what, x->op == 'c' ? cast : is_binary ? binary : unary, s) != FU_OK) return -1;
+  int r = size_tree(b, s[0], &x->l, has);
+  if (r == 1 && is_binary) r = size_tree(b, s[1], &x->r, has);
+  if (r == 1 && x->op == 'c' && eval_dtype(b, s[1], what, false, &x->to) != FU_OK) return -1;
+  return r;
+}
+
+/* Reads `e` as a size expression.  1: it is one (*out; *has when it
+ * mentions a tensor size), 0: it is not (a tensor, a runtime scalar, an
+ * op on those), -1: an error was reported.  Nothing but size queries is
+ * evaluated on the way, and they make no ops. */
+static int size_tree(builder *b, const fu_py_expr *e, const sexpr **out, bool *has) {
+  sexpr *x = scratch_alloc(b, sizeof *x);
+  if (!x) return nomem(b), -1;
+  memset(x, 0, sizeof *x);
+  *out = x;
+  switch (e->kind) {
+    case FU_PY_E_INT:
+    case FU_PY_E_FLOAT:
+    case FU_PY_E_BOOL: x->op = 'k'; return eval_const(b, e, &x->cst);
+    case FU_PY_E_NAME: {
+      binding *bd = fu_py_map_get(&b->env, e->u.name);
+      if (!bd) return 0;
+      x->op = bd->kind == B_CONST ? 'k' : 'e';
+      x->cst = bd->cst;
+      x->leaf = bd->extent;
+      if (bd->kind == B_SIZE) *out = bd->size;
+      *has |= bd->kind == B_EXTENT || bd->kind == B_SIZE;
+      return bd->kind == B_CONST || bd->kind == B_EXTENT || bd->kind == B_SIZE;
+    }
+    case FU_PY_E_UNARY:
+      if (e->u.unary.op == '+') return size_tree(b, e->u.unary.operand, out, has);
+      x->op = 'n';
+      return size_tree(b, e->u.unary.operand, &x->l, has);
+    case FU_PY_E_BINARY: {
+      const char *op = e->u.binary.op;
+      x->op = strcmp(op, "//") == 0 ? 'F' : strcmp(op, "**") == 0 ? 'p' : op[0];
+      int r = size_tree(b, e->u.binary.lhs, &x->l, has);
+      return r == 1 ? size_tree(b, e->u.binary.rhs, &x->r, has) : r;
+    }
+    case FU_PY_E_CALL: {
+      const fu_py_expr *self;
+      const char *q = size_query_of(b, e, &self);
+      if (q && strcmp(q, "shape") != 0) {
+        char what[96];
+        result res;
+        if (self)
+          snprintf(what, sizeof what, "%s.%s", self->u.name, q);
+        else
+          op_display(b, q, what, sizeof what);
+        if (build_size_query(b, q, e, self, what, &res) != FU_OK) return -1;
+        x->op = 'e';
+        x->leaf = res.b[0].extent;
+        *has = true;
+        return 1;
+      }
+      char buf[160];
+      const char *opname = q ? NULL : fd_op_name(b, e, buf, sizeof buf);
+      if (!opname || !(x->op = size_op_of(opname))) return 0;
+      return size_call(b, e, opname, x, has);
+    }
+    default: return 0;
+  }
+}
+
+/* 1 and *out when `e` is a size expression that mentions a tensor size;
+ * 0 when it is not one; -1 after an error. */
+static int size_expr(builder *b, const fu_py_expr *e, const sexpr **out) {
+  bool has = false;
+  int r = size_tree(b, e, out, &has);
+  return r < 0 ? -1 : r == 1 && has ? 1 : 0;
+}
+
+/* The size the inputs list gives the symbol `e`, if it does. */
+static bool example_extent(builder *b, fu_extent e, int64_t *v) {
+  const fu_py_unit *u = b->unit;
+  const fu_py_sym *sym = u->examples ? fu_py_symtab_lookup(&b->syms, e) : NULL;
+  if (!sym || sym->origin_input < 0 || (uint32_t)sym->origin_input >= u->n_examples) return false;
+  const fu_py_example_spec *ex = &u->examples[sym->origin_input];
+  if (ex->is_scalar || ex->rank <= sym->origin_dim) return false;
+  *v = ex->shape[sym->origin_dim];
+  return true;
+}
+
+/* nvFuser's scalar op `op` on two folded constants (or one for n, r, c). */
+static int size_apply(builder *b, const sexpr *x, const pconst *l, const pconst *r, fu_loc loc, pconst *out) {
+  bool ints = l->kind != PY_FLOAT && (!r || r->kind != PY_FLOAT);
+  switch (x->op) {
+    case 'n': {
+      pconst zero = pconst_int(0);
+      return pconst_binop(b, "-", &zero, l, loc, out);
+    }
+    case 'r':
+      *out = pconst_float(1.0 / pconst_as_double(l));
+      if (l->kind == PY_FLOAT) { /* a float keeps its dtype */
+        out->dtype = l->dtype;
+        out->typed = l->typed;
+      }
+      return 1;
+    case 'c':
+      if (fu_dtype_is_float(x->to))
+        *out = pconst_float(pconst_as_double(l));
+      else if (fu_dtype_is_int(x->to))
+        *out = pconst_int(l->kind == PY_FLOAT ? (in_i64_range(l->v.f) ? (int64_t)l->v.f : 0)
+                          : l->kind == PY_INT ? l->v.i
+                                              : l->v.b);
+      else
+        *out = pconst_bool(pconst_as_double(l) != 0.0);
+      out->dtype = x->to;
+      out->typed = true;
+      return 1;
+    case 'd': /* nvFuser's div: C's truncation on integers */
+      if (ints) {
+        int64_t li = l->kind == PY_INT ? l->v.i : l->v.b, ri = r->kind == PY_INT ? r->v.i : r->v.b;
+        if (ri == 0 || (li == INT64_MIN && ri == -1)) {
+          fu_error(b->diag, loc, "integer division by zero or overflow in a size expression");
+          return -1;
+        }
+        *out = pconst_int(li / ri);
+        return 1;
+      }
+      return pconst_binop(b, "/", l, r, loc, out);
+    case 'F': return pconst_binop(b, "//", l, r, loc, out);
+    case 'p': return pconst_binop(b, "**", l, r, loc, out);
+    default: {
+      char op[2] = {x->op, 0};
+      return pconst_binop(b, op, l, r, loc, out);
+    }
+  }
+}
+
+/* Folds a size expression: 1 the constant *c, 2 exactly the symbolic
+ * extent *sym (through integer casts and x*1, x+0), 0 arithmetic on
+ * symbolic sizes, -1 an error.  With `concretize` symbolic sizes take the
+ * sizes the inputs list gives them. */
+static int size_fold(builder *b, const sexpr *x, bool concretize, fu_loc loc, pconst *c, fu_extent *sym) {
+  if (x->op == 'k') {
+    *c = x->cst;
+    return 1;
+  }
+  if (x->op == 'e') {
+    fu_extent e = fu_py_symtab_canon(&b->syms, x->leaf);
+    int64_t v = e.value;
+    if (fu_extent_is_const(e) || (concretize && example_extent(b, e, &v))) {
+      *c = pconst_int(v);
+      return 1;
+    }
+    *sym = e;
+    return 2;
+  }
+  pconst l, r;
+  fu_extent ls = {0, NULL}, rs = {0, NULL};
+  int kl = size_fold(b, x->l, concretize, loc, &l, &ls);
+  int kr = x->r ? size_fold(b, x->r, concretize, loc, &r, &rs) : 1;
+  if (kl < 0 || kr < 0) return -1;
+  if (kl == 1 && kr == 1) return size_apply(b, x, &l, x->r ? &r : NULL, loc, c);
+  bool r_is = kr == 1 && x->r && r.kind == PY_INT, l_is = kl == 1 && l.kind == PY_INT;
+  if (kl == 2 && ((x->op == 'c' && fu_dtype_is_int(x->to)) ||
+                  (r_is && (((x->op == '*' || x->op == 'd' || x->op == 'F') && r.v.i == 1) ||
+                            ((x->op == '+' || x->op == '-') && r.v.i == 0))))) {
+    *sym = ls;
+    return 2;
+  }
+  if (kr == 2 && l_is && ((x->op == '*' && l.v.i == 1) || (x->op == '+' && l.v.i == 0))) {
+    *sym = rs;
+    return 2;
+  }
+  return 0;
+}
+
+/* A size expression where a constant is needed (an index, a width) or,
+ * with `sym_ok`, an extent: folded, and failing that, folded again with
+ * the inputs list's sizes.  Errors name the parameter. */
+static fu_status size_value(builder *b, const sexpr *x, fu_loc loc, bool sym_ok, const char *param, const char *what,
+                            pconst *c, fu_extent *sym, bool *is_sym) {
+  *is_sym = false;
+  int k = size_fold(b, x, false, loc, c, sym);
+  if (k == 0 || (k == 2 && !sym_ok)) k = size_fold(b, x, true, loc, c, sym);
+  if (k < 0) return FU_ERR_PARSE;
+  if (k == 1) return FU_OK;
+  if (k == 2 && sym_ok) {
+    *is_sym = true;
+    return FU_OK;
+  }
+  const char *dot = k == 2 ? strrchr(sym->sym, '.') : NULL; /* symbols are named "<input>.<dim>" until finalized */
+  if (k == 2 && dot)
+    fu_error(b->diag, loc,
+             "'%s' of '%s' must be constant here, but it is the symbolic size %.*s.size(%s) (give constant input "
+             "sizes or an inputs list)",
+             param, what, (int)(dot - sym->sym), sym->sym, dot + 1);
+  else if (k == 2)
+    fu_error(b->diag, loc,
+             "'%s' of '%s' must be constant here, but it is the symbolic size '%s' (give constant input sizes or an "
+             "inputs list)",
+             param, what, sym->sym);
+  else
+    fu_error(b->diag, loc,
+             "'%s' of '%s' is arithmetic on symbolic sizes, which an extent cannot state (give constant input sizes "
+             "or an inputs list)",
+             param, what);
+  return FU_ERR_UNSUPPORTED;
+}
+
 /* Evaluate a call: fd.ops.<op>, or an fd.<method>.  Results that no
  * assignment names get temporary names here. */
 static fu_status eval_call(builder *b, const fu_py_expr *call, const char *name_hint, result *res);
@@ -520,6 +826,13 @@ static fu_status eval_arith(builder *b, const fu_py_expr *e, const char *name, f
 static fu_status eval_operand(builder *b, const fu_py_expr *e, const char *what, fu_value **out) {
   pconst c;
   int r = eval_const(b, e, &c);
+  const sexpr *x;
+  if (r == 0 && (r = size_expr(b, e, &x)) == 1) { /* a tensor size as a value: only a constant one */
+    fu_extent sym;
+    bool is_sym;
+    fu_status st = size_value(b, x, e->loc, false, "operand", what, &c, &sym, &is_sym);
+    if (st != FU_OK) return st;
+  }
   if (r < 0) return FU_ERR_PARSE;
   if (r == 1) {
     *out = make_literal(b, &c);
@@ -1273,9 +1586,11 @@ static fu_status build_iota(builder *b, op_call *c, result *res) {
   return finish_op(b, op, res);
 }
 
-/* fd.ops.size / shape / at: frontend-only, they name extents. */
-static fu_status build_size_query(builder *b, const char *opname, const fu_py_expr *call, const char *what,
-                                  result *res) {
+/* fd.ops.size / shape / at and the tensor methods T.size(d) and
+ * T.shape() (`self` is T, the arguments are the rest): frontend-only, they
+ * name extents. */
+static fu_status build_size_query(builder *b, const char *opname, const fu_py_expr *call, const fu_py_expr *self,
+                                  const char *what, result *res) {
   memset(res, 0, sizeof *res);
   res->n = 1;
   const fu_py_expr *s[MAX_PARAMS];
@@ -1298,9 +1613,16 @@ static fu_status build_size_query(builder *b, const char *opname, const fu_py_ex
     return FU_OK;
   }
   bool is_size = strcmp(opname, "size") == 0;
-  static const char *const size_params[] = {"!arg|input", "!dim", NULL};
+  static const char *const size_params[] = {"!arg|input", "!dim|dims|index", NULL};
   static const char *const shape_params[] = {"!arg|input", NULL};
-  if ((st = bind_args(b, call, what, is_size ? size_params : shape_params, s)) != FU_OK) return st;
+  const char *const *params = is_size ? size_params : shape_params;
+  if (self) {
+    s[0] = self;
+    st = bind_args(b, call, what, params + 1, s + 1);
+  } else {
+    st = bind_args(b, call, what, params, s);
+  }
+  if (st != FU_OK) return st;
   fu_value *x;
   if ((st = eval_tensor(b, s[0], what, &x)) != FU_OK) return st;
   if (is_size) {
@@ -1318,6 +1640,82 @@ static fu_status build_size_query(builder *b, const char *opname, const fu_py_ex
   if (!res->b[0].dims) return nomem(b);
   for (int32_t i = 0; i < x->type.rank; i++) res->b[0].dims[i] = x->type.dims[i];
   return FU_OK;
+}
+
+/* ---- ops nvFuser defines as compositions ------------------------------ */
+
+/* One op of a composition: built, typed and given a temporary name. */
+static fu_status compose(builder *b, fu_op_kind k, fu_value **v, uint32_t n, fu_loc loc, fu_value **out) {
+  unify_pointwise(b, v, n);
+  fu_op *op = new_op(b, k, v, n, 1, loc);
+  result res;
+  fu_status st = single_value(b, op, &res);
+  if (st == FU_OK) st = name_value(b, op->results[0], NULL);
+  *out = st == FU_OK ? op->results[0] : NULL;
+  return st;
+}
+
+/* The last op of a composition: its result is the call's. */
+static fu_status compose_last(builder *b, fu_op_kind k, fu_value **v, uint32_t n, fu_loc loc, result *res) {
+  unify_pointwise(b, v, n);
+  return single_value(b, new_op(b, k, v, n, 1, loc), res);
+}
+
+/* truediv(a, b): nvFuser's div after promoting two integer (or bool)
+ * operands to Float. */
+static fu_status build_truediv(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_value *v[2];
+  for (uint32_t i = 0; i < 2; i++)
+    if ((st = eval_operand(b, c->s[i], c->what, &v[i])) != FU_OK) return st;
+  if (!fu_dtype_is_float(v[0]->type.dtype) && !fu_dtype_is_float(v[1]->type.dtype))
+    for (uint32_t i = 0; i < 2; i++) {
+      fu_op *op = new_op(b, FU_OP_CAST, &v[i], 1, 1, c->call->loc);
+      if (!op) return nomem(b);
+      if ((st = state_type(b, op, FU_DT_F32, v[i]->type.dims, v[i]->type.rank)) != FU_OK) return st;
+      result r;
+      if ((st = finish_op(b, op, &r)) != FU_OK || (st = name_value(b, op->results[0], NULL)) != FU_OK) return st;
+      v[i] = op->results[0];
+    }
+  return compose_last(b, FU_OP_DIV, v, 2, c->call->loc, res);
+}
+
+/* addcmul(input, tensor1, tensor2, value) = input + value * (tensor1 *
+ * tensor2), in nvFuser's order. */
+static fu_status build_addcmul(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_value *v[4], *t, *u;
+  for (uint32_t i = 0; i < 4; i++)
+    if ((st = eval_operand(b, c->s[i], c->what, &v[i])) != FU_OK) return st;
+  fu_value *m1[2] = {v[1], v[2]};
+  if ((st = compose(b, FU_OP_MUL, m1, 2, c->call->loc, &t)) != FU_OK) return st;
+  fu_value *m2[2] = {v[3], t};
+  if ((st = compose(b, FU_OP_MUL, m2, 2, c->call->loc, &u)) != FU_OK) return st;
+  fu_value *a[2] = {v[0], u};
+  return compose_last(b, FU_OP_ADD, a, 2, c->call->loc, res);
+}
+
+/* threshold(x, threshold, value) = where(x <= threshold, value, x). */
+static fu_status build_threshold(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_value *v[3], *le;
+  for (uint32_t i = 0; i < 3; i++)
+    if ((st = eval_operand(b, c->s[i], c->what, &v[i])) != FU_OK) return st;
+  fu_value *cmp[2] = {v[0], v[1]};
+  if ((st = compose(b, FU_OP_LE, cmp, 2, c->call->loc, &le)) != FU_OK) return st;
+  fu_value *w[3] = {le, v[2], v[0]};
+  return compose_last(b, FU_OP_WHERE, w, 3, c->call->loc, res);
+}
+
+/* stride_order(arg, stride_order): the values of a copy; the layout it asks
+ * for is not kept yet, which the warning says. */
+static fu_status build_stride_order(builder *b, op_call *c, result *res) {
+  fu_status st;
+  int64_t *order;
+  uint32_t n;
+  if ((st = eval_int_list(b, c->s[1], "stride_order", c->what, false, &order, &n)) != FU_OK) return st;
+  fu_warning(b->diag, c->call->loc, "'%s' is read as a copy: the output layout it asks for is not kept", c->what);
+  return single_value(b, new_op(b, FU_OP_SET, &c->x, 1, 1, c->call->loc), res);
 }
 
 /* The frontend ops: an nvFuser name and its IR op kind, or NULL and an
@@ -1345,6 +1743,16 @@ static const frontend_op frontend_ops[] = {
      FIRST_NONE, build_nary},
     {"clamp", FU_OP_CLAMP, PARAMS("!arg|arg1|input|x", "!min|arg2|lo", "!max|arg3|hi"), NULL, FIRST_NONE, build_nary},
     {"lerp", FU_OP_LERP, PARAMS("!start|arg1|input", "!end|arg2", "!weight|arg3"), NULL, FIRST_NONE, build_nary},
+    {"mod", FU_OP_FMOD, PARAMS("!arg1|lhs|input|arg|x", "!arg2|rhs|other|y"), NULL, FIRST_NONE, build_nary},
+    {"truediv", FU_OP_DIV, PARAMS("!arg1|lhs|input|arg|x", "!arg2|rhs|other|y"), NULL, FIRST_NONE, build_truediv},
+    {"addcmul", FU_OP_ADD, PARAMS("!arg1|input", "!arg2|tensor1", "!arg3|tensor2", "!arg4|value|alpha"), NULL,
+     FIRST_NONE, build_addcmul},
+    {"threshold", FU_OP_WHERE, PARAMS("!arg|arg1|input|x", "!threshold|arg2", "!value|arg3"), NULL, FIRST_NONE,
+     build_threshold},
+    {"segment_set", FU_OP_SET, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary},
+    {"real", FU_OP_SET, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary}, /* fuser has no complex */
+    {"stride_order", FU_OP_SET, PARAMS("!arg|input|arg1", "!stride_order|dims"), NULL, FIRST_TENSOR,
+     build_stride_order},
     {NULL, FU_OC_UNARY, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary},
     {NULL, FU_OC_CAST, PARAMS("!arg|input|arg1|x", "!dtype"), NULL, FIRST_OPERAND, build_cast},
     {NULL, FU_OC_BINARY, PARAMS("!arg1|lhs|input|arg|x", "!arg2|rhs|other|y"), NULL, FIRST_NONE, build_nary},
@@ -1392,11 +1800,11 @@ static fu_status build_op(builder *b, const char *opname, const fu_py_expr *call
   char what[96];
   op_display(b, opname, what, sizeof what);
   if (strcmp(opname, "size") == 0 || strcmp(opname, "shape") == 0 || strcmp(opname, "at") == 0)
-    return build_size_query(b, opname, call, what, res);
+    return build_size_query(b, opname, call, NULL, what, res);
   op_call c = {.call = call, .what = what};
   const frontend_op *row = find_frontend_op(opname, &c.kind);
   if (!row) {
-    fu_error(b->diag, call->loc, "unsupported nvFuser op '%s'", what);
+    fu_error(b->diag, call->loc, "unsupported op '%s'", what);
     return FU_ERR_UNSUPPORTED;
   }
   c.old_order = row->legacy && (row->legacy == row->params || call->u.call.n_args == 3);
@@ -1767,6 +2175,9 @@ static fu_status eval_call(builder *b, const fu_py_expr *call, const char *name_
     fu_error(b->diag, call->loc, "unsupported call");
     return FU_ERR_UNSUPPORTED;
   }
+  const fu_py_expr *self;
+  const char *query = size_query_of(b, call, &self);
+  if (query && self) return build_size_query(b, query, call, self, name, res);
   const char *fd = b->unit->fd;
   size_t nfd = strlen(fd);
   fu_status st;
@@ -1824,7 +2235,16 @@ static fu_status exec_assign(builder *b, const fu_py_stmt *s) {
   pconst c;
   int r = eval_const(b, value, &c);
   if (r < 0) return FU_ERR_PARSE;
-  if (r == 1) {
+  const sexpr *x = NULL;
+  if (r == 0 && (value->kind == FU_PY_E_CALL || value->kind == FU_PY_E_BINARY || value->kind == FU_PY_E_UNARY) &&
+      (r = size_expr(b, value, &x)) < 0)
+    return FU_ERR_PARSE;
+  if (x && r == 1) { /* a tensor size or arithmetic on sizes: folded where it is used */
+    res.n = 1;
+    res.b[0].kind = x->op == 'e' ? B_EXTENT : B_SIZE;
+    res.b[0].extent = x->leaf;
+    res.b[0].size = x;
+  } else if (r == 1) {
     res.n = 1;
     res.b[0].kind = B_CONST;
     res.b[0].cst = c;

@@ -8,6 +8,43 @@
 
 /* ---- float kernels (pw_float.inc, once per float kind) ------------------- */
 
+/* erfinv (libm has none): an initial rational estimate refined by two
+ * Newton steps on erf, in double, as PyTorch's CPU kernel refines its own;
+ * +-1 give +-inf, |x| > 1 and NaN give NaN.  erfcinv(x) is erfinv(1 - x):
+ * 1 - x is exact in double for every f32 input. */
+static double erfinv_f64(double x) {
+  if (isnan(x) || x < -1.0 || x > 1.0) return NAN;
+  if (x == 1.0 || x == -1.0) return x * INFINITY;
+  double w = -log((1.0 - x) * (1.0 + x)), y;
+  if (w < 5.0) {
+    w -= 2.5;
+    y = 2.81022636e-08;
+    y = 3.43273939e-07 + y * w;
+    y = -3.5233877e-06 + y * w;
+    y = -4.39150654e-06 + y * w;
+    y = 0.00021858087 + y * w;
+    y = -0.00125372503 + y * w;
+    y = -0.00417768164 + y * w;
+    y = 0.246640727 + y * w;
+    y = 1.50140941 + y * w;
+  } else {
+    w = sqrt(w) - 3.0;
+    y = -0.000200214257;
+    y = 0.000100950558 + y * w;
+    y = 0.00134934322 + y * w;
+    y = -0.00367342844 + y * w;
+    y = 0.00573950773 + y * w;
+    y = -0.0076224613 + y * w;
+    y = 0.00943887047 + y * w;
+    y = 1.00167406 + y * w;
+    y = 2.83297682 + y * w;
+  }
+  y *= x;
+  for (int i = 0; i < 2; i++) y -= (erf(y) - x) / (1.1283791670955126 * exp(-y * y));
+  return y;
+}
+
+
 #define FT float
 #define FM(fn) fn##f
 #define FNAME(x) f32_##x
@@ -50,6 +87,26 @@ static int64_t ipow(int64_t base, int64_t e) {
   return (int64_t)r;
 }
 
+/* torch.bitwise_left_shift / right_shift on the 64-bit compute kind: a
+ * count outside [0, 64) gives 0, or the sign for a right shift.  Narrower
+ * ints come out right once the result is cut to their width (a left shift
+ * by 32..63 leaves no low bits, a right shift of the sign-extended value
+ * fills with the sign), as PyTorch's per-width rule gives. */
+static int64_t shift_left(int64_t x, int64_t y) { return y < 0 || y >= 64 ? 0 : (int64_t)((uint64_t)x << y); }
+static int64_t shift_right(int64_t x, int64_t y) { return y < 0 || y >= 64 ? (x < 0 ? -1 : 0) : x >> y; }
+
+/* torch.gcd: of the magnitudes, gcd(0, 0) = 0; INT64_MIN's magnitude wraps
+ * as PyTorch's does. */
+static int64_t gcd_i64(int64_t x, int64_t y) {
+  uint64_t a = x < 0 ? 0 - (uint64_t)x : (uint64_t)x, b = y < 0 ? 0 - (uint64_t)y : (uint64_t)y;
+  while (a != 0) {
+    uint64_t c = a;
+    a = b % a;
+    b = c;
+  }
+  return (int64_t)b;
+}
+
 #define IMAP1(expr)                  \
   for (size_t i = 0; i < n; i++) {   \
     int64_t x = a[i];                \
@@ -88,8 +145,16 @@ static fu_pw_err i64_apply(fu_op_kind k, bool bool_result, void *const *in, void
   case FU_OP_ISNAN:
   case FU_OP_ISINF:
   case FU_OP_ISFINITE:
-    for (size_t i = 0; i < n; i++) r[i] = k == FU_OP_ISFINITE;
+  case FU_OP_ISNEGINF:
+  case FU_OP_ISPOSINF:
+  case FU_OP_ISREAL:
+    for (size_t i = 0; i < n; i++) r[i] = k == FU_OP_ISFINITE || k == FU_OP_ISREAL;
     return FU_PW_OK;
+  case FU_OP_SIGNBIT: IMAP1(x < 0);
+  case FU_OP_FRAC: IMAP1(x - x);
+  case FU_OP_BITWISE_LEFT_SHIFT: IMAP2(shift_left(x, y));
+  case FU_OP_BITWISE_RIGHT_SHIFT: IMAP2(shift_right(x, y));
+  case FU_OP_GCD: IMAP2(gcd_i64(x, y));
   case FU_OP_ADD: IMAP2(wrap_add(x, y));
   case FU_OP_SUB: IMAP2(wrap_sub(x, y));
   case FU_OP_MUL: IMAP2(wrap_mul(x, y));
@@ -163,6 +228,13 @@ static fu_pw_err i64_apply(fu_op_kind k, bool bool_result, void *const *in, void
   case FU_OP_SILU:
   case FU_OP_ATAN2:
   case FU_OP_LERP:
+  case FU_OP_ACOSH:
+  case FU_OP_ASINH:
+  case FU_OP_ATANH:
+  case FU_OP_LGAMMA:
+  case FU_OP_ERFINV:
+  case FU_OP_ERFCINV:
+  case FU_OP_NEXTAFTER:
   case FU_OP_COUNT:
 #define FU_OP(id, name, cls, nops, flags, math) FU_INTERP_CASE_IF_NOT_PW_##cls(id)
 #include "fuser/ops.def"

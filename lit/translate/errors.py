@@ -13,18 +13,18 @@ def f(fd : FusionDefinition) -> None :
 def f(fd : FusionDefinition) -> None :
     T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
     T1 = fd.ops.foo(T0)
-# CHECK: errors.py:[[@LINE-1]]:10: error: unsupported nvFuser op 'fd.ops.foo'
+# CHECK: errors.py:[[@LINE-1]]:10: error: unsupported op 'fd.ops.foo'
 
 # -----
 def f(fd : FusionDefinition) -> None :
     T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
     T1 = fd.ops.sum(T0, axes=[0], keep_dims=False)
-# CHECK: errors.py:[[@LINE-1]]:35: error: unsupported keyword argument 'keep_dims' for 'fd.ops.sum'
+# CHECK: errors.py:[[@LINE-1]]:35: error: unsupported argument 'keep_dims' of 'fd.ops.sum'
 
 # -----
 def f(fd : FusionDefinition) -> None :
     T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float, layout=None)
-# CHECK: errors.py:[[@LINE-1]]:90: error: unsupported keyword argument 'layout' for 'fd.define_tensor'
+# CHECK: errors.py:[[@LINE-1]]:90: error: unsupported argument 'layout' of 'fd.define_tensor'
 
 # -----
 def f(fd : FusionDefinition) -> None :
@@ -148,3 +148,11 @@ def f(fd : FusionDefinition) -> None :
     T0 = fd.define_tensor(shape=[-1], contiguity=[True], dtype=DataType.Float)
     T1 = fd.ops.sum(T0, dims=[1])
 # CHECK: errors.py:[[@LINE-1]]:30: error: 'dims' of 'fd.ops.sum' has a dim out of range for rank 1
+
+# -----
+# nvFuser ops fuser has no op for yet are located errors naming them.
+def f(fd : FusionDefinition) -> None :
+    T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
+    T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int)
+    T2 = fd.ops.take_along_axis(T0, T1, 1)
+# CHECK: errors.py:[[@LINE-1]]:10: error: unsupported op 'fd.ops.take_along_axis'

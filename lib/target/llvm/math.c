@@ -56,20 +56,29 @@ static LLVMValueRef fminmax(const mctx *x, bool is_max, LLVMValueRef a, LLVMValu
   return fsel(x, LLVMRealUNO, a, b, LLVMBuildFAdd(x->B, a, b, ""), r);
 }
 
+/* An internal always-inline helper `T name(T, T)` for integer math that
+ * needs a loop, declared once per module: *fn is it, and the result is a
+ * builder for its body when it is new, NULL when it already exists. */
+static LLVMBuilderRef int_helper(const mctx *x, const char *name, LLVMValueRef *fn) {
+  bk_module *m = x->m;
+  *fn = LLVMGetNamedFunction(m->M, name);
+  if (*fn) return NULL;
+  LLVMTypeRef params[2] = {x->T, x->T};
+  *fn = LLVMAddFunction(m->M, name, LLVMFunctionType(x->T, params, 2, 0));
+  LLVMSetLinkage(*fn, LLVMInternalLinkage);
+  /* inlined by the pipeline's always-inline, as libdevice's functions are */
+  bk_add_enum_attr(m, *fn, LLVMAttributeFunctionIndex, "alwaysinline", 0);
+  return LLVMCreateBuilderInContext(m->C);
+}
+
 /* Integer power by squaring, emitted once per module as an internal
  * always-inline function; a negative exponent gives 1/b^-e truncated (1, -1 or 0). */
 static LLVMValueRef ipow_function(const mctx *x) {
   bk_module *m = x->m;
-  const char *name = x->C == FU_DT_I64 ? "fuser.ipow.i64" : "fuser.ipow.i32";
-  LLVMValueRef fn = LLVMGetNamedFunction(m->M, name);
-  if (fn) return fn;
+  LLVMValueRef fn;
+  LLVMBuilderRef B = int_helper(x, x->C == FU_DT_I64 ? "fuser.ipow.i64" : "fuser.ipow.i32", &fn);
+  if (!B) return fn;
   LLVMTypeRef T = x->T;
-  LLVMTypeRef params[2] = {T, T};
-  fn = LLVMAddFunction(m->M, name, LLVMFunctionType(T, params, 2, 0));
-  LLVMSetLinkage(fn, LLVMInternalLinkage);
-  /* inlined by the pipeline's always-inline, as libdevice's functions are */
-  bk_add_enum_attr(m, fn, LLVMAttributeFunctionIndex, "alwaysinline", 0);
-  LLVMBuilderRef B = LLVMCreateBuilderInContext(m->C);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->C, fn, "entry");
   LLVMBasicBlockRef neg = LLVMAppendBasicBlockInContext(m->C, fn, "neg");
   LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(m->C, fn, "loop");
@@ -104,6 +113,41 @@ static LLVMValueRef ipow_function(const mctx *x) {
 
   LLVMPositionBuilderAtEnd(B, done);
   LLVMValueRef res = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntEQ, e, zero, ""), one, r2, "");
+  LLVMBuildRet(B, res);
+  LLVMDisposeBuilder(B);
+  return fn;
+}
+
+/* Euclid's gcd of the magnitudes (torch.gcd), emitted once per module as
+ * an internal always-inline function like ipow. */
+static LLVMValueRef gcd_function(const mctx *x) {
+  bk_module *m = x->m;
+  LLVMValueRef fn;
+  LLVMBuilderRef B = int_helper(x, x->C == FU_DT_I64 ? "fuser.gcd.i64" : "fuser.gcd.i32", &fn);
+  if (!B) return fn;
+  LLVMTypeRef T = x->T;
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->C, fn, "entry");
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(m->C, fn, "loop");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(m->C, fn, "done");
+  LLVMValueRef zero = LLVMConstInt(T, 0, 0);
+  LLVMPositionBuilderAtEnd(B, entry);
+  LLVMValueRef p0 = LLVMGetParam(fn, 0), p1 = LLVMGetParam(fn, 1);
+  LLVMValueRef a0 = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, p0, zero, ""), LLVMBuildNeg(B, p0, ""), p0, "");
+  LLVMValueRef b0 = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, p1, zero, ""), LLVMBuildNeg(B, p1, ""), p1, "");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, a0, zero, ""), done, loop);
+  /* loop: (a, b) -> (b % a, a) while a != 0; magnitudes are unsigned */
+  LLVMPositionBuilderAtEnd(B, loop);
+  LLVMValueRef a = LLVMBuildPhi(B, T, "a"), b = LLVMBuildPhi(B, T, "b");
+  LLVMValueRef a2 = LLVMBuildURem(B, b, a, "");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, a2, zero, ""), done, loop);
+  LLVMValueRef in_a[2] = {a0, a2}, in_b[2] = {b0, a};
+  LLVMBasicBlockRef from[2] = {entry, loop};
+  LLVMAddIncoming(a, in_a, from, 2);
+  LLVMAddIncoming(b, in_b, from, 2);
+  LLVMPositionBuilderAtEnd(B, done);
+  LLVMValueRef res = LLVMBuildPhi(B, T, "g");
+  LLVMValueRef in_r[2] = {b0, a};
+  LLVMAddIncoming(res, in_r, from, 2);
   LLVMBuildRet(B, res);
   LLVMDisposeBuilder(B);
   return fn;
@@ -159,6 +203,24 @@ static LLVMValueRef bool_result_op(bk_module *m, fu_op_kind op, const fu_dtype *
     if (!a) return NULL;
     return LLVMBuildFCmp(m->B, op == FU_OP_ISINF ? LLVMRealOEQ : LLVMRealOLT, a, LLVMConstReal(x.T, (double)INFINITY), "");
   }
+  case FU_OP_ISREAL: return LLVMConstInt(m->t_i1, 1, 0);
+  case FU_OP_SIGNBIT:
+  case FU_OP_ISNEGINF:
+  case FU_OP_ISPOSINF: {
+    x.C = bk_compute_dtype(at[0]);
+    x.T = bk_reg_type(m, x.C);
+    LLVMValueRef v = bk_convert(m, av[0], at[0], x.C);
+    if (!fu_dtype_is_float(at[0]))
+      return op == FU_OP_SIGNBIT && x.C != FU_DT_BOOL ? LLVMBuildICmp(m->B, LLVMIntSLT, v, iconst(&x, 0), "")
+                                                       : LLVMConstInt(m->t_i1, 0, 0);
+    if (op == FU_OP_SIGNBIT) { /* the sign bit itself: -0.0 and -NaN count */
+      LLVMTypeRef it = LLVMIntTypeInContext(m->C, x.C == FU_DT_F32 ? 32 : 64);
+      LLVMValueRef bits = LLVMBuildBitCast(m->B, v, it, "");
+      return LLVMBuildICmp(m->B, LLVMIntSLT, bits, LLVMConstInt(it, 0, 0), "");
+    }
+    return LLVMBuildFCmp(m->B, LLVMRealOEQ, v, LLVMConstReal(x.T, op == FU_OP_ISNEGINF ? -(double)INFINITY : (double)INFINITY),
+                         "");
+  }
   default: break;
   }
   if (n != 2) return NULL;
@@ -177,6 +239,12 @@ static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint
   switch (op) {
   case FU_OP_ROUND: return libdevice_call(x, "rint", a, 1); /* half to even, as torch.round */
   case FU_OP_RSQRT: return libdevice_call(x, "rsqrt", a, 1);
+  case FU_OP_ERFINV: return libdevice_call(x, "erfinv", a, 1);
+  case FU_OP_ERFCINV: return libdevice_call(x, "erfcinv", a, 1);
+  case FU_OP_FRAC: { /* torch.frac: x - trunc(x) */
+    LLVMValueRef t = libdevice_call(x, "trunc", a, 1);
+    return t ? LLVMBuildFSub(B, a[0], t, "") : NULL;
+  }
   case FU_OP_SET: return a[0];
   case FU_OP_ABS: return fabs_of(x, a[0]);
   case FU_OP_NEG: return LLVMBuildFNeg(B, a[0], "");
@@ -271,6 +339,23 @@ static LLVMValueRef int_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint32
   case FU_OP_BITWISE_AND: return LLVMBuildAnd(B, a[0], a[1], "");
   case FU_OP_BITWISE_OR: return LLVMBuildOr(B, a[0], a[1], "");
   case FU_OP_BITWISE_XOR: return LLVMBuildXor(B, a[0], a[1], "");
+  case FU_OP_FRAC: return zero;
+  case FU_OP_BITWISE_LEFT_SHIFT:
+  case FU_OP_BITWISE_RIGHT_SHIFT: {
+    /* PyTorch's rule: a count outside [0, bits) gives 0 (left) or the sign
+     * (right); LLVM's shifts would be poison there */
+    unsigned bits = LLVMGetIntTypeWidth(x->T);
+    LLVMValueRef w = iconst(x, bits);
+    LLVMValueRef out = LLVMBuildICmp(B, LLVMIntUGE, a[1], w, ""); /* negative counts are huge unsigned */
+    LLVMValueRef safe = LLVMBuildSelect(B, out, zero, a[1], "");
+    if (op == FU_OP_BITWISE_LEFT_SHIFT) return LLVMBuildSelect(B, out, zero, LLVMBuildShl(B, a[0], safe, ""), "");
+    LLVMValueRef sign = LLVMBuildAShr(B, a[0], iconst(x, bits - 1), "");
+    return LLVMBuildSelect(B, out, sign, LLVMBuildAShr(B, a[0], safe, ""), "");
+  }
+  case FU_OP_GCD: {
+    LLVMValueRef fn = gcd_function(x);
+    return LLVMBuildCall2(B, LLVMGlobalGetValueType(fn), fn, a, 2, "");
+  }
   case FU_OP_CLAMP: {
     LLVMValueRef lo = isel(x, LLVMIntSLT, a[0], a[1], a[1], a[0]);
     return isel(x, LLVMIntSGT, lo, a[2], a[2], lo);
@@ -294,6 +379,11 @@ static LLVMValueRef bool_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint3
   case FU_OP_ROUND:
   case FU_OP_TRUNC: return a[0];
   case FU_OP_BITWISE_NOT: return LLVMBuildNot(B, a[0], "");
+  case FU_OP_FRAC: return LLVMConstNull(x->T);
+  /* bools as the 0/1 ints the interpreter computes with, cut back to bool */
+  case FU_OP_BITWISE_LEFT_SHIFT: return a[0];
+  case FU_OP_BITWISE_RIGHT_SHIFT: return LLVMBuildAnd(B, a[0], LLVMBuildNot(B, a[1], ""), "");
+  case FU_OP_GCD:
   case FU_OP_ADD:
   case FU_OP_MAXIMUM:
   case FU_OP_BITWISE_OR: return LLVMBuildOr(B, a[0], a[1], "");
