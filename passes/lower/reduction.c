@@ -253,6 +253,17 @@ static fu_kval *pointwise(rl *L, const fu_op *op, const fu_ix *const *c) {
   return cast_to(L, chk(L, fu_kb_math(&L->b, vname(r), op->kind, mt, a, op->n_operands)), rt);
 }
 
+/* iota's element at index i: start + i * step, computed in i64 or f64
+ * (a prologue of the reduction, as in pointwise segments). */
+static fu_kval *iota_at(rl *L, const fu_op *op, const fu_ix *i) {
+  fu_dtype rt = op->results[0]->type.dtype, ct = fu_dtype_is_float(rt) ? FU_DT_F64 : FU_DT_I64;
+  fu_kval *x = cast_to(L, emit_ix(L, i), ct);
+  fu_kval *start = cast_to(L, eval(L, op->operands[0], NULL), ct);
+  fu_kval *step = cast_to(L, eval(L, op->operands[1], NULL), ct);
+  fu_kval *p = x && start && step ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, ct, x, step)) : NULL;
+  return cast_to(L, p ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, ct, start, p)) : NULL, rt);
+}
+
 static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c) {
   if (L->failed) return NULL;
   if (!fu_type_is_tensor(&v->type)) c = NULL;
@@ -277,6 +288,8 @@ static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c) {
       kv = pointwise(L, op, c);
     } else if (info->cls == FU_OC_FULL) {
       kv = cast_to(L, eval(L, op->operands[0], NULL), v->type.dtype);
+    } else if (info->cls == FU_OC_IOTA && v->type.rank == 1) {
+      kv = iota_at(L, op, c[0]);
     } else if (info->cls == FU_OC_BROADCAST_IN_DIM || info->cls == FU_OC_BROADCAST || info->cls == FU_OC_EXPAND ||
                info->cls == FU_OC_RESHAPE || info->cls == FU_OC_PERMUTE || info->cls == FU_OC_SQUEEZE) {
       const fu_ix **xc = fu_igraph_back_map(L->g, op, 0, c);
