@@ -824,6 +824,21 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
   if (!c) return NULL;
   const fu_ix *zero = fu_ix_const(g->ix, 0);
   if (fu_op_has(op->kind, FU_OF_POINTWISE)) {
+    /* an operand with no broadcast dim gives every coordinate: a broadcast
+     * operand may have been reached in another frame (its one tuple
+     * serves a permuted use too), and mixing its coordinates with a full
+     * operand's would write one result element many times */
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+      const fu_value *x = op->operands[i];
+      int32_t l = local_of(g, x);
+      if (l < 0 || !g->coords[l] || x->type.rank != rr) continue;
+      bool full = true;
+      for (int32_t d = 0; d < rr && full; d++)
+        full = fu_extent_is_one(r->type.dims[d]) || !fu_extent_is_one(x->type.dims[d]);
+      if (!full) continue;
+      for (int32_t d = 0; d < rr; d++) c[d] = fu_extent_is_one(r->type.dims[d]) ? zero : g->coords[l][d];
+      return c;
+    }
     for (int32_t d = 0; d < rr; d++) {
       if (fu_extent_is_one(r->type.dims[d])) c[d] = zero;
       for (uint32_t i = 0; i < op->n_operands && !c[d]; i++) {

@@ -850,6 +850,11 @@ static void welford_shifts(rl *L) {
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
     const fu_value *x = L->ri.ops[j]->operands[0];
     fu_kval *v = L->shift[j] ? cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), L->shift[j]->dtype) : NULL;
+    /* an infinite or NaN first element would make every x - shift NaN: shift 0 */
+    fu_kval *fin = v ? chk(L, fu_kb_math(&L->b, NULL, FU_OP_ISFINITE, FU_DT_BOOL, &v, 1)) : NULL;
+    fu_kval *z = fin ? chk(L, fu_kb_const_f(&L->b, NULL, v->dtype, 0.0)) : NULL;
+    fu_kval *args[3] = {fin, v, z};
+    v = z ? chk(L, fu_kb_math(&L->b, NULL, FU_OP_WHERE, v->dtype, args, 3)) : NULL;
     if (v && !fu_kb_assign(&L->b, L->shift[j], v)) chk(L, NULL);
   }
   L->b = saved;

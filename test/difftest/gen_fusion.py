@@ -311,13 +311,13 @@ class Gen:
                 x = self.pick()
                 c = self.emit("gt %s, %s" % (x.text, self.literal(x.dtype).text), "bool", x.shape)
             a = self.partner(c) or self.literal(r.choice(["f32", "i64"]))
-            b = self.partner(c, lambda v: category(v.dtype) == category(a.dtype)) if r.random() < 0.6 else None
+            shape = c.shape if a.shape is None else self.bshape(c, a)
+            b = self.partner(Val("", "", shape), lambda v: category(v.dtype) == category(a.dtype)) \
+                if r.random() < 0.6 else None
             b = b or self.literal(a.dtype)
             dt = common([a, b])
-            shape = c.shape
-            for o in (a, b):
-                if o.shape is not None:
-                    shape = [y if x == 1 else x for x, y in zip(shape, o.shape)]
+            if b.shape is not None:
+                shape = self.bshape(Val("", "", shape), b)
             return self.emit("where %s, %s, %s" % (c.text, a.text, b.text), dt, shape)
         if kind == "clamp":
             x = self.pick(lambda v: v.dtype != "bool")
@@ -333,13 +333,11 @@ class Gen:
         if a is None:
             return None
         b = self.partner(a, lambda v: v.dtype in FLOATS) or self.literal(a.dtype)
-        w = self.partner(a, lambda v: v.dtype in FLOATS) if r.random() < 0.3 else None
+        shape = self.bshape(a, b)
+        w = self.partner(Val("", "", shape), lambda v: v.dtype in FLOATS) if r.random() < 0.3 else None
         w = w or Val(fmt_float(r.choice([0.25, 0.5, 0.9])), "f64", None)
         dt = common([a, b, w])
-        shape = a.shape
-        for o in (b, w):
-            if o.shape is not None:
-                shape = [y if x == 1 else x for x, y in zip(shape, o.shape)]
+        shape = self.bshape(Val("", "", shape), w)
         return self.emit("lerp %s, %s, %s" % (a.text, b.text, w.text), dt, shape)
 
     def op_cast(self):
@@ -413,7 +411,8 @@ class Gen:
         b = self.emit("broadcast %s {is_broadcast_dim=[%s]}" % (a.text, ", ".join(flags)), a.dtype, shape)
         if r.random() < 0.6:
             shape = list(shape)
-            shape[pos] = r.choice([3, 5, 8]) if r.random() < 0.7 or not self.sizes else r.choice(list(self.sizes))
+            bound = sorted({e for v in self.inputs if v.shape for e in v.shape if isinstance(e, str)})
+            shape[pos] = r.choice([3, 5, 8]) if r.random() < 0.7 or not bound else r.choice(bound)
             if self.elems(shape) <= MAX_ELEMS:
                 return self.emit("expand %s" % b.text, a.dtype, shape)
         return b
