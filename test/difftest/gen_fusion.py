@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """fuser difftest: a generator of random valid fusions, written as .fir text.
 
-    gen_fusion.py SEED [-o FILE]
+    gen_fusion.py SEED [--count N] [-o FILE]
 
-One seed gives one fusion, the same on every machine (Python's `random`
+One seed gives one fusion (--count: N fusions, of seeds SEED.., in one file), the same on every machine (Python's `random`
 with that seed, no other source of randomness).  The generator follows the
 IR's typing rules (docs/ir.md, "Dtype rules" and "Ops"; lib/ir/infer.c and
 lib/ir/promote.c) so every fusion it writes verifies: a verifier error is a
@@ -569,9 +569,10 @@ def generate(seed):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("seed", type=int)
+    ap.add_argument("--count", type=int, default=1, help="write the fusions of seeds SEED..SEED+COUNT-1 into one file")
     ap.add_argument("-o", "--output", default="-")
     a = ap.parse_args()
-    text, _ = generate(a.seed)
+    text = "".join(generate(s)[0] for s in range(a.seed, a.seed + a.count))
     if a.output == "-":
         sys.stdout.write(text)
     else:
