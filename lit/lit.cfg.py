@@ -1,5 +1,6 @@
 # lit configuration for fuser's FileCheck tests.
 import os
+import sys
 
 import lit.formats
 
@@ -18,6 +19,7 @@ if config.ptxas_dir:
 config.environment["PATH"] = os.pathsep.join(path + [os.environ.get("PATH", "")])
 config.substitutions.append(("%fusions", os.path.join(config.fuser_src_root, "test", "fusions")))
 config.substitutions.append(("%srcroot", config.fuser_src_root))
+config.substitutions.append(("%python", sys.executable))
 if config.ptxas_dir:
     config.available_features.add("ptxas")
 if config.fuser_has_llvm:

@@ -16,30 +16,54 @@
 #       FUSER_GPU_PIPELINE overrides the pipeline (default: all),
 #       FUSER_GPU_DEVICE the target (fuser-opt --device=, default h100).
 #
+#   scripts/gpu-tests.sh --sanitizer BUILD_DIR [PRECOMPILED_DIR]
+#       The same suite, each case run under compute-sanitizer once per tool:
+#       memcheck (with --leak-check full), racecheck and synccheck.  A case
+#       passes only if fuser-run passes and the tool reports nothing.
+#       COMPUTE_SANITIZER names the binary (default: compute-sanitizer on
+#       PATH, else /usr/local/cuda/bin/compute-sanitizer);
+#       FUSER_SANITIZER_TOOLS picks tools (default "memcheck racecheck
+#       synccheck").
+#
+#   --dry-run (before or after --sanitizer): print each case's commands
+#       instead of running them; needs neither a GPU nor the sanitizer.
+#
 # Without PRECOMPILED_DIR, FUSER_GPU_PRECOMPILED names one; a build without
 # the LLVM backend and no precompiled folder has nothing it can run: the
 # suite is skipped (77), saying so.
 #
 # Environment: FUSER_GPU_TESTS_FILTER=REGEX runs only matching cases;
-# FUSER_GPU_TEST_TIMEOUT (seconds per case, default 600).  A line
-# `// gpu-tests: ARGS` in a .fir file adds ARGS to its fuser-run command.
+# FUSER_GPU_TEST_TIMEOUT (seconds per case, default 600; 4 times that per
+# tool under --sanitizer).  A line `// gpu-tests: ARGS` in a .fir file adds
+# ARGS to its fuser-run command.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(dirname "$here")
 
 usage() {
-  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
-precompile=0
-if [ "${1:-}" = "--precompile" ]; then
-  precompile=1
+precompile=0 sanitizer=0 dry=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --precompile) precompile=1 ;;
+    --sanitizer) sanitizer=1 ;;
+    --dry-run) dry=1 ;;
+    -h|--help) usage ;;
+    --) shift; break ;;
+    -*) echo "gpu-tests: unknown option '$1'" >&2; exit 2 ;;
+    *) break ;;
+  esac
   shift
-fi
+done
 [ $# -ge 1 ] || usage
-case "$1" in -h|--help) usage ;; esac
+if [ $precompile = 1 ] && [ $sanitizer = 1 ]; then
+  echo "gpu-tests: --precompile and --sanitizer do not go together (precompile first, then run with --sanitizer)" >&2
+  exit 2
+fi
 build=$(cd "$1" 2>/dev/null && pwd) || { echo "gpu-tests: no build directory '$1'" >&2; exit 2; }
 pre=${2:-${FUSER_GPU_PRECOMPILED:-}}
 if [ $precompile = 1 ] && [ -z "$pre" ]; then
@@ -111,18 +135,57 @@ if [ $precompile = 1 ]; then
   exit 0
 fi
 
+# The sanitizer and its tools, checked before anything runs.
+tools=()
+if [ $sanitizer = 1 ]; then
+  read -r -a tools <<<"${FUSER_SANITIZER_TOOLS:-memcheck racecheck synccheck}"
+  [ ${#tools[@]} -gt 0 ] || { echo "gpu-tests: FUSER_SANITIZER_TOOLS names no tool" >&2; exit 2; }
+  for t in "${tools[@]}"; do
+    case "$t" in
+      memcheck|racecheck|synccheck|initcheck) ;;
+      *) echo "gpu-tests: unknown compute-sanitizer tool '$t' (memcheck, racecheck, synccheck, initcheck)" >&2; exit 2 ;;
+    esac
+  done
+  san=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+  if [ $dry = 0 ] && [ ! -x "$san" ]; then
+    echo "gpu-tests: compute-sanitizer not found at '$san' (set COMPUTE_SANITIZER)" >&2
+    exit 2
+  fi
+  timeout_s=$((timeout_s * 4))
+fi
+
 # Nothing to run the cases with: skip, saying why.
-if [ -z "$pre" ] && ! { [ -x "$opt" ] && "$opt" --help 2>/dev/null | grep -q 'emit kinds in this build:.*ptx'; }; then
+if [ $dry = 0 ] && [ -z "$pre" ] && ! { [ -x "$opt" ] && "$opt" --help 2>/dev/null | grep -q 'emit kinds in this build:.*ptx'; }; then
   echo "no PTX: skipped (this build has no LLVM backend; give a folder made by --precompile, or set FUSER_GPU_PRECOMPILED)"
   exit 77
 fi
 
 # No GPU: skip, saying why.
-if ! probe=$("$run" --device-info 2>&1); then
+if [ $dry = 1 ]; then
+  echo "dry run: the commands of each case, not run"
+elif ! probe=$("$run" --device-info 2>&1); then
   echo "no GPU: skipped ($(echo "$probe" | head -1))"
   exit 77
+else
+  echo "$probe" | head -1
 fi
-echo "$probe" | head -1
+
+# The sanitizer's arguments for one tool: any report is an error (exit 86),
+# device memory not freed is a memcheck report.
+san_args() { # tool
+  local a=(--tool "$1" --error-exitcode 86 --print-limit 20)
+  case "$1" in
+    memcheck) a+=(--leak-check full) ;;
+    racecheck) a+=(--racecheck-report all) ;;
+  esac
+  printf '%s\n' "${a[@]}"
+}
+
+# A sanitizer's output that reports anything, even where the exit status
+# does not say so (racecheck warnings, a summary of hazards).
+san_reported() { # output file
+  grep '^=========' "$1" | grep -Eq '^========= (Invalid|Program hit|Race reported|Barrier error|Leaked|Uninitialized|Malformed|Error:|Warning:)|SUMMARY: [1-9]|[(, ][1-9][0-9]* (errors?|warnings?)\)'
+}
 
 pass=0 fail=0 failed=""
 while IFS=$'\t' read -r name file; do
@@ -147,27 +210,58 @@ while IFS=$'\t' read -r name file; do
   if [ -n "$pre" ] && [ "$(grep -c '^fusion @' "$fir")" -gt 1 ]; then
     fusions=$(sed -n 's/^fusion @\([A-Za-z0-9_.]*\).*/\1/p' "$fir")
   fi
-  rc=0
+  rc=0 why=""
   : >"$work/out"
-  for fu in $fusions; do
-    sel=()
-    [ "$fu" = - ] || sel=(--fusion="@$fu")
-    # shellcheck disable=SC2046
-    timeout "$timeout_s" "$run" "$fir" "$@" "${sel[@]}" --check --print-values 0 $(extra_args "$fir") \
-      >>"$work/out" 2>&1 </dev/null
-    r=$?
-    [ $r = 0 ] || { [ $rc = 0 ] && rc=$r; }
+  # the plain run, or one run per sanitizer tool
+  wrappers=(-)
+  [ $sanitizer = 1 ] && wrappers=("${tools[@]}")
+  for w in "${wrappers[@]}"; do
+    pre_cmd=()
+    if [ "$w" != - ]; then
+      mapfile -t wa < <(san_args "$w")
+      pre_cmd=("$san" "${wa[@]}")
+    fi
+    for fu in $fusions; do
+      sel=()
+      [ "$fu" = - ] || sel=(--fusion="@$fu")
+      # shellcheck disable=SC2207
+      cmd=("${pre_cmd[@]}" "$run" "$fir" "$@" "${sel[@]}" --check --print-values 0 $(extra_args "$fir"))
+      if [ $dry = 1 ]; then
+        echo "RUN  $name: ${cmd[*]}"
+        continue
+      fi
+      : >"$work/one"
+      timeout "$timeout_s" "${cmd[@]}" >"$work/one" 2>&1 </dev/null
+      r=$?
+      [ "$w" != - ] && echo "--- $w" >>"$work/out"
+      cat "$work/one" >>"$work/out"
+      if [ "$w" != - ] && [ $r = 0 ] && san_reported "$work/one"; then
+        r=86
+      fi
+      if [ $r != 0 ] && [ $rc = 0 ]; then
+        rc=$r
+        [ "$w" != - ] && why=" under $w"
+      fi
+    done
   done
+  [ $dry = 1 ] && continue
   ms=$((($(date +%s%N) - start) / 1000000))
   if [ $rc = 0 ]; then
     echo "PASS $name (${ms} ms)"
     pass=$((pass + 1))
   else
-    [ $rc = 124 ] && echo "FAIL $name (timed out after ${timeout_s}s)" || echo "FAIL $name (exit $rc)"
-    grep -E 'FAIL|error|note' "$work/out" | head -25 | sed 's/^/     /'
+    if [ $rc = 124 ]; then
+      echo "FAIL $name (timed out after ${timeout_s}s$why)"
+    elif [ $rc = 86 ]; then
+      echo "FAIL $name (compute-sanitizer reported$why)"
+    else
+      echo "FAIL $name (exit $rc$why)"
+    fi
+    grep -E 'FAIL|error|note|^========= |^--- ' "$work/out" | head -25 | sed 's/^/     /'
     fail=$((fail + 1)) failed="$failed $name"
   fi
 done < <(cases)
+[ $dry = 1 ] && exit 0
 
 echo "gpu-tests: $pass passed, $fail failed"
 [ $fail = 0 ] || { echo "failed:$failed"; exit 1; }

@@ -13,7 +13,14 @@
  *
  * FAKE_CUDA_INIT=<n> makes cuInit return CUresult n (100: no device);
  * FAKE_CUDA_ANY_KERNEL=1 makes every unknown entry a kernel that writes
- * nothing (so --check must fail on every output it should have written). */
+ * nothing (so --check must fail on every output it should have written).
+ * Faults, for the tests of fuser-run's error paths:
+ * FAKE_CUDA_MEM_LIMIT=<bytes> makes cuMemAlloc fail with
+ * CUDA_ERROR_OUT_OF_MEMORY once that many bytes would be live;
+ * FAKE_CUDA_LAUNCH_FAULT=1 makes a launched kernel "fault": the launch
+ * succeeds and every later synchronization and cuMemFree returns
+ * CUDA_ERROR_ILLEGAL_ADDRESS, as after an out-of-bounds access;
+ * FAKE_CUDA_LEAKS=1 prints, at exit, the device allocations never freed. */
 #include <cuda.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +28,20 @@
 #include <string.h>
 
 #define EXPORT __attribute__((visibility("default")))
+
+/* Live device allocations, for FAKE_CUDA_MEM_LIMIT and FAKE_CUDA_LEAKS. */
+static size_t live_bytes, live_count;
+static int pending_fault;
+
+static size_t env_size(const char *name) {
+  const char *e = getenv(name);
+  return e && *e ? (size_t)strtoull(e, NULL, 10) : 0;
+}
+
+__attribute__((destructor)) static void report_leaks(void) {
+  if (env_size("FAKE_CUDA_LEAKS") && live_count)
+    fprintf(stderr, "fake-cuda: %zu device allocation(s) of %zu bytes never freed\n", live_count, live_bytes);
+}
 
 typedef void (*fake_fn)(const unsigned grid[3], const unsigned block[3], void **params);
 
@@ -96,6 +117,7 @@ EXPORT CUresult cuGetErrorName(CUresult r, const char **s) {
   case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return CUDA_SUCCESS;
   case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return CUDA_SUCCESS;
   case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; return CUDA_SUCCESS;
+  case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return CUDA_SUCCESS;
   default: *s = NULL; return CUDA_ERROR_INVALID_VALUE;
   }
 }
@@ -163,15 +185,25 @@ EXPORT CUresult cuMemGetInfo(size_t *f, size_t *t) {
   *t = (size_t)80 << 30;
   return CUDA_SUCCESS;
 }
+/* Each block carries its size in front, so cuMemFree can count it. */
 EXPORT CUresult cuMemAlloc(CUdeviceptr *p, size_t n) {
-  void *m = malloc(n ? n : 1);
+  size_t limit = env_size("FAKE_CUDA_MEM_LIMIT");
+  if (limit && (n > limit || live_bytes > limit - n)) return CUDA_ERROR_OUT_OF_MEMORY;
+  size_t *m = malloc(sizeof(size_t) * 2 + (n ? n : 1));
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
-  *p = (CUdeviceptr)(uintptr_t)m;
+  m[0] = n;
+  live_bytes += n;
+  live_count++;
+  *p = (CUdeviceptr)(uintptr_t)(m + 2);
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuMemFree(CUdeviceptr p) {
-  free((void *)(uintptr_t)p);
-  return CUDA_SUCCESS;
+  if (!p) return CUDA_SUCCESS;
+  size_t *m = (size_t *)(uintptr_t)p - 2;
+  live_bytes -= m[0];
+  live_count--;
+  free(m);
+  return pending_fault ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS;
 }
 EXPORT CUresult cuMemcpyHtoD(CUdeviceptr d, const void *s, size_t n) {
   memcpy((void *)(uintptr_t)d, s, n);
@@ -226,6 +258,10 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
                                unsigned bz, unsigned smem, CUstream s, void **params, void **extra) {
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
   const fake_kernel *k = (const fake_kernel *)(const void *)f;
+  if (env_size("FAKE_CUDA_LAUNCH_FAULT")) {
+    pending_fault = 1; /* the fault surfaces at the next synchronization */
+    return CUDA_SUCCESS;
+  }
   k->fn(grid, block, params);
   fake_clock_us += 5.0;
   return CUDA_SUCCESS;
@@ -235,7 +271,10 @@ EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuStreamDestroy(CUstream s) { return CUDA_SUCCESS; }
-EXPORT CUresult cuStreamSynchronize(CUstream s) { return CUDA_SUCCESS; }
+/* A fault is sticky, as on a real context: synchronizing and freeing
+ * fail from then on (the memory is still released, as a context's is when
+ * it is destroyed). */
+EXPORT CUresult cuStreamSynchronize(CUstream s) { return pending_fault ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS; }
 EXPORT CUresult cuEventCreate(CUevent *e, unsigned flags) {
   double *t = calloc(1, sizeof *t);
   if (!t) return CUDA_ERROR_OUT_OF_MEMORY;

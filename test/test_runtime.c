@@ -1217,6 +1217,95 @@ static void test_tool_errors(void) {
   CHECK(strstr(g_out, "check %T0: PASS") != NULL);
 }
 
+/* Writes a .npy file of f32[1000] with `data_bytes` bytes of data after
+ * its header (4000 make it whole) and `descr` as its dtype. */
+static void write_npy(const char *name, const char *descr, size_t data_bytes) {
+  char path[128], hdr[128];
+  snprintf(path, sizeof path, "%s/%s", g_dir, name);
+  int n = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (1000,), }", descr);
+  while (n < 117) hdr[n++] = ' ';
+  hdr[n++] = '\n';
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    CHECK(false);
+    return;
+  }
+  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)n, 0};
+  fwrite(pre, 1, sizeof pre, f);
+  fwrite(hdr, 1, (size_t)n, f);
+  for (size_t i = 0; i < data_bytes; i++) fputc(0, f);
+  fclose(f);
+}
+
+/* Faults while running (issue 17): device out of memory, a kernel that
+ * faults, bad .npy inputs and an output folder that cannot be written.
+ * Each is one clear error and exit 1, no result reported as if computed,
+ * and (FAKE_CUDA_LEAKS) every device allocation freed; under ASan the
+ * tool's own leak check guards host memory (a leak exits 23). */
+static void test_tool_faults(void) {
+  const char *leaks = "FAKE_CUDA_LEAKS=1";
+  /* Out of device memory at the second buffer (the output): the first is freed. */
+  int rc = run_tool("FAKE_CUDA_LEAKS=1 FAKE_CUDA_MEM_LIMIT=6000", "low.fir --ptx k.ptx --check", g_out, sizeof g_out);
+  CHECK_EQ_INT(rc, 1);
+  CHECK(strstr(g_out, "fuser-run: error: cuMemAlloc(4000 bytes) failed: CUDA_ERROR_OUT_OF_MEMORY") != NULL);
+  CHECK(strstr(g_out, "fuser-run: note: while allocating the buffer of '%T1': 4000 bytes, with 268435456 of "
+                      "85899345920 bytes free on the device\n") != NULL);
+  CHECK(strstr(g_out, "output %T1") == NULL && strstr(g_out, "check %T1") == NULL);
+  CHECK(strstr(g_out, "fake-cuda:") == NULL);
+  if (rc != 1) printf("%s", g_out);
+  /* Out of memory at the first buffer. */
+  rc = run_tool("FAKE_CUDA_LEAKS=1 FAKE_CUDA_MEM_LIMIT=100", "low.fir --ptx k.ptx", g_out, sizeof g_out);
+  CHECK_EQ_INT(rc, 1);
+  CHECK(strstr(g_out, "cuMemAlloc(4000 bytes) failed: CUDA_ERROR_OUT_OF_MEMORY") != NULL);
+  CHECK(strstr(g_out, "note: while allocating the buffer of '%T") != NULL);
+  CHECK(strstr(g_out, "fake-cuda:") == NULL);
+  /* A kernel that faults: reported once, with the kernel and its segment;
+   * the cleanup's frees, which fail the same way, say nothing more. */
+  rc = run_tool("FAKE_CUDA_LEAKS=1 FAKE_CUDA_LAUNCH_FAULT=1", "low.fir --ptx k.ptx --check", g_out, sizeof g_out);
+  CHECK_EQ_INT(rc, 1);
+  CHECK(strstr(g_out, "fuser-run: error: cuStreamSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS: fake driver error\n"
+                      "low.fir:4:3: note: while running kernel '@fake_scale' of segment '@g0'\n") != NULL);
+  const char *first = strstr(g_out, "error:");
+  CHECK(first && !strstr(first + 1, "error:"));
+  CHECK(strstr(g_out, "check %T1") == NULL && strstr(g_out, "fake-cuda:") == NULL);
+  if (rc != 1) printf("%s", g_out);
+  /* .npy inputs: truncated, of another dtype, not a .npy file, missing. */
+  write_npy("trunc.npy", "<f4", 100);
+  write_npy("wrong.npy", "<i8", 8000);
+  char path[128];
+  snprintf(path, sizeof path, "%s/junk.npy", g_dir);
+  write_text(path, "not an array");
+  static const struct {
+    const char *file, *want;
+  } npy[] = {
+      {"trunc.npy", "trunc.npy: error: truncated .npy file: its header promises 4000 data bytes (shape (1000,) of "
+                    "'<f4'), the file holds 100\nlow.fir:2:3: note: while loading example data for input '%T0'"},
+      {"wrong.npy", "wrong.npy: error: the .npy file holds i64 ('<i8') but f32 is wanted"},
+      {"junk.npy", "junk.npy: error: not a .npy file (bad magic string)"},
+      {"missing.npy", "missing.npy: error: cannot open .npy file: No such file or directory"},
+  };
+  for (size_t i = 0; i < sizeof npy / sizeof npy[0]; i++) {
+    char args[256];
+    snprintf(args, sizeof args, "low.fir --ptx k.ptx --check --input T0=%s", npy[i].file);
+    rc = run_tool(leaks, args, g_out, sizeof g_out);
+    CHECK_EQ_INT(rc, 1);
+    CHECK(strstr(g_out, npy[i].want) != NULL);
+    CHECK(strstr(g_out, "output %T1") == NULL && strstr(g_out, "fake-cuda:") == NULL);
+    if (rc != 1 || !strstr(g_out, npy[i].want)) printf("%s", g_out);
+  }
+  /* The output folder: checked before anything runs. */
+  rc = run_tool(leaks, "low.fir --ptx k.ptx --save-outputs no/such/dir", g_out, sizeof g_out);
+  CHECK_EQ_INT(rc, 1);
+  CHECK_STR(g_out, "fuser-run: error: cannot create directory 'no/such/dir': No such file or directory\n");
+  rc = run_tool(leaks, "low.fir --ptx k.ptx --save-inputs junk.npy", g_out, sizeof g_out);
+  CHECK_EQ_INT(rc, 1);
+  CHECK_STR(g_out, "fuser-run: error: 'junk.npy' is not a directory (it is where the .npy files would go)\n");
+  /* and a folder that is there takes the files */
+  rc = run_tool(leaks, "low.fir --ptx k.ptx --save-outputs out --print-values 0", g_out, sizeof g_out);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(strstr(g_out, "  saved out/T1.npy\n") != NULL);
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "--tool") == 0) {
     g_tool = argv[2];
@@ -1229,7 +1318,8 @@ int main(int argc, char **argv) {
     static const fu_test_case tool_cases[] = {{"tool_check_pass", test_tool_check_pass},
                                               {"tool_json_bench", test_tool_json_bench},
                                               {"tool_check_fail", test_tool_check_fail},
-                                              {"tool_errors", test_tool_errors}};
+                                              {"tool_errors", test_tool_errors},
+                                              {"tool_faults", test_tool_faults}};
     int rc = fu_test_main(tool_cases, (int)(sizeof tool_cases / sizeof tool_cases[0]));
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);

@@ -974,6 +974,21 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
   if (!c) return NULL;
   const fu_ix *zero = fu_ix_const(g->ix, 0);
   if (fu_op_has(op->kind, FU_OF_POINTWISE)) {
+    /* an operand with no broadcast dim gives every coordinate: a broadcast
+     * operand may have been reached in another frame (its one tuple
+     * serves a permuted use too), and mixing its coordinates with a full
+     * operand's would write one result element many times */
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+      const fu_value *x = op->operands[i];
+      int32_t l = local_of(g, x);
+      if (l < 0 || !g->coords[l] || x->type.rank != rr) continue;
+      bool full = true;
+      for (int32_t d = 0; d < rr && full; d++)
+        full = fu_extent_is_one(r->type.dims[d]) || !fu_extent_is_one(x->type.dims[d]);
+      if (!full) continue;
+      for (int32_t d = 0; d < rr; d++) c[d] = fu_extent_is_one(r->type.dims[d]) ? zero : g->coords[l][d];
+      return c;
+    }
     for (int32_t d = 0; d < rr; d++) {
       if (fu_extent_is_one(r->type.dims[d])) c[d] = zero;
       for (uint32_t i = 0; i < op->n_operands && !c[d]; i++) {
@@ -996,9 +1011,16 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
   case FU_OC_REDUCE:
   case FU_OC_VARIANCE: {
     int32_t rd = 0;
+    /* a kept dim of extent 1 stays at 0, where back_map puts an extent-1
+     * operand dim, so an epilogue finds the result at the coordinates the
+     * reduction left it (not at the reference's loop variable) */
     for (int32_t d = 0; d < x->type.rank && rd < rr; d++) {
-      if (!reduced_axis(op, d)) c[rd++] = xc[d];
-      else if (op->u.reduce.keepdim) c[rd++] = zero;
+      if (!reduced_axis(op, d)) {
+        if (!fu_extent_is_one(r->type.dims[rd])) c[rd] = xc[d];
+        rd++;
+      } else if (op->u.reduce.keepdim) {
+        c[rd++] = zero;
+      }
     }
     break;
   }
@@ -1086,8 +1108,46 @@ static const fu_op **users_index(fu_igraph *g, fu_block *body, uint32_t **first_
   return ops;
 }
 
-/* Breadth-first from the reference over back and forward maps; linear in
- * ops times uses through users_index. */
+/* Breadth-first from the values queued in queue[*qh .. *qn) over back and
+ * forward maps; linear in ops times uses through users_index. */
+static void walk_coords(fu_igraph *g, fu_block *body, const fu_op **users, const uint32_t *first, uint32_t *queue,
+                        uint32_t *qh, uint32_t *qn) {
+  while (*qh < *qn && !g->nomem) {
+    uint32_t l = queue[(*qh)++];
+    const fu_value *v = g->vals[l];
+    if (v->def && v->def->parent == body) {
+      const fu_op *op = v->def;
+      for (uint32_t i = 0; i < op->n_operands; i++) {
+        int32_t xl = local_of(g, op->operands[i]);
+        if (xl >= 0 && !g->coords[xl] && fu_type_is_tensor(&op->operands[i]->type))
+          set_coords(g, xl, fu_igraph_back_map(g, op, i, g->coords[l]), queue, qn);
+      }
+    }
+    for (uint32_t u = first[l]; u < first[l + 1]; u++) {
+      const fu_op *op = users[u];
+      if (u > first[l] && users[u - 1] == op) continue; /* an op using v twice */
+      if (!op->n_results || !fu_type_is_tensor(&op->results[0]->type)) continue;
+      int32_t rl = local_of(g, op->results[0]);
+      if (rl >= 0 && !g->coords[rl]) set_coords(g, rl, forward_map(g, op), queue, qn);
+      /* var_mean's mean sits where its variance does */
+      for (uint32_t k = 1; k < op->n_results && rl >= 0 && g->coords[rl] && is_reduce_class(op); k++)
+        set_coords(g, local_of(g, op->results[k]), (const fu_ix **)g->coords[rl], queue, qn);
+    }
+  }
+}
+
+static bool same_dims(const fu_type *a, const fu_type *b) {
+  if (a->rank != b->rank) return false;
+  for (int32_t d = 0; d < a->rank; d++)
+    if (!fu_extent_equal(a->dims[d], b->dims[d])) return false;
+  return true;
+}
+
+/* Coordinates from the reference outwards.  A reduction segment may hold
+ * sibling reductions of one signature whose operands share nothing with
+ * the reference (sum %A and sum %B of the same shape): such an operand is
+ * not reached, and it iterates the reference's own domain, so it takes
+ * the reference's coordinates and the walk goes on from it. */
 static bool build_coords(fu_igraph *g) {
   uint32_t *queue = fu_mem_alloc(&g->alloc, (g->n_vals + 1) * sizeof *queue);
   fu_block *body = g->seg->u.segment.body;
@@ -1100,29 +1160,15 @@ static bool build_coords(fu_igraph *g) {
     return false;
   }
   uint32_t qh = 0, qn = 0;
-  queue[qn++] = (uint32_t)local_of(g, g->s->reference);
-  while (qh < qn) {
-    uint32_t l = queue[qh++];
-    const fu_value *v = g->vals[l];
-    if (v->def && v->def->parent == body) {
-      const fu_op *op = v->def;
-      for (uint32_t i = 0; i < op->n_operands; i++) {
-        int32_t xl = local_of(g, op->operands[i]);
-        if (xl >= 0 && !g->coords[xl] && fu_type_is_tensor(&op->operands[i]->type))
-          set_coords(g, xl, fu_igraph_back_map(g, op, i, g->coords[l]), queue, &qn);
-      }
-    }
-    for (uint32_t u = first[l]; u < first[l + 1]; u++) {
-      const fu_op *op = users[u];
-      if (u > first[l] && users[u - 1] == op) continue; /* an op using v twice */
-      if (!op->n_results || !fu_type_is_tensor(&op->results[0]->type)) continue;
-      int32_t rl = local_of(g, op->results[0]);
-      if (rl >= 0 && !g->coords[rl]) set_coords(g, rl, forward_map(g, op), queue, &qn);
-      /* var_mean's mean sits where its variance does */
-      for (uint32_t k = 1; k < op->n_results && rl >= 0 && g->coords[rl] && is_reduce_class(op); k++)
-        set_coords(g, local_of(g, op->results[k]), (const fu_ix **)g->coords[rl], queue, &qn);
-    }
-    if (g->nomem) break;
+  int32_t rl = local_of(g, g->s->reference);
+  queue[qn++] = (uint32_t)rl;
+  walk_coords(g, body, users, first, queue, &qh, &qn);
+  for (const fu_op *op = body && rl >= 0 ? body->first : NULL; op && !g->nomem; op = op->next) {
+    if (!is_reduce_class(op) || op->n_operands < 1) continue;
+    int32_t xl = local_of(g, op->operands[0]);
+    if (xl < 0 || g->coords[xl] || !same_dims(&op->operands[0]->type, &g->s->reference->type)) continue;
+    set_coords(g, xl, (const fu_ix **)g->coords[rl], queue, &qn);
+    walk_coords(g, body, users, first, queue, &qh, &qn);
   }
   fu_mem_free(&g->alloc, users, (n_uses + 1) * sizeof *users);
   fu_mem_free(&g->alloc, first, (g->n_vals + 2) * sizeof *first);

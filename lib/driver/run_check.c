@@ -6,6 +6,43 @@
 
 #include "run_internal.h"
 
+/* The default tolerance of an output, loosened to that of the least precise
+ * float dtype its value was computed through: an f32 result cast to f64
+ * carries f32 rounding (a kernel's powf or libdevice call may differ from
+ * libm's by an ulp), so the f64 tolerance would fail a right kernel.
+ * Inputs count only through the ops that read them. */
+static fu_check_tolerance path_tolerance(fu_fusion *f, fu_value *out, fu_allocator al) {
+  fu_check_tolerance t = fu_check_default_tolerance(out->type.dtype);
+  uint32_t n = f->next_value_id;
+  bool *seen = fu_mem_calloc(&al, n ? n : 1, sizeof *seen);
+  fu_value **stack = fu_mem_calloc(&al, n ? n : 1, sizeof *stack);
+  uint32_t top = 0;
+  if (seen && stack && out->id < n) {
+    seen[out->id] = true;
+    stack[top++] = out;
+  }
+  while (top > 0) {
+    fu_value *v = stack[--top];
+    fu_op *op = v->def;
+    if (!op || op->kind == FU_OP_INPUT) continue;
+    if (fu_dtype_is_float(v->type.dtype)) {
+      fu_check_tolerance d = fu_check_default_tolerance(v->type.dtype);
+      if (d.rtol > t.rtol) t.rtol = d.rtol;
+      if (d.atol > t.atol) t.atol = d.atol;
+    }
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+      fu_value *x = op->operands[i];
+      if (x->id < n && !seen[x->id]) {
+        seen[x->id] = true;
+        stack[top++] = x;
+      }
+    }
+  }
+  if (seen) fu_mem_free(&al, seen, (n ? n : 1) * sizeof *seen);
+  if (stack) fu_mem_free(&al, stack, (n ? n : 1) * sizeof *stack);
+  return t;
+}
+
 fu_status run_check(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t n_in, const fu_arg *res,
                     uint32_t n_res, const char *where, fu_diag_engine *diag, run_check_line **out) {
   fu_allocator al = a->alloc;
@@ -24,13 +61,17 @@ fu_status run_check(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t 
     if (lines) fu_mem_free(&al, lines, (n_res ? n_res : 1) * sizeof *lines);
     return FU_ERR_NOMEM;
   }
+  uint32_t n_out = fu_fusion_outputs(f, NULL, 0);
+  fu_value **outs = n_out ? fu_mem_calloc(&al, n_out, sizeof *outs) : NULL;
+  if (outs) fu_fusion_outputs(f, outs, n_out);
   for (uint32_t i = 0; i < n_res && st == FU_OK; i++) {
     run_check_line *c = &lines[i];
     if (res[i].kind != FU_ARG_TENSOR) {
       c->pass = true;
       continue;
     }
-    c->tol = fu_check_default_tolerance(res[i].tensor.dtype);
+    c->tol = outs && i < n_out && outs[i]->type.dtype == res[i].tensor.dtype ? path_tolerance(f, outs[i], al)
+                                                                             : fu_check_default_tolerance(res[i].tensor.dtype);
     if (fu_dtype_is_float(res[i].tensor.dtype)) {
       if (a->rtol >= 0) c->tol.rtol = a->rtol;
       if (a->atol >= 0) c->tol.atol = a->atol;
@@ -42,6 +83,7 @@ fu_status run_check(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t 
                f->name ? f->name : "", where);
     c->pass = c->r.n_mismatch == 0;
   }
+  if (outs) fu_mem_free(&al, outs, n_out * sizeof *outs);
   fu_args_free(ref, n_ref, al);
   fu_args_free(bound, n_ref, al);
   if (st != FU_OK) {

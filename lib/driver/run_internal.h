@@ -107,6 +107,10 @@ void run_put_json_string(fu_strbuf *sb, const char *s);
 /* Writes each of `n` values as DIR/<name>.npy (DIR/<sub>/<name>.npy when
  * `sub`), logging "  saved PATH" lines to `log` (may be NULL); false after
  * an error (reported). */
+/* Before anything runs: the --save-inputs/--save-outputs folder exists (it
+ * is made when its parent does) and is a folder this process may write
+ * into; otherwise an error on a->err naming it, and false. */
+bool run_save_prepare(const run_args *a, const char *dir);
 bool run_save_args(const run_args *a, const char *dir, const char *sub, const fu_value *const *vals,
                    const fu_arg *args, uint32_t n, fu_diag_engine *diag, fu_strbuf *log);
 

@@ -88,6 +88,10 @@ int fu_run_main(int argc, char *const *argv, FILE *in, FILE *out, FILE *err) {
     run_args_free(&a);
     return rc;
   }
+  if ((a.save_outputs && !run_save_prepare(&a, a.save_outputs)) || (a.save_inputs && !run_save_prepare(&a, a.save_inputs))) {
+    run_args_free(&a);
+    return 1;
+  }
   if (!a.file) { /* --device-info alone */
     rc = run_gpu(&a, NULL, NULL, 0);
     run_args_free(&a);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fuser/npy.h"
 #include "run_internal.h"
@@ -11,8 +12,30 @@
 /* A folder that exists already is fine: runs may write into the same one. */
 static bool make_dir(const run_args *a, const char *dir) {
   if (mkdir(dir, 0777) == 0 || errno == EEXIST) return true;
-  fprintf(a->err, RUN_TOOL ": cannot create directory '%s': %s\n", dir, strerror(errno));
+  fprintf(a->err, RUN_TOOL ": error: cannot create directory '%s': %s\n", dir, strerror(errno));
   return false;
+}
+
+/* Checked before the run, so that a typo in the folder costs no compile or
+ * kernel time and no result is printed as if it had been saved.  Whether
+ * the folder is writable is asked of the file system (access), which also
+ * answers for read-only mounts; a file in the way is named as such. */
+bool run_save_prepare(const run_args *a, const char *dir) {
+  if (!make_dir(a, dir)) return false;
+  struct stat sb;
+  if (stat(dir, &sb) != 0) {
+    fprintf(a->err, RUN_TOOL ": error: cannot use directory '%s': %s\n", dir, strerror(errno));
+    return false;
+  }
+  if (!S_ISDIR(sb.st_mode)) {
+    fprintf(a->err, RUN_TOOL ": error: '%s' is not a directory (it is where the .npy files would go)\n", dir);
+    return false;
+  }
+  if (access(dir, W_OK | X_OK) != 0) {
+    fprintf(a->err, RUN_TOOL ": error: cannot write into directory '%s': %s\n", dir, strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 bool run_save_args(const run_args *a, const char *dir, const char *sub, const fu_value *const *vals, const fu_arg *args, uint32_t n,

@@ -61,8 +61,21 @@ const char *fu_rt_error_name(const fu_cuda_api *api, CUresult r) {
   }
 }
 
+/* Errors a kernel leaves in the context: every later driver call returns
+ * the same one, until the process ends. */
+static bool sticky(CUresult r) {
+  return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_TIMEOUT || r == CUDA_ERROR_HARDWARE_STACK_ERROR ||
+         r == CUDA_ERROR_ILLEGAL_INSTRUCTION || r == CUDA_ERROR_MISALIGNED_ADDRESS ||
+         r == CUDA_ERROR_INVALID_ADDRESS_SPACE || r == CUDA_ERROR_INVALID_PC || r == CUDA_ERROR_LAUNCH_FAILED;
+}
+
+/* After a kernel fault, the cleanup's frees and syncs fail with the same
+ * error: it is reported once, where it surfaced (with the kernel's name),
+ * not once per buffer freed. */
 fu_status fu_rt_check_at(fu_rt *rt, CUresult r, fu_loc loc, const char *what) {
   if (r == CUDA_SUCCESS) return FU_OK;
+  if (rt->fault != CUDA_SUCCESS && r == rt->fault) return FU_ERR_RUNTIME;
+  if (sticky(r)) rt->fault = r;
   const char *name = fu_rt_error_name(&rt->api, r);
   const char *desc = NULL;
   if (!rt->api.get_error_string || rt->api.get_error_string(r, &desc) != CUDA_SUCCESS) desc = NULL;

@@ -58,6 +58,18 @@ void fu_rt_exec_free(fu_rt_exec *e) {
   fu_mem_free(a, e, sizeof *e);
 }
 
+/* Which value a failed allocation was for, its size, and what the device
+ * had free then: an absurd size reads as such at once. */
+static void alloc_note(fu_rt *rt, fu_diag_engine *diag, const fu_rt_buffer *buf, const char *name) {
+  size_t free_b = 0, total_b = 0;
+  const char *what = buf->kind == FU_RT_BUF_WORKSPACE ? "workspace" : "buffer";
+  if (rt->api.mem_get_info && rt->api.mem_get_info(&free_b, &total_b) == CUDA_SUCCESS)
+    fu_note(diag, fu_loc_none(), "while allocating the %s of '%%%s': %zu bytes, with %zu of %zu bytes free on the device",
+            what, name ? name : "?", buf->bytes, free_b, total_b);
+  else
+    fu_note(diag, fu_loc_none(), "while allocating the %s of '%%%s': %zu bytes", what, name ? name : "?", buf->bytes);
+}
+
 fu_status fu_rt_exec_new(fu_rt *rt, const fu_rt_plan *plan, fu_rt_module *mod, const fu_arg *inputs,
                          fu_diag_engine *diag, fu_rt_exec **out) {
   *out = NULL;
@@ -87,9 +99,7 @@ fu_status fu_rt_exec_new(fu_rt *rt, const fu_rt_plan *plan, fu_rt_module *mod, c
     st = fu_rt_mem_alloc(rt, plan->buffers[i].bytes, &e->ptrs[i]);
     const fu_rt_buffer *buf = &plan->buffers[i];
     const char *name = buf->root ? buf->root->name : buf->workspace ? buf->workspace->name : NULL;
-    if (st != FU_OK)
-      fu_note(diag, fu_loc_none(), "while allocating the %s of '%%%s'",
-              buf->kind == FU_RT_BUF_WORKSPACE ? "workspace" : "buffer", name ? name : "?");
+    if (st != FU_OK) alloc_note(rt, diag, buf, name);
     /* Zeroed once: every kernel leaves its zeroed workspace zero again. */
     if (st == FU_OK && buf->kind == FU_RT_BUF_WORKSPACE && buf->workspace->ws_zeroed)
       st = fu_rt_mem_fill(rt, e->ptrs[i], 0, buf->bytes);

@@ -15,6 +15,7 @@ struct fu_rt {
   bool ctx_retained;
   CUstream stream;
   fu_rt_device_info info;
+  CUresult fault;       /* a sticky error a kernel left (CUDA_SUCCESS: none) */
 };
 
 struct fu_rt_module {

@@ -129,6 +129,18 @@ static bool is_view(const fu_op *op) {
          k == FU_OC_PERMUTE || k == FU_OC_SQUEEZE;
 }
 
+/* iota's element at index i: start + i * step, computed in i64 or f64
+ * (a prologue of the reduction, as in pointwise segments; its operands
+ * are scalars, leaves of the evaluation). */
+static fu_kval *iota_at(rl *L, const fu_op *op, const fu_ix *i) {
+  fu_dtype rt = op->results[0]->type.dtype, ct = fu_dtype_is_float(rt) ? FU_DT_F64 : FU_DT_I64;
+  fu_kval *x = cast_to(L, emit_ix(L, i), ct);
+  fu_kval *start = cast_to(L, eval(L, op->operands[0], NULL), ct);
+  fu_kval *step = cast_to(L, eval(L, op->operands[1], NULL), ct);
+  fu_kval *p = x && start && step ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, ct, x, step)) : NULL;
+  return cast_to(L, p ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, ct, start, p)) : NULL, rt);
+}
+
 /* How many of op's operands are evaluated before it: all of a pointwise
  * op's, a view's one; full evaluates its scalar itself. */
 static uint32_t n_args(const fu_op *op) {
@@ -159,6 +171,8 @@ static bool eval_start(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval 
     const fu_op_info *info = fu_op_info_of(op->kind);
     if (fu_op_has(op->kind, FU_OF_POINTWISE) && op->n_operands > 3) {
       fail(L, op->loc, "an op with more than 3 operands");
+    } else if (info->cls == FU_OC_IOTA && v->type.rank == 1) {
+      *kv = iota_at(L, op, c[0]);
     } else if (fu_op_has(op->kind, FU_OF_POINTWISE) || info->cls == FU_OC_FULL || is_view(op)) {
       if (L->stk_n == L->stk_cap) {
         uint32_t cap = L->stk_cap ? L->stk_cap * 2 : 64;
@@ -866,6 +880,11 @@ static void welford_shifts(rl *L) {
     for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
       const fu_value *x = op_of(L, j)->operands[0];
       fu_kval *v = L->shift[j] ? cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), L->shift[j]->dtype) : NULL;
+      /* an infinite or NaN first element would make every x - shift NaN: shift 0 */
+      fu_kval *fin = v ? chk(L, fu_kb_math(&L->b, NULL, FU_OP_ISFINITE, FU_DT_BOOL, &v, 1)) : NULL;
+      fu_kval *z = fin ? chk(L, fu_kb_const_f(&L->b, NULL, v->dtype, 0.0)) : NULL;
+      fu_kval *args[3] = {fin, v, z};
+      v = z ? chk(L, fu_kb_math(&L->b, NULL, FU_OP_WHERE, v->dtype, args, 3)) : NULL;
       if (v && !fu_kb_assign(&L->b, L->shift[j], v)) chk(L, NULL);
     }
     L->b = saved;

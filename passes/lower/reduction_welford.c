@@ -5,7 +5,12 @@
  * Pairwise:     n = na + nb;  delta = mb - ma;  w = nb / (n == 0 ? 1 : n);
  *               mean = ma + delta * w;  m2 = qa + qb + delta * (delta * w) * na.
  * Both are stable for inputs with a large mean: no sum of squares is ever
- * formed.  The count is a float of the state's dtype (exact to 2^24 in
+ * formed.  An infinite mean would turn both into NaN (inf - inf), where
+ * the interpreter's mean, sum / n, stays infinite: while a mean is not
+ * finite the mean is updated as the plain weighted mean instead
+ * (mean + x / n', ma * na / n + mb * nb / n), which keeps an infinity,
+ * and gives NaN for infinities of both signs; m2 turns NaN, as the
+ * variance of anything with an infinity is.  The count is a float of the state's dtype (exact to 2^24 in
  * f32), so the combine needs no integer-to-float conversion per step. */
 #include "reduction_welford.h"
 
@@ -22,13 +27,25 @@ static fu_kval *bin(fu_kbuilder *b, fu_op_kind k, fu_kval *a, fu_kval *c) {
   return a && c ? fu_kb_binary(b, NULL, k, a->dtype, a, c) : NULL;
 }
 
+/* where(finite, a, c) with finite = isfinite(p) [&& isfinite(q)]. */
+static fu_kval *if_finite(fu_kbuilder *b, fu_kval *p, fu_kval *q, fu_kval *a, fu_kval *c) {
+  if (!p || !a || !c) return NULL;
+  fu_kval *fp = fu_kb_math(b, NULL, FU_OP_ISFINITE, FU_DT_BOOL, &p, 1), *fq = NULL;
+  if (q) fq = fu_kb_math(b, NULL, FU_OP_ISFINITE, FU_DT_BOOL, &q, 1);
+  fu_kval *both = fp && fq ? fu_kb_binary(b, NULL, FU_OP_LOGICAL_AND, FU_DT_BOOL, fp, fq) : fp;
+  fu_kval *args[3] = {both, a, c};
+  return both && (!q || fq) ? fu_kb_math(b, NULL, FU_OP_WHERE, a->dtype, args, 3) : NULL;
+}
+
 bool fu_welford_update(fu_kbuilder *b, fu_kval *const *st, fu_kval *x, fu_kval **out) {
   fu_kval *one = fu_kb_const_f(b, NULL, x->dtype, 1.0);
   fu_kval *n = bin(b, FU_OP_ADD, st[2], one);
   fu_kval *d = bin(b, FU_OP_SUB, x, st[0]);
   /* d * (1 / n'): with a count known at compile time the reciprocal
    * folds to a constant, and no division is left in the loop */
-  fu_kval *mean = bin(b, FU_OP_ADD, st[0], bin(b, FU_OP_MUL, d, bin(b, FU_OP_DIV, one, n)));
+  fu_kval *rn = bin(b, FU_OP_DIV, one, n);
+  fu_kval *mean = if_finite(b, st[0], NULL, bin(b, FU_OP_ADD, st[0], bin(b, FU_OP_MUL, d, rn)),
+                            bin(b, FU_OP_ADD, st[0], bin(b, FU_OP_MUL, x, rn)));
   fu_kval *m2 = bin(b, FU_OP_ADD, st[1], bin(b, FU_OP_MUL, d, bin(b, FU_OP_SUB, x, mean)));
   out[0] = mean;
   out[1] = m2;
@@ -44,8 +61,10 @@ bool fu_welford_combine(fu_kbuilder *b, fu_kval *const *a, fu_kval *const *c, fu
   fu_kval *args[3] = {empty, one, n};
   fu_kval *safe = empty && one ? fu_kb_math(b, NULL, FU_OP_WHERE, t, args, 3) : NULL;
   fu_kval *delta = bin(b, FU_OP_SUB, c[0], a[0]);
-  fu_kval *dw = bin(b, FU_OP_MUL, delta, bin(b, FU_OP_DIV, c[2], safe));
-  fu_kval *mean = bin(b, FU_OP_ADD, a[0], dw);
+  fu_kval *wc = bin(b, FU_OP_DIV, c[2], safe), *wa = bin(b, FU_OP_DIV, a[2], safe);
+  fu_kval *dw = bin(b, FU_OP_MUL, delta, wc);
+  fu_kval *plain = bin(b, FU_OP_ADD, bin(b, FU_OP_MUL, a[0], wa), bin(b, FU_OP_MUL, c[0], wc));
+  fu_kval *mean = if_finite(b, a[0], c[0], bin(b, FU_OP_ADD, a[0], dw), plain);
   fu_kval *m2 = bin(b, FU_OP_ADD, bin(b, FU_OP_ADD, a[1], c[1]), bin(b, FU_OP_MUL, bin(b, FU_OP_MUL, delta, dw), a[2]));
   out[0] = mean;
   out[1] = m2;

@@ -303,9 +303,12 @@ static void no_reduced_dim(rbuild *b, const bool *reduced, char *why, size_t why
   snprintf(why, why_n, "no reduced dim: a thread per output, 128 threads per block");
 }
 
-fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
-                                     FILE *debug, fu_schedule **out) {
+/* One schedule with vector loads at most max_vw wide; *vw_used is the
+ * width it took (1: no vector). */
+static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                                int64_t max_vw, int64_t *vw_used, fu_schedule **out) {
   *out = NULL;
+  *vw_used = 1;
   fu_module *m = f->module;
   const fu_segment_info *si = &seg->u.segment;
   const char *sname = si->name ? si->name : "?";
@@ -359,12 +362,16 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     int32_t run = rank;
     while (run > 0 && reduced[run - 1]) run--;
     int64_t vw = vector_width(f, seg, ref, run, rank);
+    if (vw > max_vw) vw = max_vw;
+    *vw_used = vw;
     if (vw > 1) split_axis(b, r, vw, "ro", "rv", &ro, &rv);
     else ro = r;
     double vecs = row / (double)vw; /* vector loads per row */
     char vwhy[96] = "";
     if (vw > 1) snprintf(vwhy, sizeof vwhy, "; %lld-element vector loads", (long long)vw);
-    else snprintf(vwhy, sizeof vwhy, "; scalar loads (%s)", no_vector_why(ref, run, rank, false));
+    else
+      snprintf(vwhy, sizeof vwhy, "; scalar loads (%s)",
+               max_vw < 2 ? "wider vectors do not fit every access" : no_vector_why(ref, run, rank, false));
     if (row <= SHORT_ROW && i != UINT32_MAX) {
       /* a group of tx <= 32 threads per row, about two vectors (or
        * elements) each so that two loads are in flight, several rows per
@@ -436,6 +443,8 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     int32_t run = rank;
     while (run > 0 && !reduced[run - 1]) run--;
     int64_t vw = vector_width(f, seg, ref, run, rank);
+    if (vw > max_vw) vw = max_vw;
+    *vw_used = vw;
     if (vw > 1) split_axis(b, i, vw, "io", "iv", &io, &iv);
     double vcols = cols / (double)vw; /* column vectors */
     char vwhy[128] = "";
@@ -535,4 +544,33 @@ fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *
     *out = s;
   }
   return st;
+}
+
+static void quiet_handler(void *user, const fu_diagnostic *d) {
+  (void)user;
+  (void)d;
+}
+
+/* vector_width judges the row length and the dtypes only, not every
+ * access: an input with permuted or non-contiguous strides, a broadcast
+ * operand or an output wider than the inputs can make a vector access
+ * illegal.  The schedule verifier knows (it is what rejects it), so a
+ * schedule it refuses is rebuilt with half the width, down to scalar
+ * loads, which always verify. */
+fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
+                                     FILE *debug, fu_schedule **out) {
+  int64_t cap = 8;
+  for (;;) {
+    int64_t vw = 1;
+    fu_status st = build_schedule(f, seg, dev, diag, debug, cap, &vw, out);
+    if (st != FU_OK || !*out || vw <= 1) return st;
+    fu_diag_engine quiet;
+    fu_diag_init(&quiet, f->module->alloc);
+    quiet.handler = quiet_handler;
+    if (fu_schedule_verify(f, seg, *out, &quiet) == FU_OK) return FU_OK;
+    if (debug)
+      fprintf(debug, "schedule: @%s: %lld-element vectors do not fit every access: narrowed to %lld\n",
+              seg->u.segment.name ? seg->u.segment.name : "?", (long long)vw, (long long)(vw / 2));
+    cap = vw / 2;
+  }
 }

@@ -275,6 +275,24 @@ static int32_t innermost_dim(const fu_value *v) {
   return inner;
 }
 
+/* 11 bits of the operand's extents in order, for the reduction signature:
+ * a permuted alias shares its operand's space, but the scheduler and the
+ * lowering take reductions of one operand shape only (a collision merely
+ * lets the schedule verifier refuse the group, as before). */
+static uint32_t shape_hash(const fu_type *t) {
+  uint32_t h = 2166136261u;
+  for (int32_t d = 0; d < t->rank && t->dims; d++) {
+    fu_extent e = t->dims[d];
+    if (e.sym) {
+      for (const char *p = e.sym; *p; p++) h = (h ^ (uint8_t)*p) * 16777619u;
+    } else {
+      h = (h ^ (uint32_t)e.value ^ (uint32_t)((uint64_t)e.value >> 32)) * 16777619u;
+    }
+    h = (h ^ 0xffu) * 16777619u;
+  }
+  return (h ^ (h >> 11) ^ (h >> 22)) & 0x7ffu;
+}
+
 static void reduction_facts(fu_seg_env *env, fu_seg_node *nd) {
   const fu_op *op = nd->op;
   if (op->n_operands < 1 || op->n_results < 1) return;
@@ -283,7 +301,7 @@ static void reduction_facts(fu_seg_env *env, fu_seg_node *nd) {
   nd->red_in = env->v_space[op->operands[0]->id];
   nd->red_out = env->v_space[op->results[0]->id];
   nd->red_elems = 1;
-  nd->red_axes = (uint32_t)(t->rank > 0 ? t->rank : 0) << 16;
+  nd->red_axes = (uint32_t)(t->rank > 0 ? t->rank : 0) << 16 | shape_hash(t) << 21;
   int32_t inner = innermost_dim(op->operands[0]);
   for (uint32_t i = 0; i < axes->n; i++) {
     int64_t a = axes->v[i];

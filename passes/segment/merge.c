@@ -659,6 +659,8 @@ static fu_status step4_group(fu_seg_env *env, uint32_t r, fu_seg_vec *members) {
       bad_v = v;
       if (user->kind == FU_OP_OUTPUT && !(f & FU_SEG_VF_CONTIG))
         why = "would make a fusion output that is not dense row-major:";
+      else if (user->host && !(f & FU_SEG_VF_CONTIG)) /* strip-bookend-views made it a view of a dense value */
+        why = "would hand a host view a value that is not dense row-major:";
       else if (kernel && (f & FU_SEG_VF_PERM))
         why = "would hand a kernel a permuted alias:";
     }

@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""fuser difftest: random fusions through the whole pipeline, checked against
+the reference interpreter.
+
+    difftest.py BUILD [--start S] [--count N] [--jobs J] [--out DIR]
+        For each seed S..S+N-1: gen_fusion.py writes the fusion, `fuser-opt
+        --pass=all` compiles it, and `fuser-run --device=kir --check` runs the
+        lowered kernels on the CPU against the interpreter.
+
+    difftest.py BUILD --precompile DIR [--start S] [--count N]
+        On a machine with LLVM: write DIR/<seed>.lowered.fir and DIR/<seed>.ptx
+        (fuser-opt --pass=all, and --emit=ptx) for every seed that has
+        kernels, for a GPU host without LLVM.
+
+    difftest.py BUILD --precompiled DIR
+        On the GPU host: `fuser-run --check --ptx` every case of DIR.
+
+Each case ends in one of:
+  pass       every output matched the interpreter;
+  no kernel  a segment's kind has no kernel yet (persistent, resize): not a pass;
+  FAIL       anything else: the generated fusion does not verify, a pass or the
+             printer fails, fuser-run crashes, times out or finds a mismatch.
+For each FAIL the driver names the seed and the stage, and writes
+DIR/seed-<S>.fir (the generated fusion, the reproducer) with the commands
+that reproduce it in its first lines.  Exit status 1 if any case failed.
+"""
+import argparse
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+import shutil
+import tarfile
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_fusion  # noqa: E402
+
+NO_KERNEL = re.compile(r"has no kernel after the pipeline|cannot be compiled yet|has no kernel: it is not in the output")
+
+
+def run(cmd, timeout):
+    """Run cmd; (status, combined output).  A timeout is status 'timeout'."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                           timeout=timeout)
+        return p.returncode, p.stdout.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        return "timeout", ""
+
+
+def describe(rc):
+    if rc == "timeout":
+        return "timed out"
+    if isinstance(rc, int) and rc < 0:
+        return "killed by signal %d" % -rc
+    return "exit %s" % rc
+
+
+class Case:
+    def __init__(self, seed, status, stage="", detail=""):
+        self.seed, self.status, self.stage, self.detail = seed, status, stage, detail
+
+
+def kir_check(a, text, work, stem, seed=-1):
+    """A fusion's text through fuser-opt --pass=all and fuser-run --device=kir --check."""
+    src = os.path.join(work, stem + ".fir")
+    low = os.path.join(work, stem + ".lowered.fir")
+    with open(src, "w") as f:
+        f.write(text)
+    try:
+        rc, out = run([a.opt, "--pass=all", src, "-o", low], a.timeout)
+        if rc != 0:
+            return Case(seed, "fail", "fuser-opt --pass=all (%s)" % describe(rc), out)
+        rc, out = run([a.run, "--device=kir", "--check", "--print-values", "0"] + a.run_args + [low], a.timeout)
+        if rc == 0:
+            return Case(seed, "pass")
+        if rc == 1 and NO_KERNEL.search(out):
+            return Case(seed, "nokernel")
+        return Case(seed, "fail", "fuser-run --device=kir --check (%s)" % describe(rc), out)
+    finally:
+        for p in (src, low):
+            if os.path.exists(p):
+                os.remove(p)
+
+
+def kir_case(a, seed, work):
+    """One seed on the CPU kernel path."""
+    return kir_check(a, gen_fusion.generate(seed)[0], work, "seed-%d" % seed, seed)
+
+
+def precompile_case(a, seed, work):
+    """One seed compiled to a lowered .fir and PTX in a.precompile."""
+    text, _ = gen_fusion.generate(seed)
+    src = os.path.join(work, "seed-%d.fir" % seed)
+    with open(src, "w") as f:
+        f.write(text)
+    low = os.path.join(a.precompile, "seed-%d.lowered.fir" % seed)
+    ptx = os.path.join(a.precompile, "seed-%d.ptx" % seed)
+    try:
+        rc, out = run([a.opt, "--device=" + a.gpu_device, "--pass=all", src, "-o", low], a.timeout)
+        if rc != 0:
+            return Case(seed, "fail", "fuser-opt --pass=all (%s)" % describe(rc), out)
+        rc, out = run([a.opt, "--device=" + a.gpu_device, "--pass=all", "--emit=ptx", src, "-o", ptx], a.timeout)
+        if rc == 0 and not NO_KERNEL.search(out) and a.ptxas:
+            rc, out = run([a.ptxas, "-arch=" + a.ptxas_arch, ptx, "-o", os.devnull], a.timeout)
+            if rc != 0:
+                return Case(seed, "fail", "ptxas (%s)" % describe(rc), out)
+        if rc == 0 and not NO_KERNEL.search(out):
+            return Case(seed, "pass")
+        for p in (low, ptx):
+            if os.path.exists(p):
+                os.remove(p)
+        # a segment whose kind has no kernel yet is named in a warning;
+        # nothing to emit without one: every output is a host view
+        if NO_KERNEL.search(out):
+            return Case(seed, "nokernel")
+        if rc == 1 and "nothing to emit" in out:
+            return Case(seed, "host")
+        return Case(seed, "fail", "fuser-opt --emit=ptx (%s)" % describe(rc), out)
+    finally:
+        os.remove(src)
+
+
+def gpu_case(a, seed, work):
+    """One precompiled seed on the GPU."""
+    low = os.path.join(a.precompiled, "seed-%d.lowered.fir" % seed)
+    ptx = os.path.join(a.precompiled, "seed-%d.ptx" % seed)
+    rc, out = run([a.run, "--check", "--print-values", "0", "--ptx", ptx] + a.run_args + [low], a.timeout)
+    if rc == 0:
+        return Case(seed, "pass")
+    if rc == 1 and NO_KERNEL.search(out):
+        return Case(seed, "nokernel")
+    return Case(seed, "fail", "fuser-run --check on the GPU (%s)" % describe(rc), out)
+
+
+def signature(c):
+    """What a failure is, without names and numbers: its stage and first error."""
+    first = next((l for l in c.detail.splitlines() if "error:" in l), c.detail.strip()[:200])
+    first = first.split("error:", 1)[-1]
+    return (c.status, c.stage, re.sub(r"'[^']*'|\d+", "#", first))
+
+
+def reduce_text(a, text, work):
+    """Delta reduction of a failing fusion: drop outputs, then ops and inputs
+    whose values nothing uses, while the failure keeps its signature."""
+    want = signature(kir_check(a, text, work, "reduce"))
+    lines = text.splitlines()
+
+    def defined(line):
+        m = re.match(r"\s*(%[\w.]+(?:\s*,\s*%[\w.]+)*)\s*=", line)
+        return re.findall(r"%[\w.]+", m.group(1)) if m else []
+
+    def ok(cand):
+        return signature(kir_check(a, "\n".join(cand) + "\n", work, "reduce")) == want
+
+    changed = True
+    while changed:
+        changed = False
+        # fewer outputs
+        for i, line in enumerate(lines):
+            m = re.match(r"(\s*output )(.*)", line)
+            if not m:
+                continue
+            outs = [o.strip() for o in m.group(2).split(",")]
+            for o in list(outs):
+                if len(outs) == 1:
+                    break
+                rest = [x for x in outs if x != o]
+                cand = lines[:i] + [m.group(1) + ", ".join(rest)] + lines[i + 1:]
+                if ok(cand):
+                    lines, outs, changed = cand, rest, True
+        # dead ops and inputs
+        for i in range(len(lines) - 1, -1, -1):
+            names = defined(lines[i])
+            if not names:
+                continue
+            rest = "\n".join(lines[:i] + lines[i + 1:])
+            if any(re.search(re.escape(n) + r"(?![\w.])", rest) for n in names):
+                continue
+            cand = lines[:i] + lines[i + 1:]
+            if ok(cand):
+                lines, changed = cand, True
+    return "\n".join(lines) + "\n"
+
+
+def reproducer(a, c):
+    """Write the failing seed's fusion to a.out with how to reproduce it."""
+    os.makedirs(a.out, exist_ok=True)
+    path = os.path.join(a.out, "seed-%d.fir" % c.seed)
+    text, _ = gen_fusion.generate(c.seed)
+    if a.reduce and c.status == "fail":
+        with tempfile.TemporaryDirectory(prefix="fuser-difftest-reduce.") as work:
+            text = reduce_text(a, text, work)
+    here = os.path.abspath(__file__)
+    with open(path, "w") as f:
+        f.write("// difftest FAIL, seed %d, at %s\n" % (c.seed, c.stage))
+        f.write("// remake: %s --start %d --count 1 %s\n" % (here, c.seed, a.build))
+        f.write("// run:    %s --pass=all %s -o /tmp/l.fir && %s --device=kir --check /tmp/l.fir\n" %
+                (a.opt, path, a.run))
+        f.write(text)
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("build", help="the build folder with fuser-opt and fuser-run")
+    ap.add_argument("--start", type=int, default=int(os.environ.get("DIFFTEST_START", "0")),
+                    help="first seed (default $DIFFTEST_START or 0)")
+    ap.add_argument("--count", type=int, default=int(os.environ.get("DIFFTEST_COUNT", "100")),
+                    help="number of seeds (default $DIFFTEST_COUNT or 100)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--timeout", type=int, default=120, help="seconds per command (default 120)")
+    ap.add_argument("--out", default="difftest-failures", help="folder for reproducers (default ./difftest-failures)")
+    ap.add_argument("--precompile", metavar="DIR")
+    ap.add_argument("--precompiled", metavar="DIR")
+    ap.add_argument("--ptxas", nargs="?", const="ptxas", default=None, metavar="PTXAS",
+                    help="with --precompile: assemble each case's PTX with ptxas too")
+    ap.add_argument("--ptxas-arch", default="sm_90", help="ptxas -arch (default sm_90)")
+    ap.add_argument("--gpu-device", default=os.environ.get("FUSER_GPU_DEVICE", "h100"),
+                    help="fuser-opt --device for --precompile (default h100)")
+    ap.add_argument("--no-reduce", dest="reduce", action="store_false",
+                    help="write the whole generated fusion as the reproducer (default: reduce it first)")
+    ap.add_argument("--run-arg", dest="run_args", action="append", default=[], metavar="ARG",
+                    help="an argument for every fuser-run (repeat it: --run-arg=--rtol=1e-4)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every case")
+    a = ap.parse_args()
+    a.opt = os.path.join(a.build, "fuser-opt")
+    a.run = os.path.join(a.build, "fuser-run")
+    need = [a.run] + ([] if a.precompiled else [a.opt])
+    for t in need:
+        if not os.access(t, os.X_OK):
+            sys.exit("difftest: %s is missing (build it first)" % t)
+
+    with tempfile.TemporaryDirectory(prefix="fuser-difftest.") as work:
+        return drive(a, work)
+
+
+def is_tarball(path):
+    return path.endswith(".tar.gz") or path.endswith(".tgz")
+
+
+def drive(a, work):
+    """The run itself; `work` is a scratch folder.  A --precompile or
+    --precompiled path ending in .tar.gz is an archive of the folder (the
+    cases compress about tenfold, for carrying to the GPU host)."""
+    archive = None
+    if a.precompiled and is_tarball(a.precompiled):
+        with tarfile.open(a.precompiled) as t:
+            if hasattr(tarfile, "data_filter"):
+                t.extractall(os.path.join(work, "pre"), filter="data")
+            else:
+                t.extractall(os.path.join(work, "pre"))
+        a.precompiled = os.path.join(work, "pre")
+    if a.precompile and is_tarball(a.precompile):
+        archive, a.precompile = a.precompile, os.path.join(work, "pre")
+    if a.precompiled:
+        seeds = sorted(int(m.group(1)) for m in
+                       (re.match(r"seed-(\d+)\.lowered\.fir$", n) for n in os.listdir(a.precompiled)) if m)
+        fn, where = gpu_case, "on the GPU"
+    else:
+        seeds = list(range(a.start, a.start + a.count))
+        if a.precompile:
+            os.makedirs(a.precompile, exist_ok=True)
+            fn, where = precompile_case, "precompiled"
+        else:
+            fn, where = kir_case, "on the kernel-IR interpreter"
+
+    counts = {"pass": 0, "nokernel": 0, "host": 0, "fail": 0}
+    failed = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
+        for c in ex.map(lambda s: fn(a, s, work), seeds):
+            counts[c.status] += 1
+            if a.verbose:
+                print("%-8s seed %d" % (c.status, c.seed), flush=True)
+            if c.status != "fail":
+                continue
+            failed.append(c)
+            if a.precompiled:
+                path = os.path.join(a.out, "seed-%d.lowered.fir" % c.seed)
+                os.makedirs(a.out, exist_ok=True)
+                shutil.copy(os.path.join(a.precompiled, "seed-%d.lowered.fir" % c.seed), path)
+            else:
+                path = reproducer(a, c)
+            print("FAIL seed %d at %s; reproducer %s" % (c.seed, c.stage, path), flush=True)
+            for line in c.detail.strip().splitlines()[:12]:
+                print("     " + line)
+    if archive:
+        with tarfile.open(archive, "w:gz") as t:
+            t.add(a.precompile, arcname=".")
+    if seeds:
+        lo, hi = seeds[0], seeds[-1]
+    else:
+        lo = hi = 0
+    host = ", %d with no GPU work (host views only)" % counts["host"] if a.precompile else ""
+    print("difftest: %d fusions (seeds %d..%d) %s: %d passed, %d no kernel%s, %d failed" %
+          (len(seeds), lo, hi, where, counts["pass"], counts["nokernel"], host, counts["fail"]))
+    if failed:
+        print("failed seeds: %s" % " ".join(str(c.seed) for c in failed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
