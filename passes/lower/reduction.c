@@ -42,7 +42,7 @@
 
 /* MAX_STATES: reductions x kept vector lanes (a thread that owns
  * MAX_KEPT_LANES adjacent outputs keeps one state per output). */
-enum { MAX_MEMO = 512, MAX_LANES = 16, MAX_KEPT_LANES = 8,
+enum { MAX_LANES = 16, MAX_KEPT_LANES = 8,
        MAX_STATES = FU_MAX_SEG_REDUCTIONS * MAX_KEPT_LANES };
 
 typedef struct rl {
@@ -77,12 +77,16 @@ typedef struct rl {
     fu_kval *args[3];
   } *stk;
   uint32_t stk_n, stk_cap;
-  struct {
+  /* the values of the current body by (value, coordinates): an open
+   * addressing table whose entries of an older generation are empty, so
+   * a new body clears it in O(1) */
+  struct rmemo {
     const fu_value *v;
     const fu_ix *const *c;
     fu_kval *kv;
-  } memo[MAX_MEMO];
-  uint32_t n_memo;
+    uint32_t gen;
+  } *memo;
+  uint32_t memo_cap, memo_n, memo_gen;
   /* a kept axis vectorized (outer reductions: each thread owns n_lanes
    * adjacent columns, loaded as one vector): its lane variable, and the
    * states, n_lanes x the reductions, state s for reduction s % n_ops */
@@ -152,20 +156,46 @@ static fu_kval *guards(rl *L, bool all_axes) {
 
 static const char *vname(const fu_value *v) { return v && v->name ? v->name : "?"; }
 
-static fu_kval *memo_get(const rl *L, const fu_value *v, const fu_ix *const *c) {
-  for (uint32_t i = 0; i < L->n_memo; i++)
-    if (L->memo[i].v == v && L->memo[i].c == c) return L->memo[i].kv;
-  return NULL;
+static uint32_t memo_slot(const rl *L, const fu_value *v, const fu_ix *const *c) {
+  uint64_t h = (uint64_t)(uintptr_t)v * 0x9e3779b97f4a7c15ull;
+  h ^= (uint64_t)(uintptr_t)c + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+  uint32_t i = (uint32_t)(h ^ (h >> 32)) & (L->memo_cap - 1);
+  while (L->memo[i].gen == L->memo_gen && !(L->memo[i].v == v && L->memo[i].c == c)) i = (i + 1) & (L->memo_cap - 1);
+  return i;
 }
 
+static fu_kval *memo_get(const rl *L, const fu_value *v, const fu_ix *const *c) {
+  if (!L->memo_cap) return NULL;
+  const struct rmemo *e = &L->memo[memo_slot(L, v, c)];
+  return e->gen == L->memo_gen ? e->kv : NULL;
+}
+
+/* Starts a new body: every memoized value is forgotten. */
+static void memo_clear(rl *L) {
+  L->memo_gen++;
+  L->memo_n = 0;
+}
+
+/* Records v at c (the first value recorded for a key stays). */
 static void memo_put(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval *kv) {
-  if (L->n_memo == MAX_MEMO) {
-    fail(L, L->seg->loc, "too many values in one body");
-    return;
+  if ((L->memo_n + 1) * 2 > L->memo_cap) {
+    uint32_t cap = L->memo_cap ? L->memo_cap * 2 : 256;
+    struct rmemo *old = L->memo, *n = fu_mem_calloc(&L->m->alloc, cap, sizeof *n);
+    if (!n) {
+      chk(L, NULL);
+      return;
+    }
+    uint32_t old_cap = L->memo_cap;
+    L->memo = n;
+    L->memo_cap = cap;
+    for (uint32_t i = 0; i < old_cap; i++)
+      if (old[i].gen == L->memo_gen) L->memo[memo_slot(L, old[i].v, old[i].c)] = old[i];
+    fu_mem_free(&L->m->alloc, old, old_cap * sizeof *old);
   }
-  L->memo[L->n_memo].v = v;
-  L->memo[L->n_memo].c = c;
-  L->memo[L->n_memo++].kv = kv;
+  struct rmemo *e = &L->memo[memo_slot(L, v, c)];
+  if (e->gen == L->memo_gen) return;
+  *e = (struct rmemo){v, c, kv, L->memo_gen};
+  L->memo_n++;
 }
 
 static fu_kval *cast_to(rl *L, fu_kval *x, fu_dtype t) {
@@ -525,7 +555,7 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
     for (int64_t j = 0; j < V && !L->failed; j++) {
       uint32_t mark = fu_lix_mark(&L->lix);
       ixv_set(L, lane, lanes[j]);
-      L->n_memo = 0;
+      memo_clear(L);
       for (uint32_t a = 0; a < n_acc; a++)
         if (vals[(size_t)a * MAX_LANES])
           memo_put(L, fu_igraph_access(L->g, a)->value, (const fu_ix *const *)fu_igraph_access(L->g, a)->coords,
@@ -543,7 +573,7 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
     for (int64_t j = 0; j < V && !L->failed; j++) {
       uint32_t mark = fu_lix_mark(&L->lix);
       ixv_set(L, lane, lanes[j]);
-      L->n_memo = 0;
+      memo_clear(L);
       accumulate_point(L, guards(L, true), acc, kept ? (uint32_t)j : L->cur_lane);
       fu_lix_pop(&L->lix, mark);
     }
@@ -563,7 +593,7 @@ static void accumulate_rows(rl *L, int64_t vec, rstate *acc) {
     if (vec >= 0) {
       accumulate_vector(L, (uint32_t)vec, acc);
     } else {
-      L->n_memo = 0;
+      memo_clear(L);
       accumulate_point(L, guards(L, true), acc, k);
     }
     fu_lix_pop(&L->lix, mark);
@@ -842,7 +872,7 @@ static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
   for (uint32_t lane = 0; lane < L->n_lanes && !L->failed; lane++) {
     uint32_t mark = fu_lix_mark(&L->lix);
     if (L->klane) ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, lane)));
-    L->n_memo = 0;
+    memo_clear(L);
     for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
       const fu_op *op = op_of(L, j);
       fu_kval *res[2] = {v[j][0], NULL};
@@ -896,7 +926,7 @@ static void welford_shifts(rl *L) {
         !fu_kb_assign(&L->b, L->shift[j], z))
       chk(L, NULL);
   }
-  L->n_memo = 0;
+  memo_clear(L);
   /* the guards hold at reduced coordinate 0 unless a reduced extent is 0
    * (those of kept lanes are taken per lane below) */
   fu_kval *cond = L->klane ? NULL : guards(L, true);
@@ -923,7 +953,7 @@ static void welford_shifts(rl *L) {
       fu_kval *g = guards(L, true);
       c = c && g ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LOGICAL_AND, FU_DT_BOOL, c, g)) : g ? g : c;
     }
-    L->n_memo = 0;
+    memo_clear(L);
     fu_kbuilder saved = open_if(L, c);
     for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
       const fu_value *x = op_of(L, j)->operands[0];
@@ -933,7 +963,7 @@ static void welford_shifts(rl *L) {
     L->b = saved;
     fu_lix_pop(&L->lix, lmark);
   }
-  L->n_memo = 0;
+  memo_clear(L);
   fu_lix_pop(&L->lix, mark);
 }
 
@@ -1125,6 +1155,7 @@ fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
   L->s = s;
   L->diag = diag;
   L->ri.reduced_axis = L->ra;
+  L->memo_gen = 1;
   unsigned errors_before = diag->n_errors;
   fu_status st = fu_schedule_reduction_check(seg, s, diag) && fu_schedule_reduction(seg, s, &L->ri, diag)
                      ? fu_igraph_build(f, seg, s, alloc, diag, &L->g)
@@ -1164,6 +1195,7 @@ fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_
   if (L->tparam) fu_mem_free(&alloc, L->tparam, nv * sizeof *L->tparam);
   if (L->sparam) fu_mem_free(&alloc, L->sparam, nv * sizeof *L->sparam);
   fu_lix_free(&L->lix);
+  if (L->memo) fu_mem_free(&alloc, L->memo, L->memo_cap * sizeof *L->memo);
   if (L->stk) fu_mem_free(&alloc, L->stk, L->stk_cap * sizeof *L->stk);
   fu_igraph_free(L->g);
   fu_mem_free(&alloc, L, sizeof *L);
