@@ -59,7 +59,7 @@ static rl *LL(prow *P) { return P->L; }
 /* Forgets the values of the last point, keeping the reduction results. */
 static void reset_memo(prow *P) {
   rl *L = LL(P);
-  L->n_memo = 0;
+  fu_rl_memo_clear(L);
   for (uint32_t i = 0; i < P->n_perm; i++) fu_rl_memo_put(L, P->perm[i].v, P->perm[i].c, P->perm[i].kv);
 }
 

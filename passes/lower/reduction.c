@@ -93,20 +93,46 @@ static fu_kval *guards(rl *L, bool all_axes) {
 
 static const char *vname(const fu_value *v) { return v && v->name ? v->name : "?"; }
 
-static fu_kval *memo_get(const rl *L, const fu_value *v, const fu_ix *const *c) {
-  for (uint32_t i = 0; i < L->n_memo; i++)
-    if (L->memo[i].v == v && L->memo[i].c == c) return L->memo[i].kv;
-  return NULL;
+static uint32_t memo_slot(const rl *L, const fu_value *v, const fu_ix *const *c) {
+  uint64_t h = (uint64_t)(uintptr_t)v * 0x9e3779b97f4a7c15ull;
+  h ^= (uint64_t)(uintptr_t)c + 0x632be59bd9b4e019ull + (h << 6) + (h >> 2);
+  uint32_t i = (uint32_t)(h ^ (h >> 32)) & (L->memo_cap - 1);
+  while (L->memo[i].gen == L->memo_gen && !(L->memo[i].v == v && L->memo[i].c == c)) i = (i + 1) & (L->memo_cap - 1);
+  return i;
 }
 
+static fu_kval *memo_get(const rl *L, const fu_value *v, const fu_ix *const *c) {
+  if (!L->memo_cap) return NULL;
+  const struct rmemo *e = &L->memo[memo_slot(L, v, c)];
+  return e->gen == L->memo_gen ? e->kv : NULL;
+}
+
+/* Starts a new body: every memoized value is forgotten. */
+static void memo_clear(rl *L) {
+  L->memo_gen++;
+  L->memo_n = 0;
+}
+
+/* Records v at c (the first value recorded for a key stays). */
 static void memo_put(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval *kv) {
-  if (L->n_memo == MAX_MEMO) {
-    fail(L, L->seg->loc, "too many values in one body");
-    return;
+  if ((L->memo_n + 1) * 2 > L->memo_cap) {
+    uint32_t cap = L->memo_cap ? L->memo_cap * 2 : 256;
+    struct rmemo *old = L->memo, *n = fu_mem_calloc(&L->m->alloc, cap, sizeof *n);
+    if (!n) {
+      chk(L, NULL);
+      return;
+    }
+    uint32_t old_cap = L->memo_cap;
+    L->memo = n;
+    L->memo_cap = cap;
+    for (uint32_t i = 0; i < old_cap; i++)
+      if (old[i].gen == L->memo_gen) L->memo[memo_slot(L, old[i].v, old[i].c)] = old[i];
+    fu_mem_free(&L->m->alloc, old, old_cap * sizeof *old);
   }
-  L->memo[L->n_memo].v = v;
-  L->memo[L->n_memo].c = c;
-  L->memo[L->n_memo++].kv = kv;
+  struct rmemo *e = &L->memo[memo_slot(L, v, c)];
+  if (e->gen == L->memo_gen) return;
+  *e = (struct rmemo){v, c, kv, L->memo_gen};
+  L->memo_n++;
 }
 
 static fu_kval *cast_to(rl *L, fu_kval *x, fu_dtype t) {
@@ -477,7 +503,7 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
     for (int64_t j = 0; j < V && !L->failed; j++) {
       uint32_t mark = fu_lix_mark(&L->lix);
       ixv_set(L, lane, lanes[j]);
-      L->n_memo = 0;
+      memo_clear(L);
       for (uint32_t a = 0; a < n_acc; a++)
         if (vals[(size_t)a * MAX_LANES])
           memo_put(L, fu_igraph_access(L->g, a)->value, (const fu_ix *const *)fu_igraph_access(L->g, a)->coords,
@@ -495,7 +521,7 @@ static void accumulate_vector(rl *L, uint32_t i, rstate *acc) {
     for (int64_t j = 0; j < V && !L->failed; j++) {
       uint32_t mark = fu_lix_mark(&L->lix);
       ixv_set(L, lane, lanes[j]);
-      L->n_memo = 0;
+      memo_clear(L);
       accumulate_point(L, guards(L, true), acc, kept ? (uint32_t)j : L->cur_lane);
       fu_lix_pop(&L->lix, mark);
     }
@@ -515,7 +541,7 @@ static void accumulate_rows(rl *L, int64_t vec, rstate *acc) {
     if (vec >= 0) {
       accumulate_vector(L, (uint32_t)vec, acc);
     } else {
-      L->n_memo = 0;
+      memo_clear(L);
       accumulate_point(L, guards(L, true), acc, k);
     }
     fu_lix_pop(&L->lix, mark);
@@ -794,7 +820,7 @@ static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
   for (uint32_t lane = 0; lane < L->n_lanes && !L->failed; lane++) {
     uint32_t mark = fu_lix_mark(&L->lix);
     if (L->klane) ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, lane)));
-    L->n_memo = 0;
+    memo_clear(L);
     for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
       const fu_op *op = op_of(L, j);
       fu_kval *res[2] = {v[j][0], NULL};
@@ -848,7 +874,7 @@ static void welford_shifts(rl *L) {
         !fu_kb_assign(&L->b, L->shift[j], z))
       chk(L, NULL);
   }
-  L->n_memo = 0;
+  memo_clear(L);
   /* the guards hold at reduced coordinate 0 unless a reduced extent is 0
    * (those of kept lanes are taken per lane below) */
   fu_kval *cond = L->klane ? NULL : guards(L, true);
@@ -875,7 +901,7 @@ static void welford_shifts(rl *L) {
       fu_kval *g = guards(L, true);
       c = c && g ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LOGICAL_AND, FU_DT_BOOL, c, g)) : g ? g : c;
     }
-    L->n_memo = 0;
+    memo_clear(L);
     fu_kbuilder saved = open_if(L, c);
     for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
       const fu_value *x = op_of(L, j)->operands[0];
@@ -890,7 +916,7 @@ static void welford_shifts(rl *L) {
     L->b = saved;
     fu_lix_pop(&L->lix, lmark);
   }
-  L->n_memo = 0;
+  memo_clear(L);
   fu_lix_pop(&L->lix, mark);
 }
 
@@ -1082,6 +1108,7 @@ fu_status fu_rl_lower(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel 
   L->s = s;
   L->diag = diag;
   L->ri.reduced_axis = L->ra;
+  L->memo_gen = 1;
   unsigned errors_before = diag->n_errors;
   fu_status st = fu_schedule_reduction_check(seg, s, diag) && fu_schedule_reduction(seg, s, &L->ri, diag)
                      ? fu_igraph_build(f, seg, s, alloc, diag, &L->g)
@@ -1121,6 +1148,7 @@ fu_status fu_rl_lower(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel 
   if (L->tparam) fu_mem_free(&alloc, L->tparam, nv * sizeof *L->tparam);
   if (L->sparam) fu_mem_free(&alloc, L->sparam, nv * sizeof *L->sparam);
   fu_lix_free(&L->lix);
+  if (L->memo) fu_mem_free(&alloc, L->memo, L->memo_cap * sizeof *L->memo);
   if (L->stk) fu_mem_free(&alloc, L->stk, L->stk_cap * sizeof *L->stk);
   fu_igraph_free(L->g);
   fu_mem_free(&alloc, L, sizeof *L);
@@ -1146,6 +1174,7 @@ bool fu_rl_lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, fu
   return lane_guards(L, lane, last, ind, full);
 }
 void fu_rl_memo_put(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval *kv) { memo_put(L, v, c, kv); }
+void fu_rl_memo_clear(rl *L) { memo_clear(L); }
 fu_kval *fu_rl_eval(rl *L, const fu_value *v, const fu_ix *const *c) { return eval(L, v, c); }
 fu_kval *fu_rl_cast(rl *L, fu_kval *x, fu_dtype t) { return cast_to(L, x, t); }
 fu_dtype fu_rl_acc_dtype(const fu_op *op) { return acc_dtype(op); }

@@ -25,7 +25,7 @@ typedef struct fu_rl_memo {
 
 /* MAX_STATES: reductions x kept vector lanes (a thread that owns
  * MAX_KEPT_LANES adjacent outputs keeps one state per output). */
-enum { MAX_MEMO = 512, MAX_LANES = 16, MAX_KEPT_LANES = 8,
+enum { MAX_LANES = 16, MAX_KEPT_LANES = 8,
        MAX_STATES = FU_MAX_SEG_REDUCTIONS * MAX_KEPT_LANES };
 
 typedef struct rl {
@@ -60,8 +60,16 @@ typedef struct rl {
     fu_kval *args[3];
   } *stk;
   uint32_t stk_n, stk_cap;
-  fu_rl_memo memo[MAX_MEMO];
-  uint32_t n_memo;
+  /* the values of the current body by (value, coordinates): an open
+   * addressing table whose entries of an older generation are empty, so
+   * a new body clears it in O(1) */
+  struct rmemo {
+    const fu_value *v;
+    const fu_ix *const *c;
+    fu_kval *kv;
+    uint32_t gen;
+  } *memo;
+  uint32_t memo_cap, memo_n, memo_gen;
   /* a kept axis vectorized (outer reductions: each thread owns n_lanes
    * adjacent columns, loaded as one vector): its lane variable, and the
    * states, n_lanes x the reductions, state s for reduction s % n_ops */
@@ -99,6 +107,8 @@ fu_kval *fu_rl_guards(rl *L, bool all_axes);
 /* The guards split by whether they depend on `lane` (taken at `last`). */
 bool fu_rl_lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, fu_kval **full);
 void fu_rl_memo_put(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval *kv);
+/* Starts a new body: every memoized value is forgotten. */
+void fu_rl_memo_clear(rl *L);
 /* Value v at coordinates c, memoized in L->memo. */
 fu_kval *fu_rl_eval(rl *L, const fu_value *v, const fu_ix *const *c);
 fu_kval *fu_rl_cast(rl *L, fu_kval *x, fu_dtype t);
