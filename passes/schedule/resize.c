@@ -104,8 +104,11 @@ static fu_status one_d(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
     const fu_iaccess *a = fu_igraph_access(g, i);
     if (a->mode != FU_AM_LANES || (!a->is_store && fu_igraph_names_lanewise(g, a->offset))) continue;
     if (a->is_store) *usable = false;
-    if (!fu_schedule_tensor(s, a->value))
+    /* a tensor read on several paths has several accesses: list it once */
+    if (!fu_schedule_tensor(s, a->value)) {
       s->tensors[n_t++] = (fu_stensor){(fu_value *)a->value, FU_MEM_GLOBAL, -1, FU_ACCESS_SCALAR, fu_loc_none()};
+      s->n_tensors = n_t;
+    }
   }
   s->n_tensors = n_t;
   fu_igraph_free(g);
