@@ -237,7 +237,8 @@ fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev,
   if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
   int64_t ty = tx < 256 ? 256 / tx : 1;
   int64_t per = row_const ? ((int64_t)vecs + tx - 1) / tx : 0; /* vectors per thread */
-  bool regs = row_const && per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= REG_BYTES;
+  /* (an empty row has nothing to keep: reread, which loops 0 times) */
+  bool regs = row_const && per >= 1 && per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= REG_BYTES;
   /* a row that did not fit a block's registers: every pass rereads it
    * with REREAD_THREADS threads (at 1024, the 64 registers a thread may
    * have spill a little) */
