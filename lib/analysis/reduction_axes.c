@@ -103,7 +103,8 @@ static int64_t any_extent(const fu_schedule *s, uint32_t a) {
  * vectorize only, at most FU_PERSIST_MAX_CACHED elements per thread. */
 static bool persistent_check(const fu_op *seg, const fu_schedule *s, const bool *ra, fu_diag_engine *diag) {
   if (s->persist == FU_PM_NONE) {
-    fu_error(diag, s->loc, "the schedule of persistent segment '@%s' must say where rows stay: persist=registers or reread",
+    fu_error(diag, s->loc,
+             "the schedule of persistent segment '@%s' must say where rows stay: persist=registers or reread",
              seg_name(seg));
     return false;
   }

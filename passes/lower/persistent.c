@@ -34,6 +34,12 @@ enum { MAX_CHUNKS = 128, MAX_V = 16, MAX_PERM = 2 * FU_MAX_SEG_REDUCTIONS };
 
 typedef enum pass_kind { PASS_REDUCE, PASS_OUTPUT } pass_kind;
 
+/* What a reduction pass folds per element: the reduction's own combine
+ * (a Welford update for var/var_mean), or, for var/var_mean over a row in
+ * registers, the element (a sum) or its squared deviation from the mean
+ * of the pass before. */
+typedef enum fold_kind { FOLD_OP, FOLD_SUM, FOLD_SQDEV } fold_kind;
+
 typedef struct prow {
   rl *L;
   const fu_ix *tx;  /* the reduced threadIdx.x variable, or NULL */
@@ -52,6 +58,8 @@ typedef struct prow {
   bool *need;   /* by value id: inputs the pass reads */
   bool reverse; /* serial row loops run backwards (every other pass) */
   rstate *acc;
+  fold_kind fold[FU_MAX_SEG_REDUCTIONS];    /* by reduction of the pass */
+  fu_kval *dev_mean[FU_MAX_SEG_REDUCTIONS]; /* FOLD_SQDEV: the mean */
 } prow;
 
 static rl *LL(prow *P) { return P->L; }
@@ -131,6 +139,19 @@ static void accumulate_lane(prow *P) {
     const fu_op *op = L->ri.ops[j];
     const fu_value *x = op->operands[0];
     fu_kval *v = fu_rl_cast(L, fu_rl_eval(L, x, fu_igraph_coords(L->g, x)), fu_rl_acc_dtype(op));
+    if (P->fold[j] != FOLD_OP) {
+      bool shifted = L->shift[j] && v && P->fold[j] == FOLD_SUM;
+      fu_kval *sh = shifted ? fu_rl_chk(L, fu_kb_read(&L->b, NULL, L->shift[j])) : NULL;
+      if (sh) v = fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, v->dtype, v, sh));
+      if (P->fold[j] == FOLD_SQDEV && v) {
+        fu_kval *d = fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, v->dtype, v, P->dev_mean[j]));
+        v = d ? fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, d->dtype, d, d)) : NULL;
+      }
+      fu_kval *a = v ? fu_rl_chk(L, fu_kb_read(&L->b, NULL, P->acc[j][0])) : NULL;
+      fu_kval *n = fu_rl_combine(L, op, a, v); /* a sum: op is a stand-in of kind sum */
+      if (n && !fu_kb_assign(&L->b, P->acc[j][0], n)) fu_rl_chk(L, NULL);
+      continue;
+    }
     fu_kval *sh = L->shift[j] && v ? fu_rl_chk(L, fu_kb_read(&L->b, NULL, L->shift[j])) : NULL;
     if (sh) v = fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, v->dtype, v, sh));
     rstate a = {NULL}, n = {NULL};
@@ -334,34 +355,98 @@ static void row_loops(prow *P, uint32_t li, int32_t chunk) {
   L->b = saved;
 }
 
-/* One pass that folds the reductions ops[0..n) (none reading another),
- * combines them across the row's threads and memoizes their results. */
-static void reduce_pass(prow *P, const fu_op **ops, uint32_t n, uint32_t pass) {
+/* Folds the reductions L->ri.ops (of P->fold) over the row, combines them
+ * across the row's threads and leaves their states in v.  `pass` and
+ * `sfx` name the accumulators and slots. */
+static void fold_row(prow *P, const fu_op *const *orig, uint32_t pass, const char *sfx, rstate *v) {
   rl *L = LL(P);
-  /* the reduction lowering's helpers work on L->ri: narrow it to this
-   * pass's reductions (and their shifts) for the pass */
-  fu_reduction_info all = L->ri;
-  fu_kval *shifts[FU_MAX_SEG_REDUCTIONS];
-  memcpy(shifts, L->shift, sizeof shifts);
-  for (uint32_t j = 0; j < n; j++) {
-    L->ri.ops[j] = ops[j];
-    for (uint32_t k = 0; k < all.n_ops; k++)
-      if (all.ops[k] == ops[j]) L->shift[j] = shifts[k];
-  }
-  L->ri.n_ops = n;
-  rstate acc[FU_MAX_SEG_REDUCTIONS], v[FU_MAX_SEG_REDUCTIONS];
-  char prefix[16], tag[24];
-  snprintf(prefix, sizeof prefix, "acc%u_", pass);
-  snprintf(tag, sizeof tag, "partials%u_", pass);
+  rstate acc[FU_MAX_SEG_REDUCTIONS];
+  char prefix[24], tag[32];
+  snprintf(prefix, sizeof prefix, "acc%u%s_", pass, sfx);
+  snprintf(tag, sizeof tag, "partials%u%s_", pass, sfx);
   fu_rl_new_accumulators(L, prefix, acc);
   memset(P->need, 0, L->f->next_value_id * sizeof *P->need);
-  for (uint32_t j = 0; j < n; j++) mark_inputs(P, ops[j]->operands[0]);
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) mark_inputs(P, orig[j]->operands[0]);
   P->kind = PASS_REDUCE;
   P->acc = acc;
   P->reverse = pass % 2 == 1;
   row_loops(P, 0, 0);
   fu_rl_read_states(L, acc, v);
   if (L->s->reduce != FU_RM_SERIAL && !L->failed) fu_rl_combine_threads(L, v, P->tx, tag);
+}
+
+/* The number of elements of a row (the reduced extent), as a value of
+ * dtype t. */
+static fu_kval *row_count(rl *L, fu_dtype t) {
+  const fu_ix *n = fu_ix_const(L->ix, 1);
+  const fu_value *ref = L->s->reference;
+  for (int32_t d = 0; d < ref->type.rank; d++)
+    if (L->ri.reduced_dim[d]) n = fu_ix_mul(L->ix, n, fu_ix_extent(L->ix, ref->type.dims[d]));
+  return fu_rl_cast(L, fu_rl_emit_ix(L, n), t);
+}
+
+/* One pass that folds the reductions ops[0..n) (none reading another),
+ * combines them across the row's threads and memoizes their results.
+ * With the row in registers, var/var_mean take a second pass instead of
+ * Welford updates (a division per element): the pass sums the row, and a
+ * second one sums the squared deviations from its mean, which is exact
+ * enough at any mean (x = 1e4 + randn) and costs no global read. */
+static void reduce_pass(prow *P, const fu_op **ops, uint32_t n, uint32_t pass) {
+  rl *L = LL(P);
+  /* the reduction lowering's helpers work on L->ri: narrow it to this
+   * pass's reductions (var/var_mean by two passes as stand-ins of kind
+   * sum), and their shifts, for the pass */
+  fu_reduction_info all = L->ri;
+  fu_kval *shifts[FU_MAX_SEG_REDUCTIONS];
+  memcpy(shifts, L->shift, sizeof shifts);
+  fu_op sums[FU_MAX_SEG_REDUCTIONS];
+  bool two = false;
+  for (uint32_t j = 0; j < n; j++) {
+    L->ri.ops[j] = ops[j];
+    P->fold[j] = FOLD_OP;
+    if (P->registers && fu_welford_op(ops[j])) {
+      sums[j] = *ops[j];
+      sums[j].kind = FU_OP_SUM;
+      L->ri.ops[j] = &sums[j];
+      P->fold[j] = FOLD_SUM;
+      two = true;
+    }
+    for (uint32_t k = 0; k < all.n_ops; k++)
+      if (all.ops[k] == ops[j]) L->shift[j] = shifts[k];
+  }
+  L->ri.n_ops = n;
+  rstate v[FU_MAX_SEG_REDUCTIONS], w[FU_MAX_SEG_REDUCTIONS];
+  fold_row(P, ops, pass, "", v);
+  if (two && !L->failed) {
+    /* v[j][0] is the row's sum: the mean, then the squared deviations
+     * (the other reductions are done: only the two-pass ones fold) */
+    fu_reduction_info first = L->ri;
+    fu_kval *first_shift[FU_MAX_SEG_REDUCTIONS];
+    memcpy(first_shift, L->shift, sizeof first_shift);
+    const fu_op *dev_ops[FU_MAX_SEG_REDUCTIONS];
+    uint32_t m = 0, at[FU_MAX_SEG_REDUCTIONS];
+    for (uint32_t j = 0; j < n && !L->failed; j++) {
+      if (P->fold[j] != FOLD_SUM) continue;
+      fu_kval *count = row_count(L, v[j][0]->dtype);
+      v[j][2] = count;
+      v[j][0] = count ? fu_rl_chk(L, fu_kb_binary(&L->b, "mean", FU_OP_DIV, count->dtype, v[j][0], count)) : NULL;
+      /* deviations from the whole mean, shift + mean: x - shift again
+       * would be the first pass's values, which LLVM would then keep live
+       * (32 more registers) */
+      fu_kval *sh = L->shift[j] && v[j][0] ? fu_rl_chk(L, fu_kb_read(&L->b, NULL, L->shift[j])) : NULL;
+      P->dev_mean[m] = sh ? fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, sh->dtype, v[j][0], sh)) : v[j][0];
+      P->fold[m] = FOLD_SQDEV;
+      L->ri.ops[m] = first.ops[j];
+      L->shift[m] = first_shift[j];
+      dev_ops[m] = ops[j];
+      at[m++] = j;
+    }
+    L->ri.n_ops = m;
+    fold_row(P, dev_ops, pass, "_dev", w);
+    for (uint32_t k = 0; k < m; k++) v[at[k]][1] = w[k][0];
+    L->ri = first;
+    memcpy(L->shift, first_shift, sizeof first_shift);
+  }
   for (uint32_t j = 0; j < n && !L->failed; j++) {
     const fu_op *op = ops[j];
     fu_kval *res[2] = {v[j][0], NULL};

@@ -168,7 +168,18 @@ static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_
   fu_status st = fu_igraph_build(f, seg, s, m->alloc, diag, &g);
   if (st != FU_OK) return st;
   s->index_dtype = fu_igraph_index_dtype(g);
+  /* a tensor that cannot be a vector along the row (a column-major or
+   * strided input) is read or written element by element */
+  uint32_t n_acc = fu_igraph_num_accesses(g);
+  s->tensors = n_acc ? fu_arena_calloc(m->arena, n_acc, sizeof *s->tensors) : NULL;
+  for (uint32_t i = 0; s->tensors && i < n_acc; i++) {
+    const fu_iaccess *a = fu_igraph_access(g, i);
+    if (a->mode == FU_AM_VECTOR || !a->why_not_vector || fu_schedule_tensor(s, a->value)) continue;
+    s->tensors[s->n_tensors++] = (fu_stensor){.value = (fu_value *)a->value, .memory = FU_MEM_GLOBAL,
+                                              .inline_pos = -1, .access = FU_ACCESS_SCALAR, .loc = fu_loc_none()};
+  }
   fu_igraph_free(g);
+  if (n_acc && !s->tensors) return FU_ERR_NOMEM;
   *out = s;
   return FU_OK;
 }
@@ -237,7 +248,8 @@ fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev,
   if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
   int64_t ty = tx < 256 ? 256 / tx : 1;
   int64_t per = row_const ? ((int64_t)vecs + tx - 1) / tx : 0; /* vectors per thread */
-  bool regs = row_const && per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= REG_BYTES;
+  /* (an empty row has nothing to keep: reread, which loops 0 times) */
+  bool regs = row_const && per >= 1 && per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= REG_BYTES;
   /* a row that did not fit a block's registers: every pass rereads it
    * with REREAD_THREADS threads (at 1024, the 64 registers a thread may
    * have spill a little) */

@@ -3,7 +3,8 @@
 
     python3 test/gpu/gen_persistent.py [OUT_DIR]      (default: this folder)
 
-One file per pattern, each fusion one dtype (f32, bf16, f16: half types
+One file per pattern (the forward normalizations, and the inner parts of
+softmax, RMS norm and layer norm backward: dx), each fusion one dtype (f32, bf16, f16: half types
 cast to f32 for compute and back) and one row length:
   persistent_<pattern>.fir        rows of 1, 3, 7, 33, 256, 1000, 4099 and a
                                   symbolic [M, N] (7 x 4099 by example):
@@ -169,15 +170,64 @@ def p_residual_layernorm(f, ex):
     f.out(y, (f.m, f.n))
 
 
+def p_softmax_bwd(f, ex):
+    # dx = y * (dy - sum(dy * y))
+    dy = f.input("DY", (f.m, f.n), ex)
+    y = f.input("Y", (f.m, f.n), ex)
+    s = f.op("sum %s {axes=[1], keepdim=true}" % f.op("mul %s, %s" % (dy, y)), "f32[%s, 1]" % f.m)
+    f.out(f.op("mul %s, %s" % (y, f.op("sub %s, %s" % (dy, s)))), (f.m, f.n))
+
+
+def row_stat(f, nm):
+    # a per-row statistic saved by the forward pass (f32, as nvFuser keeps it)
+    f.seed += 1
+    ex = ", example_shape=[%d]" % f.ex_m if f.sym else ""
+    attrs = "" if f.unbound else " {example=randn%s, seed=%d}" % (ex, f.seed)
+    f.lines.append("  %%%s = input f32[%s]%s" % (nm, f.m, attrs))
+    return bcast_row(f, "%" + nm)
+
+
+def p_rmsnorm_bwd(f, ex):
+    # dx = r * g - x * r^3 * sum(g * x) / n, g = dy * w, r = rstd
+    dy = f.input("DY", (f.m, f.n), ex)
+    x = f.input("X", (f.m, f.n), ex)
+    w = f.input("W", (f.n,), "[%d]" % f.ex_n if ex else None)
+    r = row_stat(f, "RSTD")
+    g = f.op("mul %s, %s" % (dy, bcast_col(f, w)))
+    s = f.op("sum %s {axes=[1], keepdim=true}" % f.op("mul %s, %s" % (g, x)), "f32[%s, 1]" % f.m)
+    r3 = f.op("mul %s, %s" % (f.op("mul %s, %s" % (r, r)), r))
+    c = f.op("div %s, %s" % (f.op("mul %s, %s" % (s, r3)), float(f.ex_n)))
+    f.out(f.op("sub %s, %s" % (f.op("mul %s, %s" % (g, r)), f.op("mul %s, %s" % (x, c)))), (f.m, f.n))
+
+
+def p_layernorm_bwd(f, ex):
+    # dx = r * (g - mean(g) - xh * mean(g * xh)), xh = (x - mean) * r, g = dy * w:
+    # two independent reductions, one pass
+    dy = f.input("DY", (f.m, f.n), ex)
+    x = f.input("X", (f.m, f.n), ex)
+    w = f.input("W", (f.n,), "[%d]" % f.ex_n if ex else None)
+    mean = row_stat(f, "MEAN")
+    r = row_stat(f, "RSTD")
+    g = f.op("mul %s, %s" % (dy, bcast_col(f, w)))
+    xh = f.op("mul %s, %s" % (f.op("sub %s, %s" % (x, mean)), r))
+    s1 = f.op("sum %s {axes=[1], keepdim=true}" % g, "f32[%s, 1]" % f.m)
+    s2 = f.op("sum %s {axes=[1], keepdim=true}" % f.op("mul %s, %s" % (g, xh)), "f32[%s, 1]" % f.m)
+    m1 = f.op("div %s, %s" % (s1, float(f.ex_n)))
+    m2 = f.op("div %s, %s" % (s2, float(f.ex_n)))
+    t = f.op("sub %s, %s" % (f.op("sub %s, %s" % (g, m1)), f.op("mul %s, %s" % (xh, m2))))
+    f.out(f.op("mul %s, %s" % (t, r)), (f.m, f.n))
+
+
 PATTERNS = [("softmax", p_softmax), ("softmax_masked", p_softmax_masked), ("log_softmax", p_log_softmax),
             ("logsumexp", p_logsumexp), ("layernorm", p_layernorm), ("layernorm_sum", p_layernorm_sum),
-            ("rmsnorm", p_rmsnorm), ("residual_layernorm", p_residual_layernorm)]
+            ("rmsnorm", p_rmsnorm), ("residual_layernorm", p_residual_layernorm), ("softmax_bwd", p_softmax_bwd),
+            ("rmsnorm_bwd", p_rmsnorm_bwd), ("layernorm_bwd", p_layernorm_bwd)]
 
 
 def make(pname, fn, dt, m, n, seed, sym=False):
     name = "%s_%s_%s" % (pname, dt, "sym" if sym else "%dx%d" % (m, n))
     f = Fusion(name, dt, "M" if sym else m, "N" if sym else n, seed)
-    f.ex_n = n
+    f.ex_n, f.ex_m, f.sym = n, m, sym
     fn(f, "[%d, %d]" % (m, n) if sym else None)
     return f.text()
 
@@ -209,7 +259,7 @@ def main():
     body = []
     for pname, fn in PATTERNS:
         f = Fusion("%s_long_sym" % pname, "bf16", 2, "N", seed)
-        f.ex_n = 1048576
+        f.ex_n, f.ex_m, f.sym = 1048576, 2, False
         f.unbound = True
         fn(f, None)
         body.append(f.text())
