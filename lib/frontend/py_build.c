@@ -618,6 +618,12 @@ static char size_op_of(const char *name) {
 
 static int size_tree(builder *b, const fu_py_expr *e, const sexpr **out, bool *has);
 
+/* Whether a call is T.shape() or fd.ops.shape(T). */
+static bool q_is_shape(builder *b, const fu_py_expr *call, const fu_py_expr **self) {
+  const char *q = size_query_of(b, call, self);
+  return q && strcmp(q, "shape") == 0;
+}
+
 /* The operands of fd.ops.<op>(...) on sizes, bound by nvFuser's names. */
 static int size_call(builder *b, const fu_py_expr *e, const char *opname, sexpr *x, bool *has) {
   static const char *const unary[] = {"!arg|input|arg1|x", NULL};
@@ -687,6 +693,30 @@ static int size_tree(builder *b, const fu_py_expr *e, const sexpr **out, bool *h
       const char *opname = q ? NULL : fd_op_name(b, e, buf, sizeof buf);
       if (!opname || !(x->op = size_op_of(opname))) return 0;
       return size_call(b, e, opname, x, has);
+    }
+    case FU_PY_E_SUBSCRIPT: { /* V[i] of a shape vector, as fd.ops.at(V, i) */
+      const fu_py_expr *base = e->u.subscript.base;
+      const fu_py_expr *self;
+      binding *bd = base->kind == FU_PY_E_NAME ? fu_py_map_get(&b->env, base->u.name) : NULL;
+      bool is_vector = (bd && bd->kind == B_VECTOR) ||
+                       (base->kind == FU_PY_E_CALL && (q_is_shape(b, base, &self)));
+      if (!is_vector) return 0;
+      fu_extent *dims;
+      uint32_t n;
+      int64_t index;
+      if (eval_shape(b, base, "vector", "subscript", &dims, &n) != FU_OK ||
+          eval_int(b, e->u.subscript.index, "index", "subscript", &index) != FU_OK)
+        return -1;
+      if (index < 0) index += n;
+      if (index < 0 || index >= (int64_t)n) {
+        fu_error(b->diag, e->u.subscript.index->loc, "index %lld is out of range for a shape of %u entries",
+                 (long long)index, n);
+        return -1;
+      }
+      x->op = 'e';
+      x->leaf = dims[index];
+      *has = true;
+      return 1;
     }
     default: return 0;
   }
@@ -2377,7 +2407,9 @@ static fu_status exec_assign(builder *b, const fu_py_stmt *s) {
   int r = eval_const(b, value, &c);
   if (r < 0) return FU_ERR_PARSE;
   const sexpr *x = NULL;
-  if (r == 0 && (value->kind == FU_PY_E_CALL || value->kind == FU_PY_E_BINARY || value->kind == FU_PY_E_UNARY) &&
+  if (r == 0 &&
+      (value->kind == FU_PY_E_CALL || value->kind == FU_PY_E_BINARY || value->kind == FU_PY_E_UNARY ||
+       value->kind == FU_PY_E_SUBSCRIPT) &&
       (r = size_expr(b, value, &x)) < 0)
     return FU_ERR_PARSE;
   if (x && r == 1) { /* a tensor size or arithmetic on sizes: folded where it is used */
