@@ -9,8 +9,8 @@ segment's kind has no kernel yet; ptxas checks the PTX when it is there),
 and, when every segment has a kernel and the fusion is small enough for the
 kernel-IR interpreter, run there against the reference interpreter
 (fuser-run --device=kir --check).  The stage each one reaches is compared
-with test/fusions/real/expected.txt: any difference, better or worse, fails
-(--update rewrites the file).  --report prints the counts and every failure
+with test/fusions/real/expected.txt: a fusion that stops sooner than recorded
+fails; one that gets further is reported (--update rewrites the file).  --report prints the counts and every failure
 with its reason, as docs/frontend.md records them.
 """
 import os
@@ -25,6 +25,11 @@ CORPUS = os.path.join(ROOT, "test", "fusions", "real")
 EXPECTED = os.path.join(CORPUS, "expected.txt")
 KIR_ELEMENTS = 1 << 18  # the kernel-IR interpreter's budget: elements over every typed value
 DEFAULT_EXTENT = 4
+# How far each stage gets: a fusion that ends further than expected.txt says
+# is reported but does not fail (a new kernel kind lands); one that ends
+# sooner, or anywhere else at the same distance, fails.
+RANK = {"import-error": 0, "pipeline-error": 1, "emit-error": 2, "ptxas-error": 2, "partial": 3, "kir-fail": 4,
+        "kir-too-large": 5, "kir-pass": 5, "views-only": 5}
 
 
 def run(cmd, timeout=300):
@@ -131,9 +136,14 @@ def main():
     for name in sorted(set(results) | set(expected)):
         got = results.get(name, ("missing", ""))[0]
         want = expected.get(name, "not listed")
-        if got != want:
-            print("MISMATCH %s: expected %s, got %s %s" % (name, want, got, results.get(name, ("", ""))[1]))
-            bad += 1
+        if got == want:
+            continue
+        why = results.get(name, ("", ""))[1]
+        if RANK.get(got, -1) > RANK.get(want, 99):  # further than recorded: good news, not a failure
+            print("IMPROVED %s: expected %s, got %s (run with --update to record it)" % (name, want, got))
+            continue
+        print("MISMATCH %s: expected %s, got %s %s" % (name, want, got, why))
+        bad += 1
     return 1 if bad else 0
 
 
