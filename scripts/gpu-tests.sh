@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# fuser: the GPU test suite.  Every fusion of test/gpu/*.fir and the seed001
-# fusions (test/fusions/seed001_*.py) run on the GPU with `fuser-run --check`
+# fuser: the GPU test suite.  Every fusion of test/gpu/*.fir, the seed001
+# fusions (test/fusions/seed001_*.py) and the real fusions that compile
+# (test/fusions/real, as real_<name>) run on the GPU with `fuser-run --check`
 # (outputs compared with the CPU interpreter); PASS or FAIL per case, a
 # summary, exit 1 on any failure, 77 (skipped) when there is no GPU.
 #
@@ -88,6 +89,12 @@ cases() {
   for f in "$src"/test/fusions/seed001_*.py; do
     printf '%s\t%s\n' "$(basename "$f" .py)" "$f"
   done
+  # the real-fusion corpus: the cases whose every segment compiles
+  # (test/fusions/real/expected.txt, written by scripts/real-fusions.py)
+  sed -n 's/^\([A-Za-z0-9_]*\): kir-\(pass\|too-large\)$/\1/p' "$src"/test/fusions/real/expected.txt 2>/dev/null |
+    while read -r n; do
+      printf 'real_%s\t%s\n' "$n" "$src/test/fusions/real/$n.py"
+    done
 }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/fuser-gpu-tests.XXXXXX")
@@ -98,6 +105,8 @@ fir_of() { # name file -> path of a .fir
   case "$2" in
     *.py)
       "$translate" --from=nvfuser-py "$2" -o "$work/$1.fir" || return 1
+      # real fusions without an inputs list get random data and sizes
+      case "$1" in real_*) echo '// gpu-tests: --random --default-extent=256' >>"$work/$1.fir" ;; esac
       echo "$work/$1.fir" ;;
     *) echo "$2" ;;
   esac

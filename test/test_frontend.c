@@ -287,7 +287,8 @@ static void test_parse_errors(void) {
   expect_parse_error("while x:\n    pass\n", "1:1: error: unsupported Python construct 'while'");
   expect_parse_error("x = y if z else w\n", "1:7: error: unsupported Python construct 'if'");
   expect_parse_error("x = lambda a: a\n", "1:5: error: unsupported Python construct 'lambda'");
-  expect_parse_error("x = y[0]\n", "1:6: error: unsupported Python construct 'subscript'");
+  expect_parse_error("x = y[1:2]\n", "1:8: error: unsupported Python construct 'slice'");
+  expect_parse_error("x = y[1, 2]\n", "1:8: error: unsupported Python construct 'subscript with several indices'");
   expect_parse_error("x = y == z\n", "1:7: error: unsupported Python construct '=='");
   expect_parse_error("x = y = z\n", "1:7: error: unsupported Python construct 'chained assignment'");
   expect_parse_error("x += 1\n", "1:3: error: unsupported Python construct '+='");

@@ -86,6 +86,7 @@ typedef enum fu_py_expr_kind {
   FU_PY_E_TUPLE,  /* (a, b) or a bare a, b */
   FU_PY_E_UNARY,  /* -x, +x */
   FU_PY_E_BINARY, /* x op y for + - * / // % ** */
+  FU_PY_E_SUBSCRIPT, /* base[index], one index and no slice */
 } fu_py_expr_kind;
 
 typedef struct fu_py_expr fu_py_expr;
@@ -128,6 +129,9 @@ struct fu_py_expr {
       const char *op; /* "+", "-", "*", "/", "//", "%", "**" */
       fu_py_expr *lhs, *rhs;
     } binary;
+    struct {
+      fu_py_expr *base, *index;
+    } subscript;
   } u;
 };
 

@@ -317,6 +317,9 @@ static int eval_const(builder *b, const fu_py_expr *e, pconst *out) {
 
 /* Size expressions (below): arithmetic on tensor sizes and constants. */
 static int size_expr(builder *b, const fu_py_expr *e, const sexpr **out);
+static const char *size_query_of(builder *b, const fu_py_expr *call, const fu_py_expr **self);
+static fu_status build_size_query(builder *b, const char *opname, const fu_py_expr *call, const fu_py_expr *self,
+                                  const char *what, result *res);
 static fu_status size_value(builder *b, const sexpr *x, fu_loc loc, bool sym_ok, const char *param, const char *what,
                             pconst *c, fu_extent *sym, bool *is_sym);
 
@@ -450,6 +453,19 @@ static fu_status eval_extent(builder *b, const fu_py_expr *e, const char *param,
 
 static fu_status eval_shape(builder *b, const fu_py_expr *e, const char *param, const char *what, fu_extent **out,
                             uint32_t *n) {
+  const fu_py_expr *self;
+  const char *query = e->kind == FU_PY_E_CALL ? size_query_of(b, e, &self) : NULL;
+  if (query && strcmp(query, "shape") == 0) { /* T.shape() or fd.ops.shape(T) in place */
+    result r;
+    char name[96];
+    snprintf(name, sizeof name, "%s.shape", self ? self->u.name : "fd.ops");
+    fu_status st = build_size_query(b, query, e, self, name, &r);
+    if (st != FU_OK) return st;
+    *out = r.b[0].dims;
+    *n = r.b[0].n_dims;
+    for (uint32_t i = 0; i < *n; i++) (*out)[i] = fu_py_symtab_canon(&b->syms, (*out)[i]);
+    return FU_OK;
+  }
   if (e->kind == FU_PY_E_NAME) {
     binding *bd = fu_py_map_get(&b->env, e->u.name);
     if (bd && bd->kind == B_VECTOR) {
@@ -558,9 +574,6 @@ static fu_value *make_literal(builder *b, const pconst *c) {
 
 /* ---- size expressions --------------------------------------------------- */
 
-static fu_status build_size_query(builder *b, const char *opname, const fu_py_expr *call, const fu_py_expr *self,
-                                  const char *what, result *res);
-
 /* "fd.ops.X" -> "X"; NULL for any other callee. */
 static const char *fd_op_name(builder *b, const fu_py_expr *call, char *buf, size_t cap) {
   if (!dotted(call->u.call.callee, buf, cap)) return NULL;
@@ -604,6 +617,12 @@ static char size_op_of(const char *name) {
 }
 
 static int size_tree(builder *b, const fu_py_expr *e, const sexpr **out, bool *has);
+
+/* Whether a call is T.shape() or fd.ops.shape(T). */
+static bool q_is_shape(builder *b, const fu_py_expr *call, const fu_py_expr **self) {
+  const char *q = size_query_of(b, call, self);
+  return q && strcmp(q, "shape") == 0;
+}
 
 /* The operands of fd.ops.<op>(...) on sizes, bound by nvFuser's names. */
 static int size_call(builder *b, const fu_py_expr *e, const char *opname, sexpr *x, bool *has) {
@@ -674,6 +693,30 @@ static int size_tree(builder *b, const fu_py_expr *e, const sexpr **out, bool *h
       const char *opname = q ? NULL : fd_op_name(b, e, buf, sizeof buf);
       if (!opname || !(x->op = size_op_of(opname))) return 0;
       return size_call(b, e, opname, x, has);
+    }
+    case FU_PY_E_SUBSCRIPT: { /* V[i] of a shape vector, as fd.ops.at(V, i) */
+      const fu_py_expr *base = e->u.subscript.base;
+      const fu_py_expr *self;
+      binding *bd = base->kind == FU_PY_E_NAME ? fu_py_map_get(&b->env, base->u.name) : NULL;
+      bool is_vector = (bd && bd->kind == B_VECTOR) ||
+                       (base->kind == FU_PY_E_CALL && (q_is_shape(b, base, &self)));
+      if (!is_vector) return 0;
+      fu_extent *dims;
+      uint32_t n;
+      int64_t index;
+      if (eval_shape(b, base, "vector", "subscript", &dims, &n) != FU_OK ||
+          eval_int(b, e->u.subscript.index, "index", "subscript", &index) != FU_OK)
+        return -1;
+      if (index < 0) index += n;
+      if (index < 0 || index >= (int64_t)n) {
+        fu_error(b->diag, e->u.subscript.index->loc, "index %lld is out of range for a shape of %u entries",
+                 (long long)index, n);
+        return -1;
+      }
+      x->op = 'e';
+      x->leaf = dims[index];
+      *has = true;
+      return 1;
     }
     default: return 0;
   }
@@ -864,6 +907,10 @@ static fu_status eval_operand(builder *b, const fu_py_expr *e, const char *what,
     return FU_OK;
   }
   if (e->kind == FU_PY_E_BINARY || e->kind == FU_PY_E_UNARY) return eval_arith(b, e, NULL, out);
+  if (e->kind == FU_PY_E_SUBSCRIPT) {
+    fu_error(b->diag, e->loc, "unsupported Python construct 'subscript' (as an operand of '%s')", what);
+    return FU_ERR_UNSUPPORTED;
+  }
   fu_error(b->diag, e->loc, "expected a tensor or scalar operand of '%s'", what);
   return FU_ERR_PARSE;
 }
@@ -1016,6 +1063,26 @@ static fu_status build_cast(builder *b, op_call *c, result *res) {
   return finish_op(b, op, res);
 }
 
+/* A 0-dim tensor operand of a pointwise op beside higher-rank tensors
+ * broadcasts to their shape, as in nvFuser: a broadcast_in_dim with no
+ * mapped dims makes that explicit for fuser's inference. */
+static fu_status broadcast_rank0(builder *b, fu_value **v, uint32_t n, fu_loc loc) {
+  const fu_value *ref = NULL;
+  for (uint32_t i = 0; i < n; i++)
+    if (fu_type_is_tensor(&v[i]->type) && v[i]->type.rank > 0 && (!ref || v[i]->type.rank > ref->type.rank)) ref = v[i];
+  for (uint32_t i = 0; ref && i < n; i++) {
+    if (!fu_type_is_tensor(&v[i]->type) || v[i]->type.rank != 0) continue;
+    fu_op *op = new_op(b, FU_OP_BROADCAST_IN_DIM, &v[i], 1, 1, loc);
+    if (!op) return nomem(b);
+    fu_status st = state_type(b, op, v[i]->type.dtype, ref->type.dims, ref->type.rank);
+    result r;
+    if (st != FU_OK || (st = finish_op(b, op, &r)) != FU_OK || (st = name_value(b, op->results[0], NULL)) != FU_OK)
+      return st;
+    v[i] = op->results[0];
+  }
+  return FU_OK;
+}
+
 /* Binary and ternary pointwise ops; their tensor operands share extents. */
 static fu_status build_nary(builder *b, op_call *c, result *res) {
   fu_status st;
@@ -1023,6 +1090,7 @@ static fu_status build_nary(builder *b, op_call *c, result *res) {
   fu_value *v[3];
   for (uint32_t i = 0; i < n; i++)
     if ((st = eval_operand(b, c->s[i], c->what, &v[i])) != FU_OK) return st;
+  if ((st = broadcast_rank0(b, v, n, c->call->loc)) != FU_OK) return st;
   unify_pointwise(b, v, n);
   return single_value(b, new_op(b, c->kind, v, n, 1, c->call->loc), res);
 }
@@ -1505,6 +1573,10 @@ static fu_status build_cat(builder *b, op_call *c, result *res) {
       if (d == dim) continue;
       for (uint32_t i = 1; i < n; i++) fu_py_symtab_unify(&b->syms, v[0]->type.dims[d], v[i]->type.dims[d]);
     }
+  /* a symbolic extent along the cat dim takes the inputs list's size */
+  for (uint32_t i = 0; i < n; i++)
+    if (dim < v[i]->type.rank && !fu_extent_is_const(fu_py_symtab_canon(&b->syms, v[i]->type.dims[dim])))
+      concretize_from_examples(b, v[i]);
   fu_op *op = new_op(b, FU_OP_CAT, v, n, 1, c->call->loc);
   if (!op) return nomem(b);
   op->u.cat.dim = dim;
@@ -1826,12 +1898,18 @@ static fu_status flush_outputs(builder *b) {
 
 /* fd.add_output(x): consecutive calls are gathered into one OUTPUT op. */
 static fu_status add_output(builder *b, const fu_py_expr *call, const char *what) {
-  static const char *const params[] = {"!output|arg", NULL};
+  static const char *const params[] = {"!output|arg", "alias_input", NULL};
   const fu_py_expr *s[MAX_PARAMS];
   fu_status st = bind_args(b, call, what, params, s);
   if (st != FU_OK) return st;
-  fu_value *v;
+  fu_value *v, *alias;
   if ((st = eval_operand(b, s[0], what, &v)) != FU_OK) return st;
+  if (s[1]) { /* fd.add_output(out, alias_input): written into the input's buffer by nvFuser */
+    if ((st = eval_tensor(b, s[1], what, &alias)) != FU_OK) return st;
+    fu_warning(b->diag, s[1]->loc,
+               "'%s' aliases the output to input '%%%s', which is not kept yet: the output is a new tensor", what,
+               alias->name ? alias->name : "?");
+  }
   if (v->is_literal) {
     fu_error(b->diag, s[0]->loc, "'%s' needs a tensor or a scalar value, not a constant", what);
     return FU_ERR_VERIFY;
@@ -1868,6 +1946,87 @@ static void contiguity_from_strides(const int64_t *sizes, const int64_t *strides
     while (i <= last && (strides[i] == 0 || sizes[i] == 1)) i++;
     out[l] = strides[l] == strides[i] * sizes[i] ? FU_CONTIG_TRUE : FU_CONTIG_FALSE;
   }
+}
+
+/* An input dim whose contiguity is None but whose extent is not 1 is an
+ * expanded broadcast (a stride-0 dim, such as a bias expanded before it
+ * reaches the fusion): the input takes extent 1 there, and an expand to
+ * the extent (the inputs list's, the shape's, or a fresh symbol) is what
+ * the script's name binds to.  Runs after the INPUT op `in` is built. */
+static fu_status expand_input(builder *b, fu_op *in, const int64_t *sizes, uint32_t rank, const char *hint,
+                              result *res) {
+  const int8_t *contig = in->u.input.layout.contiguity;
+  fu_type *t = &in->results[0]->type;
+  uint32_t index = b->n_inputs - 1;
+  const fu_py_example_spec *ex =
+      b->unit->examples && index < b->unit->n_examples ? &b->unit->examples[index] : NULL;
+  if (ex && (ex->is_scalar || ex->rank != (int32_t)rank)) ex = NULL;
+  fu_extent target[FU_MAX_RANK];
+  bool any = false;
+  for (uint32_t i = 0; i < rank; i++) {
+    target[i] = t->dims[i];
+    if (!contig || contig[i] != FU_CONTIG_NONE || sizes[i] == 1) continue;
+    any = true;
+    if (ex) {
+      target[i].value = ex->shape[i];
+      target[i].sym = NULL;
+    }
+    t->dims[i].value = 1;
+    t->dims[i].sym = NULL;
+  }
+  if (!any) return FU_OK;
+  fu_status st = name_value(b, in->results[0], hint ? hint : "input");
+  if (st != FU_OK) return st;
+  fu_op *op = new_op(b, FU_OP_EXPAND, in->results, 1, 1, in->loc);
+  if (!op) return nomem(b);
+  if ((st = state_type(b, op, t->dtype, target, (int32_t)rank)) != FU_OK) return st;
+  return finish_op(b, op, res);
+}
+
+static fu_status make_tensor_input(builder *b, fu_loc loc, fu_loc shape_loc, int64_t *sizes, uint32_t rank,
+                                   fu_dtype dt, fu_layout layout, const char *hint, const char *what, result *res);
+
+/* fd.from_pytorch(inputs[i]): the tensor input nvFuser defines for that
+ * entry of the inputs list: its dtype, contiguity from its strides, sizes
+ * symbolic except size-1 dims (all given with static_sizes=True). */
+static fu_status from_pytorch(builder *b, const fu_py_expr *call, const char *what, const char *hint, result *res) {
+  static const char *const params[] = {"!tensor|arg", "static_sizes", NULL};
+  const fu_py_expr *s[MAX_PARAMS];
+  fu_status st = bind_args(b, call, what, params, s);
+  if (st != FU_OK) return st;
+  const fu_py_expr *e = s[0];
+  int64_t index;
+  if (e->kind != FU_PY_E_SUBSCRIPT || e->u.subscript.base->kind != FU_PY_E_NAME ||
+      eval_const(b, e->u.subscript.index, &(pconst){0}) != 1 ||
+      (st = eval_int(b, e->u.subscript.index, "index", what, &index)) != FU_OK) {
+    fu_error(b->diag, e->loc, "'%s' takes an entry of the inputs list, such as inputs[0]", what);
+    return FU_ERR_UNSUPPORTED;
+  }
+  const fu_py_unit *u = b->unit;
+  if (!u->examples || index < 0 || (uint64_t)index >= u->n_examples) {
+    fu_error(b->diag, e->loc, "'%s' needs entry %lld of an inputs list beside the definition", what, (long long)index);
+    return FU_ERR_UNSUPPORTED;
+  }
+  const fu_py_example_spec *ex = &u->examples[index];
+  if (ex->is_scalar || ex->rank < 0) {
+    fu_error(b->diag, e->loc, "'%s' of a %s is not supported", what, ex->is_scalar ? "scalar" : ".npy file");
+    return FU_ERR_UNSUPPORTED;
+  }
+  bool static_sizes = false;
+  if (s[1] && (st = eval_bool(b, s[1], "static_sizes", what, &static_sizes)) != FU_OK) return st;
+  uint32_t rank = (uint32_t)ex->rank;
+  int64_t sizes[FU_MAX_RANK], strides[FU_MAX_RANK];
+  for (uint32_t i = 0; i < rank; i++) sizes[i] = static_sizes || ex->shape[i] == 1 ? ex->shape[i] : -1;
+  int64_t next = 1;
+  for (uint32_t i = rank; i-- > 0;) {
+    strides[i] = ex->has_strides ? ex->strides[i] : next;
+    next *= ex->shape[i] ? ex->shape[i] : 1;
+  }
+  fu_layout layout = {NULL, NULL, NULL};
+  layout.contiguity = fu_arena_alloc(b->m->arena, (rank ? rank : 1) * sizeof *layout.contiguity);
+  if (!layout.contiguity) return nomem(b);
+  contiguity_from_strides(ex->shape, strides, (int32_t)rank, layout.contiguity);
+  return make_tensor_input(b, call->loc, e->loc, sizes, rank, ex->dtype, layout, hint, what, res);
 }
 
 /* fd.define_tensor in its current (shape, contiguity, dtype, is_cpu,
@@ -2000,7 +2159,16 @@ static fu_status define_tensor(builder *b, const fu_py_expr *call, const char *w
       for (uint32_t i = 0; i < rank; i++) layout.stride_order[i] = (int32_t)order[i];
     }
   }
-  fu_op *op = new_op(b, FU_OP_INPUT, NULL, 0, 1, call->loc);
+  return make_tensor_input(b, call->loc, s[0]->loc, sizes, rank, dt, layout, hint, what, res);
+}
+
+/* The INPUT op of a tensor: each size -1 a fresh symbol, then
+ * expand_input for expanded dims.  `shape_loc` is where errors about the
+ * sizes point. */
+static fu_status make_tensor_input(builder *b, fu_loc loc, fu_loc shape_loc, int64_t *sizes, uint32_t rank,
+                                   fu_dtype dt, fu_layout layout, const char *hint, const char *what, result *res) {
+  fu_arena *a = b->m->arena;
+  fu_op *op = new_op(b, FU_OP_INPUT, NULL, 0, 1, loc);
   if (!op) return nomem(b);
   op->u.input.layout = layout;
   fu_type *t = &op->results[0]->type;
@@ -2012,7 +2180,7 @@ static fu_status define_tensor(builder *b, const fu_py_expr *call, const char *w
   }
   for (uint32_t i = 0; i < rank; i++) {
     if (sizes[i] < -1) {
-      fu_error(b->diag, s[0]->loc, "invalid extent %lld in the shape of '%s'", (long long)sizes[i], what);
+      fu_error(b->diag, shape_loc, "invalid extent %lld in the shape of '%s'", (long long)sizes[i], what);
       return FU_ERR_VERIFY;
     }
     if (sizes[i] == -1) {
@@ -2030,7 +2198,7 @@ static fu_status define_tensor(builder *b, const fu_py_expr *call, const char *w
   res->n = 1;
   res->b[0].kind = B_VALUE;
   res->b[0].value = op->results[0];
-  return FU_OK;
+  return expand_input(b, op, sizes, rank, hint, res);
 }
 
 /* Convert a Python constant to `dt`, as define_scalar(value, dtype=dt). */
@@ -2156,6 +2324,7 @@ static fu_status eval_arith(builder *b, const fu_py_expr *e, const char *name, f
     if ((st = eval_operand(b, e->u.binary.lhs, op, &v[0])) != FU_OK) return st;
     if ((st = eval_operand(b, e->u.binary.rhs, op, &v[1])) != FU_OK) return st;
     n = 2;
+    if ((st = broadcast_rank0(b, v, 2, e->loc)) != FU_OK) return st;
     unify_pointwise(b, v, 2);
   }
   fu_op *op = new_op(b, kind, v, n, 1, e->loc);
@@ -2191,6 +2360,8 @@ static fu_status eval_call(builder *b, const fu_py_expr *call, const char *name_
       st = define_scalar(b, call, name, false, res);
     else if (strcmp(method, "define_constant") == 0)
       st = define_scalar(b, call, name, true, res);
+    else if (strcmp(method, "from_pytorch") == 0)
+      st = from_pytorch(b, call, name, name_hint, res);
     else if (strcmp(method, "define_vector") == 0)
       st = define_vector(b, call, name, res);
     else if (strcmp(method, "add_output") == 0)
@@ -2236,7 +2407,9 @@ static fu_status exec_assign(builder *b, const fu_py_stmt *s) {
   int r = eval_const(b, value, &c);
   if (r < 0) return FU_ERR_PARSE;
   const sexpr *x = NULL;
-  if (r == 0 && (value->kind == FU_PY_E_CALL || value->kind == FU_PY_E_BINARY || value->kind == FU_PY_E_UNARY) &&
+  if (r == 0 &&
+      (value->kind == FU_PY_E_CALL || value->kind == FU_PY_E_BINARY || value->kind == FU_PY_E_UNARY ||
+       value->kind == FU_PY_E_SUBSCRIPT) &&
       (r = size_expr(b, value, &x)) < 0)
     return FU_ERR_PARSE;
   if (x && r == 1) { /* a tensor size or arithmetic on sizes: folded where it is used */
@@ -2264,6 +2437,9 @@ static fu_status exec_assign(builder *b, const fu_py_stmt *s) {
     res.n = 1;
     res.b[0].kind = B_VALUE;
     res.b[0].value = v;
+  } else if (value->kind == FU_PY_E_SUBSCRIPT) {
+    fu_error(b->diag, value->loc, "unsupported Python construct 'subscript'");
+    return FU_ERR_UNSUPPORTED;
   } else {
     fu_error(b->diag, value->loc, "unsupported value in an assignment");
     return FU_ERR_UNSUPPORTED;

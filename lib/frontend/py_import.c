@@ -349,6 +349,9 @@ static fu_status attach_examples(fu_module *m, fu_arena *scratch, fu_fusion *f, 
         fu_extent e = v->type.dims[d];
         int64_t size = spec->shape[d];
         if (fu_extent_is_const(e)) {
+          const int8_t *contig = op->u.input.layout.contiguity;
+          if (e.value == 1 && ((spec->has_strides && spec->strides[d] == 0) || (contig && contig[d] == FU_CONTIG_NONE)))
+            continue; /* a broadcast dim that the data expands: its example has one element there */
           if (e.value != size) {
             fu_error(diag, spec->loc,
                      "input %u ('%%%s' : %s) has extent %lld at dim %d, but the inputs list gives %lld", i, v->name, ty,
@@ -377,11 +380,14 @@ static fu_status attach_examples(fu_module *m, fu_arena *scratch, fu_fusion *f, 
       }
       if (st != FU_OK) break;
       ex->rank = spec->rank;
-      ex->shape = fu_arena_memdup(m->arena, spec->shape, (size_t)spec->rank, sizeof *spec->shape);
-      if (spec->rank && !ex->shape) {
+      int64_t *shape = fu_arena_memdup(m->arena, spec->shape, (size_t)spec->rank, sizeof *spec->shape);
+      if (spec->rank && !shape) {
         st = FU_ERR_NOMEM;
         break;
       }
+      for (int32_t d = 0; d < spec->rank; d++) /* an expanded dim's data is its one element */
+        if (fu_extent_is_const(v->type.dims[d]) && v->type.dims[d].value == 1) shape[d] = 1;
+      ex->shape = shape;
       if (spec->has_strides) {
         ex->strides = fu_arena_memdup(m->arena, spec->strides, (size_t)spec->rank, sizeof *spec->strides);
         if (spec->rank && !ex->strides) {

@@ -65,7 +65,19 @@ static bool eval_number(const fu_py_expr *e, double *f, int64_t *i, bool *is_flo
   return false;
 }
 
+/* An integer: a literal, or + - * // of integers (sizes written as 2 * 32),
+ * without overflow. */
 static bool eval_int(const fu_py_expr *e, int64_t *out) {
+  if (e->kind == FU_PY_E_BINARY) {
+    int64_t l, r;
+    const char *op = e->u.binary.op;
+    if (!eval_int(e->u.binary.lhs, &l) || !eval_int(e->u.binary.rhs, &r)) return false;
+    if (strcmp(op, "+") == 0) return !__builtin_add_overflow(l, r, out);
+    if (strcmp(op, "-") == 0) return !__builtin_sub_overflow(l, r, out);
+    if (strcmp(op, "*") == 0) return !__builtin_mul_overflow(l, r, out);
+    if (strcmp(op, "//") == 0 && r > 0 && l >= 0) return *out = l / r, true;
+    return false;
+  }
   double f;
   bool is_float;
   return eval_number(e, &f, out, &is_float) && !is_float;
@@ -451,6 +463,34 @@ static fu_status eval_method(evaluator *ev, const fu_py_expr *call, fu_py_exampl
       shape[i] = spec->shape[d];
       strides[i] = spec->strides[d];
     }
+    memcpy(spec->shape, shape, sizeof shape);
+    memcpy(spec->strides, strides, sizeof strides);
+    spec->has_strides = true;
+  } else if (strcmp(m, "expand") == 0) {
+    /* torch's expand: new leading dims and size-1 dims become stride-0
+     * dims of the given size; -1 keeps a size */
+    fu_py_expr *const *items = args;
+    uint32_t k = n;
+    if (n == 1 && (args[0]->kind == FU_PY_E_LIST || args[0]->kind == FU_PY_E_TUPLE)) {
+      items = args[0]->u.list.items;
+      k = args[0]->u.list.n;
+    }
+    if ((int32_t)k < spec->rank || k > FU_MAX_RANK || call->u.call.n_kwargs) return unsupported_at(ev, call->loc, m);
+    int64_t shape[FU_MAX_RANK], strides[FU_MAX_RANK];
+    uint32_t lead = k - (uint32_t)spec->rank;
+    for (uint32_t i = 0; i < k; i++) {
+      int64_t want;
+      bool old = i >= lead;
+      int64_t have = old ? spec->shape[i - lead] : 1, stride = old ? spec->strides[i - lead] : 0;
+      if (!eval_int(items[i], &want) || want < -1 || (want == -1 && !old) || (have != 1 && want != -1 && want != have)) {
+        fu_error(ev->diag, items[i]->loc, "'.expand' cannot make size %s from size %lld",
+                 items[i]->kind == FU_PY_E_INT ? "this" : "a non-integer", (long long)have);
+        return FU_ERR_UNSUPPORTED;
+      }
+      shape[i] = want == -1 ? have : want;
+      strides[i] = have == 1 && shape[i] != 1 ? 0 : stride;
+    }
+    spec->rank = (int32_t)k;
     memcpy(spec->shape, shape, sizeof shape);
     memcpy(spec->strides, strides, sizeof strides);
     spec->has_strides = true;

@@ -392,9 +392,21 @@ static fu_py_expr *parse_primary(parser *p) {
       a->u.attr.base = e;
       advance(p);
       e = a;
-    } else if (at(p, "[")) {
-      unsupported(p, cur(p)->loc, "subscript");
-      return NULL;
+    } else if (at(p, "[")) { /* x[i]: one index; slices stay unsupported */
+      fu_py_expr *sub = new_expr(p, FU_PY_E_SUBSCRIPT, cur(p)->loc); /* located at the '[' */
+      advance(p);
+      if (!sub) return NULL;
+      sub->u.subscript.base = e;
+      if (!enter(p)) return NULL;
+      sub->u.subscript.index = at(p, ":") ? NULL : parse_expr(p);
+      p->depth--;
+      if (!sub->u.subscript.index && !at(p, ":")) return NULL;
+      if (at(p, ":") || at(p, ",")) {
+        unsupported(p, cur(p)->loc, at(p, ":") ? "slice" : "subscript with several indices");
+        return NULL;
+      }
+      if (!expect(p, "]")) return NULL;
+      e = sub;
     } else {
       break;
     }

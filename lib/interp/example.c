@@ -465,8 +465,9 @@ static fu_status make_tensor(const input_plan *p, uint32_t pos, fu_bindings *b, 
     fu_host_tensor_free(&dense);
     return input_error(diag, op, st, "out of memory (or size overflow) for strides");
   }
-  /* Gaps between the elements hold NaN, so a kernel reading them shows. */
-  if (fu_dtype_is_float(t->dtype)) {
+  /* Gaps between the elements hold NaN, so a kernel reading them shows
+   * (a 0-element tensor has no room for one). */
+  if (fu_dtype_is_float(t->dtype) && target.nbytes >= fu_dtype_size(t->dtype)) {
     size_t es = fu_dtype_size(t->dtype);
     double nan = NAN;
     fu_interp_store(t->dtype, target.data, 1, 1, FU_CK_F64, &nan);

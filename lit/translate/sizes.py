@@ -4,7 +4,7 @@
 # RUN: fuser-run --device=kir --check --random --default-extent=5 %t.fir | FileCheck %s --check-prefix=KIR
 # KIR: check %T6: PASS f32[5, 5]
 # KIR: check %T7: PASS i64[5, 5]
-# Size and scalar expressions: T.size(d), fd.ops.size(T, dims=d), T.shape(),
+# Size and scalar expressions: T.size(d), fd.ops.size(T, dims=d), T.shape(), V[i],
 # define_vector of sizes and constants, scalar arithmetic on sizes and on
 # runtime scalars, and shapes made of them in reshape, broadcast_in_dim,
 # expand, full, iota, slice and pad.  Symbolic sizes stay symbols.
@@ -17,8 +17,9 @@
 # CHECK-NEXT: %T4 = iota 0, 1 : i64[i1]
 # CHECK-NEXT: %T5 = full 1.0 : f32[i0, i1]
 # CHECK-NEXT: %T6 = add %T3, %T5 : f32[i0, i1]
+# CHECK-NEXT: %T8 = full 2.0 : f32[i1]
 # CHECK-NEXT: %T7 = broadcast_in_dim %T4 {broadcast_dims=[1]} : i64[i0, i1]
-# CHECK-NEXT: output %T6, %T7
+# CHECK-NEXT: output %T6, %T7, %T8
 def methods(fd):
     T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
     T1 = fd.define_tensor(shape=[-1, 1], contiguity=[True, None], dtype=DataType.Float)
@@ -32,10 +33,13 @@ def methods(fd):
     T4 = fd.ops.iota(m, dtype=DataType.Int)
     T5 = fd.ops.full(shape=[n, s1 + 0], fill_value=1.0, dtype=DataType.Float)
     T6 = fd.ops.add(T3, T5)
-    V2 = fd.define_vector([s0, fd.ops.size(T0, 1)], dtype=DataType.Int)
+    V2 = fd.define_vector([V[0], fd.ops.size(T0, 1)], dtype=DataType.Int)
+    s2 = T0.shape()[-1]
+    T8 = fd.ops.full(shape=[s2], fill_value=2.0, dtype=DataType.Float)
     T7 = fd.ops.broadcast_in_dim(T4, shape=V2, broadcast_dims=[1])
     fd.add_output(T6)
     fd.add_output(T7)
+    fd.add_output(T8)
 
 # -----
 # Constant sizes fold: slice bounds, pad widths, reshape shapes and scalar

@@ -1,0 +1,10 @@
+# Source: NVIDIA/Fuser tests/python/direct/test_python_frontend.py::test_cumsum (commit 81c4b22fd750), reformatted
+from nvfuser import FusionDefinition, DataType
+import torch
+
+def cumsum(fd: FusionDefinition) -> None:
+    t0 = fd.from_pytorch(inputs[0])
+    t1 = fd.ops.cumsum(t0, dim)
+    fd.add_output(t1)
+
+inputs = [torch.randn(8, 16, device='cuda')]

@@ -1,0 +1,13 @@
+# Source: NVIDIA/Fuser tests/python/direct/test_python_frontend.py::test_tensor_size_both_args_bcast (commit 81c4b22fd750), reformatted
+from nvfuser import FusionDefinition, DataType
+import torch
+
+def tensor_size_both_args_bcast(fd: FusionDefinition) -> None:
+    t0 = fd.from_pytorch(inputs[0])
+    t1 = fd.from_pytorch(inputs[1])
+    t0_b = fd.ops.broadcast_in_dim(t0, [t1.size(0), t0.size(1)], [0, 1])
+    t1_b = fd.ops.broadcast_in_dim(t1, [t1.size(0), t0.size(1)], [0, 1])
+    t2 = fd.ops.add(t0_b, t1_b)
+    fd.add_output(t2)
+
+inputs = [torch.randn(1, 3, device='cuda'), torch.randn(2, 1, device='cuda')]
