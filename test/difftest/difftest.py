@@ -144,7 +144,8 @@ def signature(c):
 
 def reduce_text(a, text, work):
     """Delta reduction of a failing fusion: drop outputs, then ops and inputs
-    whose values nothing uses, while the failure keeps its signature."""
+    whose values nothing uses, then shrink each constant extent (to 1, 2, 3
+    or half), while the failure keeps its signature."""
     want = signature(kir_check(a, text, work, "reduce"))
     lines = text.splitlines()
 
@@ -182,7 +183,29 @@ def reduce_text(a, text, work):
             cand = lines[:i] + lines[i + 1:]
             if ok(cand):
                 lines, changed = cand, True
-    return "\n".join(lines) + "\n"
+    # smaller sizes: each constant extent, everywhere it is a size at once
+    text = "\n".join(lines) + "\n"
+    for e in sorted({int(x) for x in SIZE_LIST.findall(text) for x in re.findall(r"\d+", x)}, reverse=True):
+        for m in sorted({1, 2, 3, e // 2}):
+            if m >= e or e < 2:  # 1 broadcasts and 0 is empty: sizes that mean more than a count
+                continue
+            cand = resize(text, e, m)
+            if cand != text and ok(cand.splitlines()):
+                text = cand
+                break
+    return text
+
+
+# The lists that hold sizes: a type's extents and an input's example_shape.
+SIZE_LIST = re.compile(r"(?:\b(?:f64|f32|f16|bf16|i64|i32|bool)|example_shape=)\[([^\]]*)\]")
+
+
+def resize(text, old, new):
+    """text with the extent `old` written as `new` in every size list."""
+    def one(m):
+        inner = re.sub(r"(?<![\w.])%d(?![\w.])" % old, str(new), m.group(1))
+        return m.group(0)[:m.start(1) - m.start(0)] + inner + "]"
+    return SIZE_LIST.sub(one, text)
 
 
 def reproducer(a, c):
