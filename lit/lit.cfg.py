@@ -24,6 +24,10 @@ if config.fuser_has_llvm:
     config.available_features.add("llvm")
 if config.fuser_has_cuda:
     config.available_features.add("cuda")
+# the CUDA C target (--emit=cuda, --backend=nvrtc), left out only with
+# -DFUSER_ENABLE_CUDA_C=OFF
+if getattr(config, "fuser_has_cuda_c", False):
+    config.available_features.add("cuda-c")
 # nvcc and libnvrtc (the nvrtc backend loads it at run time), where a CUDA
 # Toolkit is beside ptxas or FUSER_LIBNVRTC names the library.
 if config.ptxas_dir and os.access(os.path.join(config.ptxas_dir, "nvcc"), os.X_OK):
@@ -42,7 +46,7 @@ def _nvrtc_loadable():
         except OSError:
             pass
     return False
-if _nvrtc_loadable():
+if "cuda-c" in config.available_features and _nvrtc_loadable():
     config.available_features.add("nvrtc")
 # Every FileCheck run scopes its variables per CHECK-LABEL block.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"

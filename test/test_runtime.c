@@ -1222,6 +1222,10 @@ static void test_tool_errors(void) {
  * into the fake driver, whose fake_scale runs it.  Without libnvrtc the run
  * says what is missing. */
 static void test_tool_nvrtc(void) {
+#ifndef FUSER_HAS_CUDA_C
+  printf("  (a build without the CUDA C target: no --backend=nvrtc)\n");
+  return;
+#endif
   char path[128];
   snprintf(path, sizeof path, "%s/low.fir", g_dir);
   write_lowered(path, "fake_scale", false);
