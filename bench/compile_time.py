@@ -2,7 +2,7 @@
 """Compile time of the seed fusions, text to PTX, one fresh process each.
 
   python3 bench/compile_time.py [--rounds 11] [--seeds DIR] [--callgrind]
-                                LABEL=BUILD_DIR[:VAR=VALUE...] ...
+                                LABEL=BUILD_DIR[:VAR=VALUE...][:+ARG...] ...
 
 For each seed (DIR/*.py, default test/fusions) the fusion is first
 translated to .fir with the first build's fuser-translate; then every round
@@ -17,7 +17,9 @@ compared byte for byte with the first build's, and with --callgrind the
 whole process's instruction count (valgrind --tool=callgrind, stable under
 load) is added per seed and build.  `:VAR=VALUE` after a build sets an
 environment variable for its runs (the same build twice, with and without a
-setting, compares the setting).
+setting, compares the setting); `:+ARG` adds ARG to its fuser-opt command
+(`nvrtc=build:+--backend=nvrtc` times the nvrtc backend, whose PTX is not
+expected to match llvm's).
 
 Exit status 1 when a compile fails.
 """
@@ -37,7 +39,7 @@ def parse_args():
     p.add_argument("--rounds", type=int, default=11)
     p.add_argument("--seeds", default=os.path.join(os.path.dirname(here), "test", "fusions"))
     p.add_argument("--callgrind", action="store_true", help="also count instructions with valgrind")
-    p.add_argument("builds", nargs="+", metavar="LABEL=BUILD_DIR[:VAR=VALUE...]")
+    p.add_argument("builds", nargs="+", metavar="LABEL=BUILD_DIR[:VAR=VALUE...][:+ARG...]")
     a = p.parse_args()
     builds = []
     for b in a.builds:
@@ -46,7 +48,11 @@ def parse_args():
             p.error(f"'{b}': expected LABEL=BUILD_DIR")
         path, *settings = rest.split(":")
         env = dict(os.environ)
+        extra = []
         for kv in settings:
+            if kv.startswith("+"):
+                extra.append(kv[1:])
+                continue
             k, eq, v = kv.partition("=")
             if not eq:
                 p.error(f"'{kv}' in '{b}': expected VAR=VALUE")
@@ -54,7 +60,7 @@ def parse_args():
         opt = os.path.join(path, "fuser-opt")
         if not os.access(opt, os.X_OK):
             p.error(f"{opt} is not an executable (build it first)")
-        builds.append((label, opt, env))
+        builds.append((label, opt, env, extra))
     a.builds = builds
     return a
 
@@ -87,7 +93,7 @@ def main():
             subprocess.run([translate, "--from=nvfuser-py", os.path.join(a.seeds, s + ".py"), "-o", fir], check=True)
             firs[s] = fir
         empty = statistics.median(wall_ms(["/bin/true"])[0] for _ in range(a.rounds))
-        times = {(s, label): [] for s in seeds for label, _, _ in a.builds}
+        times = {(s, label): [] for s in seeds for label, _, _, _ in a.builds}
         # Seeds with a segment whose kind has no kernels yet cannot be emitted.
         no_kernel = []
         for s in seeds:
@@ -97,9 +103,9 @@ def main():
         seeds = [s for s in seeds if s not in no_kernel]
         for s in seeds:
             for _ in range(a.rounds):
-                for label, opt, env in a.builds:
+                for label, opt, env, extra in a.builds:
                     out = os.path.join(work, f"{s}.{label}.ptx")
-                    ms, r = wall_ms([opt, firs[s], "--pass=all", "--emit=ptx", "-o", out], env)
+                    ms, r = wall_ms([opt, firs[s], "--pass=all", "--emit=ptx", "-o", out] + extra, env)
                     if r.returncode != 0:
                         sys.stderr.write(f"compile_time: {label} failed on {s}:\n{r.stderr.decode()}")
                         return 1
@@ -110,10 +116,10 @@ def main():
                 sys.stderr.write("compile_time: --callgrind needs valgrind\n")
                 return 1
             for s in seeds:
-                for label, opt, env in a.builds:
+                for label, opt, env, extra in a.builds:
                     out = os.path.join(work, f"{s}.{label}.cg.ptx")
-                    counts[(s, label)] = instructions([opt, firs[s], "--pass=all", "--emit=ptx", "-o", out], env)
-        labels = [label for label, _, _ in a.builds]
+                    counts[(s, label)] = instructions([opt, firs[s], "--pass=all", "--emit=ptx", "-o", out] + extra, env)
+        labels = [label for label, _, _, _ in a.builds]
         print(f"Process wall time, ms, median of {a.rounds} (builds interleaved; /bin/true: {empty:.1f} ms)\n")
         print("| seed | " + " | ".join(labels) + (" | " + " | ".join(f"{l} M instr" for l in labels) if counts else "") +
               " | PTX same as " + labels[0] + " |")

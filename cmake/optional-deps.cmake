@@ -4,6 +4,7 @@
 #   LLVM 19 (C API, NVPTX)  -> fuser_backend, FUSER_HAS_LLVM
 #   CUDA Toolkit            -> FUSER_HAS_CUDA, FUSER_CUDA_ROOT, libdevice, ptxas
 #   CUDA driver (cuda.h)    -> fuser_runtime from lib/runtime/*.c, FUSER_HAS_CUDA_DRIVER
+#   nothing (dlopen)        -> fuser_target_cuda from lib/target/cuda/*.c, FUSER_HAS_CUDA_C
 #
 # Each part that is missing is left out with a clear message; fuser_core never
 # depends on any of them.  What the tools and tests must link is appended to
@@ -198,6 +199,35 @@ else()
                  "and the lit tests that need it are marked unsupported.")
 endif()
 
+# ---- the CUDA C target (lib/target/cuda): --emit=cuda and --backend=nvrtc --------
+# It needs nothing at build time: CUDA C is text, and libnvrtc is loaded with
+# dlopen the first time PTX is asked of it (FUSER_LIBNVRTC overrides the path),
+# so every build has it and a machine without NVRTC says so only then.  It is
+# listed after llvm in lib/driver/targets.c: the preferred target where there
+# is no LLVM.
+option(FUSER_ENABLE_CUDA_C "Build the CUDA C target (--emit=cuda, NVRTC loaded at run time)" ON)
+set(FUSER_HAS_CUDA_C OFF)
+if(FUSER_ENABLE_CUDA_C)
+  file(GLOB FUSER_CUDA_C_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/lib/target/cuda/*.c)
+  if(FUSER_CUDA_C_SOURCES)
+    set(FUSER_HAS_CUDA_C ON)
+    add_library(fuser_target_cuda STATIC ${FUSER_CUDA_C_SOURCES})
+    target_link_libraries(fuser_target_cuda PUBLIC fuser_core ${CMAKE_DL_LIBS})
+    add_compile_definitions(FUSER_HAS_CUDA_C=1)
+    list(APPEND FUSER_TOOL_EXTRA_LIBS fuser_target_cuda)
+    message(STATUS "fuser: CUDA C target enabled (--emit=cuda; --backend=nvrtc loads libnvrtc at run time)")
+    # Every kernel of the test suite's fusions compiled from its CUDA C with
+    # no GPU: by nvcc, and by the nvrtc backend then ptxas.  Each skips
+    # (77, saying why) where its compiler is missing.
+    enable_testing()
+    add_test(NAME unit.cuda_c_nvcc COMMAND ${CMAKE_SOURCE_DIR}/scripts/cuda-c-check.sh ${CMAKE_BINARY_DIR} nvcc)
+    add_test(NAME unit.cuda_c_nvrtc COMMAND ${CMAKE_SOURCE_DIR}/scripts/cuda-c-check.sh ${CMAKE_BINARY_DIR} nvrtc)
+    set_tests_properties(unit.cuda_c_nvcc unit.cuda_c_nvrtc PROPERTIES LABELS "unit" SKIP_RETURN_CODE 77)
+  endif()
+else()
+  message(STATUS "fuser: the CUDA C target is disabled with -DFUSER_ENABLE_CUDA_C=OFF")
+endif()
+
 # ---- CUDA Toolkit: libdevice and ptxas ------------------------------------------
 set(FUSER_HAS_CUDA OFF)
 set(FUSER_CUDA_ROOT "")
@@ -311,6 +341,12 @@ elseif(FUSER_CUDA_INCLUDE_DIR AND FUSER_RUNTIME_SOURCES)
   enable_testing()
   add_test(NAME gpu.fusions COMMAND ${CMAKE_SOURCE_DIR}/scripts/gpu-tests.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(gpu.fusions PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
+  if(FUSER_HAS_CUDA_C)
+    # The same cases with the kernels compiled by NVRTC from their CUDA C
+    # (skipped where there is no GPU or no libnvrtc).
+    add_test(NAME gpu.fusions_nvrtc COMMAND ${CMAKE_SOURCE_DIR}/scripts/gpu-tests.sh ${CMAKE_BINARY_DIR} --backend=nvrtc)
+    set_tests_properties(gpu.fusions_nvrtc PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
+  endif()
   # A fake driver library (host memory, C kernels) that fuser-run loads in
   # place of libcuda.so.1, so the tool's GPU path is tested everywhere.
   add_library(fuser_fake_cuda SHARED ${CMAKE_SOURCE_DIR}/test/fake_cuda.c)

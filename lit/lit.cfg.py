@@ -26,5 +26,29 @@ if config.fuser_has_llvm:
     config.available_features.add("llvm")
 if config.fuser_has_cuda:
     config.available_features.add("cuda")
+# the CUDA C target (--emit=cuda, --backend=nvrtc), left out only with
+# -DFUSER_ENABLE_CUDA_C=OFF
+if getattr(config, "fuser_has_cuda_c", False):
+    config.available_features.add("cuda-c")
+# nvcc and libnvrtc (the nvrtc backend loads it at run time), where a CUDA
+# Toolkit is beside ptxas or FUSER_LIBNVRTC names the library.
+if config.ptxas_dir and os.access(os.path.join(config.ptxas_dir, "nvcc"), os.X_OK):
+    config.available_features.add("nvcc")
+def _nvrtc_loadable():
+    import ctypes
+    cands = [os.environ.get("FUSER_LIBNVRTC", "")]
+    if config.ptxas_dir:
+        cands.append(os.path.join(os.path.dirname(config.ptxas_dir), "lib64", "libnvrtc.so"))
+    cands += ["libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"]
+    for c in cands:
+        try:
+            if c:
+                ctypes.CDLL(c)
+                return True
+        except OSError:
+            pass
+    return False
+if "cuda-c" in config.available_features and _nvrtc_loadable():
+    config.available_features.add("nvrtc")
 # Every FileCheck run scopes its variables per CHECK-LABEL block.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"

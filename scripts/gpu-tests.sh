@@ -5,15 +5,21 @@
 # (outputs compared with the CPU interpreter); PASS or FAIL per case, a
 # summary, exit 1 on any failure, 77 (skipped) when there is no GPU.
 #
-#   scripts/gpu-tests.sh BUILD_DIR [PRECOMPILED_DIR]
+#   scripts/gpu-tests.sh BUILD_DIR [PRECOMPILED_DIR] [--backend=nvrtc]
 #       Run the suite with BUILD_DIR/fuser-run.  With PRECOMPILED_DIR (made
 #       by --precompile), each case runs from its lowered .fir and PTX: what
 #       a GPU host without LLVM needs.  Without it, fuser-run compiles each
 #       case itself (a build with the LLVM backend).
+#       --backend=nvrtc: every case's kernels are compiled on this host from
+#       their CUDA C by NVRTC (fuser-run --backend=nvrtc: libnvrtc, no LLVM
+#       needed); with PRECOMPILED_DIR, from the lowered .fir, after checking
+#       that its CUDA C is the <case>.cu --precompile wrote.  Skipped (77)
+#       where libnvrtc cannot be loaded.
 #
 #   scripts/gpu-tests.sh --precompile BUILD_DIR OUT_DIR
-#       On a machine with LLVM (no GPU needed): write OUT_DIR/<case>.lowered.fir
-#       and OUT_DIR/<case>.ptx for every case, with fuser-opt --pass=all.
+#       On a machine with LLVM (no GPU needed): write OUT_DIR/<case>.lowered.fir,
+#       OUT_DIR/<case>.ptx and OUT_DIR/<case>.cu (the CUDA C of the same
+#       kernels) for every case, with fuser-opt --pass=all.
 #       FUSER_GPU_PIPELINE overrides the pipeline (default: all),
 #       FUSER_GPU_DEVICE the target (fuser-opt --device=, default h100).
 #
@@ -43,23 +49,30 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(dirname "$here")
 
 usage() {
-  sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
+# Options may come before or after the folders.
 precompile=0 sanitizer=0 dry=0
-while [ $# -gt 0 ]; do
-  case "$1" in
+backend=
+args=()
+for a in "$@"; do
+  case "$a" in
     --precompile) precompile=1 ;;
     --sanitizer) sanitizer=1 ;;
     --dry-run) dry=1 ;;
+    --backend=*) backend=${a#--backend=} ;;
     -h|--help) usage ;;
-    --) shift; break ;;
-    -*) echo "gpu-tests: unknown option '$1'" >&2; exit 2 ;;
-    *) break ;;
+    -*) echo "gpu-tests: unknown option '$a'" >&2; exit 2 ;;
+    *) args+=("$a") ;;
   esac
-  shift
 done
+set -- "${args[@]+"${args[@]}"}"
+case "$backend" in
+  ""|llvm|nvrtc) ;;
+  *) echo "gpu-tests: unknown --backend '$backend' (llvm or nvrtc)" >&2; exit 2 ;;
+esac
 [ $# -ge 1 ] || usage
 if [ $precompile = 1 ] && [ $sanitizer = 1 ]; then
   echo "gpu-tests: --precompile and --sanitizer do not go together (precompile first, then run with --sanitizer)" >&2
@@ -126,7 +139,8 @@ if [ $precompile = 1 ]; then
     [ -n "$filter" ] && ! [[ $name =~ $filter ]] && continue
     fir=$(fir_of "$name" "$file") || { echo "FAIL $name (fuser-translate)"; bad=$((bad + 1)); continue; }
     if "$opt" --device="$device" --pass="$pipeline" "$fir" -o "$pre/$name.lowered.fir" 2>"$work/err" </dev/null &&
-       "$opt" --device="$device" --pass="$pipeline" --emit=ptx "$fir" -o "$pre/$name.ptx" 2>>"$work/err" </dev/null; then
+       "$opt" --device="$device" --pass="$pipeline" --emit=ptx "$fir" -o "$pre/$name.ptx" 2>>"$work/err" </dev/null &&
+       "$opt" "$pre/$name.lowered.fir" --emit=cuda -o "$pre/$name.cu" 2>>"$work/err" </dev/null; then
       # the `// gpu-tests:` arguments travel with the lowered file
       args=$(extra_args "$fir")
       [ -n "$args" ] && printf '// gpu-tests:%s\n' "$args" >>"$pre/$name.lowered.fir"
@@ -135,7 +149,7 @@ if [ $precompile = 1 ]; then
     else
       echo "FAIL $name (does not compile)"
       sed 's/^/     /' "$work/err" | head -20
-      rm -f "$pre/$name.lowered.fir" "$pre/$name.ptx"
+      rm -f "$pre/$name.lowered.fir" "$pre/$name.ptx" "$pre/$name.cu"
       bad=$((bad + 1))
     fi
   done < <(cases)
@@ -163,8 +177,22 @@ if [ $sanitizer = 1 ]; then
   timeout_s=$((timeout_s * 4))
 fi
 
+
+# NVRTC must load here for --backend=nvrtc: skip, saying why, where it
+# cannot (a probe kernel compiled to PTX, no GPU needed).
+if [ "$backend" = nvrtc ] && [ $dry = 0 ]; then
+  kir=$build/fuser-kir
+  [ -x "$kir" ] || { echo "gpu-tests: $kir is missing" >&2; exit 2; }
+  if ! probe=$(printf 'kernel @probe ()\n    grid=[1, 1, 1] block=[1, 1, 1] smem=0 index=i32 {\n}\n' |
+               "$kir" - --backend=nvrtc --emit=ptx 2>&1 >/dev/null); then
+    echo "no libnvrtc: skipped ($(echo "$probe" | head -1))"
+    exit 77
+  fi
+fi
+
 # Nothing to run the cases with: skip, saying why.
-if [ $dry = 0 ] && [ -z "$pre" ] && ! { [ -x "$opt" ] && "$opt" --help 2>/dev/null | grep -q 'emit kinds in this build:.*ptx'; }; then
+if [ $dry = 0 ] && [ -z "$pre" ] && [ "$backend" != nvrtc ] &&
+   ! { [ -x "$opt" ] && "$opt" --help 2>/dev/null | grep -q 'emit kinds in this build:.*ptx'; }; then
   echo "no PTX: skipped (this build has no LLVM backend; give a folder made by --precompile, or set FUSER_GPU_PRECOMPILED)"
   exit 77
 fi
@@ -208,15 +236,27 @@ while IFS=$'\t' read -r name file; do
       continue
     fi
     set -- --ptx "$ptx"
+    if [ "$backend" = nvrtc ]; then
+      # this host writes the same CUDA C from the lowered kernels, and NVRTC
+      # compiles it
+      if ! "$opt" "$fir" --emit=cuda -o "$work/$name.cu" 2>"$work/err" </dev/null ||
+         ! cmp -s "$work/$name.cu" "$pre/$name.cu"; then
+        echo "FAIL $name (the CUDA C of $fir differs from $pre/$name.cu, or is missing: precompiled by another fuser?)"
+        fail=$((fail + 1)) failed="$failed $name"
+        continue
+      fi
+      set -- --backend=nvrtc
+    fi
   else
     fir=$(fir_of "$name" "$file") || { echo "FAIL $name (fuser-translate)"; fail=$((fail + 1)) failed="$failed $name"; continue; }
     set --
+    [ -n "$backend" ] && set -- --backend="$backend"
   fi
   start=$(date +%s%N)
   # With --ptx, fuser-run takes one fusion at a time: a file of several
   # fusions runs once per fusion, and fails if any of them does.
   fusions="-"
-  if [ -n "$pre" ] && [ "$(grep -c '^fusion @' "$fir")" -gt 1 ]; then
+  if [ -n "$pre" ] && [ "$backend" != nvrtc ] && [ "$(grep -c '^fusion @' "$fir")" -gt 1 ]; then
     fusions=$(sed -n 's/^fusion @\([A-Za-z0-9_.]*\).*/\1/p' "$fir")
   fi
   rc=0 why=""
@@ -272,6 +312,6 @@ while IFS=$'\t' read -r name file; do
 done < <(cases)
 [ $dry = 1 ] && exit 0
 
-echo "gpu-tests: $pass passed, $fail failed"
+echo "gpu-tests${backend:+ (--backend=$backend)}: $pass passed, $fail failed"
 [ $fail = 0 ] || { echo "failed:$failed"; exit 1; }
 exit 0

@@ -1,8 +1,11 @@
-/* fuser-kir: read kernel IR, print it back, or compile it to LLVM IR / PTX.
+/* fuser-kir: read kernel IR, print it back, or compile it to LLVM IR,
+ * CUDA C or PTX.
  *
- *   fuser-kir FILE.kir [--emit=kir|llvm|ptx] [--sm=sm_90] [-o OUT] [--timing] [--repeat=N]
- *             [--split-input-file] [--pipeline=P] [--no-opt] [--error-limit=N]
+ *   fuser-kir FILE.kir [--emit=kir|llvm|cuda|ptx] [--backend=llvm|nvrtc] [--sm=sm_90] [-o OUT]
+ *             [--timing] [--repeat=N] [--split-input-file] [--pipeline=P] [--no-opt] [--error-limit=N]
  *
+ * --emit=cuda writes the CUDA C of the nvrtc backend; --emit=ptx uses the
+ * llvm backend unless --backend=nvrtc (CUDA C through libnvrtc).
  * FILE may be `-` for stdin and may hold several kernels.  --timing prints
  * where the compile time went to stderr (libdevice loading apart); with
  * --repeat=N the backend compiles N times and the median and minimum are
@@ -20,17 +23,19 @@
 #include "fuser/kir_text.h"
 
 typedef struct tool_opts {
-  const char *emit, *sm, *pipeline;
+  const char *emit, *sm, *pipeline, *backend;
   bool timing, no_opt;
   long repeat;
 } tool_opts;
 
 static void usage(FILE *out) {
-  fputs("usage: fuser-kir FILE.kir [--emit=kir|llvm|ptx] [--sm=sm_90] [-o OUT] [--timing] [--repeat=N]\n"
-        "                 [--split-input-file] [--pipeline=P] [--no-opt] [--error-limit=N]\n"
+  fputs("usage: fuser-kir FILE.kir [--emit=kir|llvm|cuda|ptx] [--backend=llvm|nvrtc] [--sm=sm_90] [-o OUT]\n"
+        "                 [--timing] [--repeat=N] [--split-input-file] [--pipeline=P] [--no-opt] [--error-limit=N]\n"
         "  --emit=kir    print the kernels back (default)\n"
         "  --emit=llvm   LLVM IR after the optimization pipeline (--no-opt: before it)\n"
+        "  --emit=cuda   CUDA C (the nvrtc backend's text)\n"
         "  --emit=ptx    PTX for --sm (default sm_90)\n"
+        "  --backend=B   the backend of --emit=ptx: llvm (default) or nvrtc\n"
         "  --timing      print compile times to stderr\n"
         "  --repeat=N    compile N times (with --timing: median and minimum)\n"
         "  --pipeline=P  LLVM pass pipeline (default: fuser's own, see lib/target/llvm/context.c; 'default<O3>': LLVM's)\n"
@@ -115,7 +120,7 @@ static fu_status process(const tool_opts *o, fu_compiler *c, const fu_source *sr
 }
 
 int main(int argc, char **argv) {
-  tool_opts o = {"kir", FU_DEFAULT_ARCH, NULL, false, false, 1};
+  tool_opts o = {"kir", FU_DEFAULT_ARCH, NULL, NULL, false, false, 1};
   const char *input = NULL, *output = NULL;
   bool split = false;
   unsigned error_limit = FU_DIAG_DEFAULT_ERROR_LIMIT;
@@ -123,6 +128,8 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     if (strncmp(a, "--emit=", 7) == 0) {
       o.emit = a + 7;
+    } else if (strncmp(a, "--backend=", 10) == 0) {
+      o.backend = a + 10;
     } else if (strncmp(a, "--sm=", 5) == 0) {
       o.sm = a + 5;
     } else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
@@ -164,13 +171,22 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  if (strcmp(o.emit, "kir") != 0 && strcmp(o.emit, "llvm") != 0 && strcmp(o.emit, "ptx") != 0) {
-    fprintf(stderr, "fuser-kir: unknown --emit=%s (expected kir, llvm or ptx)\n", o.emit);
+  if (strcmp(o.emit, "kir") != 0 && strcmp(o.emit, "llvm") != 0 && strcmp(o.emit, "ptx") != 0 &&
+      strcmp(o.emit, "cuda") != 0) {
+    fprintf(stderr, "fuser-kir: unknown --emit=%s (expected kir, llvm, cuda or ptx)\n", o.emit);
     return 2;
   }
-  if (strcmp(o.emit, "kir") != 0 && !fu_target_lookup("llvm")) {
-    fprintf(stderr, "fuser-kir: --emit=%s: this build has no LLVM backend\n", o.emit);
+  /* the backend: --backend's, else the one whose text --emit names, else llvm */
+  const char *backend = o.backend ? o.backend : strcmp(o.emit, "cuda") == 0 ? "nvrtc" : "llvm";
+  const fu_target_def *target = fu_target_lookup(backend);
+  if (strcmp(o.emit, "kir") != 0 && !target) {
+    fprintf(stderr, "fuser-kir: --emit=%s: this build has no %s backend\n", o.emit, backend);
     return 1;
+  }
+  if (target && strcmp(o.emit, "ptx") != 0 && strcmp(o.emit, "kir") != 0 && strcmp(target->text_name, o.emit) != 0) {
+    fprintf(stderr, "fuser-kir: --emit=%s is not what the %s backend writes (its text is --emit=%s)\n", o.emit,
+            target->name, target->text_name);
+    return 2;
   }
 
   fu_allocator alloc = fu_default_allocator();
@@ -192,7 +208,7 @@ int main(int argc, char **argv) {
   if (failed) n_chunks = 0;
   fu_target_options to = {o.pipeline, o.no_opt, o.sm};
   fu_compiler compiler;
-  fu_compiler_init(&compiler, "llvm", &to, alloc);
+  fu_compiler_init(&compiler, backend, &to, alloc);
   for (uint32_t i = 0; i < n_chunks; i++) {
     if (i) fu_strbuf_puts(&out, "// -----\n");
     fu_diag_restart_limit(&diag);

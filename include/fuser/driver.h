@@ -162,6 +162,9 @@ typedef struct fu_compiler {
  * without that target leaves c->target NULL, and compiling then says so. */
 void fu_compiler_init(fu_compiler *c, const char *target, const fu_target_options *o, fu_allocator alloc);
 void fu_compiler_free(fu_compiler *c);
+/* Makes `t` the compiler's target (closing the instance of the old one);
+ * the options and the allocator stay. */
+void fu_compiler_retarget(fu_compiler *c, const fu_target_def *t);
 
 /* Compiles `n` kernels into `out`; `arch` NULL: FU_DEFAULT_ARCH.  Errors,
  * with `src` (may be NULL) on those without a location, go to `diag`. */
@@ -267,6 +270,7 @@ typedef struct fu_opt_args {
   fu_run_options run;
   fu_timing_mode timing;
   fu_emit_kind emit;
+  const char *backend; /* --backend=NAME: the target of --emit=ptx (NULL: the text kind's, or the preferred) */
   bool split_input_file;
   bool verify_diagnostics;
   unsigned error_limit; /* --error-limit=N: errors shown per chunk, 0 no limit (default 20) */
@@ -291,6 +295,9 @@ typedef struct fu_opt_args {
 fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cfg, fu_opt_args *a,
                             FILE *err);
 void fu_opt_args_free(fu_opt_args *a);
+/* The target the arguments ask of the tool's compiler: --backend's, else
+ * the one whose text --emit names (cuda: nvrtc), else the compiler's. */
+const fu_target_def *fu_opt_select_target(const fu_opt_config *cfg, const fu_opt_args *a);
 
 /* Reads the N of --error-limit=N (every tool takes it): a decimal count,
  * 0 meaning no limit.  False on anything else. */

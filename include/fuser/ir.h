@@ -181,6 +181,19 @@ const fu_op_info *fu_op_info_of(fu_op_kind k);
 fu_op_kind fu_op_kind_from_name(const char *name, size_t len);
 static inline bool fu_op_has(fu_op_kind k, unsigned flag) { return (fu_op_info_of(k)->flags & flag) != 0; }
 
+/* What a pointwise op computes with a bool result from bool operands, as
+ * PyTorch defines it on bool tensors (one table for every backend): the
+ * first operand (abs, relu, floor, ...), its negation (bitwise_not), or
+ * (add, maximum, gcd), and (mul, minimum), xor (sub), clamp's
+ * (x | lo) & hi, false (frac), or x & !y (a right shift of the 0/1 ints
+ * the interpreter computes bools with; a left shift is the identity).
+ * FU_BOOL_NONE: the op has no bool form. */
+typedef enum fu_bool_form {
+  FU_BOOL_NONE, FU_BOOL_IDENTITY, FU_BOOL_NOT, FU_BOOL_OR, FU_BOOL_AND, FU_BOOL_XOR, FU_BOOL_CLAMP,
+  FU_BOOL_FALSE, FU_BOOL_AND_NOT,
+} fu_bool_form;
+fu_bool_form fu_op_bool_form(fu_op_kind k);
+
 /* Layout of a tensor input.  Either explicit strides (constant), or a
  * stride order plus contiguity (nvFuser's define_tensor notions), or
  * nothing (contiguous row-major). */

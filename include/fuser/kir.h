@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "fuser/ir.h"
+#include "fuser/strbuf.h"
 
 /* ---- launch expressions: evaluated on the host from the bound extents ---- */
 
@@ -273,6 +274,8 @@ fu_status fu_lexpr_eval(const fu_lexpr *e, const fu_lexpr_binding *bindings, siz
                         int64_t *out, const char **bad_sym);
 /* Structural equality. */
 bool fu_lexpr_equal(const fu_lexpr *a, const fu_lexpr *b);
+/* `ceil_div(mul(N, 3072), 512)`, as kernel IR's text writes it. */
+void fu_lexpr_print(fu_strbuf *out, const fu_lexpr *e);
 
 /* ---- verification ------------------------------------------------------------ */
 

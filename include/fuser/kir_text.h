@@ -17,8 +17,6 @@
  * are printed as `%v<id>` / `%name.<id>` so the text always parses. */
 void fu_kernel_print(fu_strbuf *out, const fu_kernel *k);
 void fu_kernel_print_indented(fu_strbuf *out, const fu_kernel *k, int indent);
-/* `ceil_div(mul(N, 3072), 512)` */
-void fu_lexpr_print(fu_strbuf *out, const fu_lexpr *e);
 
 typedef struct fu_kir_parse_options {
   /* When set, tensor and scalar-input parameters bind the values of this

@@ -63,5 +63,8 @@ const fu_target_def *const *fu_target_all(size_t *n);
 /* The target named `name`; NULL `name`: the preferred one.  NULL when the
  * build has none (or none of that name). */
 const fu_target_def *fu_target_lookup(const char *name);
+/* The preferred target whose text output is `text_name` ("llvm", "cuda");
+ * NULL when none. */
+const fu_target_def *fu_target_for_text(const char *text_name);
 
 #endif

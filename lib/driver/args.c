@@ -20,7 +20,7 @@ fu_emit_kind fu_emit_kind_from_name(const char *name) {
 }
 
 typedef enum opt_id {
-  O_PASS, O_PIPELINE, O_OUTPUT, O_EMIT, O_SPLIT, O_VERIFY_DIAG, O_NO_VERIFY_EACH, O_VERIFY_EACH,
+  O_PASS, O_PIPELINE, O_OUTPUT, O_EMIT, O_BACKEND, O_SPLIT, O_VERIFY_DIAG, O_NO_VERIFY_EACH, O_VERIFY_EACH,
   O_PRINT_BEFORE_ALL, O_PRINT_AFTER_ALL, O_PRINT_BEFORE, O_PRINT_AFTER, O_TIMING, O_DEBUG, O_PRINT_LOCS,
   O_LIST_PASSES, O_HELP, O_VERSION, O_ERROR_LIMIT,
   O_DEVICE, O_PRINT_INDEX_GRAPH, O_INDEX_GRAPH_DOT, /* codegen */
@@ -40,6 +40,8 @@ static const fu_cli_option options[] = {
     {"emit", O_EMIT, ARG_REQUIRED, "fir|llvm|ptx|cuda", "what to write after the pipeline (default fir)"},
     {"allow-partial", O_ALLOW_PARTIAL, ARG_NONE, NULL,
      "--emit leaves out segments that have no kernel, with a warning (default: they are errors)"},
+    {"backend", O_BACKEND, ARG_REQUIRED, "llvm|nvrtc",
+     "the backend of --emit=ptx: llvm (default) or nvrtc (CUDA C through libnvrtc)"},
     {"split-input-file", O_SPLIT, ARG_NONE, NULL,
      "process each chunk between `// -----` lines as its own module; join outputs with `// -----`"},
     {"verify-diagnostics", O_VERIFY_DIAG, ARG_NONE, NULL,
@@ -70,12 +72,22 @@ static const fu_cli_option options[] = {
     {"version", O_VERSION, ARG_NONE, NULL, "show the version"},
 };
 
-/* PTX from any target; a text kind from the target whose text it is. */
+/* PTX from any target; a text kind from the target whose text it is (the
+ * tool's compiler is moved to it, fu_opt_select_target). */
 bool fu_opt_target_output(const fu_opt_config *cfg, fu_emit_kind k, fu_target_output *what) {
   const fu_target_def *t = cfg && cfg->compiler ? cfg->compiler->target : NULL;
-  if (!t || k == FU_EMIT_FIR) return false;
+  if (!t || k == FU_EMIT_FIR || k >= FU_EMIT_COUNT) return false;
   *what = k == FU_EMIT_PTX ? FU_TARGET_PTX : FU_TARGET_TEXT;
-  return k == FU_EMIT_PTX || strcmp(t->text_name, emit_names[k]) == 0;
+  return k == FU_EMIT_PTX || fu_target_for_text(emit_names[k]) != NULL;
+}
+
+const fu_target_def *fu_opt_select_target(const fu_opt_config *cfg, const fu_opt_args *a) {
+  const fu_target_def *t = cfg && cfg->compiler ? cfg->compiler->target : NULL;
+  if (a->backend) return fu_target_lookup(a->backend);
+  if (t && a->emit != FU_EMIT_FIR && a->emit != FU_EMIT_PTX && a->emit < FU_EMIT_COUNT &&
+      strcmp(t->text_name, emit_names[a->emit]) != 0)
+    return fu_target_for_text(emit_names[a->emit]);
+  return t;
 }
 
 bool fu_opt_can_emit(const fu_opt_config *cfg, fu_emit_kind k) {
@@ -211,7 +223,30 @@ static bool pipeline_has(const fu_opt_args *a, const char *pass) {
   return false;
 }
 
+/* --backend names a target of this build, whose text --emit asks for, if
+ * a text at all. */
+static fu_status check_backend(const fu_opt_args *a, const fu_opt_config *cfg, FILE *err) {
+  if (!a->backend) return FU_OK;
+  const fu_target_def *t = fu_target_lookup(a->backend);
+  if (!t) {
+    size_t n;
+    const fu_target_def *const *all = fu_target_all(&n);
+    char names[256] = "";
+    for (size_t i = 0; i < n; i++)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", all[i]->name);
+    usage_error(err, cfg, "unknown --backend '%s'; this build has: %s", a->backend, n ? names : "none");
+    return FU_ERR_INVALID_ARG;
+  }
+  if (a->emit != FU_EMIT_FIR && a->emit != FU_EMIT_PTX && strcmp(t->text_name, emit_names[a->emit]) != 0) {
+    usage_error(err, cfg, "--emit=%s is not what the %s backend writes (its text is --emit=%s)", emit_names[a->emit],
+                t->name, t->text_name);
+    return FU_ERR_INVALID_ARG;
+  }
+  return FU_OK;
+}
+
 static fu_status apply_codegen_args(fu_opt_args *a, const fu_opt_config *cfg, FILE *err) {
+  if (check_backend(a, cfg, err) != FU_OK) return FU_ERR_INVALID_ARG;
   if (a->device) {
     fu_diag_engine diag;
     fu_diag_init(&diag, fu_default_allocator());
@@ -294,6 +329,7 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
       a->emit = k;
       break;
     }
+    case O_BACKEND: a->backend = value; break;
     case O_SPLIT: a->split_input_file = true; break;
     case O_ALLOW_PARTIAL: a->allow_partial = true; break;
     case O_VERIFY_DIAG: a->verify_diagnostics = true; break;

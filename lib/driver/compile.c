@@ -30,6 +30,12 @@ void fu_compiler_free(fu_compiler *c) {
   c->state = NULL;
 }
 
+void fu_compiler_retarget(fu_compiler *c, const fu_target_def *t) {
+  if (c->state) c->target->close(c->state);
+  c->state = NULL;
+  c->target = t;
+}
+
 static fu_loc file_loc(const fu_source *src) {
   fu_loc l = {src, 0, 0};
   return l;
@@ -144,6 +150,15 @@ fu_status fu_compile_module(fu_compiler *c, fu_module *m, const char *fusion, fu
 void fu_compiler_timing_report(const fu_compiler *c, fu_strbuf *out) {
   if (!c->calls) return;
   const fu_target_timing *t = &c->total;
+  if (c->target && strcmp(c->target->name, "llvm") != 0) {
+    /* the nvrtc target: load is libnvrtc's, build the CUDA C, codegen NVRTC */
+    fu_strbuf_printf(out,
+                     "emit breakdown (%s): library load %.3f ms, kernel IR to %s %.3f ms, compile to PTX %.3f ms, "
+                     "total without the load %.3f ms (cpu %.3f ms)\n",
+                     c->target->name, t->load_ms, c->target->text_name, t->build_ms, t->codegen_ms,
+                     t->total_ms - t->load_ms, t->cpu_ms);
+    return;
+  }
   fu_strbuf_printf(out,
                    "emit breakdown: libdevice load %.3f ms (opening it and reading the bodies used), kernel IR to "
                    "LLVM %.3f ms, optimization %.3f ms, code generation %.3f ms, total without libdevice %.3f ms "

@@ -182,6 +182,8 @@ int fu_opt_main(int argc, char *const *argv, const fu_opt_config *cfg_in, FILE *
     fu_opt_args_free(&args);
     return 2;
   }
+  const fu_target_def *want = fu_opt_select_target(&cfg, &args);
+  if (cfg.compiler && want && want != cfg.compiler->target) fu_compiler_retarget(cfg.compiler, want);
   opt_state s;
   memset(&s, 0, sizeof s);
   s.args = &args;

@@ -9,7 +9,7 @@
 typedef enum run_opt {
   R_DEVICE, R_FUSION, R_INPUT, R_RANDOM, R_DEFAULT_EXTENT, R_SEED, R_SAVE_OUTPUTS, R_SAVE_INPUTS, R_PRINT_VALUES,
   R_JSON, R_PASS, R_CHECK, R_RTOL, R_ATOL, R_PTX, R_BENCH, R_ITERS, R_WARMUP, R_NO_FLUSH, R_DUMP, R_GPU,
-  R_DEVICE_INFO, R_HELP, R_DATA_DIR, R_ALLOW_ANY_PATH, R_ERROR_LIMIT,
+  R_DEVICE_INFO, R_HELP, R_DATA_DIR, R_ALLOW_ANY_PATH, R_ERROR_LIMIT, R_BACKEND,
 } run_opt;
 
 static const fu_cli_option options[] = {
@@ -49,6 +49,9 @@ static const fu_cli_option options[] = {
     {"ptx", R_PTX, FU_CLI_REQUIRED, "FILE.ptx",
      "the kernels of an already-lowered FILE.fir (made elsewhere with\n"
      "                               fuser-opt --pass=all --emit=ptx); required in builds without LLVM"},
+    {"backend", R_BACKEND, FU_CLI_REQUIRED, "llvm|nvrtc",
+     "what compiles the kernels to PTX: llvm (the default where built) or\n"
+     "                               nvrtc (their CUDA C through libnvrtc, loaded at run time)"},
     {"bench", R_BENCH, FU_CLI_NONE, NULL,
      "time the kernels: CUDA events, L2 flushed before each run, median,\n"
      "                               GB/s and % of the measured copy bandwidth"},
@@ -221,6 +224,17 @@ static bool apply(run_args *a, run_opt id, const char *v) {
   case R_RTOL: return parse_double(a, v, "--rtol", &a->rtol);
   case R_ATOL: return parse_double(a, v, "--atol", &a->atol);
   case R_PTX: a->ptx = v; return true;
+  case R_BACKEND:
+    if (!fu_target_lookup(v)) {
+      size_t nt;
+      const fu_target_def *const *all = fu_target_all(&nt);
+      fprintf(a->err, RUN_TOOL ": unknown --backend '%s'; this build has:", v);
+      for (size_t i = 0; i < nt; i++) fprintf(a->err, "%s %s", i ? "," : "", all[i]->name);
+      fprintf(a->err, "%s\n", nt ? "" : " none");
+      return false;
+    }
+    a->backend = v;
+    return true;
   case R_BENCH: a->bench = true; return true;
   case R_ITERS:
   case R_WARMUP:
@@ -273,6 +287,14 @@ int run_parse_args(int argc, char *const *argv, run_args *a, FILE *out, FILE *er
   if (help) {
     usage(out, a->alloc);
     return 0;
+  }
+  if (a->ptx && a->backend) {
+    fprintf(err, RUN_TOOL ": --ptx gives the kernels' PTX, so there is nothing for --backend to compile\n");
+    return 2;
+  }
+  if (a->backend && a->device != RUN_DEVICE_GPU) {
+    fprintf(err, RUN_TOOL ": --backend chooses what compiles the kernels for the GPU: it needs --device=gpu\n");
+    return 2;
   }
   bool gpu_only = a->ptx || a->bench || a->device_info || a->dump_launch || a->dump_jit || a->dump_ptx;
   if (a->device == RUN_DEVICE_CPU && (gpu_only || a->pipeline || a->check)) {

@@ -280,7 +280,7 @@ static int gpu_preflight(const run_args *a, fu_module *m, uint32_t n_selected) {
             a->file, n_selected);
     return 2;
   }
-  if (fu_target_lookup(NULL)) return 0;
+  if (fu_target_lookup(a->backend)) return 0;
   if (a->pipeline) {
     fprintf(a->err, RUN_TOOL ": --pass needs the LLVM backend, which this build does not have\n");
     return 2;
@@ -373,7 +373,7 @@ int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_se
     g.ptx_text = ptx_text;
     g.ptx_len = ptx_len;
   }
-  fu_compiler_init(&g.comp, NULL, NULL, al);
+  fu_compiler_init(&g.comp, a->backend, NULL, al);
   g.m = m;
   g.src = src;
   if (g.comp.target) {

@@ -37,6 +37,7 @@ typedef struct run_args {
   double rtol, atol;    /* < 0: the dtype's default */
   /* the GPU path */
   const char *ptx;      /* --ptx: PTX of a lowered fusion */
+  const char *backend;  /* --backend: the target that makes PTX (NULL: the preferred) */
   bool bench, no_flush, device_info;
   bool dump_launch, dump_jit, dump_ptx;
   uint32_t iters, warmup;

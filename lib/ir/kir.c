@@ -443,3 +443,26 @@ bool fu_lexpr_equal(const fu_lexpr *a, const fu_lexpr *b) {
   default: return fu_lexpr_equal(a->a, b->a) && fu_lexpr_equal(a->b, b->b);
   }
 }
+
+void fu_lexpr_print(fu_strbuf *out, const fu_lexpr *e) {
+  if (!e) {
+    fu_strbuf_puts(out, "<null>");
+    return;
+  }
+  const char *fn = NULL;
+  switch (e->kind) {
+  case FU_LX_CONST: fu_strbuf_printf(out, "%lld", (long long)e->value); return;
+  case FU_LX_SYM: fu_strbuf_puts(out, e->sym ? e->sym : "<null>"); return;
+  case FU_LX_MUL: fn = "mul"; break;
+  case FU_LX_ADD: fn = "add"; break;
+  case FU_LX_CEIL_DIV: fn = "ceil_div"; break;
+  case FU_LX_MIN: fn = "min"; break;
+  case FU_LX_MAX: fn = "max"; break;
+  }
+  fu_strbuf_puts(out, fn ? fn : "?");
+  fu_strbuf_putc(out, '(');
+  fu_lexpr_print(out, e->a);
+  fu_strbuf_puts(out, ", ");
+  fu_lexpr_print(out, e->b);
+  fu_strbuf_putc(out, ')');
+}

@@ -205,29 +205,6 @@ static void indent_to(fu_strbuf *out, int n) {
 
 static const char *dtname(fu_dtype t) { return t > FU_DT_NONE && t < FU_DT_COUNT ? fu_dtype_name(t) : "none"; }
 
-void fu_lexpr_print(fu_strbuf *out, const fu_lexpr *e) {
-  if (!e) {
-    fu_strbuf_puts(out, "<null>");
-    return;
-  }
-  const char *fn = NULL;
-  switch (e->kind) {
-  case FU_LX_CONST: fu_strbuf_printf(out, "%lld", (long long)e->value); return;
-  case FU_LX_SYM: fu_strbuf_puts(out, e->sym ? e->sym : "<null>"); return;
-  case FU_LX_MUL: fn = "mul"; break;
-  case FU_LX_ADD: fn = "add"; break;
-  case FU_LX_CEIL_DIV: fn = "ceil_div"; break;
-  case FU_LX_MIN: fn = "min"; break;
-  case FU_LX_MAX: fn = "max"; break;
-  }
-  fu_strbuf_puts(out, fn ? fn : "?");
-  fu_strbuf_putc(out, '(');
-  fu_lexpr_print(out, e->a);
-  fu_strbuf_puts(out, ", ");
-  fu_lexpr_print(out, e->b);
-  fu_strbuf_putc(out, ')');
-}
-
 static void print_type_of_value(fu_strbuf *out, const fu_value *v) {
   fu_strbuf_puts(out, dtname(v->type.dtype));
   if (v->type.rank < 0) return;

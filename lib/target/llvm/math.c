@@ -364,40 +364,22 @@ static LLVMValueRef int_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint32
   }
 }
 
-/* bool arithmetic as PyTorch defines it on bool tensors */
+/* bool arithmetic as PyTorch defines it on bool tensors (fu_op_bool_form) */
 static LLVMValueRef bool_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint32_t n) {
   LLVMBuilderRef B = x->B;
   (void)n;
-  switch (op) {
-  case FU_OP_SET:
-  case FU_OP_ABS:
-  case FU_OP_NEG:
-  case FU_OP_RELU:
-  case FU_OP_SIGN:
-  case FU_OP_FLOOR:
-  case FU_OP_CEIL:
-  case FU_OP_ROUND:
-  case FU_OP_TRUNC: return a[0];
-  case FU_OP_BITWISE_NOT: return LLVMBuildNot(B, a[0], "");
-  case FU_OP_FRAC: return LLVMConstNull(x->T);
-  /* bools as the 0/1 ints the interpreter computes with, cut back to bool */
-  case FU_OP_BITWISE_LEFT_SHIFT: return a[0];
-  case FU_OP_BITWISE_RIGHT_SHIFT: return LLVMBuildAnd(B, a[0], LLVMBuildNot(B, a[1], ""), "");
-  case FU_OP_GCD:
-  case FU_OP_ADD:
-  case FU_OP_MAXIMUM:
-  case FU_OP_BITWISE_OR: return LLVMBuildOr(B, a[0], a[1], "");
-  case FU_OP_MUL:
-  case FU_OP_MINIMUM:
-  case FU_OP_BITWISE_AND: return LLVMBuildAnd(B, a[0], a[1], "");
-  case FU_OP_SUB:
-  case FU_OP_BITWISE_XOR: return LLVMBuildXor(B, a[0], a[1], "");
-  case FU_OP_CLAMP: {
-    LLVMValueRef lo = LLVMBuildOr(B, a[0], a[1], "");
-    return LLVMBuildAnd(B, lo, a[2], "");
+  switch (fu_op_bool_form(op)) {
+  case FU_BOOL_IDENTITY: return a[0];
+  case FU_BOOL_NOT: return LLVMBuildNot(B, a[0], "");
+  case FU_BOOL_OR: return LLVMBuildOr(B, a[0], a[1], "");
+  case FU_BOOL_AND: return LLVMBuildAnd(B, a[0], a[1], "");
+  case FU_BOOL_XOR: return LLVMBuildXor(B, a[0], a[1], "");
+  case FU_BOOL_CLAMP: return LLVMBuildAnd(B, LLVMBuildOr(B, a[0], a[1], ""), a[2], "");
+  case FU_BOOL_FALSE: return LLVMConstNull(x->T);
+  case FU_BOOL_AND_NOT: return LLVMBuildAnd(B, a[0], LLVMBuildNot(B, a[1], ""), "");
+  case FU_BOOL_NONE: return NULL;
   }
-  default: return NULL;
-  }
+  return NULL;
 }
 
 LLVMValueRef bk_math(bk_module *m, fu_op_kind op, fu_dtype result, const fu_dtype *at, LLVMValueRef *av,

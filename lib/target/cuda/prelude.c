@@ -1,0 +1,89 @@
+/* fuser cuda target: the helpers a module's CUDA C calls.
+ *
+ * What CUDA C has no single function for, with the LLVM path's semantics,
+ * written once at the top of the module and only when a kernel uses it, so
+ * the kernels read as one statement per kernel-IR instruction.  The 16-bit
+ * float types come from CUDA's own headers (cuda_fp16.h, cuda_bf16.h). */
+#include "internal.h"
+
+static const char vec_text[] =
+    "// N consecutive elements as one aligned access (ld/st .v2, .v4 or one wider scalar)\n"
+    "template <typename T, int N> struct __align__(sizeof(T) * N) fu_vec { T e[N]; };\n";
+
+static const char maxmin_text[] =
+    "// maximum and minimum that propagate NaN (fmaxf and fminf return the other operand)\n"
+    "__device__ __forceinline__ float fu_maximum(float a, float b) { return isnan(a) || isnan(b) ? a + b : fmaxf(a, b); }\n"
+    "__device__ __forceinline__ float fu_minimum(float a, float b) { return isnan(a) || isnan(b) ? a + b : fminf(a, b); }\n"
+    "__device__ __forceinline__ double fu_maximum(double a, double b) { return isnan(a) || isnan(b) ? a + b : fmax(a, b); }\n"
+    "__device__ __forceinline__ double fu_minimum(double a, double b) { return isnan(a) || isnan(b) ? a + b : fmin(a, b); }\n";
+
+static const char rem_f_text[] =
+    "// remainder with the divisor's sign (Python's %)\n"
+    "__device__ __forceinline__ float fu_remainder(float a, float b) {\n"
+    "  float r = fmodf(a, b);\n"
+    "  return (r < 0.0f || r > 0.0f) && (r < 0.0f) != (b < 0.0f) ? r + b : r;\n"
+    "}\n"
+    "__device__ __forceinline__ double fu_remainder(double a, double b) {\n"
+    "  double r = fmod(a, b);\n"
+    "  return (r < 0.0 || r > 0.0) && (r < 0.0) != (b < 0.0) ? r + b : r;\n"
+    "}\n";
+
+static const char rem_i_text[] =
+    "// remainder with the divisor's sign (Python's %)\n"
+    "__device__ __forceinline__ int fu_remainder(int a, int b) { int r = a % b; return r != 0 && (r ^ b) < 0 ? r + b : r; }\n"
+    "__device__ __forceinline__ long long fu_remainder(long long a, long long b) {\n"
+    "  long long r = a % b;\n"
+    "  return r != 0 && (r ^ b) < 0 ? r + b : r;\n"
+    "}\n";
+
+static const char ipow_text[] =
+    "// integer power by squaring, wrapping; a negative exponent gives 1/b^-e truncated (1, -1 or 0)\n"
+    "template <typename T, typename U> __device__ __forceinline__ T fu_ipow_wrap(T b, T e) {\n"
+    "  if (e < 0) return b == 1 ? 1 : b == -1 ? ((e & 1) ? -1 : 1) : 0;\n"
+    "  U r = 1, x = (U)b;\n"
+    "  for (; e != 0; e >>= 1) {\n"
+    "    if (e & 1) r *= x;\n"
+    "    x *= x;\n"
+    "  }\n"
+    "  return (T)r;\n"
+    "}\n"
+    "__device__ __forceinline__ int fu_ipow(int b, int e) { return fu_ipow_wrap<int, unsigned>(b, e); }\n"
+    "__device__ __forceinline__ long long fu_ipow(long long b, long long e) {\n"
+    "  return fu_ipow_wrap<long long, unsigned long long>(b, e);\n"
+    "}\n";
+
+static const char lerp_text[] =
+    "// PyTorch's lerp: exact at both ends and monotonic\n"
+    "__device__ __forceinline__ float fu_lerp(float a, float b, float w) {\n"
+    "  float d = b - a;\n"
+    "  return fabsf(w) < 0.5f ? a + w * d : b - d * (1.0f - w);\n"
+    "}\n"
+    "__device__ __forceinline__ double fu_lerp(double a, double b, double w) {\n"
+    "  double d = b - a;\n"
+    "  return fabs(w) < 0.5 ? a + w * d : b - d * (1.0 - w);\n"
+    "}\n";
+
+static const char clamp_text[] =
+    "// clamp that propagates NaN in x (a NaN bound is ignored, as in PyTorch's kernels)\n"
+    "template <typename T> __device__ __forceinline__ T fu_clamp(T x, T lo, T hi) {\n"
+    "  T y = x < lo ? lo : x;\n"
+    "  return y > hi ? hi : y;\n"
+    "}\n";
+
+void cu_prelude_write(fu_strbuf *out, unsigned used) {
+  if (used & CU_H_FP16) fu_strbuf_puts(out, "#include <cuda_fp16.h>\n");
+  if (used & CU_H_BF16) fu_strbuf_puts(out, "#include <cuda_bf16.h>\n");
+  if (used & (CU_H_FP16 | CU_H_BF16)) fu_strbuf_putc(out, '\n');
+  static const struct {
+    unsigned bit;
+    const char *text;
+  } parts[] = {
+      {CU_H_VEC, vec_text},   {CU_H_MAXMIN, maxmin_text}, {CU_H_REM_F, rem_f_text}, {CU_H_REM_I, rem_i_text},
+      {CU_H_IPOW, ipow_text}, {CU_H_LERP, lerp_text},     {CU_H_CLAMP, clamp_text},
+  };
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    if (used & parts[i].bit) {
+      fu_strbuf_puts(out, parts[i].text);
+      fu_strbuf_putc(out, '\n');
+    }
+}
