@@ -1208,6 +1208,15 @@ static bool output_coords(fu_igraph *g) {
       return false;
     }
     if (g->coords[l]) continue;
+    /* of the reference's shape: its coordinates as they are (the linear
+     * index re-read is the same point, but under a guarded split, rx + rs *
+     * 2 < 5 unproven, (i * 5 + r) / 5 does not simplify to i, and a
+     * persistent kernel's memoized reduction results, kept at i, would not
+     * be found through a broadcast of them) */
+    if (same_dims(&o->type, &ref->type)) {
+      g->coords[l] = g->coords[local_of(g, ref)];
+      continue;
+    }
     int32_t all_r[FU_MAX_RANK], all_o[FU_MAX_RANK];
     for (int32_t d = 0; d < ref->type.rank; d++) all_r[d] = d;
     for (int32_t d = 0; d < o->type.rank; d++) all_o[d] = d;

@@ -847,6 +847,23 @@ static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
   L->b = outer;
 }
 
+/* By value id: whether the value reads a reduction's result in the
+ * segment (a persistent segment's later pass reduces such values: their
+ * first element is not known before the pass, so they keep shift 0);
+ * NULL when out of memory. */
+static bool *reduction_readers(rl *L, uint32_t *n) {
+  *n = L->f->next_value_id ? L->f->next_value_id : 1;
+  bool *r = fu_mem_calloc(&L->m->alloc, *n, sizeof *r);
+  const fu_block *body = L->seg->u.segment.body;
+  for (const fu_op *op = body && r ? body->first : NULL; op; op = op->next) {
+    bool dep = fu_op_has(op->kind, FU_OF_REDUCTION);
+    for (uint32_t i = 0; i < op->n_operands && !dep; i++) dep = op->operands[i]->id < *n && r[op->operands[i]->id];
+    for (uint32_t k = 0; k < op->n_results; k++)
+      if (op->results[k]->id < *n) r[op->results[k]->id] = dep;
+  }
+  return r;
+}
+
 /* Welford ops accumulate x - shift, the shift being the first element of
  * the output's reduced slice (every thread of the slice loads it): the
  * running means then stay near 0 and keep their precision for inputs
@@ -892,6 +909,9 @@ static void welford_shifts(rl *L) {
     fu_kval *p = ek && zk ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LT, FU_DT_BOOL, zk, ek)) : NULL;
     cond = cond && p ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, p)) : p;
   }
+  uint32_t n_ids = 0;
+  bool *after = reduction_readers(L, &n_ids);
+  if (!after) chk(L, NULL);
   for (uint32_t lane = 0; lane < L->n_lanes && !L->failed; lane++) {
     uint32_t lmark = fu_lix_mark(&L->lix);
     fu_kval *c = cond;
@@ -905,7 +925,8 @@ static void welford_shifts(rl *L) {
     fu_kbuilder saved = open_if(L, c);
     for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
       const fu_value *x = op_of(L, j)->operands[0];
-      fu_kval *v = L->shift[j] ? cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), L->shift[j]->dtype) : NULL;
+      bool known = x->id < n_ids && !after[x->id];
+      fu_kval *v = L->shift[j] && known ? cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), L->shift[j]->dtype) : NULL;
       /* an infinite or NaN first element would make every x - shift NaN: shift 0 */
       fu_kval *fin = v ? chk(L, fu_kb_math(&L->b, NULL, FU_OP_ISFINITE, FU_DT_BOOL, &v, 1)) : NULL;
       fu_kval *z = fin ? chk(L, fu_kb_const_f(&L->b, NULL, v->dtype, 0.0)) : NULL;
@@ -916,6 +937,7 @@ static void welford_shifts(rl *L) {
     L->b = saved;
     fu_lix_pop(&L->lix, lmark);
   }
+  if (after) fu_mem_free(&L->m->alloc, after, n_ids * sizeof *after);
   memo_clear(L);
   fu_lix_pop(&L->lix, mark);
 }

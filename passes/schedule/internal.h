@@ -2,6 +2,8 @@
 #ifndef FUSER_PASSES_SCHEDULE_INTERNAL_H
 #define FUSER_PASSES_SCHEDULE_INTERNAL_H
 
+#include <stdio.h>
+
 #include "fuser/example_sizes.h"
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
@@ -20,5 +22,15 @@ void fu_schedule_exact_tails(fu_igraph *g, fu_schedule *s);
  * coordinates the lane analysis cannot see through: then no vectors
  * (passes/schedule/resize.c). */
 bool fu_schedule_resize_scalar(const fu_op *seg);
+
+/* A scheduler whose vectors are at most `cap` elements wide; *vw_used: the
+ * width it chose (1: scalar). */
+typedef fu_status (*fu_schedule_width_fn)(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
+                                          FILE *debug, int64_t cap, int64_t *vw_used, fu_schedule **out);
+
+/* build's schedule, rebuilt with half the vector width while the schedule
+ * verifier refuses it (passes/schedule/narrow.c). */
+fu_status fu_schedule_narrowed(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                               fu_schedule_width_fn build, fu_schedule **out);
 
 #endif

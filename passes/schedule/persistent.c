@@ -11,7 +11,8 @@
  * dividing N):
  *   - up to 128 vectors: a group of 2..32 threads of one warp per row
  *     (about 4 vectors each), 256 / group rows per block, shuffles only
- *     (reduce=warp);
+ *     (reduce=warp); with few rows, no more rows per block than there are
+ *     and a group widened until the block is whole warps;
  *   - longer: 64..1024 threads per row (about 4 vectors each), shuffles
  *     then shared memory across the warps (reduce=block), 256 threads per
  *     block at least (several rows per block below 256 threads per row);
@@ -35,6 +36,7 @@
 
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
+#include "internal.h"
 
 enum {
   MAX_AXES = 32,
@@ -194,8 +196,10 @@ static const fu_op *first_reduction(const fu_op *seg) {
   return NULL;
 }
 
-fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
-                                 fu_schedule **out) {
+/* The schedule with vectors of at most `cap` elements; *vw_out: the width
+ * it chose. */
+static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug, int64_t cap,
+                       int64_t *vw_out, fu_schedule **out) {
   *out = NULL;
   const char *sname = seg->u.segment.name ? seg->u.segment.name : "?";
   const fu_op *red = first_reduction(seg);
@@ -238,7 +242,9 @@ fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev,
    * constant row (a symbolic row, or bool tensors: scalar) */
   int64_t vw = widest && row_const ? (int64_t)(16 / widest) : 1;
   if (vw > 8) vw = 8;
+  if (vw > cap) vw = cap;
   while (vw > 1 && n % vw != 0) vw /= 2;
+  *vw_out = vw;
   double vecs = row / (double)vw;
   bool warp = vecs <= WARP_VECS;
   int64_t tx = pow2_ceil(vecs / VECS_PER_THREAD);
@@ -247,6 +253,19 @@ fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev,
   if (!warp && tx < 64) tx = 64;
   if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
   int64_t ty = tx < 256 ? 256 / tx : 1;
+  /* the kept rows, when constant (none kept: one row) */
+  int64_t m = 1;
+  bool kept_const = true;
+  for (int32_t d = 0; d < first; d++) {
+    kept_const &= !ref->type.dims[d].sym;
+    m *= ref->type.dims[d].sym ? 1 : ref->type.dims[d].value;
+  }
+  /* few rows: no more rows per block than there are (to a power of two),
+   * and a short row's thread group widened until the block is whole warps
+   * (the reductions shuffle across full warps; the extra threads are the
+   * guarded tail of rx) */
+  if (kept_const && ty > pow2_ceil((double)m)) ty = pow2_ceil((double)m);
+  if (tx * ty < (int64_t)dev->warp_size) tx = (int64_t)dev->warp_size / ty;
   int64_t per = row_const ? ((int64_t)vecs + tx - 1) / tx : 0; /* vectors per thread */
   /* (an empty row has nothing to keep: reread, which loops 0 times) */
   bool regs = row_const && per >= 1 && per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= REG_BYTES;
@@ -264,12 +283,6 @@ fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev,
   if (vw > 1) split_in(&b, r, vw, true, "ro", "rv", &ro, &rv);
   split_in(&b, ro, tx, row_const && ((int64_t)vecs % tx == 0), "rs", "rx", &rs, &rx);
   if (i != UINT32_MAX && ty > 1) {
-    int64_t m = 1;
-    bool kept_const = true;
-    for (int32_t d = 0; d < first; d++) {
-      kept_const &= !ref->type.dims[d].sym;
-      m *= ref->type.dims[d].sym ? 1 : ref->type.dims[d].value;
-    }
     split_in(&b, i, ty, kept_const && m % ty == 0, "ib", "iy", &ib, &iy);
     bind(&b, ib, FU_PT_BLOCK_X);
     bind(&b, iy, FU_PT_THREAD_Y);
@@ -285,7 +298,9 @@ fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev,
   if (st == FU_OK && debug) {
     char vwhy[64], where[200];
     if (vw > 1) snprintf(vwhy, sizeof vwhy, "%lld-element vector loads", (long long)vw);
-    else snprintf(vwhy, sizeof vwhy, "scalar loads (%s)", row_const ? "no vector divides the row" : "symbolic row");
+    else
+      snprintf(vwhy, sizeof vwhy, "scalar loads (%s)",
+               !row_const ? "symbolic row" : cap < 8 ? "wider vectors do not fit every access" : "no vector divides the row");
     if (regs)
       snprintf(where, sizeof where, "the row stays in registers: %lld vector(s) per thread, %lld bytes of input",
                (long long)per, (long long)(per * vw * (int64_t)cached));
@@ -304,4 +319,12 @@ fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev,
             where, fu_dtype_name((*out)->index_dtype));
   }
   return st;
+}
+
+/* The persistent schedule with the widest vectors that verify: the width
+ * above judges the row length and the dtypes only (a permuted input can
+ * make a vector cross a dim boundary; passes/schedule/narrow.c). */
+fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                                 fu_schedule **out) {
+  return fu_schedule_narrowed(f, seg, dev, diag, debug, build, out);
 }

@@ -31,6 +31,7 @@
 
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
+#include "internal.h"
 
 /* SMEM_BUDGET: the bytes of shared slots a block's combines may take
  * (static shared memory stops at 48 KB a block); ROW_BYTES: the bytes a
@@ -546,31 +547,9 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   return st;
 }
 
-static void quiet_handler(void *user, const fu_diagnostic *d) {
-  (void)user;
-  (void)d;
-}
-
-/* vector_width judges the row length and the dtypes only, not every
- * access: an input with permuted or non-contiguous strides, a broadcast
- * operand or an output wider than the inputs can make a vector access
- * illegal.  The schedule verifier knows (it is what rejects it), so a
- * schedule it refuses is rebuilt with half the width, down to scalar
- * loads, which always verify. */
+/* The reduction schedule with the widest vectors that verify
+ * (passes/schedule/narrow.c says why that is a retry). */
 fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
                                      FILE *debug, fu_schedule **out) {
-  int64_t cap = 8;
-  for (;;) {
-    int64_t vw = 1;
-    fu_status st = build_schedule(f, seg, dev, diag, debug, cap, &vw, out);
-    if (st != FU_OK || !*out || vw <= 1) return st;
-    fu_diag_engine quiet;
-    fu_diag_init(&quiet, f->module->alloc);
-    quiet.handler = quiet_handler;
-    if (fu_schedule_verify(f, seg, *out, &quiet) == FU_OK) return FU_OK;
-    if (debug)
-      fprintf(debug, "schedule: @%s: %lld-element vectors do not fit every access: narrowed to %lld\n",
-              seg->u.segment.name ? seg->u.segment.name : "?", (long long)vw, (long long)(vw / 2));
-    cap = vw / 2;
-  }
+  return fu_schedule_narrowed(f, seg, dev, diag, debug, build_schedule, out);
 }
