@@ -78,7 +78,8 @@ def stage_of(build, path, work):
     rc, _, err = run([opt, "--pass=all", "--emit=ptx", fir, "-o", ptx])
     views_only = rc and "nothing to emit" in err and "segment @" not in lowered  # no kernel needed
     if rc and not views_only:
-        kinds = sorted(set(re.findall(r"kind (\w+) cannot be compiled yet", err)))
+        # a segment its kind's scheduler does not take yet (fu_segment_no_kernel_reason)
+        kinds = sorted(set(re.findall(r"\(kind (\w+)\) has no kernel: (?:its kind cannot be compiled yet|it has no schedule)", err)))
         if kinds:
             return "partial", "segments of kind %s have no kernel yet" % ", ".join(kinds)
         return "emit-error", first_error(err)

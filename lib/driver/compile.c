@@ -168,6 +168,7 @@ void fu_compiler_timing_report(const fu_compiler *c, fu_strbuf *out) {
 
 const char *fu_segment_no_kernel_reason(const fu_op *seg) {
   if (!fu_lower_entry(seg->u.segment.kind)) return "its kind cannot be compiled yet";
-  if (!seg->u.segment.schedule) return "no 'schedule' pass ran over it";
+  if (!seg->u.segment.schedule)
+    return "it has no schedule (its scheduler does not take it yet, --debug=schedule says why, or no 'schedule' pass ran)";
   return "no 'lower' pass ran over it";
 }
