@@ -180,22 +180,16 @@ static const char *no_vector_why(const fu_value *ref, int32_t lo, int32_t hi, bo
                : "the row length is not a multiple of 2 elements, or an input is bool";
 }
 
-/* The largest power of two at most x (1 when x < 2). */
-static int64_t pow2_at_most(double x) {
-  int64_t p = 1;
-  while ((double)(p * 2) <= x && p < (1 << 20)) p *= 2;
-  return p;
-}
-
 /* When `groups` blocks (rows, or column blocks) of `threads` cannot fill
  * the device (fewer than half of SMs x blocks per SM) and each thread has
  * at least 4 unrolled iterations (`*per`, of serial axis *rs), splits *rs
- * over blockIdx.y: each block a contiguous chunk of iterations, the
- * largest power of two (at least the unroll) that still gives two waves,
- * 2 x SMs x blocks per SM blocks or more in all, so that no SM idles while
- * another runs its last block (one wave of equal blocks leaves some SMs a
- * block short); the blocks' partials are combined through a workspace
- * (reduce=grid).
+ * over blockIdx.y: each block a contiguous chunk of iterations, a power of
+ * two (at least the unroll) giving about one wave, SMs x blocks per SM
+ * blocks in all; the blocks' partials are combined through a workspace
+ * (reduce=grid).  Two waves or more (four times the blocks) measured
+ * slower on the H100: [262144,64].sum(0) took 72 us with 2048 blocks
+ * against 40 us with 512, the last block's combine growing with the
+ * partials (docs/performance.md).
  * Updates *rs and *per to the chunk and says why in `why`.  var/var_mean
  * split the same way: their Welford states go through the workspace. */
 static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double groups, const char *gname,
@@ -203,7 +197,7 @@ static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double 
                        size_t cap) {
   double want = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
   if (groups >= want / 2 || *per < 4.0 * (double)unroll) return false;
-  int64_t chunk = pow2_at_most(*per / ceil(2 * want / groups));
+  int64_t chunk = pow2_at_least(*per / ceil(want / groups));
   if (chunk < unroll) chunk = unroll;
   double blocks = groups * ceil(*per / (double)chunk);
   uint32_t ry, rss;
