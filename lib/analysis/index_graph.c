@@ -1176,6 +1176,31 @@ static bool build_coords(fu_igraph *g) {
   return !g->nomem;
 }
 
+static bool is_one(fu_extent e) { return !e.sym && e.value == 1; }
+
+/* Output o (local l) given the reference's coordinates when both shapes
+ * are the same dims in order once their constant extent-1 dims are
+ * dropped (0 on o's); false otherwise, or out of memory (g->nomem). */
+static bool same_but_ones(fu_igraph *g, const fu_value *o, int32_t l) {
+  const fu_value *ref = g->s->reference;
+  const fu_ix *const *rc = g->coords[local_of(g, ref)];
+  int32_t pair[FU_MAX_RANK], rd = 0;
+  for (int32_t d = 0; d < o->type.rank; d++) {
+    pair[d] = -1;
+    if (is_one(o->type.dims[d])) continue;
+    while (rd < ref->type.rank && is_one(ref->type.dims[rd])) rd++;
+    if (rd == ref->type.rank || !fu_extent_equal(o->type.dims[d], ref->type.dims[rd])) return false;
+    pair[d] = rd++;
+  }
+  while (rd < ref->type.rank && is_one(ref->type.dims[rd])) rd++;
+  if (rd != ref->type.rank || !rc) return false;
+  const fu_ix **c = new_tuple(g, (uint32_t)o->type.rank);
+  if (!c) return false;
+  for (int32_t d = 0; d < o->type.rank; d++) c[d] = pair[d] < 0 ? fu_ix_const(g->ix, 0) : rc[pair[d]];
+  g->coords[l] = (const fu_ix **)intern_tuple(g, c, (uint32_t)o->type.rank);
+  return g->coords[l] != NULL;
+}
+
 /* Every output of the segment gets coordinates: those of the walk, or, for
  * one with no path to the reference, the reference's linear index
  * re-read in the output's shape (same element count required). */
@@ -1208,15 +1233,12 @@ static bool output_coords(fu_igraph *g) {
       return false;
     }
     if (g->coords[l]) continue;
-    /* of the reference's shape: its coordinates as they are (the linear
-     * index re-read is the same point, but under a guarded split, rx + rs *
-     * 2 < 5 unproven, (i * 5 + r) / 5 does not simplify to i, and a
-     * persistent kernel's memoized reduction results, kept at i, would not
-     * be found through a broadcast of them) */
-    if (same_dims(&o->type, &ref->type)) {
-      g->coords[l] = g->coords[local_of(g, ref)];
-      continue;
-    }
+    /* of the reference's shape up to extent-1 dims: its coordinates as
+     * they are, 0 on the 1s (the linear index re-read is the same point,
+     * but under a guarded split, rx + rs * 2 < 5 unproven, (i * 5 + r) / 5
+     * does not simplify to i, and a persistent kernel's memoized reduction
+     * results, kept at i, would not be found through a broadcast of them) */
+    if (same_but_ones(g, o, l)) continue;
     int32_t all_r[FU_MAX_RANK], all_o[FU_MAX_RANK];
     for (int32_t d = 0; d < ref->type.rank; d++) all_r[d] = d;
     for (int32_t d = 0; d < o->type.rank; d++) all_o[d] = d;
