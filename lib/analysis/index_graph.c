@@ -965,8 +965,9 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
 }
 
 /* The result's coordinates from the (already known) coordinates of op's
- * tensor operands; NULL when some result dim is not determined. */
-static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
+ * tensor operands, operand local `from` (the value the walk came from)
+ * first; NULL when some result dim is not determined. */
+static const fu_ix **forward_map(fu_igraph *g, const fu_op *op, int32_t from) {
   if (op->n_results == 0 || !op_dims_in_range(op)) return NULL;
   const fu_value *r = op->results[0];
   int32_t rr = r->type.rank;
@@ -977,10 +978,15 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
     /* an operand with no broadcast dim gives every coordinate: a broadcast
      * operand may have been reached in another frame (its one tuple
      * serves a permuted use too), and mixing its coordinates with a full
-     * operand's would write one result element many times */
-    for (uint32_t i = 0; i < op->n_operands; i++) {
-      const fu_value *x = op->operands[i];
-      int32_t l = local_of(g, x);
+     * operand's would write one result element many times); the walk's
+     * own operand first: another may have been reached through a resize's
+     * back map, shifted (pad %x then gt %x, %pad reads %x at two places) */
+    for (uint32_t k = 0; k <= op->n_operands; k++) {
+      /* k = 0: the walk's own operand; then every operand in order */
+      const fu_value *x = k ? op->operands[k - 1] : NULL;
+      for (uint32_t i = 0; !k && i < op->n_operands && !x; i++)
+        if (local_of(g, op->operands[i]) == from) x = op->operands[i];
+      int32_t l = x ? local_of(g, x) : -1;
       if (l < 0 || !g->coords[l] || x->type.rank != rr) continue;
       bool full = true;
       for (int32_t d = 0; d < rr && full; d++)
@@ -1128,7 +1134,7 @@ static void walk_coords(fu_igraph *g, fu_block *body, const fu_op **users, const
       if (u > first[l] && users[u - 1] == op) continue; /* an op using v twice */
       if (!op->n_results || !fu_type_is_tensor(&op->results[0]->type)) continue;
       int32_t rl = local_of(g, op->results[0]);
-      if (rl >= 0 && !g->coords[rl]) set_coords(g, rl, forward_map(g, op), queue, qn);
+      if (rl >= 0 && !g->coords[rl]) set_coords(g, rl, forward_map(g, op, (int32_t)l), queue, qn);
       /* var_mean's mean sits where its variance does */
       for (uint32_t k = 1; k < op->n_results && rl >= 0 && g->coords[rl] && is_reduce_class(op); k++)
         set_coords(g, local_of(g, op->results[k]), (const fu_ix **)g->coords[rl], queue, qn);
