@@ -965,8 +965,9 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
 }
 
 /* The result's coordinates from the (already known) coordinates of op's
- * tensor operands; NULL when some result dim is not determined. */
-static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
+ * tensor operands, operand local `from` (the value the walk came from)
+ * first; NULL when some result dim is not determined. */
+static const fu_ix **forward_map(fu_igraph *g, const fu_op *op, int32_t from) {
   if (op->n_results == 0 || !op_dims_in_range(op)) return NULL;
   const fu_value *r = op->results[0];
   int32_t rr = r->type.rank;
@@ -977,10 +978,15 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op) {
     /* an operand with no broadcast dim gives every coordinate: a broadcast
      * operand may have been reached in another frame (its one tuple
      * serves a permuted use too), and mixing its coordinates with a full
-     * operand's would write one result element many times */
-    for (uint32_t i = 0; i < op->n_operands; i++) {
-      const fu_value *x = op->operands[i];
-      int32_t l = local_of(g, x);
+     * operand's would write one result element many times); the walk's
+     * own operand first: another may have been reached through a resize's
+     * back map, shifted (pad %x then gt %x, %pad reads %x at two places) */
+    for (uint32_t k = 0; k <= op->n_operands; k++) {
+      /* k = 0: the walk's own operand; then every operand in order */
+      const fu_value *x = k ? op->operands[k - 1] : NULL;
+      for (uint32_t i = 0; !k && i < op->n_operands && !x; i++)
+        if (local_of(g, op->operands[i]) == from) x = op->operands[i];
+      int32_t l = x ? local_of(g, x) : -1;
       if (l < 0 || !g->coords[l] || x->type.rank != rr) continue;
       bool full = true;
       for (int32_t d = 0; d < rr && full; d++)
@@ -1128,7 +1134,7 @@ static void walk_coords(fu_igraph *g, fu_block *body, const fu_op **users, const
       if (u > first[l] && users[u - 1] == op) continue; /* an op using v twice */
       if (!op->n_results || !fu_type_is_tensor(&op->results[0]->type)) continue;
       int32_t rl = local_of(g, op->results[0]);
-      if (rl >= 0 && !g->coords[rl]) set_coords(g, rl, forward_map(g, op), queue, qn);
+      if (rl >= 0 && !g->coords[rl]) set_coords(g, rl, forward_map(g, op, (int32_t)l), queue, qn);
       /* var_mean's mean sits where its variance does */
       for (uint32_t k = 1; k < op->n_results && rl >= 0 && g->coords[rl] && is_reduce_class(op); k++)
         set_coords(g, local_of(g, op->results[k]), (const fu_ix **)g->coords[rl], queue, qn);
@@ -1176,6 +1182,31 @@ static bool build_coords(fu_igraph *g) {
   return !g->nomem;
 }
 
+static bool is_one(fu_extent e) { return !e.sym && e.value == 1; }
+
+/* Output o (local l) given the reference's coordinates when both shapes
+ * are the same dims in order once their constant extent-1 dims are
+ * dropped (0 on o's); false otherwise, or out of memory (g->nomem). */
+static bool same_but_ones(fu_igraph *g, const fu_value *o, int32_t l) {
+  const fu_value *ref = g->s->reference;
+  const fu_ix *const *rc = g->coords[local_of(g, ref)];
+  int32_t pair[FU_MAX_RANK], rd = 0;
+  for (int32_t d = 0; d < o->type.rank; d++) {
+    pair[d] = -1;
+    if (is_one(o->type.dims[d])) continue;
+    while (rd < ref->type.rank && is_one(ref->type.dims[rd])) rd++;
+    if (rd == ref->type.rank || !fu_extent_equal(o->type.dims[d], ref->type.dims[rd])) return false;
+    pair[d] = rd++;
+  }
+  while (rd < ref->type.rank && is_one(ref->type.dims[rd])) rd++;
+  if (rd != ref->type.rank || !rc) return false;
+  const fu_ix **c = new_tuple(g, (uint32_t)o->type.rank);
+  if (!c) return false;
+  for (int32_t d = 0; d < o->type.rank; d++) c[d] = pair[d] < 0 ? fu_ix_const(g->ix, 0) : rc[pair[d]];
+  g->coords[l] = (const fu_ix **)intern_tuple(g, c, (uint32_t)o->type.rank);
+  return g->coords[l] != NULL;
+}
+
 /* Every output of the segment gets coordinates: those of the walk, or, for
  * one with no path to the reference, the reference's linear index
  * re-read in the output's shape (same element count required). */
@@ -1208,15 +1239,12 @@ static bool output_coords(fu_igraph *g) {
       return false;
     }
     if (g->coords[l]) continue;
-    /* of the reference's shape: its coordinates as they are (the linear
-     * index re-read is the same point, but under a guarded split, rx + rs *
-     * 2 < 5 unproven, (i * 5 + r) / 5 does not simplify to i, and a
-     * persistent kernel's memoized reduction results, kept at i, would not
-     * be found through a broadcast of them) */
-    if (same_dims(&o->type, &ref->type)) {
-      g->coords[l] = g->coords[local_of(g, ref)];
-      continue;
-    }
+    /* of the reference's shape up to extent-1 dims: its coordinates as
+     * they are, 0 on the 1s (the linear index re-read is the same point,
+     * but under a guarded split, rx + rs * 2 < 5 unproven, (i * 5 + r) / 5
+     * does not simplify to i, and a persistent kernel's memoized reduction
+     * results, kept at i, would not be found through a broadcast of them) */
+    if (same_but_ones(g, o, l)) continue;
     int32_t all_r[FU_MAX_RANK], all_o[FU_MAX_RANK];
     for (int32_t d = 0; d < ref->type.rank; d++) all_r[d] = d;
     for (int32_t d = 0; d < o->type.rank; d++) all_o[d] = d;

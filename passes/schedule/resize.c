@@ -97,20 +97,19 @@ static fu_status one_d(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
   s->index_dtype = fu_igraph_index_dtype(g);
   *usable = true;
   *lanewise = fu_igraph_resize_lanewise(g);
-  uint32_t n_acc = fu_igraph_num_accesses(g), n_t = 0;
+  uint32_t n_acc = fu_igraph_num_accesses(g);
   s->tensors = fu_arena_calloc(m->arena, n_acc ? n_acc : 1, sizeof *s->tensors);
   if (!s->tensors) st = FU_ERR_NOMEM;
+  s->n_tensors = 0; /* counted as listed: fu_schedule_tensor sees a value listed once */
   for (uint32_t i = 0; st == FU_OK && V > 1 && i < n_acc; i++) {
     const fu_iaccess *a = fu_igraph_access(g, i);
     if (a->mode != FU_AM_LANES || (!a->is_store && fu_igraph_names_lanewise(g, a->offset))) continue;
     if (a->is_store) *usable = false;
     /* a tensor read on several paths has several accesses: list it once */
-    if (!fu_schedule_tensor(s, a->value)) {
-      s->tensors[n_t++] = (fu_stensor){(fu_value *)a->value, FU_MEM_GLOBAL, -1, FU_ACCESS_SCALAR, fu_loc_none()};
-      s->n_tensors = n_t;
-    }
+    if (!fu_schedule_tensor(s, a->value))
+      s->tensors[s->n_tensors++] =
+          (fu_stensor){(fu_value *)a->value, FU_MEM_GLOBAL, -1, FU_ACCESS_SCALAR, fu_loc_none()};
   }
-  s->n_tensors = n_t;
   fu_igraph_free(g);
   *out = s;
   return st;
