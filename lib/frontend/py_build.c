@@ -1309,6 +1309,7 @@ static solved solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t 
   if (xovf && !has_zero(&b->syms, x->type.dims, (uint32_t)x->type.rank)) return OPERAND_OVERFLOWS;
   if (xovf) xc = 0;
   uint32_t extra_result_syms = 0;
+  const char *extra = NULL;
   for (uint32_t j = 0; j < rank; j++) {
     fu_extent e = fu_py_symtab_canon(&b->syms, shape[j]);
     shape[j] = e;
@@ -1321,10 +1322,12 @@ static solved solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t 
     }
     uint32_t k = 0;
     while (k < nxs && (used[k] || xs[k] != e.sym)) k++;
-    if (k < nxs)
+    if (k < nxs) {
       used[k] = true;
-    else
+    } else {
       extra_result_syms++;
+      extra = e.sym;
+    }
   }
   if (rovf && !has_zero(&b->syms, shape, rank)) return SHAPE_OVERFLOWS;
   if (rovf) rc = 0;
@@ -1335,6 +1338,15 @@ static solved solve_reshape(builder *b, fu_value *x, fu_extent *shape, uint32_t 
       left = xs[k];
       n_left++;
     }
+  /* [a, b] -> [a, a]: the element counts agree only if the one symbol
+   * left on each side is the same extent */
+  if (extra_result_syms == 1 && n_left == 1 && infer < 0 && xc == rc && xc != 0) {
+    fu_extent l = {0, left}, r = {0, extra};
+    fu_py_symtab_unify(&b->syms, l, r);
+    fu_py_symtab_canon_type(&b->syms, &x->type);
+    for (uint32_t j = 0; j < rank; j++) shape[j] = fu_py_symtab_canon(&b->syms, shape[j]);
+    return SOLVED;
+  }
   if (extra_result_syms) return OPEN;
   if (infer >= 0) {
     if (n_left == 0) {

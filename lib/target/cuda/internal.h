@@ -33,6 +33,7 @@ typedef enum cu_helper {
   CU_H_IPOW = 1u << 6,      /* fu_ipow */
   CU_H_LERP = 1u << 7,      /* fu_lerp */
   CU_H_CLAMP = 1u << 8,     /* fu_clamp */
+  CU_H_INT_BITS = 1u << 9,  /* fu_gcd, fu_shl, fu_shr on ints */
 } cu_helper;
 
 /* Writes the includes and helper definitions of `used` (a cu_helper mask). */

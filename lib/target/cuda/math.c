@@ -75,6 +75,13 @@ static bool float_op(mx *x, fu_op_kind op, uint32_t n) {
   const char *a = x->a[0];
   switch (op) {
   case FU_OP_ROUND: math_call(x, "rint", 1); return true; /* half to even, as torch.round */
+  case FU_OP_ERFINV: math_call(x, "erfinv", 1); return true;
+  case FU_OP_ERFCINV: math_call(x, "erfcinv", 1); return true;
+  case FU_OP_FRAC: /* torch.frac: x - trunc(x) */
+    fu_strbuf_printf(x->e, "%s - ", a);
+    math_call(x, "trunc", 1);
+    x->safe = false;
+    return true;
   case FU_OP_RSQRT: math_call(x, "rsqrt", 1); return true;
   case FU_OP_SQRT:
     fu_strbuf_printf(x->e, "%s(%s)", x->C == FU_DT_F32 ? "__fsqrt_rn" : "__dsqrt_rn", a);
@@ -158,6 +165,16 @@ static bool int_op(mx *x, fu_op_kind op) {
   case FU_OP_BITWISE_OR: binop(x, "|"); return true;
   case FU_OP_BITWISE_XOR: binop(x, "^"); return true;
   case FU_OP_CLAMP: helper_call(x, "fu_clamp", 3, CU_H_CLAMP); return true;
+  case FU_OP_FRAC: fu_strbuf_printf(x->e, "%s - %s", a, a); return true; /* 0, the operand kept in use */
+  case FU_OP_GCD: helper_call(x, "fu_gcd", 2, CU_H_INT_BITS); return true;
+  case FU_OP_BITWISE_LEFT_SHIFT:
+  case FU_OP_BITWISE_RIGHT_SHIFT:
+    fu_strbuf_printf(x->e, "%s<%s, %s>", op == FU_OP_BITWISE_LEFT_SHIFT ? "fu_shl" : "fu_shr", i64 ? "long long" : "int",
+                     i64 ? "unsigned long long" : "unsigned");
+    x->kc->mod->helpers |= CU_H_INT_BITS;
+    fu_strbuf_printf(x->e, "(%s, %s)", a, b);
+    x->safe = true;
+    return true;
   default: return false;
   }
 }
@@ -193,6 +210,31 @@ static bool bool_result_op(mx *x, const fu_kinst *in) {
     fu_strbuf_printf(x->e, "%s %s ", operand(kc, 0, v[0], FU_DT_BOOL), op == FU_OP_LOGICAL_AND ? "&&" : "||");
     put(x, operand(kc, 1, v[1], FU_DT_BOOL));
     return true;
+  case FU_OP_ISREAL: /* every real dtype: true, the operand kept in use */
+    fu_strbuf_printf(x->e, "((void)%s, true)", cu_name(kc, v[0]));
+    x->safe = true;
+    return true;
+  case FU_OP_SIGNBIT:
+  case FU_OP_ISNEGINF:
+  case FU_OP_ISPOSINF: {
+    fu_dtype t = v[0]->dtype;
+    if (!fu_dtype_is_float(t)) {
+      /* an int's sign; a bool has none, and no int is infinite */
+      if (op == FU_OP_SIGNBIT && t != FU_DT_BOOL)
+        fu_strbuf_printf(x->e, "%s < 0", cu_name(kc, v[0]));
+      else
+        fu_strbuf_printf(x->e, "((void)%s, false)", cu_name(kc, v[0]));
+      return true;
+    }
+    const char *c = operand(kc, 0, v[0], cu_compute_dtype(t));
+    if (op == FU_OP_SIGNBIT) { /* the sign bit itself: -0.0 and -NaN count */
+      fu_strbuf_printf(x->e, "signbit(%s)", c);
+      x->safe = true;
+    } else {
+      fu_strbuf_printf(x->e, "%s == %sINFINITY", c, op == FU_OP_ISNEGINF ? "-" : "");
+    }
+    return true;
+  }
   case FU_OP_ISNAN:
   case FU_OP_ISINF:
   case FU_OP_ISFINITE: {

@@ -52,6 +52,29 @@ static const char ipow_text[] =
     "  return fu_ipow_wrap<long long, unsigned long long>(b, e);\n"
     "}\n";
 
+static const char int_bits_text[] =
+    "// gcd of magnitudes (gcd(0, 0) = 0), and shifts by PyTorch's rule: a count\n"
+    "// outside [0, bits) gives 0 (left) or the sign (right)\n"
+    "template <typename T, typename U> __device__ __forceinline__ T fu_gcd_of(T a, T b) {\n"
+    "  U x = a < 0 ? (U)0 - (U)a : (U)a, y = b < 0 ? (U)0 - (U)b : (U)b;\n"
+    "  while (y != 0) {\n"
+    "    U t = x % y;\n"
+    "    x = y;\n"
+    "    y = t;\n"
+    "  }\n"
+    "  return (T)x;\n"
+    "}\n"
+    "__device__ __forceinline__ int fu_gcd(int a, int b) { return fu_gcd_of<int, unsigned>(a, b); }\n"
+    "__device__ __forceinline__ long long fu_gcd(long long a, long long b) {\n"
+    "  return fu_gcd_of<long long, unsigned long long>(a, b);\n"
+    "}\n"
+    "template <typename T, typename U> __device__ __forceinline__ T fu_shl(T a, T n) {\n"
+    "  return (U)n >= 8 * sizeof(T) ? (T)0 : (T)((U)a << n);\n"
+    "}\n"
+    "template <typename T, typename U> __device__ __forceinline__ T fu_shr(T a, T n) {\n"
+    "  return (U)n >= 8 * sizeof(T) ? (a < 0 ? (T)-1 : (T)0) : (T)(a >> n);\n"
+    "}\n";
+
 static const char lerp_text[] =
     "// PyTorch's lerp: exact at both ends and monotonic\n"
     "__device__ __forceinline__ float fu_lerp(float a, float b, float w) {\n"
@@ -79,7 +102,7 @@ void cu_prelude_write(fu_strbuf *out, unsigned used) {
     const char *text;
   } parts[] = {
       {CU_H_VEC, vec_text},   {CU_H_MAXMIN, maxmin_text}, {CU_H_REM_F, rem_f_text}, {CU_H_REM_I, rem_i_text},
-      {CU_H_IPOW, ipow_text}, {CU_H_LERP, lerp_text},     {CU_H_CLAMP, clamp_text},
+      {CU_H_IPOW, ipow_text}, {CU_H_LERP, lerp_text},     {CU_H_CLAMP, clamp_text}, {CU_H_INT_BITS, int_bits_text},
   };
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (used & parts[i].bit) {
