@@ -17,12 +17,16 @@
 #                    NVF_CASES limits the cases (a comma list of prefixes)
 #   torch:GROUP      eager and torch.compile (PEERS/peer_targets.py, GROUP
 #                    reduction, persistent or movement) -> OUT/torch-GROUP.json
+#   files:DIR        eager, torch.compile (bench/torch_files.py) and nvFuser
+#                    (nvf_bench.py files) on the nvFuser definitions DIR/*.py
+#                    -> OUT/torch-files-<DIR's name>.json, OUT/nvf-files-<...>.json
 #   bench:DIR        bench/kernel_bench.py run BUILD DIR with every peer JSON
 #                    already in OUT -> OUT/bench-<DIR's name>.md
 #
 # Environment: BUILD, OUT, GPU_PRE (default .carry/gpu), PEERS (default
 # .carry/peers: peer_targets.py, nvf_torch.py, nvfuser/ with nvf.tar.xz from
-# ../shared/bench/nvfuser/fetch.sh), ITERS (default 100), WARMUP (10).
+# ../shared/bench/nvfuser/fetch.sh), ITERS (default 100), WARMUP (10),
+# CHECK (default 1; 0 times the bench cases without the interpreter's check).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(dirname "$here")
@@ -79,14 +83,29 @@ for step in "$@"; do
       (cd "$peers" && GROUP=$arg PYTHONUNBUFFERED=1 python3 peer_targets.py "$out/torch-$arg.json") ||
         step_failed "$step" $?
       ;;
+    files)
+      tag=$(basename "$arg")
+      cases=("$(cd "$arg" && pwd)"/*.py)
+      PYTHONUNBUFFERED=1 python3 "$here/torch_files.py" "$peers" "$out/torch-files-$tag.json" "${cases[@]}" ||
+        step_failed "$step" $?
+      if nvf_env; then
+        (cd "$peers/nvfuser" && PYTHONUNBUFFERED=1 python3 nvf_bench.py files "$out/nvf-files-$tag.json" "${cases[@]}") ||
+          step_failed "$step" $?
+      else
+        step_failed "$step" 1
+      fi
+      ;;
     bench)
       dir=${arg:-$src/.carry/kb}
       tag=$(basename "$dir")
       peer_args=()
-      for j in "$out"/torch-*.json "$out"/nvf.json; do
+      for j in "$out"/torch-*.json "$out"/nvf*.json; do
         [ -f "$j" ] && peer_args+=(--peers "$j")
       done
-      python3 "$here/kernel_bench.py" run "$build" "$dir" --iters "$iters" --warmup "$warmup" "${peer_args[@]}" |
+      check_args=()
+      [ "${CHECK:-1}" = 0 ] && check_args=(--no-check)
+      python3 "$here/kernel_bench.py" run "$build" "$dir" --iters "$iters" --warmup "$warmup" "${peer_args[@]}" \
+        "${check_args[@]}" |
         tee "$out/bench-$tag.md"
       rc=${PIPESTATUS[0]}
       [ "$rc" = 0 ] || step_failed "$step" "$rc"

@@ -1,7 +1,8 @@
 /* fuser: the canonicalize pass.
  *
  * Four rewrites, each exact for every input, in one forward walk per block
- * followed by one dead-code sweep:
+ * followed by one dead-code sweep (and, first, the one inexact rewrite,
+ * option `reciprocal`: canonicalize_reciprocal.c):
  *
  *  - fold:       an op whose operands are all literals and whose result is a
  *                scalar is replaced by a literal of its result dtype, computed
@@ -45,11 +46,17 @@
 #include "fuser/strbuf.h"
 #include "fuser/verify.h"
 
+#include "canonicalize_internal.h"
+
 static const fu_pass_option_def options[] = {
     {"fold", "fold ops whose operands are all literals into a literal (true|false)", "true"},
     {"identities", "apply algebraic identities exact for every input: x*1, x/1, int x+0, ... (true|false)", "true"},
     {"cse", "merge ops with equal kind, operands, attributes and result types (true|false)", "true"},
     {"dce", "remove ops whose results are unused (true|false)", "true"},
+    {"reciprocal",
+     "divide by a broadcast computed value (a row sum) by multiplying with its reciprocal, computed once: within 2 ulp "
+     "of the quotient (true|false)",
+     "true"},
     {NULL, NULL, NULL},
 };
 
@@ -68,7 +75,7 @@ typedef struct canon {
   fu_allocator alloc;
   FILE *dbg;          /* non-NULL with --debug=canonicalize */
   fu_diag_engine quiet; /* swallows diagnostics of speculative inference */
-  bool fold, ident, cse, dce;
+  bool fold, ident, cse, dce, reciprocal;
   uint32_t n_values;  /* value ids below this were present when the walk began */
   fu_value **repl;    /* by value id: the value replacing it, or NULL */
   uint8_t *pinned;    /* by value id: never replaced, never dead */
@@ -79,7 +86,7 @@ typedef struct canon {
   fu_type *types;
   uint32_t types_cap;
   fu_strbuf sb;
-  uint32_t n_folded, n_ident, n_cse, n_dce;
+  uint32_t n_folded, n_ident, n_cse, n_dce, n_reciprocal;
 } canon;
 
 static void quiet_handler(void *user, const fu_diagnostic *d) {
@@ -611,6 +618,10 @@ done:
 
 static fu_status canon_fusion(canon *c, fu_fusion *f) {
   c->f = f;
+  if (c->reciprocal) {
+    fu_status rs = fu_canon_reciprocals(f, &f->body, c->dbg, &c->n_reciprocal);
+    if (rs != FU_OK) return rs;
+  }
   c->n_values = f->next_value_id;
   c->repl = fu_mem_calloc(&c->alloc, (size_t)c->n_values + 1, sizeof *c->repl);
   c->pinned = fu_mem_calloc(&c->alloc, (size_t)c->n_values + 1, 1);
@@ -635,7 +646,8 @@ static fu_status run_canonicalize(fu_module *m, fu_pass_context *ctx) {
   c.alloc = m->alloc;
   fu_status st;
   if ((st = bool_option(ctx, "fold", &c.fold)) != FU_OK || (st = bool_option(ctx, "identities", &c.ident)) != FU_OK ||
-      (st = bool_option(ctx, "cse", &c.cse)) != FU_OK || (st = bool_option(ctx, "dce", &c.dce)) != FU_OK)
+      (st = bool_option(ctx, "cse", &c.cse)) != FU_OK || (st = bool_option(ctx, "dce", &c.dce)) != FU_OK ||
+      (st = bool_option(ctx, "reciprocal", &c.reciprocal)) != FU_OK)
     return st;
   c.dbg = fu_pass_debug_enabled(ctx, "canonicalize") ? ctx->debug_out : NULL;
   fu_diag_init(&c.quiet, m->alloc);
@@ -643,8 +655,8 @@ static fu_status run_canonicalize(fu_module *m, fu_pass_context *ctx) {
   fu_strbuf_init(&c.sb, m->alloc);
   for (fu_fusion *f = m->first; f && st == FU_OK; f = f->next) st = canon_fusion(&c, f);
   if (c.dbg)
-    fprintf(c.dbg, "[canonicalize] folded %u, identities %u, cse %u, removed %u\n", c.n_folded, c.n_ident, c.n_cse,
-            c.n_dce);
+    fprintf(c.dbg, "[canonicalize] folded %u, identities %u, cse %u, removed %u, reciprocals %u\n", c.n_folded,
+            c.n_ident, c.n_cse, c.n_dce, c.n_reciprocal);
   if (st == FU_ERR_NOMEM) fu_error(ctx->diag, fu_loc_none(), "canonicalize: out of memory");
   fu_mem_free(&c.alloc, c.undo_idx, c.undo_cap * sizeof *c.undo_idx);
   fu_mem_free(&c.alloc, c.undo_val, c.undo_cap * sizeof *c.undo_val);
