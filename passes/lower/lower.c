@@ -8,6 +8,7 @@
  * permuted inputs and of outputs written permuted for host permutes. */
 #include "fuser/lower.h"
 #include "fuser/schedule.h"
+#include "lower_internal.h"
 
 static fu_status run_lower(fu_module *m, fu_pass_context *ctx);
 
@@ -35,7 +36,10 @@ fu_status fu_lower_segment(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_ke
              seg->u.segment.name ? seg->u.segment.name : "?", fu_sched_kind_name(seg->u.segment.kind));
     return FU_ERR_UNSUPPORTED;
   }
-  return entry(f, seg, diag, out);
+  fu_status st = entry(f, seg, diag, out);
+  if (st == FU_OK && *out && (st = fu_lower_hoist_loads(f->module, *out)) == FU_ERR_NOMEM)
+    fu_error(diag, seg->loc, "out of memory while lowering '@%s'", seg->u.segment.name ? seg->u.segment.name : "?");
+  return st;
 }
 
 fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {

@@ -85,4 +85,9 @@ fu_dtype fu_lower_operand_dtype(const fu_op *op, uint32_t i);
  * PyTorch's CUDA kernels compute it.  NULL when out of memory. */
 fu_kval *fu_lower_pointwise_math(fu_kbuilder *b, const fu_op *op, fu_kval **a, const char *name);
 
+/* Every lowering's last step (hoist_loads.c): in each straight-line block of
+ * k, loads of read-only tensors and the pure index math they need move ahead
+ * of the other instructions, so their memory latencies overlap. */
+fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k);
+
 #endif

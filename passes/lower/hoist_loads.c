@@ -1,0 +1,181 @@
+/* fuser: the last step of every lowering: in each straight-line block of a
+ * kernel, the loads of read-only tensors (the fusion's inputs) move ahead of
+ * the block's other instructions, with the pure index math that addresses
+ * them.
+ *
+ * Why: the lowerings emit each load where its value is first needed, so a
+ * kernel reading two inputs loads the second only after computing on the
+ * first.  ptxas does not move a load above an instruction whose expansion
+ * branches (an IEEE reciprocal or division has a slow path), so such a
+ * thread waited for two memory latencies in a row: the bf16 SiLU-and-mul
+ * kernel kept one load of its two in flight.  With every load of a block
+ * issued first, the latencies overlap.
+ *
+ * What may move: constants, special registers, pure math, and loads of
+ * read-only global tensors (nothing in the kernel writes them, so their order
+ * against stores, barriers and other loads does not matter).  A load moves
+ * only when everything it depends on in the block may move too; reads of
+ * mutables, shared- and local-memory accesses, stores, shuffles, barriers,
+ * atomics and nested loops or branches stay in place, and a load never moves
+ * above a barrier, a shuffle, an atomic, a fence, a loop or a branch: it
+ * moves to the start of its region.  The moved instructions keep their
+ * relative order, and so do the others, so every instruction still follows
+ * the definitions of its operands. */
+#include <string.h>
+
+#include "fuser/kir.h"
+#include "lower_internal.h"
+
+static bool pure(const fu_kinst *in) {
+  switch (in->kind) {
+  case FU_KI_CONST:
+  case FU_KI_MATH:
+  case FU_KI_SPECIAL: return true;
+  case FU_KI_LOAD: {
+    const fu_kval *t = in->args[0];
+    return t->kind == FU_KV_TENSOR_PARAM && t->readonly && in->u.mem.space == FU_MEM_GLOBAL;
+  }
+  default: return false;
+  }
+}
+
+typedef struct hoister {
+  fu_allocator alloc;
+  uint32_t n_ids;   /* kernel value ids are below this */
+  int32_t *def;     /* by kernel value id: position of its defining instruction in the block, or -1 */
+  fu_kinst **insts; /* the block's instructions */
+  uint8_t *mark;    /* per position: MOVES, or IN_CONE during a walk */
+  uint32_t *cone;   /* the positions reached by the current walk */
+  uint32_t cap;
+} hoister;
+
+enum { STAYS = 0, MOVES = 1, IN_CONE = 2 };
+
+static bool reserve(hoister *h, uint32_t n) {
+  if (n <= h->cap) return true;
+  uint32_t cap = h->cap ? h->cap : 64;
+  while (cap < n) cap *= 2;
+  fu_kinst **insts = fu_mem_realloc(&h->alloc, h->insts, (size_t)h->cap * sizeof *insts, (size_t)cap * sizeof *insts);
+  if (insts) h->insts = insts;
+  uint8_t *mark = fu_mem_realloc(&h->alloc, h->mark, h->cap, cap);
+  if (mark) h->mark = mark;
+  uint32_t *cone = fu_mem_realloc(&h->alloc, h->cone, (size_t)h->cap * sizeof *cone, (size_t)cap * sizeof *cone);
+  if (cone) h->cone = cone;
+  if (!insts || !mark || !cone) return false;
+  h->cap = cap;
+  return true;
+}
+
+/* Whether the load at position p and its in-block operand cone may all move
+ * (a breadth-first walk over operand definitions, each position visited
+ * once); the cone is marked MOVES when it may, and left as it was when not. */
+static bool cone_movable(hoister *h, uint32_t p) {
+  uint32_t head = 0, tail = 0;
+  bool ok = true;
+  h->mark[p] = IN_CONE;
+  h->cone[tail++] = p;
+  while (head < tail && ok) {
+    const fu_kinst *in = h->insts[h->cone[head++]];
+    if (!pure(in)) {
+      ok = false;
+      break;
+    }
+    for (uint32_t a = 0; a < in->n_args; a++) {
+      const fu_kval *v = in->args[a];
+      if (v->kind != FU_KV_LOCAL || v->id >= h->n_ids || h->def[v->id] < 0) continue;
+      uint32_t q = (uint32_t)h->def[v->id];
+      if (h->mark[q] != STAYS) continue;
+      h->mark[q] = IN_CONE;
+      h->cone[tail++] = q;
+    }
+  }
+  for (uint32_t i = 0; i < tail; i++)
+    if (h->mark[h->cone[i]] == IN_CONE) h->mark[h->cone[i]] = ok ? MOVES : STAYS;
+  return ok;
+}
+
+/* Instructions a load never moves above: they end one region of a block
+ * and begin the next.  Barriers and shuffles separate the phases of a
+ * reduction or a normalization (a load the last phase needs stays in the
+ * last phase, instead of holding registers through the reductions); loops
+ * and branches are whole statements. */
+static bool region_boundary(const fu_kinst *in) {
+  switch (in->kind) {
+  case FU_KI_SYNC:
+  case FU_KI_SHFL_XOR:
+  case FU_KI_ATOM_ADD:
+  case FU_KI_FENCE:
+  case FU_KI_FOR:
+  case FU_KI_IF: return true;
+  default: return false;
+  }
+}
+
+/* Reorders positions [lo, hi) of the block (one region): its movable loads
+ * and their cones first, then the rest, each group in its old order, written
+ * to out[] from *n_out. */
+static void hoist_region(hoister *h, uint32_t lo, uint32_t hi, fu_kinst **out, uint32_t *n_out) {
+  for (uint32_t i = lo; i < hi; i++)
+    for (uint32_t r = 0; r < h->insts[i]->n_results; r++) {
+      const fu_kval *v = h->insts[i]->results[r];
+      if (v->id < h->n_ids) h->def[v->id] = (int32_t)i;
+    }
+  for (uint32_t i = lo; i < hi; i++)
+    if (h->insts[i]->kind == FU_KI_LOAD && h->mark[i] == STAYS && pure(h->insts[i])) cone_movable(h, i);
+  for (int group = 0; group < 2; group++)
+    for (uint32_t i = lo; i < hi; i++)
+      if ((h->mark[i] == MOVES) == (group == 0)) out[(*n_out)++] = h->insts[i];
+  for (uint32_t i = lo; i < hi; i++)
+    for (uint32_t r = 0; r < h->insts[i]->n_results; r++) {
+      const fu_kval *v = h->insts[i]->results[r];
+      if (v->id < h->n_ids) h->def[v->id] = -1;
+    }
+}
+
+/* Nested blocks first, then this one, region by region. */
+static fu_status hoist_block(hoister *h, fu_kblock *b) {
+  uint32_t n = 0;
+  for (fu_kinst *in = b->first; in; in = in->next) {
+    fu_status st = FU_OK;
+    if (in->kind == FU_KI_FOR)
+      st = hoist_block(h, &in->u.loop.body);
+    else if (in->kind == FU_KI_IF) {
+      st = hoist_block(h, &in->u.branch.then_body);
+      if (st == FU_OK) st = hoist_block(h, &in->u.branch.else_body);
+    }
+    if (st != FU_OK) return st;
+    n++;
+  }
+  if (n < 2) return FU_OK;
+  if (!reserve(h, 2 * n)) return FU_ERR_NOMEM;
+  fu_kinst **order = h->insts + n; /* the new order, in the second half */
+  uint32_t i = 0, n_out = 0, lo = 0;
+  for (fu_kinst *in = b->first; in; in = in->next) h->insts[i++] = in;
+  memset(h->mark, STAYS, n);
+  for (i = 0; i <= n; i++) {
+    if (i < n && !region_boundary(h->insts[i])) continue;
+    hoist_region(h, lo, i, order, &n_out);
+    if (i < n) order[n_out++] = h->insts[i];
+    lo = i + 1;
+  }
+  for (i = 0; i < n; i++) order[i]->next = i + 1 < n ? order[i + 1] : NULL;
+  b->first = order[0];
+  b->last = order[n - 1];
+  return FU_OK;
+}
+
+fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k) {
+  hoister h;
+  memset(&h, 0, sizeof h);
+  h.alloc = m->alloc;
+  h.n_ids = k->next_kval_id;
+  h.def = fu_mem_calloc(&h.alloc, (size_t)h.n_ids + 1, sizeof *h.def);
+  if (!h.def) return FU_ERR_NOMEM;
+  for (uint32_t i = 0; i <= h.n_ids; i++) h.def[i] = -1;
+  fu_status st = hoist_block(&h, &k->body);
+  fu_mem_free(&h.alloc, h.def, ((size_t)h.n_ids + 1) * sizeof *h.def);
+  fu_mem_free(&h.alloc, h.insts, (size_t)h.cap * sizeof *h.insts);
+  fu_mem_free(&h.alloc, h.mark, h.cap);
+  fu_mem_free(&h.alloc, h.cone, (size_t)h.cap * sizeof *h.cone);
+  return st;
+}
