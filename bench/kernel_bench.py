@@ -113,7 +113,7 @@ def run(build, out, iters, warmup, peer_files, check=True):
         b = fz["bench"]
         if header is None:
             header = (f"- GPU: {fz['gpu']}; copy {b['copy_gbs']:.0f} GB/s; median of {b['iters']} runs after "
-                      f"{b['warmup']} warm-up; L2 flushed before each run")
+                      f"{b['warmup']} warm-up; L2 flushed, then {b.get('settle_us', 0)} us of GPU spin, before each run")
         ok = bool(fz.get("check_pass")) if check else None
         status |= 0 if ok is not False else 1
         results.append((name, c.get("peer"), fz, b, ok))

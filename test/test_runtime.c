@@ -169,6 +169,16 @@ static CUresult fake_memset32_async(CUdeviceptr d, unsigned v, size_t n, CUstrea
 
 static const fake_kernel *fake_table;
 
+/* The benchmark's spin after each L2 flush (lib/runtime/bench.c): counted
+ * apart from the fusion's launches, and taking no fake time. */
+static void fake_settle_fn(const unsigned grid[3], const unsigned block[3], void **params) {
+  (void)grid;
+  (void)block;
+  (void)params;
+}
+static const fake_kernel fake_settle = {"fuser_bench_settle", fake_settle_fn};
+static int fake_settles;
+
 /* The "PTX" of the fake driver: any text; "bad" fails to load with a log. */
 static CUresult fake_module_load(CUmodule *m, const void *image, unsigned n, CUjit_option *opts, void **vals) {
   if (strstr((const char *)image, "bad")) {
@@ -183,6 +193,10 @@ static CUresult fake_module_load(CUmodule *m, const void *image, unsigned n, CUj
 }
 static CUresult fake_module_unload(CUmodule m) { return CUDA_SUCCESS; }
 static CUresult fake_module_function(CUfunction *f, CUmodule m, const char *name) {
+  if (strcmp(name, fake_settle.name) == 0) {
+    *f = (CUfunction)(void *)&fake_settle;
+    return CUDA_SUCCESS;
+  }
   for (const fake_kernel *k = fake_table; k && k->name; k++)
     if (strcmp(k->name, name) == 0) {
       *f = (CUfunction)(void *)k;
@@ -195,6 +209,10 @@ static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                             unsigned smem, CUstream s, void **params, void **extra) {
   const fake_kernel *k = (const fake_kernel *)(void *)f;
   unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  if (k == &fake_settle) {
+    fake_settles++;
+    return CUDA_SUCCESS;
+  }
   k->fn(grid, block, params);
   fake_launches++;
   fake_clock += 10; /* each kernel takes 10 us */
@@ -624,8 +642,11 @@ static void test_exec_fake(void) {
       bo.copy_bytes = 64u << 20;
       fu_rt_bench_result br;
       launches = fake_launches;
+      int settles = fake_settles;
       CHECK_EQ_INT(fu_rt_exec_bench(e, &bo, &br), FU_OK);
       CHECK_EQ_INT(fake_launches, launches + 10 + 7); /* warm-up and timed runs */
+      CHECK_EQ_INT(fake_settles, settles + 7);         /* one spin after each flush */
+      CHECK_EQ_INT(br.settle_us, 1000);
       CHECK_EQ_INT(br.n_kernels, 1);
       CHECK_EQ_INT(br.iters, 7);
       CHECK_EQ_INT(br.flush_bytes, 2u << 20);

@@ -235,6 +235,7 @@ typedef struct fu_rt_bench_options {
   uint32_t warmup;     /* untimed runs first (0: 10) */
   uint32_t iters;      /* timed runs (0: 100) */
   bool no_flush;       /* do not flush L2 between timed runs */
+  uint32_t settle_us;  /* after each flush, the GPU spins this long before the timed run (0: 1000) */
   size_t copy_bytes;   /* size of the copy-bandwidth measurement (0: 1 GiB, less if memory is short) */
 } fu_rt_bench_options;
 
@@ -253,12 +254,14 @@ typedef struct fu_rt_bench_result {
   double copy_gbs;       /* device-to-device copy, bytes read + written per second */
   size_t copy_bytes;
   size_t flush_bytes;    /* 0 when not flushed */
+  uint32_t settle_us;    /* the spin after each flush; 0 when not flushed */
   uint32_t iters, warmup;
   fu_allocator alloc;
 } fu_rt_bench_result;
 
 /* Warm-up, then `iters` timed runs, each after writing 2x the L2 size
- * with cuMemsetD32Async (unless no_flush); every kernel is bracketed by
+ * with cuMemsetD32Async and a spin of settle_us on the GPU (unless
+ * no_flush), as the peers' harnesses do it; every kernel is bracketed by
  * CUDA events.  Also measures the copy bandwidth (cuMemcpyDtoDAsync,
  * median of 20) in the same run.  Free with fu_rt_bench_result_free. */
 fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt_bench_result *out);

@@ -53,7 +53,7 @@ static const fu_cli_option options[] = {
      "what compiles the kernels to PTX: llvm (the default where built) or\n"
      "                               nvrtc (their CUDA C through libnvrtc, loaded at run time)"},
     {"bench", R_BENCH, FU_CLI_NONE, NULL,
-     "time the kernels: CUDA events, L2 flushed before each run, median,\n"
+     "time the kernels: CUDA events, L2 flushed and 1 ms of GPU spin before each run, median,\n"
      "                               GB/s and % of the measured copy bandwidth"},
     {"iters", R_ITERS, FU_CLI_REQUIRED, "N", "timed runs for --bench (default 100)"},
     {"warmup", R_WARMUP, FU_CLI_REQUIRED, "N", "warm-up runs for --bench (default 10)"},

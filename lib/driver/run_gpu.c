@@ -129,8 +129,8 @@ static void gpu_report_parts(const run_args *a, const gpu_ctx *g, const fu_rt_pl
   fu_strbuf_puts(json_launches, "]");
   if (!have_bench) return;
   fu_strbuf_printf(json_bench, ",\n   \"bench\": {\"iters\": %u, \"warmup\": %u, \"l2_flush_bytes\": %zu, \"copy_bytes\": %zu, "
-                               "\"copy_gbs\": %.3f, \"kernels\": [",
-                   br->iters, br->warmup, br->flush_bytes, br->copy_bytes, br->copy_gbs);
+                               "\"copy_gbs\": %.3f, \"settle_us\": %u, \"kernels\": [",
+                   br->iters, br->warmup, br->flush_bytes, br->copy_bytes, br->copy_gbs, br->settle_us);
   for (uint32_t k = 0; k < br->n_kernels; k++) {
     fu_strbuf_puts(json_bench, k ? ", " : "");
     json_timing(json_bench, &br->kernels[k]);
@@ -140,7 +140,8 @@ static void gpu_report_parts(const run_args *a, const gpu_ctx *g, const fu_rt_pl
   fu_strbuf_puts(json_bench, "}");
   fu_strbuf_printf(text_bench, "  bench: median of %u runs after %u warm-up", br->iters, br->warmup);
   if (br->flush_bytes)
-    fu_strbuf_printf(text_bench, ", L2 flushed before each run (%.1f MiB written)", (double)br->flush_bytes / (1 << 20));
+    fu_strbuf_printf(text_bench, ", L2 flushed before each run (%.1f MiB written, then %u us of GPU spin)",
+                     (double)br->flush_bytes / (1 << 20), br->settle_us);
   else
     fu_strbuf_puts(text_bench, ", L2 not flushed");
   fu_strbuf_printf(text_bench, "; copy bandwidth %.1f GB/s (%.0f MiB copied, read + write)\n", br->copy_gbs,
