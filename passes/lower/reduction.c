@@ -640,6 +640,33 @@ static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const 
  * in place: the butterfly (reduce=warp|block|grid), then for block and
  * grid lane 0 of each warp stores to a shared slot, sync, and every thread
  * combines its row's slots in slot order.  `tag` names the slot arrays. */
+/* The second stage of a block combine of state j, for a power-of-two
+ * number of warps: lane w < warps of every warp reads warp w's slot (the
+ * others take the identity, a Welford state of count 0), then a butterfly
+ * over the whole warp gives every lane the combination of all the warps'
+ * partials.  Five shuffle steps instead of `warps` combines one after
+ * another: a Welford combine with a computed count divides twice, and 16
+ * of them in a row were most of a small grid reduction's time (seed002). */
+static void combine_warp_slots(rl *L, uint32_t j, fu_kval **v, fu_kval *const *arr, fu_kval *row, fu_kval *lane,
+                               uint32_t warps) {
+  const fu_op *op = op_of(L, j);
+  fu_kval *last = chk(L, fu_kb_const_i(&L->b, NULL, L->idx, (int64_t)warps - 1));
+  fu_kval *has = lane && last ? chk(L, fu_kb_binary(&L->b, "has_slot", FU_OP_LE, FU_DT_BOOL, lane, last)) : NULL;
+  fu_kval *w = lane && last ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MINIMUM, L->idx, lane, last)) : NULL;
+  fu_kval *at = w && row ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, row, w)) : NULL;
+  load_combine(L, j, arr, at, NULL, true, v);
+  for (uint32_t p = 0; p < parts(op) && !L->failed; p++) {
+    fu_kval *id = fu_welford_op(op) ? chk(L, fu_kb_const_f(&L->b, NULL, acc_dtype(op), 0.0)) : identity(L, op);
+    fu_kval *args[3] = {has, v[p], id};
+    v[p] = has && v[p] && id ? chk(L, fu_kb_math(&L->b, NULL, FU_OP_WHERE, acc_dtype(op), args, 3)) : NULL;
+  }
+  for (uint32_t mask = 16; mask >= 1 && !L->failed; mask /= 2) {
+    rstate o = {NULL};
+    for (uint32_t p = 0; p < parts(op); p++) o[p] = v[p] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[p], mask)) : NULL;
+    combine_state(L, op, v, o, v);
+  }
+}
+
 static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, const char *tag) {
   if (L->ty_red) {
     combine_rows(L, v, tx, in_loop, tag);
@@ -674,9 +701,13 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
     new_slots(L, tag, (int64_t)(warps * rows), at, v, arr);
     L->b = saved;
     if (!fu_kb_sync(&L->b)) chk(L, NULL);
+    bool tree = warps > 1 && (warps & (warps - 1)) == 0;
     for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
-      for (uint32_t w = 0; w < warps && !L->failed; w++)
-        load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w))), cnt[j], w == 0, v[j]);
+      if (tree && !cnt[j])
+        combine_warp_slots(L, j, v[j], arr[j], emit_ix(L, row), lane, warps);
+      else /* a known count: the serial combines' divisions fold to constants */
+        for (uint32_t w = 0; w < warps && !L->failed; w++)
+          load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w))), cnt[j], w == 0, v[j]);
     /* the next iteration of a kept loop overwrites the slots */
     if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
   }

@@ -189,14 +189,21 @@ static const char *no_vector_why(const fu_value *ref, int32_t lo, int32_t hi, bo
  * (reduce=grid).  Two waves or more (four times the blocks) measured
  * slower on the H100: [262144,64].sum(0) took 72 us with 2048 blocks
  * against 40 us with 512, the last block's combine growing with the
- * partials (docs/performance.md).
+ * partials (docs/performance.md).  With per_sm (an outer reduction, whose
+ * last block combines a whole column block of partials, blockDim.x values
+ * each) and fewer than 4 column blocks, the target is one block an SM:
+ * [262144,64].sum(0) took 34.9 us in 512 blocks, 29.4 in 128 and 35.4 in
+ * 64 on the H200; with 128 column blocks (seed000's bias gradient of
+ * [8192,4096]) one block an SM was slower, 162.7 us against 144.0.
  * Updates *rs and *per to the chunk and says why in `why`.  var/var_mean
  * split the same way: their Welford states go through the workspace. */
 static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double groups, const char *gname,
-                       const char *bname, int64_t unroll, uint32_t *rs, double *per, char *why,
+                       const char *bname, int64_t unroll, bool per_sm, uint32_t *rs, double *per, char *why,
                        size_t cap) {
-  double want = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
-  if (groups >= want / 2 || *per < 4.0 * (double)unroll) return false;
+  double wave = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
+  if (groups >= wave / 2 || *per < 4.0 * (double)unroll) return false;
+  bool one_per_sm = per_sm && groups < 4;
+  double want = one_per_sm ? (double)dev->n_sms : wave;
   int64_t chunk = pow2_at_least(*per / ceil(want / groups));
   if (chunk < unroll) chunk = unroll;
   double blocks = groups * ceil(*per / (double)chunk);
@@ -205,8 +212,9 @@ static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double 
   add_loop(b, ry, FU_PT_BLOCK_Y);
   snprintf(why, cap,
            "; %.0f %s cannot fill %u SMs: %.0f %s on blockIdx.y, %lld iterations each (%.0f blocks, %.1f waves of "
-           "%.0f), combined through a workspace (reduce=grid)",
-           groups, gname, dev->n_sms, ceil(*per / (double)chunk), bname, (long long)chunk, blocks, blocks / want, want);
+           "%.0f%s), combined through a workspace (reduce=grid)",
+           groups, gname, dev->n_sms, ceil(*per / (double)chunk), bname, (long long)chunk, blocks, blocks / wave, wave,
+           one_per_sm ? "; about one block an SM: the last block combines a column block's partials" : "");
   *rs = rss;
   *per = (double)chunk;
   return true;
@@ -406,6 +414,15 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       if (tx < 64) tx = 64;
       if (tx > 512) tx = 512;
       if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
+      /* a small reduction of every dim, split over the grid, whose blocks
+       * would not fill half the device even at `unroll` iterations a
+       * thread (a grid split's smallest chunk): smaller blocks and more of
+       * them, down to 256 threads.
+       * seed002's 262,144 elements ran in 11.5 us in 128 blocks of 512
+       * threads, 10.5 in 256 blocks of 256 and 11.7 in 512 of 128 (H200) */
+      while (i == UINT32_MAX && tx > 256 && vecs / (double)tx >= 4.0 * (double)unroll &&
+             rows * (vecs / (double)(tx * unroll)) < (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)tx) / 2)
+        tx /= 2;
       mode = FU_RM_BLOCK;
       split_axis(b, ro, tx, "rs", "rx", &rs, &rx);
       if (i != UINT32_MAX) add_loop(b, i, FU_PT_BLOCK_X);
@@ -415,7 +432,7 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
        * iterations (a power of two, at least the unroll), the blocks'
        * partials combined through a workspace by the last to finish */
       char gwhy[256] = "";
-      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, &rs, &per, gwhy, sizeof gwhy))
+      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, false, &rs, &per, gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, rx, FU_PT_THREAD_X);
       serial_loops(b, rs, per, unroll);
@@ -491,7 +508,7 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       char gwhy[256] = "";
       mode = FU_RM_BLOCK;
       add_loop(b, ib, FU_PT_BLOCK_X);
-      if (grid_split(b, dev, tx * ty, colblocks, "column block(s)", "blocks down", unroll, &rs, &per,
+      if (grid_split(b, dev, tx * ty, colblocks, "column block(s)", "blocks down", unroll, true, &rs, &per,
                      gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, ix, FU_PT_THREAD_X);
