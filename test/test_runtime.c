@@ -20,6 +20,7 @@ int main(void) {
 #else
 
 #include "../lib/runtime/internal.h"
+#include "fuser/gemm.h"
 #include "fuser/parse.h"
 #include "fuser/runtime.h"
 #include "fuser/verify.h"
@@ -1363,6 +1364,168 @@ static void test_tool_nvrtc(void) {
   CHECK(strstr(g_out, "--ptx gives the kernels' PTX, so there is nothing for --backend to compile") != NULL);
 }
 
+/* ---- matmul segments: the cuBLASLt call from the views ------------------------------- */
+
+static fu_rt_view mk_view(fu_dtype dt, int32_t rank, const int64_t *shape, const int64_t *strides, int32_t buf) {
+  fu_rt_view v;
+  memset(&v, 0, sizeof v);
+  v.buffer = buf;
+  v.dtype = dt;
+  v.rank = rank;
+  for (int32_t i = 0; i < rank; i++) {
+    v.shape[i] = shape[i];
+    v.strides[i] = strides[i];
+  }
+  return v;
+}
+
+/* Row-major D = A B is D^T = B^T A^T for column-major cuBLASLt: its A is
+ * our B, m is N, n is M; a row-major operand is not transposed, a
+ * column-major one (a weight [N, K], a permuted view) is. */
+static void test_gemm_from_views(void) {
+  fu_strbuf why;
+  fu_strbuf_init(&why, fu_default_allocator());
+  fu_rt_gemm g;
+  /* linear: x[33, 64] row-major, weight [96, 64] row-major (B column-major), bias [96] */
+  fu_rt_view x = mk_view(FU_DT_BF16, 2, (int64_t[]){33, 64}, (int64_t[]){64, 1}, 0);
+  fu_rt_view w = mk_view(FU_DT_BF16, 2, (int64_t[]){96, 64}, (int64_t[]){64, 1}, 1);
+  fu_rt_view b = mk_view(FU_DT_BF16, 1, (int64_t[]){96}, (int64_t[]){1}, 2);
+  fu_rt_view d = mk_view(FU_DT_BF16, 2, (int64_t[]){33, 96}, (int64_t[]){96, 1}, 3);
+  CHECK(fu_rt_gemm_from_views(FU_OP_LINEAR, &x, &w, &b, &d, &g, &why));
+  CHECK_EQ_INT(g.m, 96);
+  CHECK_EQ_INT(g.n, 33);
+  CHECK_EQ_INT(g.k, 64);
+  CHECK(g.trans_a && !g.trans_b);
+  CHECK_EQ_INT(g.lda, 64);
+  CHECK_EQ_INT(g.ldb, 64);
+  CHECK_EQ_INT(g.ldd, 96);
+  CHECK_EQ_INT(g.batch, 1);
+  CHECK_EQ_INT(g.buf_a, 0);
+  CHECK_EQ_INT(g.buf_b, 1);
+  CHECK_EQ_INT(g.buf_bias, 2);
+  CHECK_EQ_INT(g.buf_d, 3);
+  /* linear over [2, 5, 64]: ten rows */
+  fu_rt_view x3 = mk_view(FU_DT_BF16, 3, (int64_t[]){2, 5, 64}, (int64_t[]){320, 64, 1}, 0);
+  fu_rt_view d3 = mk_view(FU_DT_F32, 3, (int64_t[]){2, 5, 96}, (int64_t[]){480, 96, 1}, 3);
+  CHECK(fu_rt_gemm_from_views(FU_OP_LINEAR, &x3, &w, NULL, &d3, &g, &why));
+  CHECK_EQ_INT(g.n, 10);
+  CHECK_EQ_INT(g.buf_bias, -1);
+  CHECK_EQ_INT(g.d_dtype, FU_DT_F32);
+  /* matmul: A[7, 1000] x B[1000, 5] given as a permuted [5, 1000] (column-major) */
+  fu_rt_view a = mk_view(FU_DT_F32, 2, (int64_t[]){7, 1000}, (int64_t[]){1000, 1}, 0);
+  fu_rt_view bt = mk_view(FU_DT_F32, 2, (int64_t[]){1000, 5}, (int64_t[]){1, 1000}, 1);
+  fu_rt_view d2 = mk_view(FU_DT_F32, 2, (int64_t[]){7, 5}, (int64_t[]){5, 1}, 2);
+  CHECK(fu_rt_gemm_from_views(FU_OP_MATMUL, &a, &bt, NULL, &d2, &g, &why));
+  CHECK(g.trans_a && !g.trans_b);
+  CHECK_EQ_INT(g.lda, 1000);
+  /* and row-major B */
+  fu_rt_view br = mk_view(FU_DT_F32, 2, (int64_t[]){1000, 5}, (int64_t[]){5, 1}, 1);
+  CHECK(fu_rt_gemm_from_views(FU_OP_MATMUL, &a, &br, NULL, &d2, &g, &why));
+  CHECK(!g.trans_a && !g.trans_b);
+  CHECK_EQ_INT(g.lda, 5);
+  CHECK_EQ_INT(g.ldb, 1000);
+  /* batched A[4, 7, 1000] x B[1000, 5]: four batches, B broadcast (stride 0) */
+  fu_rt_view ab = mk_view(FU_DT_F32, 3, (int64_t[]){4, 7, 1000}, (int64_t[]){7000, 1000, 1}, 0);
+  fu_rt_view db = mk_view(FU_DT_F32, 3, (int64_t[]){4, 7, 5}, (int64_t[]){35, 5, 1}, 2);
+  CHECK(fu_rt_gemm_from_views(FU_OP_MATMUL, &ab, &br, NULL, &db, &g, &why));
+  CHECK_EQ_INT(g.batch, 4);
+  CHECK_EQ_INT(g.stride_a, 0);
+  CHECK_EQ_INT(g.stride_b, 7000);
+  CHECK_EQ_INT(g.stride_d, 35);
+  /* batches broadcast both ways ([2, 1] against [1, 3]) are not one strided batch */
+  fu_rt_view a4 = mk_view(FU_DT_F32, 4, (int64_t[]){2, 1, 7, 1000}, (int64_t[]){7000, 7000, 1000, 1}, 0);
+  fu_rt_view b4 = mk_view(FU_DT_F32, 3, (int64_t[]){3, 1000, 5}, (int64_t[]){5000, 5, 1}, 1);
+  fu_rt_view d4 = mk_view(FU_DT_F32, 4, (int64_t[]){2, 3, 7, 5}, (int64_t[]){105, 35, 5, 1}, 2);
+  fu_strbuf_clear(&why);
+  CHECK(!fu_rt_gemm_from_views(FU_OP_MATMUL, &a4, &b4, NULL, &d4, &g, &why));
+  CHECK(why.data && strstr(why.data, "batch dims do not flatten"));
+  /* no dim of stride 1 */
+  fu_rt_view bad = mk_view(FU_DT_F32, 2, (int64_t[]){7, 1000}, (int64_t[]){2000, 2}, 0);
+  fu_strbuf_clear(&why);
+  CHECK(!fu_rt_gemm_from_views(FU_OP_MATMUL, &bad, &br, NULL, &d2, &g, &why));
+  CHECK(why.data && strstr(why.data, "no dim of stride 1"));
+  /* an f32 product into bf16 */
+  fu_rt_view dbf = mk_view(FU_DT_BF16, 2, (int64_t[]){7, 5}, (int64_t[]){5, 1}, 2);
+  fu_strbuf_clear(&why);
+  CHECK(!fu_rt_gemm_from_views(FU_OP_MATMUL, &a, &br, NULL, &dbf, &g, &why));
+  CHECK(why.data && strstr(why.data, "cuBLASLt does not compute f32 x f32 -> bf16"));
+  /* a strided bias */
+  fu_rt_view bs = mk_view(FU_DT_BF16, 1, (int64_t[]){96}, (int64_t[]){2}, 2);
+  fu_strbuf_clear(&why);
+  CHECK(!fu_rt_gemm_from_views(FU_OP_LINEAR, &x, &w, &bs, &d, &g, &why));
+  CHECK(why.data && strstr(why.data, "the bias is not a contiguous vector of the 96 outputs"));
+  fu_strbuf_free(&why);
+}
+
+static const char *const k_gemm_fusion =
+    "fusion @lin {\n"
+    "  %x = input bf16[N, 64] {example=randn, seed=1, example_shape=[33, 64]}\n"
+    "  %w = input bf16[96, 64] {example=randn, seed=2}\n"
+    "  %b = input bf16[96] {example=randn, seed=3}\n"
+    "  segment @g0 matmul (%x, %w, %b) -> (%r) {\n"
+    "    %y = linear %x, %w, %b : bf16[N, 96]\n"
+    "    %r = relu %y : bf16[N, 96]\n"
+    "    gemm %x, %w -> %r {a=row, lda=64, b=col, ldb=64, epilogue=relu, bias=%b, alpha=1.0}\n"
+    "  }\n"
+    "  output %r\n"
+    "}\n";
+
+/* A matmul segment's plan: its launch is the cuBLASLt call; a host
+ * without cuBLASLt fails it with an error naming the library. */
+static void test_gemm_plan_exec(void) {
+  captured c;
+  fu_diag_engine diag = capture_engine(&c);
+  fu_source src = {"gemm.fir", k_gemm_fusion, strlen(k_gemm_fusion), 1};
+  fu_module *m = NULL;
+  CHECK_EQ_INT(fu_parse_module(&src, fu_default_allocator(), &diag, &m), FU_OK);
+  if (!m) {
+    printf("%s", c.text);
+    return;
+  }
+  CHECK_EQ_INT(fu_verify_module(m, &diag), FU_OK);
+  fu_fusion *f = m->first;
+  CHECK(fu_rt_fusion_is_lowered(f, NULL));
+  fu_input_options io;
+  memset(&io, 0, sizeof io);
+  fu_arg *in = NULL;
+  uint32_t n_in = 0;
+  CHECK_EQ_INT(fu_interp_make_inputs(f, &io, fu_default_allocator(), &diag, &in, &n_in), FU_OK);
+  fu_rt_plan p;
+  CHECK_EQ_INT(fu_rt_plan_build(f, in, n_in, fu_default_allocator(), &diag, &p), FU_OK);
+  CHECK_EQ_INT(p.n_launches, 1);
+  const fu_rt_launch_plan *lp = &p.launches[0];
+  CHECK(lp->kernel == NULL && lp->gemm != NULL);
+  if (lp->gemm) {
+    CHECK_STR(fu_rt_launch_name(lp), "cublaslt_g0");
+    CHECK_EQ_INT(lp->gemm->m, 96);
+    CHECK_EQ_INT(lp->gemm->n, 33);
+    CHECK_EQ_INT(lp->gemm->act, FU_GEMM_ACT_RELU);
+    CHECK(lp->gemm->buf_bias >= 0);
+  }
+  CHECK_EQ_INT(lp->bytes_written, 33 * 96 * 2);
+  fu_strbuf sb;
+  fu_strbuf_init(&sb, fu_default_allocator());
+  fu_rt_plan_print_launches(&sb, &p);
+  CHECK(sb.data && strstr(sb.data, "launch @cublaslt_g0: cuBLASLt m=96 n=33 k=64 batch=1 bf16 x bf16 -> bf16, transa=T "
+                                   "lda=64, transb=N ldb=64, ldd=96"));
+  CHECK(sb.data && strstr(sb.data, "epilogue=relu+bias"));
+  fu_strbuf_free(&sb);
+  fu_rt *rt = open_fake(&diag);
+  if (rt) {
+    rt->libcublaslt_path = "/nonexistent/libcublasLt.so";
+    fu_rt_exec *e = NULL;
+    c.len = 0;
+    c.text[0] = 0;
+    CHECK_EQ_INT(fu_rt_exec_new(rt, &p, NULL, in, &diag, &e), FU_ERR_UNSUPPORTED);
+    CHECK(strstr(c.text, "matmul segment '@g0' runs through cuBLASLt, which this host lacks: cannot load "
+                         "'/nonexistent/libcublasLt.so'"));
+    fu_rt_close(rt);
+  }
+  fu_rt_plan_free(&p);
+  fu_args_free(in, n_in, fu_default_allocator());
+  fu_module_free(m);
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "--tool") == 0) {
     g_tool = argv[2];
@@ -1389,7 +1552,8 @@ int main(int argc, char **argv) {
       {"exec_relayout", test_exec_relayout}, {"no_device", test_no_device},     {"driver_errors", test_driver_errors},
       {"compare", test_compare},             {"strided_copy", test_strided_copy},
       {"bandwidth_fallback", test_bandwidth_fallback}, {"two_segments", test_two_segments},
-      {"workspaces", test_workspaces}};
+      {"workspaces", test_workspaces}, {"gemm_from_views", test_gemm_from_views},
+      {"gemm_plan_exec", test_gemm_plan_exec}};
   return fu_test_main(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 

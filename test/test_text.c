@@ -165,6 +165,10 @@ static const char *const ALL_OPS =
     "  %s8 = cat %T0, %T1 {dim=1}\n"
     "  %s9 = pad %T0, 0.0 {widths=[1, 2]}\n"
     "  %f2 = iota 0, 1 : i64[N]\n"
+    "  %m0 = input f32[8]\n"
+    "  %m0b = input f32[4]\n"
+    "  %m1 = linear %T0, %f1, %m0b\n"
+    "  %m2 = matmul %T0, %m0\n"
     "  %z0 = input f32[] {example=randn}\n"
     "  %z1 = sum %z0 {axes=[]}\n"
     "  output %b1, %s8\n"
@@ -746,7 +750,8 @@ static void test_errors_semantic(void) {
   EXPECT_ERROR(PRE "  segment @g pointwise (%T0) -> (%zz) {\n  }\n}", "3:34: error: segment output '%zz' is not defined");
   EXPECT_ERROR(PRE "  segment @g pointwise (%nope) -> () {\n  }\n}", "3:25: error: use of undefined value '%nope'");
   EXPECT_ERROR(PRE "  segment @g k () -> () {\n  }\n}",
-               "3:14: error: unknown scheduler kind 'k'; valid: pointwise, transpose, reduction, persistent, resize, none");
+               "3:14: error: unknown scheduler kind 'k'; valid: pointwise, transpose, reduction, persistent, resize, matmul, "
+               "none");
 }
 
 static void test_errors_inputs(void) {

@@ -139,6 +139,7 @@ typedef enum fu_op_class {
   FU_OC_PAD,
   FU_OC_FULL,
   FU_OC_IOTA,
+  FU_OC_MATMUL, /* matmul, linear: no attributes, result type inferred */
 } fu_op_class;
 
 enum {
@@ -151,6 +152,7 @@ enum {
   FU_OF_RESIZE = 1u << 6,       /* slice, cat, pad */
   FU_OF_REDUCTION = 1u << 7,
   FU_OF_NO_CSE = 1u << 8,       /* structural, never merged or folded */
+  FU_OF_MATMUL = 1u << 9,       /* a matrix product: a matmul segment of its own (cuBLASLt) */
 };
 
 typedef struct fu_op_info {
@@ -257,6 +259,7 @@ typedef struct fu_segment_info {
   uint32_t n_outputs;
   fu_block *body;
   struct fu_schedule *schedule; /* written by `schedule`, NULL before */
+  struct fu_gemm *gemm;         /* matmul segments: the plan `schedule` writes (fuser/gemm.h) */
   struct fu_kernel *kernel;     /* written by `lower`, NULL before */
 } fu_segment_info;
 

@@ -54,6 +54,12 @@ fu_status fu_kir_run(const fu_kernel *k, const fu_kir_arg *args, const int64_t g
  * segment must have a kernel.  Outputs as fu_interp_run returns them.
  * Each segment output element must be written exactly once, which is
  * checked.  `stats` (may be NULL) accumulates over all kernels. */
+/* A matmul segment's plan (fuser/gemm.h) on host tensors, as cuBLASLt
+ * computes it: D = act(alpha * A B + bias), one rounding to D's dtype.
+ * `d` has the product's shape (lib/interp/gemm_exec.c). */
+fu_status fu_interp_gemm_run(const fu_op *seg, const fu_host_tensor *a, const fu_host_tensor *b,
+                             const fu_host_tensor *bias, fu_host_tensor *d, fu_allocator alloc);
+
 fu_status fu_kir_run_fusion(fu_fusion *f, const fu_arg *inputs, uint32_t n_inputs, fu_allocator alloc,
                             fu_diag_engine *diag, fu_arg **outputs, uint32_t *n_outputs, fu_kir_stats *stats);
 

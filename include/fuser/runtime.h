@@ -48,6 +48,8 @@ typedef struct fu_cuda_api fu_cuda_api;
 typedef struct fu_rt_options {
   int device_ordinal;         /* 0 unless told otherwise */
   const char *libcuda_path;   /* NULL: $FUSER_LIBCUDA, else "libcuda.so.1" */
+  const char *libcublaslt_path; /* NULL: $FUSER_LIBCUBLASLT, else libcublasLt.so.13, .so.12, .so; loaded
+                                   at the first matmul segment */
   const fu_cuda_api *api;     /* NULL: load the driver library */
 } fu_rt_options;
 
@@ -157,9 +159,38 @@ typedef struct fu_rt_karg {
   unsigned char bytes[8];  /* the immediate, little-endian, as the kernel ABI wants */
 } fu_rt_karg;
 
+/* A matmul segment's cuBLASLt call (lib/runtime/gemm_plan.c), in
+ * cuBLASLt's column-major terms: the row-major D[M, N] = A[M, K] B[K, N]
+ * is D^T = B^T A^T, so cuBLASLt's A is the product's B, its B the
+ * product's A, its m the product's N and its n the product's M.  Each
+ * matrix is read where it lies (trans and ld from its strides), batches
+ * are one strided batch (stride 0: broadcast). */
+typedef struct fu_rt_gemm {
+  char name[48];             /* "cublaslt_<segment>" */
+  fu_dtype ab_dtype, d_dtype, bias_dtype;
+  bool trans_a, trans_b;     /* cuBLASLt's op(A), op(B) */
+  int64_t m, n, k;
+  int64_t lda, ldb, ldd;
+  int64_t batch;
+  int64_t stride_a, stride_b, stride_d;
+  int32_t buf_a, buf_b, buf_bias, buf_d; /* plan buffers (buf_bias -1: none) */
+  int act;                   /* fu_gemm_act */
+  float alpha;
+} fu_rt_gemm;
+
+/* The cuBLASLt call of a product of kind `k` (matmul or linear) of views
+ * a and b, with an optional bias view, into the dense row-major d; false
+ * with the reason in `why` when cuBLASLt cannot read the operands where
+ * they lie (no dim of stride 1 among a matrix's last two, batch dims that
+ * do not flatten into one stride, a bias that is not a contiguous vector
+ * along N) or the dtypes are not a combination it computes. */
+bool fu_rt_gemm_from_views(fu_op_kind k, const fu_rt_view *a, const fu_rt_view *b, const fu_rt_view *bias,
+                           const fu_rt_view *d, fu_rt_gemm *out, fu_strbuf *why);
+
 typedef struct fu_rt_launch_plan {
   const fu_op *segment;
-  const fu_kernel *kernel;
+  const fu_kernel *kernel;  /* NULL for a matmul segment */
+  fu_rt_gemm *gemm;         /* a matmul segment's cuBLASLt call, else NULL */
   fu_rt_launch_config config;
   bool empty;             /* a grid dim is 0 (empty tensors): not launched */
   fu_rt_karg *args;       /* one per kernel parameter */
@@ -184,8 +215,12 @@ typedef struct fu_rt_plan {
   uint64_t bytes_written; /* bytes of the fusion outputs the kernels write */
 } fu_rt_plan;
 
+/* A launch's name: its kernel's, or its cuBLASLt call's. */
+const char *fu_rt_launch_name(const fu_rt_launch_plan *lp);
+
 /* True when every op of `f` is an input, an output, a host alias or a
- * segment with a kernel (what `lower` produces).  Otherwise false, with the
+ * segment with a kernel (what `lower` produces) or a matmul segment with
+ * its plan.  Otherwise false, with the
  * first op that is not in `*why_op` (may be NULL). */
 bool fu_rt_fusion_is_lowered(fu_fusion *f, const fu_op **why_op);
 

@@ -297,6 +297,10 @@ fu_status fu_schedule_transpose(fu_fusion *f, fu_op *seg, const fu_device *dev, 
  * schedule, without vectors when a pad or cat is in the segment. */
 fu_status fu_schedule_resize(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                              fu_schedule **out);
+/* The matmul scheduler (passes/schedule/matmul.c): writes the segment's
+ * gemm plan (fuser/gemm.h) and no schedule (*out stays NULL). */
+fu_status fu_schedule_matmul(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                             fu_schedule **out);
 /* The pointwise scheduler (passes/schedule/pointwise.c). */
 fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                 fu_schedule **out);

@@ -2,6 +2,7 @@
  * path every tool takes from lowered IR to LLVM IR or PTX. */
 #include <string.h>
 
+#include "fuser/gemm.h"
 #include "fuser/driver.h"
 #include "fuser/lower.h"
 #include "fuser/schedule.h"
@@ -86,6 +87,7 @@ static fu_status collect(const fu_module *m, const char *fusion, const fu_kernel
     for (fu_op *op = fu_walk_first(&f->body); op; op = fu_walk_next(op)) {
       if (op->kind != FU_OP_SEGMENT) continue;
       const fu_segment_info *si = &op->u.segment;
+      if (!si->kernel && fu_segment_runnable(op)) continue; /* a matmul segment: cuBLASLt, no PTX */
       if (!si->kernel) {
         if (ks || !diag) continue;
         if (partial) {
@@ -123,12 +125,32 @@ uint32_t fu_compile_count_kernels(const fu_module *m, const char *fusion) {
   return n;
 }
 
+/* Whether a selected fusion has a matmul segment with its plan. */
+static bool has_matmul_segments(const fu_module *m, const char *fusion) {
+  for (fu_fusion *f = m->first; f; f = f->next) {
+    if (!selected(f, fusion)) continue;
+    for (fu_op *op = f->body.first; op; op = op->next)
+      if (op->kind == FU_OP_SEGMENT && !op->u.segment.kernel && fu_segment_runnable(op)) return true;
+  }
+  return false;
+}
+
 fu_status fu_compile_module(fu_compiler *c, fu_module *m, const char *fusion, fu_target_output what,
                             const char *arch, const fu_source *src, fu_strbuf *out, fu_diag_engine *diag) {
   uint32_t n = 0;
   const char *scheduled = NULL;
   fu_status st = collect(m, fusion, NULL, &n, &scheduled, c->allow_partial, diag);
   if (st != FU_OK) return st;
+  if (n == 0 && has_matmul_segments(m, fusion)) {
+    /* every segment runs through cuBLASLt: a module with no kernels */
+    bool llvm = what == FU_TARGET_TEXT && c->target && strcmp(c->target->text_name, "llvm") == 0;
+    fu_strbuf_puts(out, llvm ? "; " : "// ");
+    fu_strbuf_puts(out, "fuser: no kernels: every segment is a matmul segment (cuBLASLt)\n");
+    /* PTX that ptxas and the driver accept: the header of an empty module */
+    if (what == FU_TARGET_PTX)
+      fu_strbuf_printf(out, ".version 7.8\n.target %s\n.address_size 64\n", arch ? arch : scheduled ? scheduled : FU_DEFAULT_ARCH);
+    return FU_OK;
+  }
   if (n == 0) {
     fu_error(diag, file_loc(src),
              "nothing to emit: no segment has a kernel (run the pipeline to the lower pass, e.g. --pass=all)");
@@ -167,6 +189,8 @@ void fu_compiler_timing_report(const fu_compiler *c, fu_strbuf *out) {
 }
 
 const char *fu_segment_no_kernel_reason(const fu_op *seg) {
+  if (seg->u.segment.kind == FU_SK_MATMUL)
+    return "a matmul segment runs through cuBLASLt with the plan the 'schedule' pass writes, and it has none";
   if (!fu_lower_entry(seg->u.segment.kind)) return "its kind cannot be compiled yet";
   if (!seg->u.segment.schedule)
     return "it has no schedule (its scheduler does not take it yet, --debug=schedule says why, or no 'schedule' pass ran)";

@@ -119,7 +119,7 @@ static void gpu_report_parts(const run_args *a, const gpu_ctx *g, const fu_rt_pl
     const fu_rt_launch_plan *lp = &plan->launches[l];
     const fu_rt_launch_config *c = &lp->config;
     fu_strbuf_printf(json_launches, "%s{\"kernel\": ", l ? ", " : "");
-    run_put_json_string(json_launches, lp->kernel->name);
+    run_put_json_string(json_launches, fu_rt_launch_name(lp));
     fu_strbuf_printf(json_launches,
                      ", \"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"smem\": %u, \"bytes_read\": %llu, "
                      "\"bytes_written\": %llu}",

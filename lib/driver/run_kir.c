@@ -7,6 +7,7 @@
  * does.  This is how real kernels are checked where there is no GPU. */
 #include <string.h>
 
+#include "fuser/gemm.h"
 #include "fuser/kir_interp.h"
 #include "run_internal.h"
 
@@ -17,7 +18,7 @@ bool run_kir_needs_compile(const run_args *a, fu_module *m) {
     bool any = false;
     for (fu_op *op = f->body.first; op; op = op->next) {
       if (op->kind != FU_OP_SEGMENT) continue;
-      if (!op->u.segment.kernel) return true;
+      if (!fu_segment_runnable(op)) return true;
       any = true;
     }
     if (!any) return true;
@@ -28,7 +29,7 @@ bool run_kir_needs_compile(const run_args *a, fu_module *m) {
 /* A segment the pipeline left without a kernel is an error at it. */
 static bool all_lowered(fu_fusion *f, fu_diag_engine *diag) {
   for (fu_op *op = f->body.first; op; op = op->next)
-    if (op->kind == FU_OP_SEGMENT && !op->u.segment.kernel) {
+    if (op->kind == FU_OP_SEGMENT && !fu_segment_runnable(op)) {
       fu_error(diag, op->loc,
                "segment '%s' of fusion '@%s' (kind %s) has no kernel after the pipeline: %s",
                op->u.segment.name ? op->u.segment.name : "?", f->name ? f->name : "",

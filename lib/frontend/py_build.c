@@ -1802,6 +1802,44 @@ static fu_status build_stride_order(builder *b, op_call *c, result *res) {
   return single_value(b, new_op(b, FU_OP_SET, &c->x, 1, 1, c->call->loc), res);
 }
 
+/* Two extents a product needs equal (neither a broadcast 1). */
+static void unify_pair(builder *b, fu_extent x, fu_extent y) {
+  x = fu_py_symtab_canon(&b->syms, x);
+  y = fu_py_symtab_canon(&b->syms, y);
+  if (!fu_extent_is_one(x) && !fu_extent_is_one(y)) fu_py_symtab_unify(&b->syms, x, y);
+}
+
+/* The extents a matmul or linear contracts, broadcasts or adds must be
+ * equal: as for pointwise operands, symbols of the definition's tensors
+ * are unified where the shape rule (lib/ir/infer.c) pairs them. */
+static void unify_matmul(builder *b, fu_op_kind k, fu_value *const *v, uint32_t n) {
+  const fu_type *x = &v[0]->type, *w = &v[1]->type;
+  if (x->rank < 1 || w->rank < 1) return;
+  if (k == FU_OP_LINEAR) {
+    unify_pair(b, x->dims[x->rank - 1], w->dims[w->rank - 1]);
+    if (n == 3 && v[2]->type.rank == 1 && w->rank == 2) unify_pair(b, v[2]->type.dims[0], w->dims[0]);
+    return;
+  }
+  unify_pair(b, x->dims[x->rank - 1], w->dims[w->rank >= 2 ? w->rank - 2 : 0]);
+  for (int32_t i = 3; i <= x->rank && i <= w->rank; i++) unify_pair(b, x->dims[x->rank - i], w->dims[w->rank - i]);
+}
+
+/* matmul(a, b) and linear(input, weight, bias=None): tensors only; a bias
+ * of None is no bias. */
+static fu_status build_matmul(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_value *v[3];
+  uint32_t n = 2;
+  for (uint32_t i = 0; i < 2; i++)
+    if ((st = eval_tensor(b, c->s[i], c->what, &v[i])) != FU_OK) return st;
+  if (c->kind == FU_OP_LINEAR && c->s[2] && c->s[2]->kind != FU_PY_E_NONE) {
+    if ((st = eval_tensor(b, c->s[2], c->what, &v[2])) != FU_OK) return st;
+    n = 3;
+  }
+  unify_matmul(b, c->kind, v, n);
+  return single_value(b, new_op(b, c->kind, v, n, 1, c->call->loc), res);
+}
+
 /* The frontend ops: an nvFuser name and its IR op kind, or NULL and an
  * IR op class (every op of the class in ops.def, under its own name); the
  * parameters ("!" for
@@ -1859,6 +1897,9 @@ static const frontend_op frontend_ops[] = {
     {NULL, FU_OC_PAD, PARAMS("!arg|input|arg1", "!pad_widths|widths", "value"), NULL, FIRST_TENSOR, build_pad},
     {NULL, FU_OC_FULL, PARAMS("!shape|size", "!fill_value|arg|value", "!dtype"), NULL, FIRST_NONE, build_full},
     {NULL, FU_OC_IOTA, PARAMS("!length", "start", "step", "dtype"), NULL, FIRST_NONE, build_iota},
+    {"linear", FU_OP_LINEAR, PARAMS("!arg1|input|arg|x", "!arg2|weight", "arg3|bias"), NULL, FIRST_NONE,
+     build_matmul},
+    {NULL, FU_OC_MATMUL, PARAMS("!arg1|input|arg|a|x", "!arg2|other|b|y"), NULL, FIRST_NONE, build_matmul},
 };
 #undef PARAMS
 

@@ -339,6 +339,10 @@ static fu_status op_args(exporter *ex, const fu_op *op, fu_strbuf *args) {
       fu_strbuf_free(&len);
       return st;
     }
+    case FU_OC_MATMUL:
+      fu_strbuf_printf(args, "%s, %s", names[0], names[1]);
+      if (op->n_operands == 3) fu_strbuf_printf(args, ", %s", names[2]);
+      break;
     case FU_OC_META: break;
   }
   return FU_OK;

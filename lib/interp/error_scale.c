@@ -30,6 +30,10 @@
  *    divided by n for the mean), their max for max/min, and
  *    2 sqrt(M2) sqrt(sum b_i^2) / (n - correction) for var (Cauchy-Schwarz
  *    on sum 2 |x_i - mean| b_i); prod of bounded terms is unscaled.
+ *  - matmul and linear are reductions over K: C u sqrt(K) |A| |B| (the
+ *    product of the magnitudes), plus |A| B_b + A_b |B| for bounded
+ *    operands and a bias's own bound, and for a 16-bit result its own
+ *    rounding (2^-8 or 2^-11 |y|), which a fused epilogue skips.
  *  - A pointwise op with bounded operands: the first-order rule, evaluated
  *    rather than derived, per operand k: max(|f(.., x_k + b_k, ..) - f(x)|,
  *    |f(.., x_k - b_k, ..) - f(x)|), summed over k, all in f64.  It covers
@@ -93,6 +97,19 @@ static void mark_lost(fu_interp *J, fu_op *op) {
 /* A fresh zeroed f64 tensor of `like`'s shape. */
 static fu_status f64_like(fu_interp *J, const fu_host_tensor *like, fu_host_tensor *t) {
   return fu_host_tensor_alloc(t, J->alloc, FU_DT_F64, like->rank, like->shape);
+}
+
+/* The scratch of a reduction's bound: magnitudes, propagated bounds and
+ * the bound itself, zeroed f64 tensors of `like`'s shape (all freeable
+ * after a failure). */
+static fu_status three_f64_like(fu_interp *J, const fu_host_tensor *like, fu_host_tensor *a, fu_host_tensor *b,
+                                fu_host_tensor *c) {
+  memset(b, 0, sizeof *b);
+  memset(c, 0, sizeof *c);
+  fu_status st = f64_like(J, like, a);
+  if (st == FU_OK) st = f64_like(J, like, b);
+  if (st == FU_OK) st = f64_like(J, like, c);
+  return st;
 }
 
 /* Store the f64 bound `b` as result r's bound in the shadow. */
@@ -241,11 +258,7 @@ static fu_status reduction_bound(fu_interp *I, fu_interp *J, fu_op *op) {
     if (reduce[d]) n *= (double)in->shape[d];
   double k = FU_BOUND_C * (rv->dtype == FU_DT_F64 ? 0x1p-53 : 0x1p-24) * sqrt(n);
   fu_host_tensor mag, prop, bt;
-  memset(&prop, 0, sizeof prop);
-  memset(&bt, 0, sizeof bt);
-  fu_status st = f64_like(J, rv, &mag);
-  if (st == FU_OK) st = f64_like(J, rv, &prop);
-  if (st == FU_OK) st = f64_like(J, rv, &bt);
+  fu_status st = three_f64_like(J, rv, &mag, &prop, &bt);
   if (st == FU_OK && op->kind != FU_OP_MAX && op->kind != FU_OP_MIN)
     fu_interp_reduce_magnitude(variance, in, reduce, &mag);
   if (st == FU_OK && has_b) {
@@ -274,6 +287,50 @@ static fu_status reduction_bound(fu_interp *I, fu_interp *J, fu_op *op) {
     }
     st = set_bound(J, op, r, &bt);
   }
+  fu_host_tensor_free(&mag);
+  fu_host_tensor_free(&prop);
+  fu_host_tensor_free(&bt);
+  if (st != FU_OK) return fu_interp_op_error(I, op, st, "out of memory for the error bounds of --check");
+  return FU_OK;
+}
+
+/* A matmul or linear over K terms per element: C u sqrt(K) (|A| |B|) as a
+ * reduction's, plus the operands' bounds carried through the product
+ * (|A| B_b + A_b |B|, and a bias's bound along N). */
+static fu_status matmul_bound(fu_interp *I, fu_interp *J, fu_op *op) {
+  for (uint32_t i = 0; i < op->n_operands; i++)
+    if (is_value(J, op->operands[i]) && J->lost[op->operands[i]->id]) {
+      mark_lost(J, op);
+      return FU_OK;
+    }
+  const fu_host_tensor *rv = &I->slots[op->results[0]->id].view;
+  const fu_host_tensor *x[2] = {&I->slots[op->operands[0]->id].view, &I->slots[op->operands[1]->id].view};
+  const fu_host_tensor *bx[3] = {NULL, NULL, NULL};
+  for (uint32_t i = 0; i < op->n_operands; i++)
+    if (is_value(J, op->operands[i]) && J->slots[op->operands[i]->id].ready) bx[i] = &J->slots[op->operands[i]->id].view;
+  double kk = (double)x[0]->shape[x[0]->rank - 1];
+  double k = FU_BOUND_C * 0x1p-24 * sqrt(kk > 1 ? kk : 1);
+  fu_host_tensor mag, prop, bt;
+  fu_status st = three_f64_like(J, rv, &mag, &prop, &bt);
+  if (st == FU_OK) st = fu_interp_matmul_compute(op, x[0], x[1], NULL, true, &mag, J->alloc);
+  int64_t m = fu_host_tensor_numel(rv);
+  double *mg = mag.data, *pr = prop.data, *out = bt.data;
+  for (int side = 0; side < 2 && st == FU_OK; side++) {
+    if (!bx[side]) continue;
+    st = fu_interp_matmul_compute(op, side ? x[0] : bx[0], side ? bx[1] : x[1], NULL, true, &prop, J->alloc);
+    for (int64_t i = 0; i < m && st == FU_OK; i++) out[i] += pr[i];
+  }
+  if (st == FU_OK && bx[2]) {
+    const fu_host_tensor *bb = bx[2];
+    int64_t n = bb->rank == 1 && rv->rank >= 1 ? rv->shape[rv->rank - 1] : 1;
+    for (int64_t i = 0; i < m; i++)
+      out[i] += fabs(fu_host_tensor_get_flat(bb, bb->rank == 1 && bb->shape[0] != 1 ? i % (n ? n : 1) : 0));
+  }
+  /* the product's own rounding to a 16-bit dtype: cuBLASLt skips it when
+   * the epilogue that follows is fused (it rounds once, at the end) */
+  double u_out = rv->dtype == FU_DT_BF16 ? 0x1p-8 : rv->dtype == FU_DT_F16 ? 0x1p-11 : 0;
+  for (int64_t i = 0; i < m && st == FU_OK; i++) out[i] += k * mg[i] + u_out * fabs(fu_host_tensor_get_flat(rv, i));
+  if (st == FU_OK) st = set_bound(J, op, 0, &bt);
   fu_host_tensor_free(&mag);
   fu_host_tensor_free(&prop);
   fu_host_tensor_free(&bt);
@@ -327,6 +384,7 @@ fu_status fu_interp_bounds_op(fu_interp *I, fu_op *op) {
   }
   if (op->kind == FU_OP_INPUT) return FU_OK;
   if (info->cls == FU_OC_REDUCE || info->cls == FU_OC_VARIANCE) return reduction_bound(I, J, op);
+  if (info->cls == FU_OC_MATMUL) return matmul_bound(I, J, op);
   bool bounded = false, lost = false;
   for (uint32_t i = 0; i < op->n_operands; i++) {
     fu_value *v = op->operands[i];

@@ -459,6 +459,7 @@ static fu_status eval_op(fu_interp *I, fu_op *op) {
   case FU_OC_PAD:
   case FU_OC_FULL:
   case FU_OC_IOTA: return fu_interp_eval_shape_op(I, op);
+  case FU_OC_MATMUL: return fu_interp_eval_matmul(I, op);
   }
   return fu_interp_op_error(I, op, FU_ERR_UNSUPPORTED, "the interpreter does not implement this op");
 }

@@ -62,6 +62,7 @@ float fu_interp_d2f(double d);
 #define FU_INTERP_CASE_IF_NOT_PW_PAD(id) case FU_OP_##id:
 #define FU_INTERP_CASE_IF_NOT_PW_FULL(id) case FU_OP_##id:
 #define FU_INTERP_CASE_IF_NOT_PW_IOTA(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_MATMUL(id) case FU_OP_##id:
 
 /* Outcome of a row kernel. */
 typedef enum fu_pw_err {
@@ -200,5 +201,13 @@ void fu_interp_bounds_finish(fu_interp *J);
 
 /* The shape and data-movement ops (eval_shape.c). */
 fu_status fu_interp_eval_shape_op(fu_interp *I, fu_op *op);
+/* matmul and linear (matmul.c).  fu_interp_matmul_compute writes op's
+ * product of a and b (plus bias along N) into `out`, contiguous of the
+ * result's shape, accumulating in f64; with `magnitude` it computes
+ * |a| |b| instead (no bias), for the error bounds. */
+fu_status fu_interp_eval_matmul(fu_interp *I, fu_op *op);
+fu_status fu_interp_matmul_compute(const fu_op *op, const fu_host_tensor *a, const fu_host_tensor *b,
+                                   const fu_host_tensor *bias, bool magnitude, fu_host_tensor *out,
+                                   fu_allocator alloc);
 
 #endif

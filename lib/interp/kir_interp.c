@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fuser/gemm.h"
 #include "fuser/kir_interp.h"
 #include "fuser/view_layout.h"
 #include "interp_internal.h"
@@ -112,10 +113,26 @@ static fu_status alloc_workspace(frun *r, const fu_op *seg, const fu_kernel *k, 
   return FU_OK;
 }
 
+/* A matmul segment: its plan on the CPU (gemm_exec.c). */
+static fu_status run_gemm(frun *r, fu_op *seg) {
+  const fu_gemm *g = seg->u.segment.gemm;
+  const fu_value *in[3] = {g->a, g->b, g->bias};
+  for (int i = 0; i < 3; i++)
+    if (in[i] && !r->has[in[i]->id]) {
+      fu_error(r->diag, seg->loc, "matmul segment '@%s' reads '%%%s', which was never computed",
+               seg->u.segment.name ? seg->u.segment.name : "?", in[i]->name ? in[i]->name : "?");
+      return FU_ERR_RUNTIME;
+    }
+  fu_status st = fu_interp_gemm_run(seg, &r->val[g->a->id], &r->val[g->b->id], g->bias ? &r->val[g->bias->id] : NULL,
+                                    &r->val[g->d->id], r->alloc);
+  if (st != FU_OK) fu_error(r->diag, seg->loc, "matmul segment '@%s' failed on the CPU", seg->u.segment.name ? seg->u.segment.name : "?");
+  return st;
+}
+
 static fu_status run_segment(frun *r, fu_op *seg) {
   fu_segment_info *si = &seg->u.segment;
   fu_kernel *k = si->kernel;
-  if (!k) {
+  if (!k && !si->gemm) {
     fu_error(r->diag, seg->loc, "segment '@%s' has no kernel (run the lower pass first)", si->name ? si->name : "?");
     return FU_ERR_UNSUPPORTED;
   }
@@ -142,6 +159,7 @@ static fu_status run_segment(frun *r, fu_op *seg) {
     r->val[v->id] = t;
     r->has[v->id] = true;
   }
+  if (!k) return run_gemm(r, seg);
   fu_kir_arg *args = fu_mem_calloc(&r->alloc, k->n_params ? k->n_params : 1, sizeof *args);
   uint32_t **writes = fu_mem_calloc(&r->alloc, k->n_params ? k->n_params : 1, sizeof *writes);
   void **ws = fu_mem_calloc(&r->alloc, k->n_params ? k->n_params : 1, sizeof *ws);

@@ -770,6 +770,116 @@ static fu_status infer_iota(ictx *c, fu_type *out) {
   return FU_OK;
 }
 
+/* ---- matmul and linear (torch.matmul and F.linear's shape rules) ------------ */
+
+/* Operands of matmul or linear: tensors of one float dtype among f32, bf16
+ * and f16 (the accumulation is f32 in every case). */
+static fu_status mm_operand(ictx *c, uint32_t i) {
+  if (need_tensor(c, i)) return FU_ERR_VERIFY;
+  const fu_value *v = c->op->operands[i], *x = c->op->operands[0];
+  fu_dtype dt = v->type.dtype;
+  fu_ir_valstr vs, xs;
+  fu_ir_tystr ts, xt;
+  if (dt != FU_DT_F32 && dt != FU_DT_BF16 && dt != FU_DT_F16) {
+    err(c, "'%s': operand %" PRIu32 " %s of type %s must be f32, bf16 or f16", c->name, i, fu_ir_value_str(&vs, v),
+        fu_ir_type_str(&ts, &v->type));
+    note_def(c, v);
+    return FU_ERR_VERIFY;
+  }
+  if (dt != x->type.dtype) {
+    err(c, "'%s': operand %" PRIu32 " %s of type %s must have the dtype of operand 0 %s of type %s", c->name, i,
+        fu_ir_value_str(&vs, v), fu_ir_type_str(&ts, &v->type), fu_ir_value_str(&xs, x), fu_ir_type_str(&xt, &x->type));
+    note_def(c, v);
+    return FU_ERR_VERIFY;
+  }
+  return FU_OK;
+}
+
+/* The contracted extents of two operands must be equal. */
+static fu_status mm_same_k(ictx *c, uint32_t ia, int32_t da, uint32_t ib, int32_t db) {
+  const fu_value *a = c->op->operands[ia], *b = c->op->operands[ib];
+  if (fu_extent_equal(a->type.dims[da], b->type.dims[db])) return FU_OK;
+  fu_ir_valstr as, bs;
+  fu_ir_tystr at, bt;
+  extstr e1, e2;
+  err(c, "'%s': the contracted dims differ: dim %" PRId32 " of operand %" PRIu32 " %s of type %s is %s, dim %" PRId32
+         " of operand %" PRIu32 " %s of type %s is %s",
+      c->name, da, ia, fu_ir_value_str(&as, a), fu_ir_type_str(&at, &a->type), ext_str(&e1, a->type.dims[da]), db, ib,
+      fu_ir_value_str(&bs, b), fu_ir_type_str(&bt, &b->type), ext_str(&e2, b->type.dims[db]));
+  note_def(c, b);
+  return FU_ERR_VERIFY;
+}
+
+/* matmul: 1-D x 1-D is a dot product (rank 0), a 1-D operand gets a dim of
+ * 1 prepended (first) or appended (second) that the result drops, and the
+ * dims before the last two broadcast (right-aligned, 1 against anything).
+ * linear(x, w[, b]): x[..., K] times w[N, K] transposed (w[K]: a dot over
+ * the last dim), plus b[N] (or a bias of rank 0, or of one element). */
+static fu_status infer_matmul(ictx *c, fu_type *out) {
+  fu_op *op = c->op;
+  bool linear = op->kind == FU_OP_LINEAR;
+  if (linear && (op->n_operands < 2 || op->n_operands > 3))
+    return err(c, "'linear' expects 2 or 3 operands (input, weight, optional bias), got %" PRIu32, op->n_operands);
+  for (uint32_t i = 0; i < op->n_operands; i++)
+    if (mm_operand(c, i)) return FU_ERR_VERIFY;
+  const fu_type *a = &op->operands[0]->type, *b = &op->operands[1]->type;
+  fu_extent *d = dims_of(c, 0);
+  int32_t r = 0;
+  fu_ir_valstr vs;
+  fu_ir_tystr ts;
+  if (a->rank < 1 || b->rank < 1 || (linear && b->rank > 2)) {
+    const fu_value *v = a->rank < 1 ? op->operands[0] : op->operands[1];
+    err(c, "'%s': operand %s of type %s must have rank %s", c->name, fu_ir_value_str(&vs, v), fu_ir_type_str(&ts, &v->type),
+        linear && v == op->operands[1] ? "1 or 2 (a weight [out, in] or [in])" : "1 or more");
+    note_def(c, v);
+    return FU_ERR_VERIFY;
+  }
+  if (linear) {
+    if (mm_same_k(c, 0, a->rank - 1, 1, b->rank - 1)) return FU_ERR_VERIFY;
+    for (int32_t j = 0; j < a->rank - 1; j++) d[r++] = a->dims[j];
+    if (b->rank == 2) d[r++] = b->dims[0];
+    if (op->n_operands == 3) {
+      const fu_type *bias = &op->operands[2]->type;
+      fu_extent n = b->rank == 2 ? b->dims[0] : (fu_extent){1, NULL};
+      bool ok = bias->rank == 0 || (bias->rank == 1 && (fu_extent_is_one(bias->dims[0]) || fu_extent_equal(bias->dims[0], n)));
+      if (!ok) {
+        extstr e;
+        err(c, "'linear': bias %s of type %s must have rank 0, or rank 1 with extent %s (the weight's out dim) or 1",
+            fu_ir_value_str(&vs, op->operands[2]), fu_ir_type_str(&ts, bias), ext_str(&e, n));
+        note_def(c, op->operands[2]);
+        return FU_ERR_VERIFY;
+      }
+    }
+  } else {
+    int32_t ka = a->rank - 1, kb = b->rank >= 2 ? b->rank - 2 : 0;
+    if (mm_same_k(c, 0, ka, 1, kb)) return FU_ERR_VERIFY;
+    int32_t ba = a->rank >= 2 ? a->rank - 2 : 0, bb = b->rank >= 2 ? b->rank - 2 : 0;
+    int32_t nb = ba > bb ? ba : bb;
+    for (int32_t j = 0; j < nb; j++) {
+      int32_t ja = j - (nb - ba), jb = j - (nb - bb);
+      fu_extent ea = ja >= 0 ? a->dims[ja] : (fu_extent){1, NULL};
+      fu_extent eb = jb >= 0 ? b->dims[jb] : (fu_extent){1, NULL};
+      if (fu_extent_is_one(ea)) d[r++] = eb;
+      else if (fu_extent_is_one(eb) || fu_extent_equal(ea, eb)) d[r++] = ea;
+      else {
+        fu_ir_valstr bs;
+        fu_ir_tystr bt;
+        extstr e1, e2;
+        return err(c, "'matmul': the batch dims of %s of type %s and %s of type %s do not broadcast (%s vs %s)",
+                   fu_ir_value_str(&vs, op->operands[0]), fu_ir_type_str(&ts, a), fu_ir_value_str(&bs, op->operands[1]),
+                   fu_ir_type_str(&bt, b), ext_str(&e1, ea), ext_str(&e2, eb));
+      }
+    }
+    if (a->rank >= 2) d[r++] = a->dims[a->rank - 2];
+    if (b->rank >= 2) d[r++] = b->dims[b->rank - 1];
+  }
+  if (r > FU_MAX_RANK) return err(c, "'%s': the result would have rank %" PRId32, c->name, r);
+  out->dtype = a->dtype;
+  out->rank = r;
+  out->dims = d;
+  return FU_OK;
+}
+
 static fu_status infer_meta(ictx *c, fu_type *out) {
   if (c->op->kind != FU_OP_INPUT) return FU_OK; /* output and segment define no values */
   const fu_type *t = stated(c, 0, false);
@@ -831,6 +941,7 @@ fu_status fu_ir_infer(fu_op *op, fu_type *out, fu_extent *scratch, fu_diag_engin
   case FU_OC_PAD: return infer_pad(&c, out);
   case FU_OC_FULL: return infer_full(&c, out);
   case FU_OC_IOTA: return infer_iota(&c, out);
+  case FU_OC_MATMUL: return infer_matmul(&c, out);
   }
   return err(&c, "'%s': no inference rule for this op", c.name);
 }

@@ -121,6 +121,7 @@ fu_status fu_rt_open(const fu_rt_options *opts, fu_allocator alloc, fu_diag_engi
   if (!rt) return FU_ERR_NOMEM;
   rt->alloc = alloc;
   rt->diag = diag;
+  rt->libcublaslt_path = opts->libcublaslt_path;
   fu_status st = FU_OK;
   if (opts->api) {
     rt->api = *opts->api;
@@ -184,6 +185,7 @@ fail:
 void fu_rt_close(fu_rt *rt) {
   if (!rt) return;
   /* Teardown failures cannot be acted on; they are reported, not hidden. */
+  fu_rt_lt_close(rt);
   if (rt->stream) fu_rt_check(rt, rt->api.stream_destroy(rt->stream), "cuStreamDestroy");
   if (rt->ctx_retained) fu_rt_check(rt, rt->api.primary_ctx_release(rt->device), "cuDevicePrimaryCtxRelease");
   fu_cuda_api_unload(rt->lib);

@@ -74,7 +74,9 @@ fu_status fu_rt_exec_new(fu_rt *rt, const fu_rt_plan *plan, fu_rt_module *mod, c
                          fu_diag_engine *diag, fu_rt_exec **out) {
   *out = NULL;
   fu_allocator *a = &rt->alloc;
-  if (plan->n_launches && !mod) {
+  uint32_t n_kernels = 0;
+  for (uint32_t l = 0; l < plan->n_launches; l++) n_kernels += plan->launches[l].kernel != NULL;
+  if (n_kernels && !mod) {
     fu_error(diag, plan->fusion->loc, "fusion '@%s' has kernels but no module was loaded for them",
              plan->fusion->name ? plan->fusion->name : "");
     return FU_ERR_INVALID_ARG;
@@ -126,6 +128,10 @@ fu_status fu_rt_exec_new(fu_rt *rt, const fu_rt_plan *plan, fu_rt_module *mod, c
       }
       x->params[i] = x->slots[i].bytes;
     }
+    if (lp->gemm) {
+      st = fu_rt_lt_open(rt, seg_loc(lp), lp->segment->u.segment.name ? lp->segment->u.segment.name : "?");
+      continue;
+    }
     st = fu_rt_module_function(mod, lp->kernel->name, &x->fn);
     if (st != FU_OK) fu_note(diag, seg_loc(lp), "the kernel of this segment");
   }
@@ -152,15 +158,21 @@ fu_status fu_rt_exec_poison(fu_rt_exec *e, uint8_t byte) {
   return st;
 }
 
+fu_status fu_rt_exec_launch_one(fu_rt_exec *e, uint32_t l) {
+  const fu_rt_launch_plan *lp = &e->plan->launches[l];
+  if (lp->gemm) return fu_rt_gemm_run(e->rt, lp->gemm, e->ptrs, seg_loc(lp));
+  return fu_rt_launch(e->rt, &e->launches[l].fn, &lp->config, e->launches[l].params);
+}
+
 fu_status fu_rt_exec_launch_all(fu_rt_exec *e, bool sync_each) {
   fu_status st = FU_OK;
   for (uint32_t l = 0; l < e->plan->n_launches && st == FU_OK; l++) {
     const fu_rt_launch_plan *lp = &e->plan->launches[l];
     if (lp->empty) continue;
-    st = fu_rt_launch(e->rt, &e->launches[l].fn, &lp->config, e->launches[l].params);
+    st = fu_rt_exec_launch_one(e, l);
     if (st == FU_OK && sync_each) st = fu_rt_synchronize(e->rt);
     if (st != FU_OK)
-      fu_note(e->diag, seg_loc(lp), "while running kernel '@%s' of segment '@%s'", lp->kernel->name,
+      fu_note(e->diag, seg_loc(lp), "while running kernel '@%s' of segment '@%s'", fu_rt_launch_name(lp),
               lp->segment->u.segment.name ? lp->segment->u.segment.name : "?");
   }
   return st;

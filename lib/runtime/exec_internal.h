@@ -28,5 +28,7 @@ struct fu_rt_exec {
  * one so that a failure names its kernel.  Errors get a note at the
  * segment.  The caller has pointed rt->diag at e->diag. */
 fu_status fu_rt_exec_launch_all(fu_rt_exec *e, bool sync_each);
+/* Queues launch l: its kernel, or its cuBLASLt call. */
+fu_status fu_rt_exec_launch_one(fu_rt_exec *e, uint32_t l);
 
 #endif

@@ -16,7 +16,17 @@ struct fu_rt {
   CUstream stream;
   fu_rt_device_info info;
   CUresult fault;       /* a sticky error a kernel left (CUDA_SUCCESS: none) */
+  const char *libcublaslt_path; /* fu_rt_options' */
+  struct fu_rt_lt *lt;  /* cuBLASLt, loaded at the first matmul segment (cublaslt.c) */
 };
+
+/* cuBLASLt (cublaslt.c): loaded once per runtime, at the first matmul
+ * segment `segment` (at `loc`); an error naming the library when it is
+ * missing.  fu_rt_gemm_run queues one call on the runtime's stream with
+ * the buffers' addresses `ptrs`. */
+fu_status fu_rt_lt_open(fu_rt *rt, fu_loc loc, const char *segment);
+void fu_rt_lt_close(fu_rt *rt);
+fu_status fu_rt_gemm_run(fu_rt *rt, const fu_rt_gemm *g, const fu_rt_ptr *ptrs, fu_loc loc);
 
 struct fu_rt_module {
   fu_rt *rt;

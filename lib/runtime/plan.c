@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fuser/view_layout.h"
+#include "fuser/gemm.h"
 #include "internal.h"
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -28,7 +29,7 @@ static bool op_within(const fu_op *op, const fu_block *block) {
 bool fu_rt_fusion_is_lowered(fu_fusion *f, const fu_op **why_op) {
   for (fu_op *op = f->body.first; op; op = op->next) {
     if (op->kind == FU_OP_INPUT || op->kind == FU_OP_OUTPUT || op->host) continue;
-    if (op->kind == FU_OP_SEGMENT && op->u.segment.kernel) continue;
+    if (op->kind == FU_OP_SEGMENT && fu_segment_runnable(op)) continue;
     if (why_op) *why_op = op;
     return false;
   }
@@ -468,6 +469,62 @@ static fu_status plan_grid(builder *b, const fu_op *seg, const fu_kernel *k, fu_
   return FU_OK;
 }
 
+const char *fu_rt_launch_name(const fu_rt_launch_plan *lp) {
+  return lp->kernel ? lp->kernel->name : lp->gemm ? lp->gemm->name : "?";
+}
+
+/* A matmul segment: its operands' views (inputs, host aliases, earlier
+ * segments' results), a buffer for its result, and the cuBLASLt call
+ * (gemm_plan.c); the launch's arguments are the buffers it reads and
+ * writes, so byte counts and the rest treat it as a kernel. */
+static fu_status plan_gemm(builder *b, const fu_op *seg, fu_rt_launch_plan *lp) {
+  fu_rt_plan *p = b->p;
+  const fu_gemm *g = seg->u.segment.gemm;
+  const char *sn = seg->u.segment.name ? seg->u.segment.name : "?";
+  const fu_op *mm = fu_gemm_product(seg);
+  lp->segment = seg;
+  if (!mm || seg->u.segment.n_outputs != 1 || seg->u.segment.outputs[0] != g->d) {
+    fu_error(b->diag, op_loc(seg), "matmul segment '@%s' must have one output, the result of its gemm plan", sn);
+    return FU_ERR_INVALID_ARG;
+  }
+  const fu_value *in[3] = {g->a, g->b, g->bias};
+  for (int i = 0; i < 3; i++)
+    if (in[i] && p->views[in[i]->id].buffer < 0) {
+      fu_error(b->diag, op_loc(seg), "matmul segment '@%s' reads '%%%s', which no input, host alias or earlier segment provides",
+               sn, vname(in[i]));
+      return FU_ERR_INVALID_ARG;
+    }
+  fu_status st = kernel_buffer(b, g->d, seg);
+  if (st != FU_OK) return st;
+  lp->gemm = fu_mem_calloc(&p->alloc, 1, sizeof *lp->gemm);
+  lp->n_args = g->bias ? 4 : 3;
+  lp->args = fu_mem_calloc(&p->alloc, lp->n_args, sizeof *lp->args);
+  if (!lp->gemm || !lp->args) return FU_ERR_NOMEM;
+  fu_strbuf why;
+  fu_strbuf_init(&why, p->alloc);
+  const fu_rt_view *vb = g->bias ? &p->views[g->bias->id] : NULL;
+  bool ok = fu_rt_gemm_from_views(mm->kind, &p->views[g->a->id], &p->views[g->b->id], vb, &p->views[g->d->id], lp->gemm,
+                                  &why);
+  if (!ok)
+    fu_error(b->diag, op_loc(seg), "matmul segment '@%s': cuBLASLt cannot run it: %s", sn, why.data ? why.data : "");
+  fu_strbuf_free(&why);
+  if (!ok) return FU_ERR_UNSUPPORTED;
+  snprintf(lp->gemm->name, sizeof lp->gemm->name, "cublaslt_%s", sn);
+  lp->gemm->act = (int)g->act;
+  lp->gemm->alpha = (float)g->alpha;
+  const fu_value *args[4] = {g->a, g->b, g->d, g->bias};
+  for (uint32_t i = 0; i < lp->n_args; i++) {
+    const fu_rt_view *v = &p->views[args[i]->id];
+    lp->args[i].buffer = v->buffer;
+    lp->args[i].size = 8;
+    size_t es = fu_dtype_size(v->dtype);
+    if (i == 2) lp->bytes_written += numel_of(v) * es;
+    else lp->bytes_read += distinct_elems(v) * es;
+  }
+  lp->empty = lp->gemm->m == 0 || lp->gemm->n == 0 || lp->gemm->batch == 0;
+  return FU_OK;
+}
+
 static fu_status plan_segment(builder *b, const fu_op *seg, fu_rt_launch_plan *lp) {
   fu_rt_plan *p = b->p;
   const fu_kernel *k = seg->u.segment.kernel;
@@ -587,6 +644,10 @@ static fu_status build(builder *b) {
     } else if (op->host) {
       if ((st = plan_host_op(b, op)) != FU_OK) return st;
     } else if (op->kind == FU_OP_SEGMENT) {
+      if (!op->u.segment.kernel && fu_segment_runnable(op)) {
+        if ((st = plan_gemm(b, op, &p->launches[p->n_launches++])) != FU_OK) return st;
+        continue;
+      }
       if (!op->u.segment.kernel) {
         fu_error(b->diag, op->loc,
                  "segment '@%s' has no kernel: compile the fusion first (fuser-opt --pass=all), or run it with a build "
@@ -688,7 +749,10 @@ void fu_rt_plan_free(fu_rt_plan *p) {
   fu_allocator *a = &p->alloc;
   /* A failed build may leave args on the launch after the last counted one. */
   for (uint32_t i = 0; i < p->launches_cap; i++)
+  {
     if (p->launches[i].args) fu_mem_free(a, p->launches[i].args, p->launches[i].n_args * sizeof *p->launches[i].args);
+    if (p->launches[i].gemm) fu_mem_free(a, p->launches[i].gemm, sizeof *p->launches[i].gemm);
+  }
   if (p->launches) fu_mem_free(a, p->launches, p->launches_cap * sizeof *p->launches);
   if (p->buffers) fu_mem_free(a, p->buffers, p->buffers_cap * sizeof *p->buffers);
   if (p->views) fu_mem_free(a, p->views, (p->n_values ? p->n_values : 1) * sizeof *p->views);
@@ -747,6 +811,21 @@ void fu_rt_plan_print_launches(fu_strbuf *out, const fu_rt_plan *p) {
   for (uint32_t l = 0; l < p->n_launches; l++) {
     const fu_rt_launch_plan *lp = &p->launches[l];
     const fu_rt_launch_config *c = &lp->config;
+    if (lp->gemm) {
+      const fu_rt_gemm *g = lp->gemm;
+      fu_strbuf_printf(out,
+                       "launch @%s: cuBLASLt m=%lld n=%lld k=%lld batch=%lld %s x %s -> %s, transa=%s lda=%lld, transb=%s "
+                       "ldb=%lld, ldd=%lld, strides a=%lld b=%lld d=%lld, epilogue=%s%s, alpha=%g%s (reads %llu bytes, "
+                       "writes %llu bytes)\n",
+                       g->name, (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->batch,
+                       fu_dtype_name(g->ab_dtype), fu_dtype_name(g->ab_dtype), fu_dtype_name(g->d_dtype),
+                       g->trans_a ? "T" : "N", (long long)g->lda, g->trans_b ? "T" : "N", (long long)g->ldb,
+                       (long long)g->ldd, (long long)g->stride_a, (long long)g->stride_b, (long long)g->stride_d,
+                       fu_gemm_act_name((fu_gemm_act)g->act), g->buf_bias >= 0 ? "+bias" : "", (double)g->alpha,
+                       lp->empty ? " skipped: empty" : "", (unsigned long long)lp->bytes_read,
+                       (unsigned long long)lp->bytes_written);
+      continue;
+    }
     fu_strbuf_printf(out, "launch @%s: grid=[%u, %u, %u] block=[%u, %u, %u] smem=%u%s (reads %llu bytes, writes %llu bytes)\n",
                      lp->kernel->name, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
                      c->smem_bytes, lp->empty ? " skipped: empty grid" : "", (unsigned long long)lp->bytes_read,

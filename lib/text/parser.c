@@ -971,7 +971,8 @@ static bool type_is_stated(fu_op_kind k) {
   case FU_OC_SQUEEZE:
   case FU_OC_SLICE:
   case FU_OC_CAT:
-  case FU_OC_PAD: break;
+  case FU_OC_PAD:
+  case FU_OC_MATMUL: break;
   }
   return false;
 }
@@ -1290,7 +1291,12 @@ static bool parse_segment_codegen(parser *p, fu_block *b) {
     return false;
   }
   bool nomem = false, ok;
-  if (is_kw(&kw, "schedule")) {
+  if (is_kw(&kw, "gemm")) {
+    fu_gemm *g = NULL;
+    ok = fu_txt_parse_gemm(&p->lx, &kw, p->m, &p->values, p->diag, &g, &nomem);
+    if (ok && seg->gemm) error_at(p, &kw, "segment '@%s' has a gemm already", seg->name ? seg->name : "?");
+    else if (ok && g) seg->gemm = g;
+  } else if (is_kw(&kw, "schedule")) {
     fu_schedule *s = NULL;
     ok = fu_txt_parse_schedule(&p->lx, &kw, p->m, &p->values, p->diag, &s, &nomem);
     if (ok && seg->schedule) error_at(p, &kw, "segment '@%s' has a schedule already", seg->name ? seg->name : "?");
@@ -1327,7 +1333,7 @@ static bool parse_items(parser *p, fu_block *b) {
         break;
       }
       /* ---- codegen: a segment's schedule and kernel ---- */
-      if (b->parent_op && (is_kw(&p->tok, "schedule") || is_kw(&p->tok, "kernel"))) {
+      if (b->parent_op && (is_kw(&p->tok, "schedule") || is_kw(&p->tok, "kernel") || is_kw(&p->tok, "gemm"))) {
         if (!parse_segment_codegen(p, b)) return false;
         break;
       }
@@ -1371,6 +1377,9 @@ static bool parse_fusion(parser *p) {
    * without schedules is left to the caller's verifier, as before. */
   if (p->diag->n_errors == errors_before && !p->nomem && has_schedule(p->f) && fu_verify_fusion(p->f, p->diag) == FU_OK)
     fu_schedule_verify_fusion(p->f, p->diag);
+  /* matmul segments: each gemm line against its segment */
+  for (fu_op *op = p->f->body.first; op && p->diag->n_errors == errors_before; op = op->next)
+    if (op->kind == FU_OP_SEGMENT && op->u.segment.gemm) fu_gemm_verify(op, op->u.segment.gemm, p->diag);
   return true;
 }
 

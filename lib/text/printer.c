@@ -12,6 +12,7 @@
 #include "fuser/kir_text.h" /* codegen: kernels inside segments */
 #include "fuser/print.h"
 #include "fuser/schedule.h" /* codegen: schedules inside segments */
+#include "fuser/gemm.h"     /* matmul segments: the gemm plan */
 #include "lexer.h"
 
 typedef struct pctx {
@@ -321,6 +322,7 @@ static void print_op(const pctx *c, const fu_op *op, int indent) {
     if (s->body)
       for (const fu_op *o = s->body->first; o; o = o->next) print_op(c, o, indent + 2);
     /* ---- codegen: the schedule and the lowered kernel follow the ops ---- */
+    if (s->gemm) fu_gemm_print(sb, s->gemm, indent + 2, put_value_ref_cb, (void *)c);
     if (s->schedule) fu_schedule_print(sb, s->schedule, indent + 2, put_value_ref_cb, (void *)c);
     if (s->kernel) fu_kernel_print_indented(sb, s->kernel, indent + 2);
     /* ---- end codegen ---- */

@@ -1,5 +1,6 @@
-/* fuser: schedules in .fir text (grammar in docs/ir.md, "Schedules"), and
- * the hook that parses a lowered kernel inside a segment.
+/* fuser: schedules in .fir text (grammar in docs/ir.md, "Schedules"), a
+ * matmul segment's `gemm` line (docs/ir.md, "Segments"), and the hook that
+ * parses a lowered kernel inside a segment.
  *
  *   schedule ::= 'schedule' attrs? '{' stmt* '}'
  *   stmt     ::= 'reference' VALUE '[' AXIS (',' AXIS)* ']'
@@ -8,6 +9,9 @@
  *              | 'loop' '[' (AXIS ':' PTYPE attrs? (',' ...)*)? ']'  {grid=direct|stride}
  *              | 'tensor' VALUE attrs?               {memory=..., inline=N, access=...}
  *   attrs    ::= '{' IDENT '=' (IDENT | INT | STRING) (',' ...)* '}'
+ *   gemm     ::= 'gemm' VALUE ',' VALUE '->' VALUE '{' IDENT '=' value (',' ...)* '}'
+ *                a, b: row | col; lda, ldb: INT | IDENT | STRING; epilogue: none | relu | gelu;
+ *                bias: VALUE; alpha: FLOAT | INT
  *
  * The parser resolves names (axes, values, parallel types, attribute
  * values) with located errors; everything that needs the whole fusion
@@ -147,6 +151,43 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
     fu_strbuf_puts(out, "}\n");
   }
   indent_to(out, indent);
+  fu_strbuf_puts(out, "}\n");
+}
+
+/* A leading dim: a number or a symbol bare, an expression quoted. */
+static void put_ld(fu_strbuf *out, const char *s) {
+  bool digits = *s != '\0';
+  for (const char *c = s; *c; c++) digits &= *c >= '0' && *c <= '9';
+  if (digits) fu_strbuf_puts(out, s);
+  else put_word(out, s);
+}
+
+/* A matmul segment's plan line (fuser/gemm.h). */
+void fu_gemm_print(fu_strbuf *out, const fu_gemm *g, int indent, fu_gemm_ref_fn ref, void *user) {
+  indent_to(out, indent);
+  fu_strbuf_puts(out, "gemm ");
+  put_ref(out, g->a, ref, user);
+  fu_strbuf_puts(out, ", ");
+  put_ref(out, g->b, ref, user);
+  fu_strbuf_puts(out, " -> ");
+  put_ref(out, g->d, ref, user);
+  fu_strbuf_printf(out, " {a=%s", g->a_order == FU_GEMM_ROW ? "row" : "col");
+  if (g->lda) {
+    fu_strbuf_puts(out, ", lda=");
+    put_ld(out, g->lda);
+  }
+  fu_strbuf_printf(out, ", b=%s", g->b_order == FU_GEMM_ROW ? "row" : "col");
+  if (g->ldb) {
+    fu_strbuf_puts(out, ", ldb=");
+    put_ld(out, g->ldb);
+  }
+  fu_strbuf_printf(out, ", epilogue=%s", fu_gemm_act_name(g->act));
+  if (g->bias) {
+    fu_strbuf_puts(out, ", bias=");
+    put_ref(out, g->bias, ref, user);
+  }
+  fu_strbuf_puts(out, ", alpha=");
+  fu_strbuf_put_double(out, g->alpha);
   fu_strbuf_puts(out, "}\n");
 }
 
@@ -657,6 +698,97 @@ bool fu_txt_parse_schedule(fu_lexer *lx, const fu_token *kw, fu_module *m, const
 done:
   if (p->nomem) *nomem = true;
   fu_mem_free(&m->alloc, p->tensors, p->cap_tensors * sizeof *p->tensors);
+  fu_mem_free(&m->alloc, p, sizeof *p);
+  return ok;
+}
+
+/* ---- the gemm line of a matmul segment ------------------------------------------------- */
+
+static void gemm_order(sparser *p, const fu_token *v, fu_gemm_order *o) {
+  if (is_word(v, "row")) *o = FU_GEMM_ROW;
+  else if (is_word(v, "col")) *o = FU_GEMM_COL;
+  else serr(p, v, "'gemm': the order of a matrix is row or col, got '%.*s'", (int)v->len, v->p);
+}
+
+/* One attribute of the gemm line; p->tok is its value. */
+static bool gemm_attr(sparser *p, const fu_token *name, fu_gemm *g) {
+  fu_token v = p->tok;
+  if (fu_txt_tok_is(name, "a") || fu_txt_tok_is(name, "b")) {
+    gemm_order(p, &v, fu_txt_tok_is(name, "a") ? &g->a_order : &g->b_order);
+  } else if (fu_txt_tok_is(name, "lda") || fu_txt_tok_is(name, "ldb")) {
+    const char *s = v.kind == FU_TOK_INT ? dup_tok(p, &v, 0) : attr_word(p, &v);
+    if (!s) return p->nomem ? false : expected(p, "a leading dim (a number, a symbol or a string)");
+    if (fu_txt_tok_is(name, "lda")) g->lda = s;
+    else g->ldb = s;
+  } else if (fu_txt_tok_is(name, "epilogue")) {
+    bool found = false;
+    for (fu_gemm_act a = FU_GEMM_ACT_NONE; a <= FU_GEMM_ACT_GELU; a++)
+      if (is_word(&v, fu_gemm_act_name(a))) {
+        g->act = a;
+        found = true;
+      }
+    if (!found) serr(p, &v, "'gemm': unknown epilogue '%.*s'; valid: none, relu, gelu", (int)v.len, v.p);
+  } else if (fu_txt_tok_is(name, "bias")) {
+    g->bias = use_value(p);
+    return v.kind == FU_TOK_VALUE;
+  } else if (fu_txt_tok_is(name, "alpha")) {
+    if (v.kind == FU_TOK_FLOAT) g->alpha = v.fval;
+    else if (v.kind == FU_TOK_INT) g->alpha = (double)v.ival;
+    else return expected(p, "a number (alpha)");
+  } else {
+    serr(p, name, "unknown attribute '%.*s' for 'gemm'; valid: a, lda, b, ldb, epilogue, bias, alpha", (int)name->len,
+         name->p);
+  }
+  next(p);
+  return true;
+}
+
+bool fu_txt_parse_gemm(fu_lexer *lx, const fu_token *kw, fu_module *m, const fu_txt_symtab *values,
+                       fu_diag_engine *diag, fu_gemm **out, bool *nomem) {
+  *out = NULL;
+  sparser *p = fu_mem_calloc(&m->alloc, 1, sizeof *p);
+  fu_gemm *g = fu_arena_calloc(m->arena, 1, sizeof *g);
+  bool ok = false;
+  if (!p || !g) {
+    *nomem = true;
+    fu_mem_free(&m->alloc, p, p ? sizeof *p : 0);
+    return false;
+  }
+  p->lx = lx;
+  p->diag = diag;
+  p->m = m;
+  p->values = values;
+  g->loc = tloc(p, kw);
+  g->alpha = 1.0;
+  next(p);
+  fu_token t = p->tok;
+  g->a = use_value(p);
+  if (t.kind != FU_TOK_VALUE || !accept(p, FU_TOK_COMMA, "',' between the gemm's operands")) goto done;
+  t = p->tok;
+  g->b = use_value(p);
+  if (t.kind != FU_TOK_VALUE || !accept(p, FU_TOK_ARROW, "'->' before the gemm's result")) goto done;
+  t = p->tok;
+  g->d = use_value(p);
+  if (t.kind != FU_TOK_VALUE || !accept(p, FU_TOK_LBRACE, "'{' before the gemm's attributes")) goto done;
+  while (p->tok.kind != FU_TOK_RBRACE && !p->nomem) {
+    if (p->tok.kind != FU_TOK_IDENT) {
+      expected(p, "an attribute name");
+      goto done;
+    }
+    fu_token name = p->tok;
+    next(p);
+    if (!accept(p, FU_TOK_EQ, "'=' after the attribute name") || !gemm_attr(p, &name, g)) goto done;
+    if (p->tok.kind == FU_TOK_COMMA) next(p);
+    else if (p->tok.kind != FU_TOK_RBRACE) {
+      expected(p, "',' or '}' in the attributes");
+      goto done;
+    }
+  }
+  /* p->tok is the closing '}': the lexer stands just after it */
+  ok = !p->nomem;
+  if (ok && !p->bad) *out = g;
+done:
+  if (p->nomem) *nomem = true;
   fu_mem_free(&m->alloc, p, sizeof *p);
   return ok;
 }

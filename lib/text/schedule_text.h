@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "fuser/gemm.h"
 #include "fuser/schedule.h"
 #include "lexer.h"
 
@@ -18,6 +19,12 @@
  * memory ran out. */
 bool fu_txt_parse_schedule(fu_lexer *lx, const fu_token *kw, fu_module *m, const fu_txt_symtab *values,
                            fu_diag_engine *diag, fu_schedule **out, bool *nomem);
+
+/* Parses a matmul segment's `gemm %A, %B -> %D {...}` (fuser/gemm.h);
+ * `kw` is the `gemm` token, the lexer is left just after the closing '}'.
+ * False on a syntax error; semantic errors are reported with *out NULL. */
+bool fu_txt_parse_gemm(fu_lexer *lx, const fu_token *kw, fu_module *m, const fu_txt_symtab *values,
+                       fu_diag_engine *diag, fu_gemm **out, bool *nomem);
 
 /* Parses the kernel starting at token `kw` (`kernel`) with the kernel IR
  * parser, binding its tensor parameters to the values of f, and moves the

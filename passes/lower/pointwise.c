@@ -266,7 +266,8 @@ static uint32_t n_args(const fu_op *op) {
   case FU_OC_REDUCE:
   case FU_OC_VARIANCE:
   case FU_OC_FULL:
-  case FU_OC_IOTA: return 0;
+  case FU_OC_IOTA:
+  case FU_OC_MATMUL: return 0;
   }
   return 0; /* not reached: a class outside the enum */
 }
@@ -313,7 +314,8 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
   case FU_OC_TERNARY:
   case FU_OC_CAST:
   case FU_OC_REDUCE:
-  case FU_OC_VARIANCE: break;
+  case FU_OC_VARIANCE:
+  case FU_OC_MATMUL: break;
   }
   fu_error(L->diag, op->loc, "'%s' cannot be lowered in a pointwise segment", info->name);
   L->failed = true;

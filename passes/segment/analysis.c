@@ -454,6 +454,7 @@ fu_status fu_seg_env_init(fu_seg_env *env, fu_fusion *f, fu_diag_engine *diag, F
     if (nd->flags & FU_SEG_NF_REDUCTION) reduction_facts(env, nd);
   }
   st = mark_permuted_writes(env);
+  if (st == FU_OK) st = fu_seg_mark_matmuls(env);
   if (st != FU_OK) return st;
   return fu_seg_graph_init(&env->g, env->n_nodes, env->alloc);
 }

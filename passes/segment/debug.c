@@ -293,6 +293,26 @@ void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *vd,
     fu_strbuf_printf(sb, " reduces %" PRIu64 " elements per row, more than the %d a persistent kernel keeps on chip",
                      env->nodes[vd->op].red_elems, FU_SEG_PERSISTENT_MAX_ELEMS);
     return;
+  case FU_SEG_WHY_HAS_MATMUL:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " is a matrix product (cuBLASLt runs it in a matmul segment)");
+    return;
+  case FU_SEG_WHY_NO_MATMUL: fu_strbuf_puts(sb, "no matmul or linear"); return;
+  case FU_SEG_WHY_TWO_MATMULS:
+    fu_strbuf_puts(sb, "more than one matmul or linear (");
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " and another)");
+    return;
+  case FU_SEG_WHY_NOT_EPILOGUE:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " is not in the epilogue cuBLASLt fuses into ");
+    fu_seg_put_op(sb, op2);
+    fu_strbuf_puts(sb, " (bias, relu, gelu, scaling by a literal, output cast)");
+    return;
+  case FU_SEG_WHY_OTHER_EPILOGUE:
+    fu_strbuf_puts(sb, "it holds ops of another product's epilogue than ");
+    fu_seg_put_op(sb, op);
+    return;
   default: break;
   }
   /* the rest need the members of the view */

@@ -78,6 +78,10 @@ typedef struct fu_seg_summary {
   int32_t first_red;       /* lowest reduction, -1 */
   int32_t first_resize;    /* lowest slice/pad/cat, -1 */
   int32_t first_transp;    /* lowest permute or reader of a permuted layout, -1 */
+  int32_t first_mm;        /* lowest matmul or linear, -1 */
+  uint32_t n_mm;           /* matmuls and linears */
+  int32_t first_plain;     /* lowest op that is neither a product nor in a product's epilogue, -1 */
+  int32_t epi_owner;       /* the product whose epilogue ops the group holds: -1 none, -2 several */
   int32_t red_mismatch;    /* a reduction whose signature differs from first_red's, -1 */
   int32_t red_in, red_out; /* first_red's operand and result iteration spaces */
   uint32_t red_axes;       /* first_red's reduced axes (see fu_seg_node) */
@@ -123,6 +127,11 @@ typedef enum fu_seg_why {
   FU_SEG_WHY_OUT_NOT_RED,
   FU_SEG_WHY_NO_RESIZE,
   FU_SEG_WHY_EMPTY,
+  FU_SEG_WHY_HAS_MATMUL,
+  FU_SEG_WHY_NO_MATMUL,
+  FU_SEG_WHY_TWO_MATMULS,
+  FU_SEG_WHY_NOT_EPILOGUE,
+  FU_SEG_WHY_OTHER_EPILOGUE,
 } fu_seg_why;
 
 typedef struct fu_seg_verdict {
@@ -145,6 +154,7 @@ fu_seg_verdict fu_seg_accept_transpose(const struct fu_seg_env *env, const fu_se
 fu_seg_verdict fu_seg_accept_reduction(const struct fu_seg_env *env, const fu_seg_summary *s);
 fu_seg_verdict fu_seg_accept_persistent(const struct fu_seg_env *env, const fu_seg_summary *s);
 fu_seg_verdict fu_seg_accept_resize(const struct fu_seg_env *env, const fu_seg_summary *s);
+fu_seg_verdict fu_seg_accept_matmul(const struct fu_seg_env *env, const fu_seg_summary *s);
 
 /* The table, in preference order (first acceptance wins). */
 extern const fu_seg_scheduler fu_seg_schedulers[FU_SEG_KIND_COUNT];
@@ -259,6 +269,7 @@ enum {
   FU_SEG_NF_TRANSP = 1u << 2, /* a permute, or reads a permuted layout */
   FU_SEG_NF_VIEW = 1u << 3,
   FU_SEG_NF_COMPUTE = 1u << 4, /* can join a segment */
+  FU_SEG_NF_MATMUL = 1u << 5,  /* a matmul or linear */
 };
 
 enum {
@@ -275,6 +286,7 @@ typedef struct fu_seg_node {
   uint32_t red_axes; /* reductions: operand rank << 16 | bit mask of reduced axes */
   bool red_inner;    /* reduces the operand's innermost dim */
   uint64_t red_elems;
+  int32_t epi_of;    /* the product whose cuBLASLt epilogue the op is in (matmul.c), -1 */
 } fu_seg_node;
 
 typedef struct fu_seg_env {
@@ -353,6 +365,12 @@ bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b);
  * reduction's input space (needs a persistent kernel), or in neither the
  * input nor the output space, into s. */
 void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_in, int32_t red_out, fu_seg_summary *s);
+
+/* matmul.c: marks products and their epilogues' ops (epi_of) */
+fu_status fu_seg_mark_matmuls(fu_seg_env *env);
+/* matmul.c: step 2's first part, each product merged with its epilogue */
+typedef fu_status (*fu_seg_merge_fn)(fu_seg_env *env, uint32_t a, uint32_t b);
+fu_status fu_seg_merge_epilogues(fu_seg_env *env, fu_seg_merge_fn merge);
 
 /* merge.c */
 fu_status fu_seg_partition(fu_seg_env *env);

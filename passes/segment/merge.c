@@ -259,9 +259,14 @@ static void log_line(fu_seg_env *env, const fu_strbuf *prefix, const char *fmt_t
   if (fmt_tail) fu_strbuf_puts(&env->sb, fmt_tail);
 }
 
+/* A group without a product is no matmul segment: saying so on every
+ * rejection is noise. */
+static bool silent_verdict(const fu_seg_verdict *v) { return v->why == FU_SEG_WHY_NO_MATMUL; }
+
 static void log_rejections(fu_seg_env *env, const fu_strbuf *prefix, const trial *t) {
   for (int i = 0; i < FU_SEG_KIND_COUNT; i++) {
     const fu_seg_scheduler *sc = &fu_seg_schedulers[i];
+    if (silent_verdict(&t->verdicts[i])) continue;
     log_line(env, prefix, "rejected by ");
     fu_strbuf_printf(&env->sb, "%s: ", fu_sched_kind_name(sc->kind));
     fu_seg_put_reason(env, &env->sb, &t->verdicts[i], t->x, t->y, false);
@@ -369,6 +374,7 @@ static void log_whole(fu_seg_env *env, fu_sched_kind kind, const fu_seg_summary 
   }
   for (int i = 0; i < FU_SEG_KIND_COUNT; i++) {
     const fu_seg_scheduler *sc = &fu_seg_schedulers[i];
+    if (silent_verdict(&verdicts[i])) continue;
     fu_strbuf_clear(&env->sb);
     fu_strbuf_printf(&env->sb, "[segment] step 1: whole fusion: rejected by %s: ", fu_sched_kind_name(sc->kind));
     fu_seg_put_reason(env, &env->sb, &verdicts[i], FU_SEG_NONE, FU_SEG_NONE, true);
@@ -417,6 +423,12 @@ static void make_single_group(fu_seg_env *env, const fu_seg_vec *all, const fu_s
 }
 
 /* ---- step 2 ----------------------------------------------------------------- */
+
+/* Step 2 begins with each product's epilogue (segment/matmul.c). */
+static fu_status merge_epilogue_op(fu_seg_env *env, uint32_t mm, uint32_t op) {
+  bool merged;
+  return try_merge(env, mm, op, 2, MODE_PRODUCER, NULL, &merged);
+}
 
 /* One group per op (summary, kind of the op alone, its own component) and
  * the graph's edges from every use between top-level ops. */
@@ -655,13 +667,15 @@ static fu_status step4_group(fu_seg_env *env, uint32_t r, fu_seg_vec *members) {
       const fu_op *user = env->nodes[u].op;
       bool kernel = user->kind == FU_OP_SEGMENT ||
                     (is_compute(env, u) && find(env, u) != r && !env->host_group[find(env, u)]);
+      /* cuBLASLt reads a permuted operand as a transpose */
+      bool product = is_compute(env, u) && env->kind[find(env, u)] == FU_SK_MATMUL;
       bad = op;
       bad_v = v;
       if (user->kind == FU_OP_OUTPUT && !(f & FU_SEG_VF_CONTIG))
         why = "would make a fusion output that is not dense row-major:";
       else if (user->host && !(f & FU_SEG_VF_CONTIG)) /* strip-bookend-views made it a view of a dense value */
         why = "would hand a host view a value that is not dense row-major:";
-      else if (kernel && (f & FU_SEG_VF_PERM))
+      else if (kernel && !product && (f & FU_SEG_VF_PERM))
         why = "would hand a kernel a permuted alias:";
     }
   }
@@ -747,7 +761,8 @@ fu_status fu_seg_partition(fu_seg_env *env) {
       make_single_group(env, &all, &whole, k);
       env->stats.whole_fusion = true;
     } else {
-      st = step2(env);
+      st = fu_seg_merge_epilogues(env, merge_epilogue_op);
+      if (st == FU_OK) st = step2(env);
       if (st == FU_OK) st = step3_vertical(env);
       if (st == FU_OK) st = step3_shared(env);
       if (st == FU_OK) st = step3_independent(env);

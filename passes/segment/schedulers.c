@@ -41,6 +41,7 @@ void fu_seg_summary_add_space(fu_seg_summary *s, int32_t space, int32_t delta) {
 static void summary_empty(fu_seg_summary *s) {
   memset(s, 0, sizeof *s);
   s->first_op = s->first_red = s->first_resize = s->first_transp = s->red_mismatch = -1;
+  s->first_mm = s->first_plain = s->epi_owner = -1;
   s->red_axes = 0;
   s->red_in = s->red_out = s->first_down_in = s->first_down_bad = -1;
 }
@@ -53,6 +54,10 @@ void fu_seg_summary_union(fu_seg_summary *out, const fu_seg_summary *a, const fu
   r.first_op = fu_seg_min_idx(a->first_op, b->first_op);
   r.first_resize = fu_seg_min_idx(a->first_resize, b->first_resize);
   r.first_transp = fu_seg_min_idx(a->first_transp, b->first_transp);
+  r.first_mm = fu_seg_min_idx(a->first_mm, b->first_mm);
+  r.n_mm = a->n_mm + b->n_mm;
+  r.first_plain = fu_seg_min_idx(a->first_plain, b->first_plain);
+  r.epi_owner = a->epi_owner == -1 ? b->epi_owner : b->epi_owner == -1 || b->epi_owner == a->epi_owner ? a->epi_owner : -2;
   if (a->first_red < 0 || b->first_red < 0) {
     const fu_seg_summary *s = a->first_red >= 0 ? a : b;
     r.first_red = s->first_red;
@@ -83,6 +88,18 @@ void fu_seg_summary_union(fu_seg_summary *out, const fu_seg_summary *a, const fu
   *out = r;
 }
 
+/* A product, an op of a product's epilogue, or neither ("plain"). */
+static void add_product_facts(const fu_seg_node *nd, uint32_t n, fu_seg_summary *s) {
+  if (nd->flags & FU_SEG_NF_MATMUL) {
+    s->first_mm = fu_seg_min_idx(s->first_mm, (int32_t)n);
+    s->n_mm++;
+  } else if (nd->epi_of >= 0) {
+    s->epi_owner = s->epi_owner == -1 || s->epi_owner == nd->epi_of ? nd->epi_of : -2;
+  } else {
+    s->first_plain = fu_seg_min_idx(s->first_plain, (int32_t)n);
+  }
+}
+
 /* Node n's own facts: the summary of a group holding n alone. */
 void fu_seg_summary_single(fu_seg_env *env, uint32_t n, fu_seg_summary *out) {
   const fu_seg_node *nd = &env->nodes[n];
@@ -101,6 +118,7 @@ void fu_seg_summary_single(fu_seg_env *env, uint32_t n, fu_seg_summary *out) {
   }
   if (nd->flags & FU_SEG_NF_RESIZE) out->first_resize = (int32_t)n;
   if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = (int32_t)n;
+  add_product_facts(nd, n, out);
   for (uint32_t r = 0; r < nd->op->n_results; r++) {
     const fu_value *v = nd->op->results[r];
     if (v->id < env->n_values && env->v_ext[v->id] > 0) fu_seg_summary_add_space(out, env->v_space[v->id], 1);
@@ -163,6 +181,7 @@ fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k
     out->first_op = fu_seg_min_idx(out->first_op, (int32_t)n);
     if (nd->flags & FU_SEG_NF_RESIZE) out->first_resize = fu_seg_min_idx(out->first_resize, (int32_t)n);
     if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = fu_seg_min_idx(out->first_transp, (int32_t)n);
+    add_product_facts(nd, n, out);
     if (nd->flags & FU_SEG_NF_REDUCTION) {
       if (out->first_red < 0) {
         out->first_red = (int32_t)n;
@@ -213,6 +232,8 @@ fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k
 bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b) {
   if (a->n_ops != b->n_ops || a->n_views != b->n_views || a->first_op != b->first_op ||
       a->first_red != b->first_red || a->first_resize != b->first_resize || a->first_transp != b->first_transp ||
+      a->first_mm != b->first_mm || a->n_mm != b->n_mm || a->first_plain != b->first_plain ||
+      a->epi_owner != b->epi_owner ||
       (a->red_mismatch < 0) != (b->red_mismatch < 0) || a->n_comp != b->n_comp ||
       a->n_comp_nored != b->n_comp_nored || a->spaces_overflow != b->spaces_overflow || a->n_spaces != b->n_spaces)
     return false;
@@ -257,6 +278,7 @@ static bool outputs_in_red_spaces(const fu_seg_summary *s) {
 fu_seg_verdict fu_seg_accept_pointwise(const fu_seg_env *env, const fu_seg_summary *s) {
   (void)env;
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
+  if (s->first_mm >= 0) return refuse(FU_SEG_WHY_HAS_MATMUL, s->first_mm, -1);
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
   if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
   if (s->first_transp >= 0) return refuse(FU_SEG_WHY_HAS_TRANSPOSE, s->first_transp, -1);
@@ -269,6 +291,7 @@ fu_seg_verdict fu_seg_accept_pointwise(const fu_seg_env *env, const fu_seg_summa
 fu_seg_verdict fu_seg_accept_transpose(const fu_seg_env *env, const fu_seg_summary *s) {
   (void)env;
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
+  if (s->first_mm >= 0) return refuse(FU_SEG_WHY_HAS_MATMUL, s->first_mm, -1);
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
   if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
   if (s->first_transp < 0) return refuse(FU_SEG_WHY_NO_TRANSPOSE, -1, -1);
@@ -280,6 +303,7 @@ fu_seg_verdict fu_seg_accept_transpose(const fu_seg_env *env, const fu_seg_summa
  * op connected to one, epilogue ops in the input or output space only. */
 static fu_seg_verdict check_reduction_common(const fu_seg_summary *s) {
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
+  if (s->first_mm >= 0) return refuse(FU_SEG_WHY_HAS_MATMUL, s->first_mm, -1);
   if (s->first_red < 0) return refuse(FU_SEG_WHY_NO_REDUCTION, -1, -1);
   if (s->red_mismatch >= 0) return refuse(FU_SEG_WHY_RED_MISMATCH, s->first_red, s->red_mismatch);
   if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
@@ -315,9 +339,24 @@ fu_seg_verdict fu_seg_accept_persistent(const fu_seg_env *env, const fu_seg_summ
 fu_seg_verdict fu_seg_accept_resize(const fu_seg_env *env, const fu_seg_summary *s) {
   (void)env;
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
+  if (s->first_mm >= 0) return refuse(FU_SEG_WHY_HAS_MATMUL, s->first_mm, -1);
   if (s->first_resize < 0) return refuse(FU_SEG_WHY_NO_RESIZE, -1, -1);
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
   if (!one_output_space(s)) return refuse(FU_SEG_WHY_OUT_SPACES, -1, -1);
+  return accept();
+}
+
+/* matmul: one matmul or linear and ops of its own cuBLASLt epilogue
+ * (passes/matmul_epilogue.c); the rest of the fusion stays in fuser's
+ * kernels. */
+fu_seg_verdict fu_seg_accept_matmul(const fu_seg_env *env, const fu_seg_summary *s) {
+  (void)env;
+  if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
+  if (s->first_mm < 0) return refuse(FU_SEG_WHY_NO_MATMUL, -1, -1);
+  if (s->n_mm > 1) return refuse(FU_SEG_WHY_TWO_MATMULS, s->first_mm, -1);
+  if (s->first_plain >= 0) return refuse(FU_SEG_WHY_NOT_EPILOGUE, s->first_plain, s->first_mm);
+  if (s->epi_owner == -2 || (s->epi_owner >= 0 && s->epi_owner != s->first_mm))
+    return refuse(FU_SEG_WHY_OTHER_EPILOGUE, s->first_mm, -1);
   return accept();
 }
 
