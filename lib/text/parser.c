@@ -971,7 +971,9 @@ static bool type_is_stated(fu_op_kind k) {
   case FU_OC_SQUEEZE:
   case FU_OC_SLICE:
   case FU_OC_CAT:
-  case FU_OC_PAD: break;
+  case FU_OC_PAD:
+  case FU_OC_INDEX:
+  case FU_OC_STRIDE_ORDER: break;
   }
   return false;
 }

@@ -78,6 +78,7 @@ typedef struct fu_seg_summary {
   int32_t first_red;       /* lowest reduction, -1 */
   int32_t first_resize;    /* lowest slice/pad/cat, -1 */
   int32_t first_transp;    /* lowest permute or reader of a permuted layout, -1 */
+  int32_t first_index;     /* lowest indexing op (index_select, gather, ...), -1 */
   int32_t red_mismatch;    /* a reduction whose signature differs from first_red's, -1 */
   int32_t red_in, red_out; /* first_red's operand and result iteration spaces */
   uint32_t red_axes;       /* first_red's reduced axes (see fu_seg_node) */
@@ -123,6 +124,7 @@ typedef enum fu_seg_why {
   FU_SEG_WHY_OUT_NOT_RED,
   FU_SEG_WHY_NO_RESIZE,
   FU_SEG_WHY_EMPTY,
+  FU_SEG_WHY_HAS_INDEX,
 } fu_seg_why;
 
 typedef struct fu_seg_verdict {
@@ -259,6 +261,7 @@ enum {
   FU_SEG_NF_TRANSP = 1u << 2, /* a permute, or reads a permuted layout */
   FU_SEG_NF_VIEW = 1u << 3,
   FU_SEG_NF_COMPUTE = 1u << 4, /* can join a segment */
+  FU_SEG_NF_INDEX = 1u << 5,   /* an indexing op: pointwise segments only */
 };
 
 enum {

@@ -40,7 +40,7 @@ void fu_seg_summary_add_space(fu_seg_summary *s, int32_t space, int32_t delta) {
 
 static void summary_empty(fu_seg_summary *s) {
   memset(s, 0, sizeof *s);
-  s->first_op = s->first_red = s->first_resize = s->first_transp = s->red_mismatch = -1;
+  s->first_op = s->first_red = s->first_resize = s->first_transp = s->first_index = s->red_mismatch = -1;
   s->red_axes = 0;
   s->red_in = s->red_out = s->first_down_in = s->first_down_bad = -1;
 }
@@ -53,6 +53,7 @@ void fu_seg_summary_union(fu_seg_summary *out, const fu_seg_summary *a, const fu
   r.first_op = fu_seg_min_idx(a->first_op, b->first_op);
   r.first_resize = fu_seg_min_idx(a->first_resize, b->first_resize);
   r.first_transp = fu_seg_min_idx(a->first_transp, b->first_transp);
+  r.first_index = fu_seg_min_idx(a->first_index, b->first_index);
   if (a->first_red < 0 || b->first_red < 0) {
     const fu_seg_summary *s = a->first_red >= 0 ? a : b;
     r.first_red = s->first_red;
@@ -101,6 +102,7 @@ void fu_seg_summary_single(fu_seg_env *env, uint32_t n, fu_seg_summary *out) {
   }
   if (nd->flags & FU_SEG_NF_RESIZE) out->first_resize = (int32_t)n;
   if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = (int32_t)n;
+  if (nd->flags & FU_SEG_NF_INDEX) out->first_index = (int32_t)n;
   for (uint32_t r = 0; r < nd->op->n_results; r++) {
     const fu_value *v = nd->op->results[r];
     if (v->id < env->n_values && env->v_ext[v->id] > 0) fu_seg_summary_add_space(out, env->v_space[v->id], 1);
@@ -163,6 +165,7 @@ fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k
     out->first_op = fu_seg_min_idx(out->first_op, (int32_t)n);
     if (nd->flags & FU_SEG_NF_RESIZE) out->first_resize = fu_seg_min_idx(out->first_resize, (int32_t)n);
     if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = fu_seg_min_idx(out->first_transp, (int32_t)n);
+    if (nd->flags & FU_SEG_NF_INDEX) out->first_index = fu_seg_min_idx(out->first_index, (int32_t)n);
     if (nd->flags & FU_SEG_NF_REDUCTION) {
       if (out->first_red < 0) {
         out->first_red = (int32_t)n;
@@ -213,6 +216,7 @@ fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k
 bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b) {
   if (a->n_ops != b->n_ops || a->n_views != b->n_views || a->first_op != b->first_op ||
       a->first_red != b->first_red || a->first_resize != b->first_resize || a->first_transp != b->first_transp ||
+      a->first_index != b->first_index ||
       (a->red_mismatch < 0) != (b->red_mismatch < 0) || a->n_comp != b->n_comp ||
       a->n_comp_nored != b->n_comp_nored || a->spaces_overflow != b->spaces_overflow || a->n_spaces != b->n_spaces)
     return false;
@@ -272,6 +276,7 @@ fu_seg_verdict fu_seg_accept_transpose(const fu_seg_env *env, const fu_seg_summa
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
   if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
   if (s->first_transp < 0) return refuse(FU_SEG_WHY_NO_TRANSPOSE, -1, -1);
+  if (s->first_index >= 0) return refuse(FU_SEG_WHY_HAS_INDEX, s->first_index, -1);
   if (!one_output_space(s)) return refuse(FU_SEG_WHY_OUT_SPACES, -1, -1);
   return accept();
 }
@@ -283,6 +288,7 @@ static fu_seg_verdict check_reduction_common(const fu_seg_summary *s) {
   if (s->first_red < 0) return refuse(FU_SEG_WHY_NO_REDUCTION, -1, -1);
   if (s->red_mismatch >= 0) return refuse(FU_SEG_WHY_RED_MISMATCH, s->first_red, s->red_mismatch);
   if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
+  if (s->first_index >= 0) return refuse(FU_SEG_WHY_HAS_INDEX, s->first_index, -1);
   if (s->n_comp_nored > 0) return refuse(FU_SEG_WHY_UNATTACHED, s->first_red, -1);
   if (s->n_down_bad > 0) return refuse(FU_SEG_WHY_DOWN_BAD, s->first_down_bad, s->first_red);
   return accept();
@@ -317,6 +323,7 @@ fu_seg_verdict fu_seg_accept_resize(const fu_seg_env *env, const fu_seg_summary 
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
   if (s->first_resize < 0) return refuse(FU_SEG_WHY_NO_RESIZE, -1, -1);
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
+  if (s->first_index >= 0) return refuse(FU_SEG_WHY_HAS_INDEX, s->first_index, -1);
   if (!one_output_space(s)) return refuse(FU_SEG_WHY_OUT_SPACES, -1, -1);
   return accept();
 }
