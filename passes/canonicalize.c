@@ -17,8 +17,11 @@
  *                sigmoid, silu, lerp, float remainder).
  *  - identities: x*1, 1*x, x/1 (ints and floats), x+0, 0+x, x-0 (ints only:
  *                for floats -0.0 + 0.0 is +0.0, not x), neg(neg(x)) -> x,
- *                set(set(x)) -> set(x), cast of x to its own type -> x; only
- *                when the result type equals x's type exactly.
+ *                set(set(x)) -> set(x), cast of x to its own type -> x, a
+ *                cat whose other operands are empty along its dim (extent
+ *                0, as repros with empty inputs write) -> the one that is
+ *                not (a `set` of it where the result is pinned); only when
+ *                the result type equals x's type exactly.
  *  - cse:        ops with the same kind, operands, attributes and result types
  *                are merged into the first one (hash table, per block: never
  *                across a segment boundary; never INPUT/OUTPUT/SEGMENT; never
@@ -363,6 +366,20 @@ static fu_value *identity_of(const fu_op *op) {
   case FU_OP_CAST:
     x = op->operands[0];
     break;
+  case FU_OP_CAT: {
+    uint32_t nonempty = 0;
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+      const fu_type *t = &op->operands[i]->type;
+      int64_t d = op->u.cat.dim;
+      if (d < 0 || d >= t->rank) return NULL;
+      if (!fu_extent_is_const(t->dims[d]) || t->dims[d].value != 0) {
+        nonempty++;
+        x = op->operands[i];
+      }
+    }
+    if (nonempty != 1) x = NULL;
+    break;
+  }
   default: break;
   }
   if (!x || x->is_literal || !fu_type_equal(&x->type, rt)) return NULL;
@@ -373,6 +390,15 @@ static bool try_identity(canon *c, fu_op *op) {
   fu_value *x = identity_of(op);
   if (!x) return false;
   x = resolve(c, x);
+  if (op->kind == FU_OP_CAT && is_pinned(c, op->results[0]) && x != op->results[0]) {
+    /* a pinned result keeps its value: the cat becomes a copy of x */
+    op->kind = FU_OP_SET;
+    op->operands[0] = x;
+    op->n_operands = 1;
+    debug_op(c, "identity", op, op->results[0], x);
+    c->n_ident++;
+    return true;
+  }
   if (!replace(c, op->results[0], x)) return false;
   debug_op(c, "identity", op, op->results[0], x);
   c->n_ident++;

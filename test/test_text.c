@@ -169,6 +169,9 @@ static const char *const ALL_OPS =
     "  %m0b = input f32[4]\n"
     "  %m1 = linear %T0, %f1, %m0b\n"
     "  %m2 = matmul %T0, %m0\n"
+    "  %g1 = index_select %T1, %f2 {dim=0}\n  %g2 = gather %T0, %I0 {dim=1}\n"
+    "  %g3 = take_along_axis %T0, %I0 {dim=1}\n  %g4 = embedding_fwd %I0, %f1\n"
+    "  %g5 = stride_order %T0 {order=[0, 1]}\n"
     "  %z0 = input f32[] {example=randn}\n"
     "  %z1 = sum %z0 {axes=[]}\n"
     "  output %b1, %s8\n"
@@ -205,6 +208,10 @@ static void test_roundtrip_all_ops(void) {
   CHECK(strstr(p, "  %s7b = slice %f1 {starts=[1, 0], ends=[3, 8], steps=[1, 1]} : f32[2, 8]\n"));
   CHECK(strstr(p, "  %s9 = pad %T0, 0.0 {widths=[1, 2]} : f32[N, 11]\n"));
   CHECK(strstr(p, "  %f2 = iota 0, 1 : i64[N]\n"));
+  CHECK(strstr(p, "  %g1 = index_select %T1, %f2 : f32[N, 8]\n"));
+  CHECK(strstr(p, "  %g2 = gather %T0, %I0 {dim=1} : f32[N, 8]\n"));
+  CHECK(strstr(p, "  %g4 = embedding_fwd %I0, %f1 : f32[N, 8, 8]\n"));
+  CHECK(strstr(p, "  %g5 = stride_order %T0 {order=[0, 1]} : f32[N, 8]\n"));
   CHECK(strstr(p, "  %z0 = input f32[] {example=randn, example_shape=[]}\n") == NULL);
   CHECK(strstr(p, "  %z0 = input f32[] {example=randn}\n"));
   CHECK(strstr(p, "  %z1 = sum %z0 {axes=[]} : f32[]\n"));

@@ -236,13 +236,23 @@ fu_dtype fu_igraph_index_dtype(const fu_igraph *g);
 
 /* The run-time stride variables an offset may use: tensor `value` dim `dim`
  * (tag FU_IG_VAR_STRIDE).  Variable tags: */
-enum { FU_IG_VAR_LOOP = 1, FU_IG_VAR_STRIDE = 2, FU_IG_VAR_TAIL = 3, FU_IG_VAR_RESIZE = 4 };
+enum { FU_IG_VAR_LOOP = 1, FU_IG_VAR_STRIDE = 2, FU_IG_VAR_TAIL = 3, FU_IG_VAR_RESIZE = 4, FU_IG_VAR_GATHER = 5 };
 
 /* A pad's or a cat's operand is read at a clamped coordinate: a variable
  * (tag FU_IG_VAR_RESIZE, named by its formula, bound below `extent`)
  * standing for clamp(src - shift, 0, extent - 1), with src an expression
  * of the result's coordinate.  False when `var` is not one of g's. */
 bool fu_igraph_resize_var(const fu_igraph *g, const fu_ix *var, const fu_ix **src, int64_t *shift, int64_t *extent);
+/* An indexing op's lookup operand (ir.h, "indexing ops") is read at a
+ * coordinate that is data: a variable (tag FU_IG_VAR_GATHER, bound below
+ * the lookup's extent when it is a constant) standing for the element of
+ * op's index operand at coordinates `icoords`, which the lowering loads,
+ * checks against the extent and clamps into it.  One variable per (op,
+ * icoords); where icoords vary along the vector lane the variable is
+ * lanewise, as a resize clamp can be (below).  False when `var` is not one
+ * of g's. */
+bool fu_igraph_gather_var(const fu_igraph *g, const fu_ix *var, const fu_op **op, const fu_ix *const **icoords);
+
 /* Under a vectorize axis, a pad's or cat's operand coordinate is the same
  * in every lane, or moves by 1 per lane within aligned vectors (the
  * variable then stands for the vector's index, times the width, plus the

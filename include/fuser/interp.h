@@ -154,6 +154,12 @@ typedef struct fu_arg {
   fu_scalar_value scalar;
 } fu_arg;
 
+/* The error a kernel's index error flag (`workspace[1] zeroed error`)
+ * reports: code is the id + 1 of the indexing op of segment `seg` that met
+ * an index out of range; the error is located at that op.  Returns
+ * FU_ERR_RUNTIME. */
+fu_status fu_index_error_report(fu_diag_engine *diag, const fu_op *seg, const char *kernel, int32_t code);
+
 fu_arg fu_arg_scalar_f(fu_dtype dtype, double v);
 fu_arg fu_arg_scalar_i(fu_dtype dtype, int64_t v);
 fu_arg fu_arg_scalar_b(bool v);

@@ -140,6 +140,8 @@ typedef enum fu_op_class {
   FU_OC_FULL,
   FU_OC_IOTA,
   FU_OC_MATMUL, /* matmul, linear: no attributes, result type inferred */
+  FU_OC_INDEX,
+  FU_OC_STRIDE_ORDER,
 } fu_op_class;
 
 enum {
@@ -298,8 +300,25 @@ struct fu_op {
     struct { fu_int_list starts, ends, steps; } slice;
     struct { int64_t dim; } cat;
     struct { fu_int_list widths; } pad; /* pairs (before, after), innermost dim first as in nvFuser */
+    struct { int64_t dim; } index;      /* INDEX: the lookup operand's dim the index selects along */
+    struct { fu_int_list order; } stride_order; /* entry i: the rank of dim i's stride (0 innermost), as
+                                                    an input's stride_order */
   } u;
 };
+
+/* ---- indexing ops (class INDEX) ----------------------------------------------
+ *
+ * With X the lookup operand, I the index operand and d the dim, result
+ * element c is X at c with coordinate d replaced by an element of I:
+ *   index_select X, I dim=d   I rank 1: out[c] = X[c | d := I[c[d]]]
+ *   gather X, I dim=d         I of X's rank, no larger: out[c] = X[c | d := I[c]]
+ *   take_along_axis X, I dim=d  as gather, X and I broadcast against each
+ *                             other in the other dims
+ *   embedding_fwd I, X        X rank 2: out[c, j] = X[I[c], j]
+ * An index outside [0, X's extent d) is an error (docs/ir.md). */
+static inline uint32_t fu_index_lookup_operand(const fu_op *op) { return op->kind == FU_OP_EMBEDDING_FWD ? 1 : 0; }
+static inline uint32_t fu_index_index_operand(const fu_op *op) { return op->kind == FU_OP_EMBEDDING_FWD ? 0 : 1; }
+static inline int64_t fu_index_dim(const fu_op *op) { return op->kind == FU_OP_EMBEDDING_FWD ? 0 : op->u.index.dim; }
 
 /* ---- op attributes: one table per class --------------------------------- */
 

@@ -71,6 +71,10 @@ typedef struct fu_kval {
    * the kernel leaves it all zero again when it ends */
   struct fu_lexpr *ws_size; /* NULL: not a workspace */
   bool ws_zeroed;
+  /* a zeroed one-element i32 workspace that is the kernel's error flag: a
+   * non-zero value after the kernel is the id + 1 of the fusion op that met
+   * an index out of range, which the runtime reports as an error */
+  bool ws_error;
   /* FU_KV_SCALAR_PARAM */
   fu_kparam_role role;
   fu_value *scalar;   /* FU_KP_SCALAR_INPUT */

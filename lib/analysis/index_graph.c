@@ -82,6 +82,8 @@ struct fu_igraph {
     const fu_ix *var, *src;
     int64_t shift, extent;
     bool lanewise; /* src varies along the vector lane: one variable per lane (fu_igraph_resize_at_lane) */
+    const fu_op *gop;         /* an indexing op's gathered coordinate (fu_igraph_gather_var), else NULL */
+    const fu_ix *const *gc;   /* its index operand's coordinates (interned) */
   } *rvars;
   uint32_t n_rvars, cap_rvars;
   bool rvars_lanewise; /* a clamped coordinate varies along the vector lane */
@@ -382,6 +384,23 @@ static bool squeezed(const fu_op *op, int32_t d) {
   return false;
 }
 
+/* Whether an indexing op's operand and result ranks and its dim agree
+ * (ir.h, "indexing ops"). */
+static bool index_op_ok(const fu_op *op) {
+  if (op->n_operands != 2 || op->n_results != 1) return false;
+  const fu_value *x = op->operands[fu_index_lookup_operand(op)], *ix = op->operands[fu_index_index_operand(op)];
+  const fu_value *r = op->results[0];
+  if (!fu_type_is_tensor(&x->type) || !fu_type_is_tensor(&ix->type) || !fu_type_is_tensor(&r->type)) return false;
+  int64_t d = fu_index_dim(op);
+  int32_t xr = x->type.rank, ir = ix->type.rank, rr = r->type.rank;
+  if (d < 0 || d >= xr) return false;
+  switch (op->kind) {
+  case FU_OP_INDEX_SELECT: return ir == 1 && rr == xr;
+  case FU_OP_EMBEDDING_FWD: return xr == 2 && rr == ir + 1;
+  default: return ir == xr && rr == xr;
+  }
+}
+
 /* Whether the dims a data-movement op names are within its operand's and
  * result's ranks.  The op verifier checks this; the graph checks again
  * because it indexes arrays with them and may meet an unverified op (a
@@ -433,6 +452,8 @@ static bool op_dims_in_range(const fu_op *op) {
   case FU_OC_FULL:
   case FU_OC_IOTA:
   case FU_OC_MATMUL: return true;
+  case FU_OC_INDEX: return index_op_ok(op);
+  case FU_OC_STRIDE_ORDER: return rr == xr;
   }
   return true; /* not reached: a class outside the enum */
 }
@@ -484,6 +505,38 @@ static void resize_exprs(fu_igraph *g, const fu_op *op) {
                NULL);
     }
   }
+}
+
+/* The index operand's dim j iterates result dim index_result_dim(op, j);
+ * the lookup's dims other than the gathered one iterate result dim
+ * lookup_result_dim(op, j). */
+static int32_t index_result_dim(const fu_op *op, int32_t j) {
+  return op->kind == FU_OP_INDEX_SELECT ? (int32_t)fu_index_dim(op) : j;
+}
+static int32_t lookup_result_dim(const fu_op *op, int32_t j) {
+  return op->kind == FU_OP_EMBEDDING_FWD ? op->operands[0]->type.rank : j;
+}
+
+/* The index operand maps onto the result; the lookup's other dims too
+ * where their extents agree (a gather's lookup may be larger: no exact
+ * map there); the gathered dim is moved by data, a resize expr. */
+static void index_exprs(fu_igraph *g, const fu_op *op) {
+  const fu_value *x = op->operands[fu_index_lookup_operand(op)], *ix = op->operands[fu_index_index_operand(op)];
+  const fu_value *r = op->results[0];
+  int32_t d = (int32_t)fu_index_dim(op);
+  for (int32_t j = 0; j < ix->type.rank; j++) map_dim(g, op, ix, j, r, index_result_dim(op, j));
+  for (int32_t j = 0; j < x->type.rank; j++) {
+    if (j == d) continue;
+    int32_t rd = lookup_result_dim(op, j);
+    if (fu_extent_equal(x->type.dims[j], r->type.dims[rd]) || fu_extent_is_one(x->type.dims[j]))
+      map_dim(g, op, x, j, r, rd);
+    else
+      add_expr(g, FU_IE_RESIZE, op, fu_igraph_tensor_id(g, x, j), UINT32_MAX, fu_igraph_tensor_id(g, r, rd),
+               UINT32_MAX, NULL);
+  }
+  if (op->kind != FU_OP_EMBEDDING_FWD)
+    add_expr(g, FU_IE_RESIZE, op, fu_igraph_tensor_id(g, x, d), UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX,
+             NULL);
 }
 
 static bool build_exprs(fu_igraph *g) {
@@ -539,6 +592,7 @@ static bool build_exprs(fu_igraph *g) {
       break;
     }
     case FU_OC_EXPAND:
+    case FU_OC_STRIDE_ORDER: /* same dims; only the stored layout differs */
       for (int32_t d = 0; d < r->type.rank; d++) map_dim(g, op, x, d, r, d);
       break;
     case FU_OC_SQUEEZE: {
@@ -563,6 +617,7 @@ static bool build_exprs(fu_igraph *g) {
     case FU_OC_SLICE:
     case FU_OC_CAT:
     case FU_OC_PAD: resize_exprs(g, op); break;
+    case FU_OC_INDEX: index_exprs(g, op); break;
     case FU_OC_META:
     case FU_OC_UNARY:
     case FU_OC_BINARY:
@@ -786,7 +841,8 @@ static const fu_ix **reshape_map(fu_igraph *g, const fu_type *from, const fu_ix 
 /* The variable for clamp(src - shift, 0, extent - 1), one per triple. */
 static const fu_ix *resize_var(fu_igraph *g, const fu_ix *src, int64_t shift, int64_t extent) {
   for (uint32_t i = 0; i < g->n_rvars; i++)
-    if (g->rvars[i].src == src && g->rvars[i].shift == shift && g->rvars[i].extent == extent) return g->rvars[i].var;
+    if (!g->rvars[i].gop && g->rvars[i].src == src && g->rvars[i].shift == shift && g->rvars[i].extent == extent)
+      return g->rvars[i].var;
   if (!grow_array(g, (void **)&g->rvars, &g->cap_rvars, g->n_rvars + 1, sizeof *g->rvars)) return NULL;
   fu_strbuf sb;
   fu_strbuf_init(&sb, g->alloc);
@@ -801,13 +857,13 @@ static const fu_ix *resize_var(fu_igraph *g, const fu_ix *src, int64_t shift, in
     g->nomem = true;
     return NULL;
   }
-  g->rvars[g->n_rvars++] = (struct resize_ent){v, src, shift, extent, false};
+  g->rvars[g->n_rvars++] = (struct resize_ent){v, src, shift, extent, false, NULL, NULL};
   return v;
 }
 
 bool fu_igraph_resize_var(const fu_igraph *g, const fu_ix *var, const fu_ix **src, int64_t *shift, int64_t *extent) {
   for (uint32_t i = 0; i < g->n_rvars; i++)
-    if (g->rvars[i].var == var) {
+    if (g->rvars[i].var == var && !g->rvars[i].gop) {
       *src = g->rvars[i].src;
       *shift = g->rvars[i].shift;
       *extent = g->rvars[i].extent;
@@ -852,11 +908,17 @@ bool fu_igraph_resize_lanewise(const fu_igraph *g) { return g->rvars_lanewise; }
 
 bool fu_igraph_names_lanewise(fu_igraph *g, const fu_ix *x) { return g->rvars_lanewise && x && names_lanewise(g, x); }
 
+static const fu_ix *gather_at_lane(fu_igraph *g, const struct resize_ent *e, const fu_ix *lane_value);
+
 const fu_ix *fu_igraph_resize_at_lane(fu_igraph *g, const fu_ix *x, const fu_ix *lane_value) {
   if (!g->rvars_lanewise || !x || !g->lane) return x;
   for (uint32_t i = 0; i < g->n_rvars && x; i++) {
     if (!g->rvars[i].lanewise || fu_ix_subst(g->ix, x, g->rvars[i].var, fu_ix_const(g->ix, 0)) == x) continue;
     struct resize_ent e = g->rvars[i]; /* resize_var may move the table */
+    if (e.gop) {
+      x = fu_ix_subst(g->ix, x, e.var, gather_at_lane(g, &e, lane_value));
+      continue;
+    }
     /* its source may name an earlier lanewise clamp: that lane's instance */
     const fu_ix *src = fu_igraph_resize_at_lane(g, fu_ix_subst(g->ix, e.src, g->lane, lane_value), lane_value);
     const fu_ix *inst = src ? resize_var(g, src, e.shift, e.extent) : NULL;
@@ -906,6 +968,86 @@ static bool resize_back_map(fu_igraph *g, const fu_op *op, uint32_t operand, con
   return !fu_ix_failed(g->ix);
 }
 
+/* ---- indexing ops ---- */
+
+/* The variable for op's index element at ic (rank entries), one per pair;
+ * lanewise when ic varies along the vector lane. */
+static const fu_ix *gather_var(fu_igraph *g, const fu_op *op, const fu_ix *const *ic, uint32_t rank) {
+  const fu_ix *const *t = intern_tuple(g, ic, rank);
+  if (!t) return NULL;
+  for (uint32_t i = 0; i < g->n_rvars; i++)
+    if (g->rvars[i].gop == op && g->rvars[i].gc == t) return g->rvars[i].var;
+  if (!grow_array(g, (void **)&g->rvars, &g->cap_rvars, g->n_rvars + 1, sizeof *g->rvars)) return NULL;
+  const fu_value *ix = op->operands[fu_index_index_operand(op)];
+  const fu_value *x = op->operands[fu_index_lookup_operand(op)];
+  fu_extent e = x->type.dims[fu_index_dim(op)];
+  bool lanewise = false;
+  fu_strbuf sb;
+  fu_strbuf_init(&sb, g->alloc);
+  fu_strbuf_printf(&sb, "%%%s[", vname(ix));
+  for (uint32_t j = 0; j < rank; j++) {
+    if (j) fu_strbuf_puts(&sb, ", ");
+    fu_ix_print(&sb, t[j]);
+    if (g->lane && g->width > 1)
+      lanewise = lanewise || names_lanewise(g, t[j]) || fu_ix_subst(g->ix, t[j], g->lane, fu_ix_const(g->ix, 0)) != t[j];
+  }
+  fu_strbuf_putc(&sb, ']');
+  const char *name = sb.data ? fu_arena_strdup(g->arena, sb.data) : NULL;
+  fu_strbuf_free(&sb);
+  const fu_ix *v = name ? fu_ix_var(g->ix, name, FU_IG_VAR_GATHER, op, 0, e.sym ? 0 : e.value) : NULL;
+  if (!v) {
+    g->nomem = true;
+    return NULL;
+  }
+  g->rvars[g->n_rvars++] = (struct resize_ent){v, NULL, 0, 0, lanewise, op, t};
+  g->rvars_lanewise = g->rvars_lanewise || lanewise;
+  return v;
+}
+
+/* A lanewise gather variable's instance in the lane whose lane variable
+ * is lane_value: its coordinates with the lane replaced (and any lanewise
+ * variable in them replaced by its own instance). */
+static const fu_ix *gather_at_lane(fu_igraph *g, const struct resize_ent *e, const fu_ix *lane_value) {
+  uint32_t rank = (uint32_t)e->gop->operands[fu_index_index_operand(e->gop)]->type.rank;
+  const fu_ix *c[FU_MAX_RANK];
+  for (uint32_t j = 0; j < rank; j++) {
+    c[j] = fu_igraph_resize_at_lane(g, fu_ix_subst(g->ix, e->gc[j], g->lane, lane_value), lane_value);
+    if (!c[j]) return NULL;
+  }
+  return gather_var(g, e->gop, c, rank);
+}
+
+bool fu_igraph_gather_var(const fu_igraph *g, const fu_ix *var, const fu_op **op, const fu_ix *const **icoords) {
+  for (uint32_t i = 0; i < g->n_rvars; i++)
+    if (g->rvars[i].var == var && g->rvars[i].gop) {
+      *op = g->rvars[i].gop;
+      *icoords = g->rvars[i].gc;
+      return true;
+    }
+  return false;
+}
+
+/* Operand coordinates c of an indexing op from the result's rc: the index
+ * operand's from the result dims it iterates; the lookup's are the
+ * result's with the gathered dim replaced by the index element there. */
+static bool index_back_map(fu_igraph *g, const fu_op *op, uint32_t operand, const fu_ix *const *rc, const fu_ix **c) {
+  if (!index_op_ok(op)) return false;
+  const fu_value *x = op->operands[fu_index_lookup_operand(op)], *ix = op->operands[fu_index_index_operand(op)];
+  const fu_ix *zero = fu_ix_const(g->ix, 0);
+  const fu_ix *ic[FU_MAX_RANK];
+  for (int32_t j = 0; j < ix->type.rank; j++)
+    ic[j] = fu_extent_is_one(ix->type.dims[j]) ? zero : rc[index_result_dim(op, j)];
+  if (operand == fu_index_index_operand(op)) {
+    for (int32_t j = 0; j < ix->type.rank; j++) c[j] = ic[j];
+    return true;
+  }
+  int32_t d = (int32_t)fu_index_dim(op);
+  for (int32_t j = 0; j < x->type.rank; j++)
+    if (j != d) c[j] = fu_extent_is_one(x->type.dims[j]) ? zero : rc[lookup_result_dim(op, j)];
+  c[d] = gather_var(g, op, ic, (uint32_t)ix->type.rank);
+  return c[d] != NULL && !fu_ix_failed(g->ix);
+}
+
 const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand, const fu_ix *const *rc) {
   if (operand >= op->n_operands || op->n_results == 0) return NULL;
   const fu_value *x = op->operands[operand], *r = op->results[0];
@@ -936,6 +1078,7 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
     return c;
   }
   case FU_OC_EXPAND:
+  case FU_OC_STRIDE_ORDER:
     for (int32_t d = 0; d < xr; d++)
       if (!fu_extent_is_one(x->type.dims[d])) c[d] = rc[d];
     return c;
@@ -953,6 +1096,7 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
   case FU_OC_SLICE:
   case FU_OC_CAT:
   case FU_OC_PAD: return resize_back_map(g, op, operand, rc, c) ? c : NULL;
+  case FU_OC_INDEX: return index_back_map(g, op, operand, rc, c) ? c : NULL;
   case FU_OC_META:
   case FU_OC_UNARY:
   case FU_OC_BINARY:
@@ -1049,6 +1193,7 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op, int32_t from) {
     break;
   }
   case FU_OC_EXPAND:
+  case FU_OC_STRIDE_ORDER:
     for (int32_t d = 0; d < rr; d++)
       if (!is_bcast_dim(x, d, r, d)) c[d] = xc[d];
     break;
@@ -1074,6 +1219,7 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op, int32_t from) {
   case FU_OC_FULL:
   case FU_OC_IOTA:
   case FU_OC_MATMUL: return NULL;
+  case FU_OC_INDEX: return NULL;
   }
   for (int32_t d = 0; d < rr; d++)
     if (!c[d]) return NULL;

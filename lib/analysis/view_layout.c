@@ -619,6 +619,7 @@ bool fu_layout_apply_view(const fu_op *op, const fu_view_layout *in, fu_view_lay
   case FU_OC_META: case FU_OC_UNARY: case FU_OC_BINARY: case FU_OC_TERNARY: case FU_OC_CAST: /* set is unary */
   case FU_OC_REDUCE: case FU_OC_VARIANCE: case FU_OC_SLICE: case FU_OC_CAT: case FU_OC_PAD: case FU_OC_FULL:
   case FU_OC_IOTA: case FU_OC_MATMUL:
+  case FU_OC_INDEX: case FU_OC_STRIDE_ORDER:
     if (op->kind != FU_OP_SET || !fu_type_equal(ot, rt)) {
       note_printf(note, "'%s' is not a view op", fu_op_info_of(op->kind)->name);
       return false;
@@ -686,6 +687,7 @@ bool fu_layout_unapply_view(const fu_op *op, const fu_view_layout *in, fu_view_l
   case FU_OC_META: case FU_OC_UNARY: case FU_OC_BINARY: case FU_OC_TERNARY: case FU_OC_CAST: /* set is unary */
   case FU_OC_REDUCE: case FU_OC_VARIANCE: case FU_OC_SLICE: case FU_OC_CAT: case FU_OC_PAD: case FU_OC_FULL:
   case FU_OC_IOTA: case FU_OC_MATMUL:
+  case FU_OC_INDEX: case FU_OC_STRIDE_ORDER:
     if (ot->rank != rt->rank) return false;
     *out = *in;
     break;
@@ -771,8 +773,36 @@ static const char *value_desc(fu_strbuf *sb, const fu_value *v) {
   return sb->data ? sb->data : "%?";
 }
 
+/* A stride_order op's result: dense, dims packed from the lowest order
+ * (innermost) outwards, extent-1 dims skipped (stride 0). */
+static bool ordered_layout(const fu_op *op, fu_view_layout *out) {
+  const fu_type *t = &op->results[0]->type;
+  const fu_int_list *o = &op->u.stride_order.order;
+  if (t->rank < 0 || t->rank > FU_MAX_RANK || o->n != (uint32_t)t->rank) return false;
+  int32_t dim_of[FU_MAX_RANK];
+  for (int32_t k = 0; k < t->rank; k++) dim_of[k] = -1;
+  for (int32_t d = 0; d < t->rank; d++) {
+    if (o->v[d] < 0 || o->v[d] >= t->rank || dim_of[o->v[d]] >= 0) return false;
+    dim_of[o->v[d]] = d;
+  }
+  out->rank = t->rank;
+  fu_stride s;
+  fu_stride_const(&s, 1);
+  for (int32_t k = 0; k < t->rank; k++) {
+    int32_t d = dim_of[k];
+    if (extent_is_one(t->dims[d])) {
+      fu_stride_const(&out->strides[d], 0);
+      continue;
+    }
+    out->strides[d] = s;
+    if (!fu_stride_mul_extent(&s, t->dims[d])) return false;
+  }
+  return true;
+}
+
 /* The layout of a value computed by a kernel (see the header). */
 static fu_status kernel_value_layout(fu_layout_analysis *a, const fu_value *v, fu_view_layout *out) {
+  if (v->def && v->def->kind == FU_OP_STRIDE_ORDER) return ordered_layout(v->def, out) ? FU_OK : FU_ERR_UNSUPPORTED;
   bool host_users = false;
   if (v->id < a->n_values) {
     const fu_use *u = fu_uses_of(&a->uses, v);

@@ -8,6 +8,7 @@
  * the extents it forces to be equal are unified, and fu_infer_types gives
  * its result types. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1449,6 +1450,30 @@ static fu_status build_reshape(builder *b, op_call *c, result *res) {
   return finish_op(b, op, res);
 }
 
+/* Whether v[0..n) holds each of 0..rank-1 once. */
+static bool is_permutation_of(const int64_t *v, uint32_t n, int32_t rank) {
+  bool seen[FU_MAX_RANK] = {false};
+  if (n != (uint32_t)rank || rank > FU_MAX_RANK) return false;
+  for (uint32_t i = 0; i < n; i++) {
+    if (v[i] < 0 || v[i] >= rank || seen[v[i]]) return false;
+    seen[v[i]] = true;
+  }
+  return true;
+}
+
+/* An op of `kind` on c->x whose one payload member, an int list at
+ * `member` (offsetof in the payload union), is v[0..n): permute and
+ * stride_order. */
+static fu_status finish_list_op(builder *b, op_call *c, fu_op_kind kind, size_t member, const int64_t *v, uint32_t n,
+                                result *res) {
+  fu_op *op = new_op(b, kind, &c->x, 1, 1, c->call->loc);
+  if (!op) return nomem(b);
+  fu_int_list l = fu_int_list_copy(b->m, v, n);
+  if (n && !l.v) return nomem(b);
+  memcpy((char *)&op->u + member, &l, sizeof l);
+  return finish_op(b, op, res);
+}
+
 /* permute(arg, dims): negative dims count from the end. */
 static fu_status build_permute(builder *b, op_call *c, result *res) {
   fu_status st;
@@ -1456,11 +1481,7 @@ static fu_status build_permute(builder *b, op_call *c, result *res) {
   uint32_t n;
   if ((st = eval_int_list(b, c->s[1], "dims", c->what, false, &dims, &n)) != FU_OK) return st;
   if ((st = normalize_dims(b, dims, &n, c->x->type.rank, false, c->s[1]->loc, "dims", c->what)) != FU_OK) return st;
-  fu_op *op = new_op(b, FU_OP_PERMUTE, &c->x, 1, 1, c->call->loc);
-  if (!op) return nomem(b);
-  op->u.permute.dims = fu_int_list_copy(b->m, dims, n);
-  if (n && !op->u.permute.dims.v) return nomem(b);
-  return finish_op(b, op, res);
+  return finish_list_op(b, c, FU_OP_PERMUTE, offsetof(union fu_op_payload, permute.dims), dims, n, res);
 }
 
 /* squeeze(arg, dims) and the pre-2023 squeeze(arg, original_shape, dims). */
@@ -1791,15 +1812,57 @@ static fu_status build_threshold(builder *b, op_call *c, result *res) {
   return compose_last(b, FU_OP_WHERE, w, 3, c->call->loc, res);
 }
 
-/* stride_order(arg, stride_order): the values of a copy; the layout it asks
- * for is not kept yet, which the warning says. */
+/* stride_order(arg, stride_order): the values, allocated in that stride
+ * order where the result is stored (an output is written in it). */
 static fu_status build_stride_order(builder *b, op_call *c, result *res) {
   fu_status st;
   int64_t *order;
   uint32_t n;
   if ((st = eval_int_list(b, c->s[1], "stride_order", c->what, false, &order, &n)) != FU_OK) return st;
-  fu_warning(b->diag, c->call->loc, "'%s' is read as a copy: the output layout it asks for is not kept", c->what);
-  return single_value(b, new_op(b, FU_OP_SET, &c->x, 1, 1, c->call->loc), res);
+  int32_t rank = c->x->type.rank;
+  if (!is_permutation_of(order, n, rank)) {
+    fu_error(b->diag, c->s[1]->loc, "'stride_order' of '%s' must be a permutation of 0..%d", c->what,
+             rank > 0 ? rank - 1 : 0);
+    return FU_ERR_VERIFY;
+  }
+  return finish_list_op(b, c, FU_OP_STRIDE_ORDER, offsetof(union fu_op_payload, stride_order.order), order, n, res);
+}
+
+/* The indexing ops (ir.h, "indexing ops"): index_select, gather and
+ * take_along_axis(arg, index, dim), embedding_fwd(input, weight, ...).
+ * take_along_axis's lookup and index share their extents outside dim
+ * (unless one is a broadcast 1); embedding_fwd's options change only its
+ * backward, except max_norm, which renormalizes the weight in place and is
+ * refused. */
+static fu_status build_index(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_value *v[2];
+  if ((st = eval_tensor(b, c->s[0], c->what, &v[0])) != FU_OK) return st;
+  if ((st = eval_tensor(b, c->s[1], c->what, &v[1])) != FU_OK) return st;
+  int64_t dim = 0;
+  if (c->kind == FU_OP_EMBEDDING_FWD) {
+    if (c->s[3] && c->s[3]->kind != FU_PY_E_NONE) {
+      fu_error(b->diag, c->s[3]->loc, "unsupported argument 'max_norm' of '%s' (it renormalizes the weight in place)",
+               c->what);
+      return FU_ERR_UNSUPPORTED;
+    }
+  } else {
+    if ((st = eval_int(b, c->s[2], "dim", c->what, &dim)) != FU_OK) return st;
+    uint32_t one = 1;
+    if ((st = normalize_dims(b, &dim, &one, v[0]->type.rank, false, arg_loc_expr(c->s[2], c->call)->loc, "dim",
+                             c->what)) != FU_OK)
+      return st;
+  }
+  if (c->kind == FU_OP_TAKE_ALONG_AXIS && v[0]->type.rank == v[1]->type.rank)
+    for (int32_t j = 0; j < v[0]->type.rank; j++) {
+      fu_extent xe = fu_py_symtab_canon(&b->syms, v[0]->type.dims[j]);
+      fu_extent ie = fu_py_symtab_canon(&b->syms, v[1]->type.dims[j]);
+      if (j != dim && !fu_extent_is_one(xe) && !fu_extent_is_one(ie)) fu_py_symtab_unify(&b->syms, xe, ie);
+    }
+  fu_op *op = new_op(b, c->kind, v, 2, 1, c->call->loc);
+  if (!op) return nomem(b);
+  op->u.index.dim = dim;
+  return finish_op(b, op, res);
 }
 
 /* Two extents a product needs equal (neither a broadcast 1). */
@@ -1873,7 +1936,7 @@ static const frontend_op frontend_ops[] = {
      build_threshold},
     {"segment_set", FU_OP_SET, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary},
     {"real", FU_OP_SET, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary}, /* fuser has no complex */
-    {"stride_order", FU_OP_SET, PARAMS("!arg|input|arg1", "!stride_order|dims"), NULL, FIRST_TENSOR,
+    {"stride_order", FU_OP_STRIDE_ORDER, PARAMS("!arg|input|arg1", "!stride_order|dims"), NULL, FIRST_TENSOR,
      build_stride_order},
     {NULL, FU_OC_UNARY, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary},
     {NULL, FU_OC_CAST, PARAMS("!arg|input|arg1|x", "!dtype"), NULL, FIRST_OPERAND, build_cast},
@@ -1900,6 +1963,10 @@ static const frontend_op frontend_ops[] = {
     {"linear", FU_OP_LINEAR, PARAMS("!arg1|input|arg|x", "!arg2|weight", "arg3|bias"), NULL, FIRST_NONE,
      build_matmul},
     {NULL, FU_OC_MATMUL, PARAMS("!arg1|input|arg|a|x", "!arg2|other|b|y"), NULL, FIRST_NONE, build_matmul},
+    {"embedding_fwd", FU_OP_EMBEDDING_FWD,
+     PARAMS("!input|arg1", "!weight|arg2", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse"), NULL,
+     FIRST_NONE, build_index},
+    {NULL, FU_OC_INDEX, PARAMS("!arg|input|arg1", "!index|arg2", "!dim"), NULL, FIRST_NONE, build_index},
 };
 #undef PARAMS
 
@@ -2187,22 +2254,13 @@ static fu_status define_tensor(builder *b, const fu_py_expr *call, const char *w
       fu_error(b->diag, s[1]->loc, "expected a list of True/False/None for 'contiguity' of '%s'", what);
       return FU_ERR_PARSE;
     }
-    /* broadcast dims have no contiguity */
-    for (uint32_t i = 0; i < rank; i++)
-      if (sizes[i] == 1 && (legacy || layout.contiguity[i] == FU_CONTIG_TRUE)) layout.contiguity[i] = FU_CONTIG_NONE;
   }
   if (s[4] && s[4]->kind != FU_PY_E_NONE) {
     int64_t *order;
     uint32_t n;
     if ((st = eval_int_list(b, s[4], "stride_order", what, false, &order, &n)) != FU_OK) return st;
     if (n != 0) {
-      bool seen[FU_MAX_RANK] = {false};
-      bool ok = n == rank;
-      for (uint32_t i = 0; ok && i < n; i++) {
-        ok = order[i] >= 0 && order[i] < (int64_t)rank && !seen[order[i]];
-        if (ok) seen[order[i]] = true;
-      }
-      if (!ok) {
+      if (!is_permutation_of(order, n, (int32_t)rank)) {
         fu_error(b->diag, s[4]->loc, "'stride_order' of '%s' must be a permutation of 0..%u", what,
                  rank ? rank - 1 : 0);
         return FU_ERR_VERIFY;
@@ -2210,8 +2268,18 @@ static fu_status define_tensor(builder *b, const fu_py_expr *call, const char *w
       layout.stride_order = fu_arena_alloc(a, rank * sizeof *layout.stride_order);
       if (!layout.stride_order) return nomem(b);
       for (uint32_t i = 0; i < rank; i++) layout.stride_order[i] = (int32_t)order[i];
+      /* nvFuser's contiguity list is in allocation order (outermost
+       * first) when a stride order is given; the IR's is per logical dim */
+      if (layout.contiguity && !s[5]) {
+        int8_t alloc_order[FU_MAX_RANK];
+        memcpy(alloc_order, layout.contiguity, rank * sizeof *alloc_order);
+        for (uint32_t d = 0; d < rank; d++) layout.contiguity[d] = alloc_order[rank - 1 - order[d]];
+      }
     }
   }
+  /* broadcast dims have no contiguity */
+  for (uint32_t i = 0; layout.contiguity && s[1] && s[1]->kind != FU_PY_E_NONE && i < rank; i++)
+    if (sizes[i] == 1 && (legacy || layout.contiguity[i] == FU_CONTIG_TRUE)) layout.contiguity[i] = FU_CONTIG_NONE;
   return make_tensor_input(b, call->loc, s[0]->loc, sizes, rank, dt, layout, hint, what, res);
 }
 

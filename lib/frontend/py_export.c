@@ -214,12 +214,18 @@ static fu_status define_input(exporter *ex, const fu_op *op) {
     so = order;
   }
   if (c) {
+    /* nvFuser reads contiguity in allocation order (outermost first) when
+     * a stride order is given: dim d is entry rank - 1 - so[d] */
     fu_strbuf_puts(o, ", contiguity=[");
-    for (int32_t i = 0; i < t->rank; i++)
-      fu_strbuf_printf(o, "%s%s", i ? ", " : "",
+    for (int32_t k = 0; k < t->rank; k++) {
+      int32_t i = k;
+      for (int32_t d = 0; so && d < t->rank; d++)
+        if (so[d] == t->rank - 1 - k) i = d;
+      fu_strbuf_printf(o, "%s%s", k ? ", " : "",
                        c[i] == FU_CONTIG_TRUE    ? "True"
                        : c[i] == FU_CONTIG_FALSE ? "False"
                                                  : "None");
+    }
     fu_strbuf_puts(o, "]");
   }
   fu_strbuf_printf(o, ", dtype=DataType.%s, is_cpu=False", fu_py_datatype_name(t->dtype));
@@ -342,6 +348,16 @@ static fu_status op_args(exporter *ex, const fu_op *op, fu_strbuf *args) {
     case FU_OC_MATMUL:
       fu_strbuf_printf(args, "%s, %s", names[0], names[1]);
       if (op->n_operands == 3) fu_strbuf_printf(args, ", %s", names[2]);
+      break;
+    case FU_OC_STRIDE_ORDER:
+      fu_strbuf_printf(args, "%s, stride_order=", names[0]);
+      put_int_list(args, op->u.stride_order.order.v, op->u.stride_order.order.n);
+      break;
+    case FU_OC_INDEX:
+      if (op->kind == FU_OP_EMBEDDING_FWD)
+        fu_strbuf_printf(args, "%s, %s, None, None, None, None, None", names[0], names[1]);
+      else
+        fu_strbuf_printf(args, "%s, %s, dim=%lld", names[0], names[1], (long long)op->u.index.dim);
       break;
     case FU_OC_META: break;
   }

@@ -374,6 +374,21 @@ static void segment_bounds(fu_interp *J, fu_op *op) {
   }
 }
 
+/* An indexing op gathers its lookup's bounds by the real indices (an index
+ * computed from bounded values may differ in a kernel: lost). */
+static fu_status index_bound(fu_interp *I, fu_interp *J, fu_op *op) {
+  fu_value *x = op->operands[fu_index_lookup_operand(op)], *ix = op->operands[fu_index_index_operand(op)];
+  if ((is_value(J, ix) && (J->lost[ix->id] || J->slots[ix->id].ready)) || (is_value(J, x) && J->lost[x->id])) {
+    mark_lost(J, op);
+    return FU_OK;
+  }
+  if (!is_value(J, x) || !J->slots[x->id].ready) return FU_OK;
+  fu_status st = fu_interp_index_into(I, J, op, &J->slots[x->id].view, &I->slots[ix->id].view);
+  if (st == FU_ERR_NOMEM) return fu_interp_op_error(I, op, st, "out of memory for the error bounds of --check");
+  if (st != FU_OK) mark_lost(J, op);
+  return FU_OK;
+}
+
 fu_status fu_interp_bounds_op(fu_interp *I, fu_op *op) {
   fu_interp *J = I->shadow;
   const fu_op_info *info = fu_op_info_of(op->kind);
@@ -385,6 +400,7 @@ fu_status fu_interp_bounds_op(fu_interp *I, fu_op *op) {
   if (op->kind == FU_OP_INPUT) return FU_OK;
   if (info->cls == FU_OC_REDUCE || info->cls == FU_OC_VARIANCE) return reduction_bound(I, J, op);
   if (info->cls == FU_OC_MATMUL) return matmul_bound(I, J, op);
+  if (info->cls == FU_OC_INDEX) return index_bound(I, J, op);
   bool bounded = false, lost = false;
   for (uint32_t i = 0; i < op->n_operands; i++) {
     fu_value *v = op->operands[i];

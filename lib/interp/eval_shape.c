@@ -412,6 +412,10 @@ fu_status fu_interp_eval_shape_op(fu_interp *I, fu_op *op) {
   case FU_OC_PERMUTE: return (st = take_operand(I, op, true, &s, &in)) ? st : eval_permute(I, op, s, &in);
   case FU_OC_SQUEEZE: return (st = take_operand(I, op, true, &s, &in)) ? st : eval_squeeze(I, op, s, &in);
   case FU_OC_SLICE: return (st = take_operand(I, op, true, &s, &in)) ? st : eval_slice(I, op, s, &in);
+  case FU_OC_STRIDE_ORDER: /* the values: the layout is the kernels' (the interpreter's outputs are row-major) */
+    if ((st = take_operand(I, op, true, &s, &in)) != FU_OK) return st;
+    fu_interp_alias_result(I, op, 0, s, &in);
+    return FU_OK;
   case FU_OC_META:
   case FU_OC_UNARY:
   case FU_OC_BINARY:
@@ -420,6 +424,7 @@ fu_status fu_interp_eval_shape_op(fu_interp *I, fu_op *op) {
   case FU_OC_REDUCE:
   case FU_OC_VARIANCE:
   case FU_OC_MATMUL: break;
+  case FU_OC_INDEX: break; /* index.c */
   }
   return fu_interp_op_error(I, op, FU_ERR_UNSUPPORTED, "the interpreter does not implement this op");
 }

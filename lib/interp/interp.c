@@ -460,6 +460,8 @@ static fu_status eval_op(fu_interp *I, fu_op *op) {
   case FU_OC_FULL:
   case FU_OC_IOTA: return fu_interp_eval_shape_op(I, op);
   case FU_OC_MATMUL: return fu_interp_eval_matmul(I, op);
+  case FU_OC_INDEX: return fu_interp_eval_index(I, op);
+  case FU_OC_STRIDE_ORDER: return fu_interp_eval_shape_op(I, op);
   }
   return fu_interp_op_error(I, op, FU_ERR_UNSUPPORTED, "the interpreter does not implement this op");
 }

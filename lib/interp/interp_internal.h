@@ -63,6 +63,8 @@ float fu_interp_d2f(double d);
 #define FU_INTERP_CASE_IF_NOT_PW_FULL(id) case FU_OP_##id:
 #define FU_INTERP_CASE_IF_NOT_PW_IOTA(id) case FU_OP_##id:
 #define FU_INTERP_CASE_IF_NOT_PW_MATMUL(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_INDEX(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_STRIDE_ORDER(id) case FU_OP_##id:
 
 /* Outcome of a row kernel. */
 typedef enum fu_pw_err {
@@ -198,6 +200,13 @@ void fu_interp_alias_result(fu_interp *I, fu_op *op, uint32_t r, const fu_interp
 fu_status fu_interp_bounds_start(fu_interp *I, fu_interp *J);
 fu_status fu_interp_bounds_op(fu_interp *I, fu_op *op);
 void fu_interp_bounds_finish(fu_interp *J);
+
+/* The indexing ops (index.c): op on lookup x and index ix, errors reported
+ * through I, the result allocated in R (I itself, or the error bounds'
+ * shadow, which gathers the lookup's bounds by I's indices). */
+fu_status fu_interp_index_into(fu_interp *I, fu_interp *R, fu_op *op, const fu_host_tensor *x,
+                               const fu_host_tensor *ix);
+fu_status fu_interp_eval_index(fu_interp *I, fu_op *op);
 
 /* The shape and data-movement ops (eval_shape.c). */
 fu_status fu_interp_eval_shape_op(fu_interp *I, fu_op *op);

@@ -650,7 +650,8 @@ static void bind_scalars(kexec *x) {
 static void check_zeroed(kexec *x) {
   for (uint32_t p = 0; p < x->k->n_params && !x->failed; p++) {
     const fu_kval *v = x->k->params[p];
-    if (v->kind != FU_KV_TENSOR_PARAM || !v->ws_zeroed || !x->args[p].data) continue;
+    /* an error flag is read and reported by the kernel's caller */
+    if (v->kind != FU_KV_TENSOR_PARAM || !v->ws_zeroed || v->ws_error || !x->args[p].data) continue;
     const unsigned char *d = x->args[p].data;
     size_t bytes = (size_t)x->args[p].n_elems * fu_dtype_size(v->dtype);
     for (size_t i = 0; i < bytes; i++)

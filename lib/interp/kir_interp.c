@@ -238,6 +238,14 @@ static fu_status run_segment(frun *r, fu_op *seg) {
     }
   }
   if (st == FU_OK) st = fu_kir_run(k, args, grid, r->alloc, r->diag, r->stats);
+  /* an index out of range, flagged by the kernel (passes/lower/gather.c) */
+  for (uint32_t p = 0; p < k->n_params && st == FU_OK; p++) {
+    const fu_kval *v = k->params[p];
+    int32_t code;
+    if (v->kind != FU_KV_TENSOR_PARAM || !v->ws_error || !args[p].data) continue;
+    memcpy(&code, args[p].data, sizeof code);
+    if (code) st = fu_index_error_report(r->diag, seg, k->name, code);
+  }
   /* every element of every output written exactly once */
   for (uint32_t p = 0; p < k->n_params && st == FU_OK; p++) {
     if (!writes || !writes[p]) continue;

@@ -564,6 +564,17 @@ static fu_status infer_reshape(ictx *c, fu_type *out) {
   return FU_OK;
 }
 
+/* Whether l holds each of 0..rank-1 once. */
+static bool is_permutation(const fu_int_list *l, int32_t rank) {
+  bool seen[FU_MAX_RANK] = {false};
+  if (l->n != (uint32_t)rank) return false;
+  for (uint32_t i = 0; i < l->n; i++) {
+    if (l->v[i] < 0 || l->v[i] >= rank || seen[l->v[i]]) return false;
+    seen[l->v[i]] = true;
+  }
+  return true;
+}
+
 static fu_status infer_permute(ictx *c, fu_type *out) {
   fu_op *op = c->op;
   if (need_tensor(c, 0)) return FU_ERR_VERIFY;
@@ -576,16 +587,12 @@ static fu_status infer_permute(ictx *c, fu_type *out) {
     return err(c, "'permute': dims has %" PRIu32 " entries, but operand %s of type %s has rank %" PRId32, p->n,
                fu_ir_value_str(&vs, x), fu_ir_type_str(&ts, &x->type), rank);
   }
-  bool seen[FU_MAX_RANK] = {false};
-  fu_extent *d = dims_of(c, 0);
-  for (uint32_t i = 0; i < p->n; i++) {
-    if (p->v[i] < 0 || p->v[i] >= rank || seen[p->v[i]]) {
-      fu_ir_liststr ls;
-      return err(c, "'permute': dims %s is not a permutation of 0..%" PRId32, fu_ir_list_str(&ls, p->v, p->n), rank - 1);
-    }
-    seen[p->v[i]] = true;
-    d[i] = x->type.dims[p->v[i]];
+  if (!is_permutation(p, rank)) {
+    fu_ir_liststr ls;
+    return err(c, "'permute': dims %s is not a permutation of 0..%" PRId32, fu_ir_list_str(&ls, p->v, p->n), rank - 1);
   }
+  fu_extent *d = dims_of(c, 0);
+  for (uint32_t i = 0; i < p->n; i++) d[i] = x->type.dims[p->v[i]];
   out->dtype = x->type.dtype;
   out->rank = rank;
   out->dims = d;
@@ -911,6 +918,91 @@ static bool payload_ok(const fu_op *op) {
   return true;
 }
 
+/* The indexing ops (ir.h, "indexing ops"): the result has the lookup
+ * operand's dtype; its shape follows the op.  The index is an integer
+ * tensor; extents that must agree are checked where they are constants or
+ * the same symbol (a symbolic mismatch is the interpreter's to report). */
+static fu_status infer_index(ictx *c, fu_type *out) {
+  fu_op *op = c->op;
+  uint32_t xi = fu_index_lookup_operand(op), ii = fu_index_index_operand(op);
+  if (need_tensor(c, xi) || need_tensor(c, ii)) return FU_ERR_VERIFY;
+  const fu_value *x = op->operands[xi], *ix = op->operands[ii];
+  int32_t xr = x->type.rank, ir = ix->type.rank;
+  int64_t dim = fu_index_dim(op);
+  fu_ir_valstr vs, xs;
+  fu_ir_tystr ts;
+  if (op->kind == FU_OP_EMBEDDING_FWD && op->u.index.dim != 0)
+    return err(c, "'embedding_fwd' has no dim (it gathers rows of its weight)");
+  if (!fu_dtype_is_int(ix->type.dtype)) {
+    err(c, "'%s': index %s of type %s must have an integer dtype (i32 or i64)", c->name, fu_ir_value_str(&vs, ix),
+        fu_ir_type_str(&ts, &ix->type));
+    note_def(c, ix);
+    return FU_ERR_VERIFY;
+  }
+  if (dim < 0 || dim >= xr)
+    return err(c, "'%s': dim %" PRId64 " is out of range for %s of type %s (rank %" PRId32 ")", c->name, dim,
+               fu_ir_value_str(&vs, x), fu_ir_type_str(&ts, &x->type), xr);
+  fu_extent *d = dims_of(c, 0);
+  int32_t rank = 0;
+  switch (op->kind) {
+  case FU_OP_INDEX_SELECT:
+    if (ir != 1)
+      return err(c, "'index_select': index %s of type %s must have rank 1", fu_ir_value_str(&vs, ix),
+                 fu_ir_type_str(&ts, &ix->type));
+    rank = xr;
+    for (int32_t j = 0; j < xr; j++) d[j] = j == dim ? ix->type.dims[0] : x->type.dims[j];
+    break;
+  case FU_OP_EMBEDDING_FWD:
+    if (xr != 2)
+      return err(c, "'embedding_fwd': weight %s of type %s must have rank 2", fu_ir_value_str(&vs, x),
+                 fu_ir_type_str(&ts, &x->type));
+    if (ir + 1 > FU_MAX_RANK) return err(c, "'embedding_fwd': the result rank exceeds %d", FU_MAX_RANK);
+    rank = ir + 1;
+    for (int32_t j = 0; j < ir; j++) d[j] = ix->type.dims[j];
+    d[ir] = x->type.dims[1];
+    break;
+  default: /* gather, take_along_axis */
+    if (ir != xr)
+      return err(c, "'%s': index %s of type %s must have the rank of %s (%" PRId32 ")", c->name,
+                 fu_ir_value_str(&vs, ix), fu_ir_type_str(&ts, &ix->type), fu_ir_value_str(&xs, x), xr);
+    rank = xr;
+    for (int32_t j = 0; j < xr; j++) {
+      fu_extent xe = x->type.dims[j], ie = ix->type.dims[j];
+      d[j] = ie;
+      if (j == dim) continue;
+      if (op->kind == FU_OP_GATHER) {
+        if (fu_extent_is_const(xe) && fu_extent_is_const(ie) && ie.value > xe.value)
+          return err(c, "'gather': index extent %" PRId64 " exceeds the input's %" PRId64 " in dim %" PRId32,
+                     ie.value, xe.value, j);
+        continue;
+      }
+      if (fu_extent_is_one(ie)) d[j] = xe;
+      else if (!fu_extent_is_one(xe) && !fu_extent_equal(xe, ie))
+        return err(c, "'take_along_axis': index %s of type %s does not broadcast against %s in dim %" PRId32,
+                   fu_ir_value_str(&vs, ix), fu_ir_type_str(&ts, &ix->type), fu_ir_value_str(&xs, x), j);
+    }
+    break;
+  }
+  *out = (fu_type){x->type.dtype, rank, d};
+  return FU_OK;
+}
+
+/* stride_order keeps its operand's type; the order is a permutation of
+ * the dims (the rank of each dim's stride, 0 innermost). */
+static fu_status infer_stride_order(ictx *c, fu_type *out) {
+  fu_op *op = c->op;
+  if (need_tensor(c, 0)) return FU_ERR_VERIFY;
+  const fu_value *x = op->operands[0];
+  if (!is_permutation(&op->u.stride_order.order, x->type.rank)) {
+    fu_ir_valstr vs;
+    fu_ir_tystr ts;
+    return err(c, "'stride_order': order is not a permutation of the dims of %s of type %s", fu_ir_value_str(&vs, x),
+               fu_ir_type_str(&ts, &x->type));
+  }
+  copy_type(c, 0, &x->type, out);
+  return FU_OK;
+}
+
 fu_status fu_ir_infer(fu_op *op, fu_type *out, fu_extent *scratch, fu_diag_engine *diag) {
   ictx c = {op, fu_op_info_of(op->kind)->name, diag, scratch};
   if ((unsigned)op->kind >= FU_OP_COUNT) return err(&c, "unknown op kind %d", (int)op->kind);
@@ -942,6 +1034,8 @@ fu_status fu_ir_infer(fu_op *op, fu_type *out, fu_extent *scratch, fu_diag_engin
   case FU_OC_FULL: return infer_full(&c, out);
   case FU_OC_IOTA: return infer_iota(&c, out);
   case FU_OC_MATMUL: return infer_matmul(&c, out);
+  case FU_OC_INDEX: return infer_index(&c, out);
+  case FU_OC_STRIDE_ORDER: return infer_stride_order(&c, out);
   }
   return err(&c, "'%s': no inference rule for this op", c.name);
 }

@@ -428,6 +428,8 @@ static void verify_params(kverifier *v) {
       if (p->ws_size && p->tensor) verr(v, NULL, "workspace '%%%s' binds a fusion value", pn);
       if (p->ws_size && p->readonly) verr(v, NULL, "workspace '%%%s' is read-only", pn);
       if (!p->ws_size && p->ws_zeroed) verr(v, NULL, "parameter '%%%s' is zeroed but not a workspace", pn);
+      if (p->ws_error && (!p->ws_size || !p->ws_zeroed || p->dtype != FU_DT_I32))
+        verr(v, NULL, "error flag '%%%s' must be a zeroed i32 workspace", pn);
       continue;
     }
     if (p->kind != FU_KV_SCALAR_PARAM) {

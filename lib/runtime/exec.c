@@ -164,6 +164,25 @@ fu_status fu_rt_exec_launch_one(fu_rt_exec *e, uint32_t l) {
   return fu_rt_launch(e->rt, &e->launches[l].fn, &lp->config, e->launches[l].params);
 }
 
+/* After a synchronized launch: an index error flag the kernel set
+ * (passes/lower/gather.c) is reported, naming the op, and reset so the
+ * next run starts clean. */
+static fu_status check_index_flags(fu_rt_exec *e, const fu_rt_launch_plan *lp) {
+  fu_status st = FU_OK;
+  if (!lp->kernel) return st; /* a cuBLASLt call has no flag */
+  for (uint32_t i = 0; i < lp->n_args && i < lp->kernel->n_params && st == FU_OK; i++) {
+    const fu_kval *kv = lp->kernel->params[i];
+    int32_t code = 0;
+    if (kv->kind != FU_KV_TENSOR_PARAM || !kv->ws_error || lp->args[i].buffer < 0) continue;
+    st = fu_rt_mem_download(e->rt, &code, e->ptrs[lp->args[i].buffer], sizeof code);
+    if (st == FU_OK && code) {
+      fu_rt_mem_fill(e->rt, e->ptrs[lp->args[i].buffer], 0, sizeof code);
+      st = fu_index_error_report(e->diag, lp->segment, lp->kernel->name, code);
+    }
+  }
+  return st;
+}
+
 fu_status fu_rt_exec_launch_all(fu_rt_exec *e, bool sync_each) {
   fu_status st = FU_OK;
   for (uint32_t l = 0; l < e->plan->n_launches && st == FU_OK; l++) {
@@ -171,6 +190,7 @@ fu_status fu_rt_exec_launch_all(fu_rt_exec *e, bool sync_each) {
     if (lp->empty) continue;
     st = fu_rt_exec_launch_one(e, l);
     if (st == FU_OK && sync_each) st = fu_rt_synchronize(e->rt);
+    if (st == FU_OK && sync_each) st = check_index_flags(e, lp);
     if (st != FU_OK)
       fu_note(e->diag, seg_loc(lp), "while running kernel '@%s' of segment '@%s'", fu_rt_launch_name(lp),
               lp->segment->u.segment.name ? lp->segment->u.segment.name : "?");

@@ -508,7 +508,7 @@ static bool parse_align(kparser *p, fu_kval *v) {
 
 /* The attributes after a tensor or workspace parameter's type, in any
  * order: `noalias`, `align=N`, and `readonly`, `bind=%V` for a tensor or
- * `zeroed` for a workspace. */
+ * `zeroed` and `error` for a workspace. */
 static bool parse_param_attrs(kparser *p, fu_kval *v, bool workspace, token *bind, bool *has_bind, bool *has_align) {
   for (;;) {
     if (!workspace && tok_is(p, T_IDENT, "readonly")) {
@@ -516,6 +516,9 @@ static bool parse_param_attrs(kparser *p, fu_kval *v, bool workspace, token *bin
       next(p);
     } else if (workspace && tok_is(p, T_IDENT, "zeroed")) {
       v->ws_zeroed = true;
+      next(p);
+    } else if (workspace && tok_is(p, T_IDENT, "error")) {
+      v->ws_error = true;
       next(p);
     } else if (tok_is(p, T_IDENT, "noalias")) {
       v->noalias = true;

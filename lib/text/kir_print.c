@@ -231,6 +231,7 @@ static void print_param(kprinter *p, const fu_kval *v) {
     fu_lexpr_print(out, v->ws_size);
     fu_strbuf_putc(out, ']');
     if (v->ws_zeroed) fu_strbuf_puts(out, " zeroed");
+    if (v->ws_error) fu_strbuf_puts(out, " error");
     if (v->noalias) fu_strbuf_puts(out, " noalias");
     fu_strbuf_printf(out, " align=%u", v->align);
     return;

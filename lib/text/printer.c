@@ -228,6 +228,7 @@ static void put_op_attrs(fu_strbuf *sb, const fu_op *op) {
     case FU_AK_INT: {
       int64_t v;
       memcpy(&v, at, sizeof v);
+      if (v == f->absent && !f->print_always) break;
       attr_name(sb, &n, f->name);
       put_int(sb, v);
       break;

@@ -28,7 +28,7 @@ def inputs_fusion(fd : FusionDefinition) -> None :
 # CHECK-NEXT:    %T3 = input f32[i0, i1] {contiguity=[false, false], example=randn, seed=3, example_shape=[6, 4], example_strides=[1, 6]}
 # CHECK-NEXT:    %T4 = input bf16[i2, i3, i4] {contiguity=[true, true, true], example=randn, seed=4, example_shape=[4, 2, 3]}
 # CHECK-NEXT:    %T5 = input i64[i5] {contiguity=[true], example=randint, seed=5, low=0, high=10, example_shape=[5]}
-# CHECK-NEXT:    %T6 = input f16[i6, i7] {stride_order=[0, 1], contiguity=[true, false], example=randn, seed=6, example_shape=[3, 4], example_strides=[1, 3]}
+# CHECK-NEXT:    %T6 = input f16[i6, i7] {stride_order=[0, 1], contiguity=[false, true], example=randn, seed=6, example_shape=[3, 4], example_strides=[1, 3]}
 # CHECK-NEXT:    %T7 = input f32[i8, 1] {contiguity=[true, none], example=zeros, example_shape=[5, 1]}
 # CHECK-NEXT:    %T8 = input f32[i9, i10] {contiguity=[true, true], example=rand, seed=8, example_shape=[2, 2]}
 # CHECK-NEXT:    output %T3

@@ -256,7 +256,8 @@ static uint32_t n_args(const fu_op *op) {
   case FU_OC_PERMUTE:
   case FU_OC_SQUEEZE:
   case FU_OC_SLICE:
-  case FU_OC_PAD: return 1;
+  case FU_OC_PAD:
+  case FU_OC_STRIDE_ORDER: return 1;
   case FU_OC_CAT: return op->n_operands <= FU_PWL_MAX_ARGS ? op->n_operands : 0;
   case FU_OC_META:
   case FU_OC_UNARY:
@@ -268,6 +269,7 @@ static uint32_t n_args(const fu_op *op) {
   case FU_OC_FULL:
   case FU_OC_IOTA:
   case FU_OC_MATMUL: return 0;
+  case FU_OC_INDEX: return 0; /* its lookup is evaluated at the gathered coordinates in compute */
   }
   return 0; /* not reached: a class outside the enum */
 }
@@ -291,7 +293,8 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
   case FU_OC_RESHAPE:
   case FU_OC_PERMUTE:
   case FU_OC_SQUEEZE:
-  case FU_OC_SLICE: return args[0];
+  case FU_OC_SLICE:
+  case FU_OC_STRIDE_ORDER: return args[0];
   case FU_OC_PAD: return fu_pwl_resize_value(L, op, v, c, lane, args, eval(L, op->operands[1], NULL, 0), nm);
   case FU_OC_CAT:
     if (op->n_operands > FU_PWL_MAX_ARGS || !c) break;
@@ -308,6 +311,13 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
     fu_kval *s = p ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, ct, start, p)) : NULL;
     return cast_to(L, s, v->type.dtype);
   }
+  case FU_OC_INDEX: {
+    /* the lookup at coordinates whose gathered one is the index element
+     * there (a variable of the graph that resolve_var loads and checks) */
+    const fu_ix *const *xc = NULL;
+    if (!c || !operand_coords(L, op, fu_index_lookup_operand(op), c, &xc)) break;
+    return eval(L, op->operands[fu_index_lookup_operand(op)], xc, lane);
+  }
   case FU_OC_META:
   case FU_OC_UNARY:
   case FU_OC_BINARY:
@@ -317,6 +327,7 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
   case FU_OC_VARIANCE:
   case FU_OC_MATMUL: break;
   }
+  if (L->failed) return NULL;
   fu_error(L->diag, op->loc, "'%s' cannot be lowered in a pointwise segment", info->name);
   L->failed = true;
   return NULL;
@@ -401,6 +412,7 @@ static fu_kval *eval(lw *L, const fu_value *v, const fu_ix *const *c, uint32_t l
       if (!operand_coords(L, op, i, f->c, &xc)) break;
       if (eval_start(L, op->operands[i], xc, f->lane, &x)) continue; /* f may have moved */
       if (!x) break;
+      f = &L->stk[L->stk_n - 1]; /* a leaf's load may have evaluated an index (gather.c), moving the stack */
       f->args[f->next++] = x;
       continue;
     }
@@ -947,8 +959,10 @@ void fu_kernel_name_for(const fu_fusion *f, const fu_op *seg, char *buf, size_t 
 
 /* Sets up L (graph, kernel, parameters); see pointwise_internal.h. */
 /* The index variables the shared index emission leaves to this lowering:
- * a pad's or cat's clamped coordinate (passes/lower/resize.c). */
+ * a pad's or cat's clamped coordinate (passes/lower/resize.c), an indexing
+ * op's gathered coordinate (passes/lower/gather.c). */
 static fu_kval *resolve_var(void *ctx, const fu_ix *x) {
+  if (x->tag == FU_IG_VAR_GATHER) return fu_pwl_gather_index(ctx, x);
   return x->tag == FU_IG_VAR_RESIZE ? fu_pwl_resize_index(ctx, x) : NULL;
 }
 

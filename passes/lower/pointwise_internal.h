@@ -81,6 +81,8 @@ typedef struct lw {
   uint32_t loop_end;
   void (*at_innermost)(struct lw *L);
   void *user;
+  /* the kernel's index error flag (passes/lower/gather.c), made on first use */
+  fu_kval *index_error;
 } lw;
 
 
@@ -128,5 +130,11 @@ void fu_pwl_loops(lw *L);
 fu_kval *fu_pwl_resize_index(lw *L, const fu_ix *var);
 fu_kval *fu_pwl_resize_value(lw *L, const fu_op *op, const fu_value *v, const fu_ix *const *c, uint32_t lane,
                              fu_kval **args, fu_kval *pad_value, char *name);
+
+/* passes/lower/gather.c: the gathered coordinate `var` (FU_IG_VAR_GATHER)
+ * of an indexing op's lookup operand: the index element, checked against
+ * the lookup's extent (an index outside it sets the kernel's error flag to
+ * the op's id + 1) and clamped into it, so no load leaves the tensor. */
+fu_kval *fu_pwl_gather_index(lw *L, const fu_ix *var);
 
 #endif

@@ -152,7 +152,7 @@ static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c);
 static bool is_view(const fu_op *op) {
   fu_op_class k = fu_op_info_of(op->kind)->cls;
   return k == FU_OC_BROADCAST_IN_DIM || k == FU_OC_BROADCAST || k == FU_OC_EXPAND || k == FU_OC_RESHAPE ||
-         k == FU_OC_PERMUTE || k == FU_OC_SQUEEZE;
+         k == FU_OC_PERMUTE || k == FU_OC_SQUEEZE || k == FU_OC_STRIDE_ORDER;
 }
 
 /* iota's element at index i: start + i * step, computed in i64 or f64

@@ -338,12 +338,14 @@ static fu_status value_facts(fu_seg_env *env, const fu_op *top, const fu_op *w) 
 
 /* A kernel whose value feeds host views that permute it writes that value
  * in the permuted layout which makes the fusion outputs dense (the layout
- * rules of strip-bookend-views, fuser/view_layout.h): such a kernel moves
- * data between layouts like a transpose. */
+ * rules of strip-bookend-views, fuser/view_layout.h), and a stride_order
+ * op stores its result in its own order: such a kernel moves data between
+ * layouts like a transpose. */
 static fu_status mark_permuted_writes(fu_seg_env *env) {
   bool any = false;
   for (uint32_t i = 0; i < env->n_nodes && !any; i++)
-    any = env->nodes[i].op->host && (env->nodes[i].op->kind == FU_OP_PERMUTE);
+    any = (env->nodes[i].op->host && env->nodes[i].op->kind == FU_OP_PERMUTE) ||
+          env->nodes[i].op->kind == FU_OP_STRIDE_ORDER;
   if (!any) return FU_OK;
   fu_layout_analysis la;
   fu_status st = fu_layout_analysis_init(&la, env->f);
@@ -353,7 +355,7 @@ static fu_status mark_permuted_writes(fu_seg_env *env) {
     if (!(nd->flags & FU_SEG_NF_COMPUTE)) continue;
     for (uint32_t r = 0; r < nd->op->n_results && st == FU_OK; r++) {
       const fu_value *v = nd->op->results[r];
-      bool host_reader = false;
+      bool host_reader = nd->op->kind == FU_OP_STRIDE_ORDER; /* stored in its own order */
       for (uint32_t u = env->use_start[v->id]; u < env->use_start[v->id + 1]; u++)
         host_reader |= env->nodes[env->use_node[u]].op->host;
       if (!host_reader || v->type.rank < 2) continue;
@@ -435,12 +437,15 @@ fu_status fu_seg_env_init(fu_seg_env *env, fu_fusion *f, fu_diag_engine *diag, F
     if (of & FU_OF_REDUCTION) nd->flags |= FU_SEG_NF_REDUCTION;
     if (of & FU_OF_RESIZE) nd->flags |= FU_SEG_NF_RESIZE;
     if (of & FU_OF_VIEW) nd->flags |= FU_SEG_NF_VIEW;
+    if (fu_op_info_of(op->kind)->cls == FU_OC_INDEX) nd->flags |= FU_SEG_NF_INDEX;
     if (op->kind == FU_OP_PERMUTE && !fu_seg_perm_is_trivial(op)) nd->flags |= FU_SEG_NF_TRANSP;
     for (uint32_t k = 0; k < op->n_operands; k++) {
       const fu_value *v = op->operands[k];
       if (v->is_literal || v->id >= env->n_values) continue;
       uint32_t d = env->v_def[v->id];
-      if (d != FU_SEG_NONE && !(env->nodes[d].flags & FU_SEG_NF_COMPUTE) && (env->v_flags[v->id] & FU_SEG_VF_PERM))
+      /* (an indexing op reads wherever its indices say: no tile would help) */
+      if (d != FU_SEG_NONE && !(env->nodes[d].flags & FU_SEG_NF_COMPUTE) && (env->v_flags[v->id] & FU_SEG_VF_PERM) &&
+          !(nd->flags & FU_SEG_NF_INDEX))
         nd->flags |= FU_SEG_NF_TRANSP;
     }
     st = value_facts(env, op, op);

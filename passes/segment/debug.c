@@ -265,6 +265,10 @@ void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *vd,
     return;
   case FU_SEG_WHY_NO_REDUCTION: fu_strbuf_puts(sb, "no reduction"); return;
   case FU_SEG_WHY_NO_RESIZE: fu_strbuf_puts(sb, "no slice, pad or cat"); return;
+  case FU_SEG_WHY_HAS_INDEX:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " is an indexing op (pointwise kernels only)");
+    return;
   case FU_SEG_WHY_RED_MISMATCH:
     put_reduces(sb, op);
     fu_strbuf_puts(sb, " but ");

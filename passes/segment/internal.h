@@ -82,6 +82,7 @@ typedef struct fu_seg_summary {
   uint32_t n_mm;           /* matmuls and linears */
   int32_t first_plain;     /* lowest op that is neither a product nor in a product's epilogue, -1 */
   int32_t epi_owner;       /* the product whose epilogue ops the group holds: -1 none, -2 several */
+  int32_t first_index;     /* lowest indexing op (index_select, gather, ...), -1 */
   int32_t red_mismatch;    /* a reduction whose signature differs from first_red's, -1 */
   int32_t red_in, red_out; /* first_red's operand and result iteration spaces */
   uint32_t red_axes;       /* first_red's reduced axes (see fu_seg_node) */
@@ -132,6 +133,7 @@ typedef enum fu_seg_why {
   FU_SEG_WHY_TWO_MATMULS,
   FU_SEG_WHY_NOT_EPILOGUE,
   FU_SEG_WHY_OTHER_EPILOGUE,
+  FU_SEG_WHY_HAS_INDEX,
 } fu_seg_why;
 
 typedef struct fu_seg_verdict {
@@ -270,6 +272,7 @@ enum {
   FU_SEG_NF_VIEW = 1u << 3,
   FU_SEG_NF_COMPUTE = 1u << 4, /* can join a segment */
   FU_SEG_NF_MATMUL = 1u << 5,  /* a matmul or linear */
+  FU_SEG_NF_INDEX = 1u << 6,   /* an indexing op: pointwise segments only */
 };
 
 enum {

@@ -42,6 +42,7 @@ static void summary_empty(fu_seg_summary *s) {
   memset(s, 0, sizeof *s);
   s->first_op = s->first_red = s->first_resize = s->first_transp = s->red_mismatch = -1;
   s->first_mm = s->first_plain = s->epi_owner = -1;
+  s->first_op = s->first_red = s->first_resize = s->first_transp = s->first_index = s->red_mismatch = -1;
   s->red_axes = 0;
   s->red_in = s->red_out = s->first_down_in = s->first_down_bad = -1;
 }
@@ -58,6 +59,7 @@ void fu_seg_summary_union(fu_seg_summary *out, const fu_seg_summary *a, const fu
   r.n_mm = a->n_mm + b->n_mm;
   r.first_plain = fu_seg_min_idx(a->first_plain, b->first_plain);
   r.epi_owner = a->epi_owner == -1 ? b->epi_owner : b->epi_owner == -1 || b->epi_owner == a->epi_owner ? a->epi_owner : -2;
+  r.first_index = fu_seg_min_idx(a->first_index, b->first_index);
   if (a->first_red < 0 || b->first_red < 0) {
     const fu_seg_summary *s = a->first_red >= 0 ? a : b;
     r.first_red = s->first_red;
@@ -119,6 +121,7 @@ void fu_seg_summary_single(fu_seg_env *env, uint32_t n, fu_seg_summary *out) {
   if (nd->flags & FU_SEG_NF_RESIZE) out->first_resize = (int32_t)n;
   if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = (int32_t)n;
   add_product_facts(nd, n, out);
+  if (nd->flags & FU_SEG_NF_INDEX) out->first_index = (int32_t)n;
   for (uint32_t r = 0; r < nd->op->n_results; r++) {
     const fu_value *v = nd->op->results[r];
     if (v->id < env->n_values && env->v_ext[v->id] > 0) fu_seg_summary_add_space(out, env->v_space[v->id], 1);
@@ -182,6 +185,7 @@ fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k
     if (nd->flags & FU_SEG_NF_RESIZE) out->first_resize = fu_seg_min_idx(out->first_resize, (int32_t)n);
     if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = fu_seg_min_idx(out->first_transp, (int32_t)n);
     add_product_facts(nd, n, out);
+    if (nd->flags & FU_SEG_NF_INDEX) out->first_index = fu_seg_min_idx(out->first_index, (int32_t)n);
     if (nd->flags & FU_SEG_NF_REDUCTION) {
       if (out->first_red < 0) {
         out->first_red = (int32_t)n;
@@ -234,6 +238,7 @@ bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b) {
       a->first_red != b->first_red || a->first_resize != b->first_resize || a->first_transp != b->first_transp ||
       a->first_mm != b->first_mm || a->n_mm != b->n_mm || a->first_plain != b->first_plain ||
       a->epi_owner != b->epi_owner ||
+      a->first_index != b->first_index ||
       (a->red_mismatch < 0) != (b->red_mismatch < 0) || a->n_comp != b->n_comp ||
       a->n_comp_nored != b->n_comp_nored || a->spaces_overflow != b->spaces_overflow || a->n_spaces != b->n_spaces)
     return false;
@@ -295,6 +300,7 @@ fu_seg_verdict fu_seg_accept_transpose(const fu_seg_env *env, const fu_seg_summa
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
   if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
   if (s->first_transp < 0) return refuse(FU_SEG_WHY_NO_TRANSPOSE, -1, -1);
+  if (s->first_index >= 0) return refuse(FU_SEG_WHY_HAS_INDEX, s->first_index, -1);
   if (!one_output_space(s)) return refuse(FU_SEG_WHY_OUT_SPACES, -1, -1);
   return accept();
 }
@@ -307,6 +313,7 @@ static fu_seg_verdict check_reduction_common(const fu_seg_summary *s) {
   if (s->first_red < 0) return refuse(FU_SEG_WHY_NO_REDUCTION, -1, -1);
   if (s->red_mismatch >= 0) return refuse(FU_SEG_WHY_RED_MISMATCH, s->first_red, s->red_mismatch);
   if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
+  if (s->first_index >= 0) return refuse(FU_SEG_WHY_HAS_INDEX, s->first_index, -1);
   if (s->n_comp_nored > 0) return refuse(FU_SEG_WHY_UNATTACHED, s->first_red, -1);
   if (s->n_down_bad > 0) return refuse(FU_SEG_WHY_DOWN_BAD, s->first_down_bad, s->first_red);
   return accept();
@@ -342,6 +349,7 @@ fu_seg_verdict fu_seg_accept_resize(const fu_seg_env *env, const fu_seg_summary 
   if (s->first_mm >= 0) return refuse(FU_SEG_WHY_HAS_MATMUL, s->first_mm, -1);
   if (s->first_resize < 0) return refuse(FU_SEG_WHY_NO_RESIZE, -1, -1);
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
+  if (s->first_index >= 0) return refuse(FU_SEG_WHY_HAS_INDEX, s->first_index, -1);
   if (!one_output_space(s)) return refuse(FU_SEG_WHY_OUT_SPACES, -1, -1);
   return accept();
 }

