@@ -1045,6 +1045,17 @@ static void test_strided_copy(void) {
 static const char *g_tool, *g_fake_lib;
 static char g_dir[64];
 
+/* One thread per element i < N, under `if %p` (the fixtures' kernel heads). */
+#define K_ELEMENT_HEAD \
+    "        grid=[ceil_div(N, 128), 1, 1] block=[128, 1, 1] smem=0 index=i64 {\n" \
+    "      %%tid = special thread_idx.x : i64\n" \
+    "      %%bid = special block_idx.x : i64\n" \
+    "      %%c128 = const 128 : i64\n" \
+    "      %%t0 = mul %%bid, %%c128 : i64\n" \
+    "      %%i = add %%t0, %%tid : i64\n" \
+    "      %%p = lt %%i, %%N : bool\n" \
+    "      if %%p {\n"
+
 static const char *k_lowered =
     "fusion @f {\n"
     "  %%T0 = input %s[N] {example=randn, seed=1, example_shape=[1000]}\n"
@@ -1053,14 +1064,7 @@ static const char *k_lowered =
     "    %%T1 = %s : %s[N]\n"
     "    kernel @%s (%%in: global %s[N] readonly noalias bind=%%T0, %%out: global %s[N] noalias bind=%%T1%s, %%N: i64 "
     "extent=N)\n"
-    "        grid=[ceil_div(N, 128), 1, 1] block=[128, 1, 1] smem=0 index=i64 {\n"
-    "      %%tid = special thread_idx.x : i64\n"
-    "      %%bid = special block_idx.x : i64\n"
-    "      %%c128 = const 128 : i64\n"
-    "      %%t0 = mul %%bid, %%c128 : i64\n"
-    "      %%i = add %%t0, %%tid : i64\n"
-    "      %%p = lt %%i, %%N : bool\n"
-    "      if %%p {\n"
+    K_ELEMENT_HEAD
     "        %%x = load %%in[%%i] : %s\n"
     "        %%one = const 1 : %s\n"
     "        %%y = %s : %s\n"
@@ -1342,6 +1346,65 @@ static void test_tool_nvrtc(void) {
   CHECK(strstr(g_out, "--ptx gives the kernels' PTX, so there is nothing for --backend to compile") != NULL);
 }
 
+/* T1 = T0 * 2.5 written into T0 (`output %T1 {alias=%T0}`) by the fake's
+ * fake_scale: in place when the kernel's output parameter names the input
+ * (`alias=%in`), else copied after the kernel; either way fuser-run shows
+ * the input updated, and --check passes.  `out_attrs` and `in_attrs` are
+ * the parameters' attributes. */
+static const char *k_alias =
+    "fusion @f {\n"
+    "  %%T0 = input f32[N] {example=randn, seed=1, example_shape=[1000]}\n"
+    "  %%S0 = input f32 {example=2.5}\n"
+    "  segment @g0 pointwise (%%T0, %%S0) -> (%%T1) {\n"
+    "    %%T1 = mul %%T0, %%S0 : f32[N]\n"
+    "    kernel @fake_scale (%%in: global f32[N]%s bind=%%T0, %%out: global f32[N]%s bind=%%T1, %%s: f32 input=%%S0, "
+    "%%N: i64 extent=N)\n"
+    K_ELEMENT_HEAD
+    "        %%x = load %%in[%%i] : f32\n"
+    "        %%y = mul %%x, %%s : f32\n"
+    "        store %%out[%%i], %%y\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "  output %%T1 {alias=%%T0}\n"
+    "  output %%T0\n"
+    "}\n";
+
+static void test_tool_alias(void) {
+  static const struct {
+    const char *in_attrs, *out_attrs, *how;
+  } cases[] = {{"", " alias=%in", "holds output %T1 (written in place by its kernel)"},
+               {" readonly noalias", " noalias", "holds output %T1 (copied there after the kernels)"}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/alias.fir", g_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+      CHECK(false);
+      return;
+    }
+    fprintf(f, k_alias, cases[c].in_attrs, cases[c].out_attrs);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/k.ptx", g_dir);
+    write_text(path, "// fake PTX\n");
+    int rc = run_tool("", "alias.fir --ptx k.ptx --check --print-values 2", g_out, sizeof g_out);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(strstr(g_out, cases[c].how) != NULL);
+    /* the input's memory after the run is the output, and so is the output %T0 */
+    const char *up = strstr(g_out, "  updated input %T0: f32[1000] strides=[1]\n    values: [");
+    const char *o1 = strstr(g_out, "  output %T1: f32[1000] strides=[1]\n    values: [");
+    const char *o0 = strstr(g_out, "  output %T0: f32[1000] strides=[1]\n    values: [");
+    CHECK(up && o1 && o0);
+    if (up && o1 && o0) {
+      CHECK(strncmp(up + 52, o1 + 45, 30) == 0);
+      CHECK(strncmp(o0 + 45, o1 + 45, 30) == 0);
+    }
+    CHECK(strstr(g_out, "check %T1: PASS") != NULL);
+    CHECK(strstr(g_out, "check %T0: PASS") != NULL);
+    if (fu_test_failures) fprintf(stderr, "%s\n", g_out);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "--tool") == 0) {
     g_tool = argv[2];
@@ -1356,7 +1419,8 @@ int main(int argc, char **argv) {
                                               {"tool_check_fail", test_tool_check_fail},
                                               {"tool_errors", test_tool_errors},
                                               {"tool_faults", test_tool_faults},
-                                              {"tool_nvrtc", test_tool_nvrtc}};
+                                              {"tool_nvrtc", test_tool_nvrtc},
+                                              {"tool_alias", test_tool_alias}};
     int rc = fu_test_main(tool_cases, (int)(sizeof tool_cases / sizeof tool_cases[0]));
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);

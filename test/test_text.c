@@ -165,6 +165,8 @@ static const char *const ALL_OPS =
     "  %s8 = cat %T0, %T1 {dim=1}\n"
     "  %s9 = pad %T0, 0.0 {widths=[1, 2]}\n"
     "  %f2 = iota 0, 1 : i64[N]\n"
+    "  %g1 = uniform 0.0, 1.0, 7, 3 : bf16[N, 8]\n"
+    "  %g2 = normal 0.0, 2.0, 7, 0 : f64[4]\n"
     "  %z0 = input f32[] {example=randn}\n"
     "  %z1 = sum %z0 {axes=[]}\n"
     "  output %b1, %s8\n"
@@ -201,6 +203,8 @@ static void test_roundtrip_all_ops(void) {
   CHECK(strstr(p, "  %s7b = slice %f1 {starts=[1, 0], ends=[3, 8], steps=[1, 1]} : f32[2, 8]\n"));
   CHECK(strstr(p, "  %s9 = pad %T0, 0.0 {widths=[1, 2]} : f32[N, 11]\n"));
   CHECK(strstr(p, "  %f2 = iota 0, 1 : i64[N]\n"));
+  CHECK(strstr(p, "  %g1 = uniform 0.0, 1.0, 7, 3 : bf16[N, 8]\n"));
+  CHECK(strstr(p, "  %g2 = normal 0.0, 2.0, 7, 0 : f64[4]\n"));
   CHECK(strstr(p, "  %z0 = input f32[] {example=randn, example_shape=[]}\n") == NULL);
   CHECK(strstr(p, "  %z0 = input f32[] {example=randn}\n"));
   CHECK(strstr(p, "  %z1 = sum %z0 {axes=[]} : f32[]\n"));

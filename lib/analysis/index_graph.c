@@ -431,7 +431,8 @@ static bool op_dims_in_range(const fu_op *op) {
   case FU_OC_CAT:
   case FU_OC_PAD:
   case FU_OC_FULL:
-  case FU_OC_IOTA: return true;
+  case FU_OC_IOTA:
+  case FU_OC_RNG: return true;
   }
   return true; /* not reached: a class outside the enum */
 }
@@ -556,6 +557,7 @@ static bool build_exprs(fu_igraph *g) {
       break;
     case FU_OC_FULL:
     case FU_OC_IOTA:
+    case FU_OC_RNG:
       for (int32_t d = 0; d < r->type.rank; d++)
         add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX, NULL);
       break;
@@ -959,7 +961,8 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
   case FU_OC_REDUCE:
   case FU_OC_VARIANCE:
   case FU_OC_FULL:
-  case FU_OC_IOTA: return NULL;
+  case FU_OC_IOTA:
+  case FU_OC_RNG: return NULL;
   }
   return NULL; /* not reached: a class outside the enum */
 }
@@ -1069,7 +1072,8 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op, int32_t from) {
   case FU_OC_CAT:
   case FU_OC_PAD:
   case FU_OC_FULL:
-  case FU_OC_IOTA: return NULL;
+  case FU_OC_IOTA:
+  case FU_OC_RNG: return NULL;
   }
   for (int32_t d = 0; d < rr; d++)
     if (!c[d]) return NULL;

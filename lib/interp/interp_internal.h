@@ -62,6 +62,7 @@ float fu_interp_d2f(double d);
 #define FU_INTERP_CASE_IF_NOT_PW_PAD(id) case FU_OP_##id:
 #define FU_INTERP_CASE_IF_NOT_PW_FULL(id) case FU_OP_##id:
 #define FU_INTERP_CASE_IF_NOT_PW_IOTA(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_RNG(id) case FU_OP_##id:
 
 /* Outcome of a row kernel. */
 typedef enum fu_pw_err {
@@ -200,5 +201,7 @@ void fu_interp_bounds_finish(fu_interp *J);
 
 /* The shape and data-movement ops (eval_shape.c). */
 fu_status fu_interp_eval_shape_op(fu_interp *I, fu_op *op);
+/* uniform and normal (eval_rng.c). */
+fu_status fu_interp_eval_rng(fu_interp *I, fu_op *op);
 
 #endif

@@ -62,7 +62,8 @@ fu_attr_spec fu_op_attr_spec(fu_op_class cls) {
   case FU_OC_EXPAND:
   case FU_OC_RESHAPE:
   case FU_OC_FULL:
-  case FU_OC_IOTA: break;
+  case FU_OC_IOTA:
+  case FU_OC_RNG: break;
   }
   return (fu_attr_spec){NULL, 0};
 }
