@@ -789,6 +789,87 @@ static void test_exec_relayout(void) {
   fu_rt_close(rt);
 }
 
+/* An output written into an input of another layout (`output %T2
+ * {alias=%T4}`, %T4 strided with gaps): no kernel can write it in place,
+ * so the exec copies %T2 into %T4's memory after the kernel, element by
+ * element through the host, keeping the bytes between %T4's elements. */
+static void test_alias_strided_copy(void) {
+  captured c;
+  fu_diag_engine diag = capture_engine(&c);
+  fu_rt *rt = open_fake(&diag);
+  if (!rt) return;
+  static const char *text = "fusion @f {\n"
+                            "  %T0 = input f32[N, 6] {example=randn, seed=3, example_shape=[3, 6]}\n"
+                            "  %S0 = input f64 {example=1.5}\n"
+                            "  %T4 = input f32[N, 2, 3] {strides=[8, 4, 1], example=ones}\n"
+                            "  %T1 = reshape %T0 {host=true} : f32[N, 2, 3]\n"
+                            "  segment @g0 pointwise (%T1, %S0) -> (%T2) {\n"
+                            "    %T2 = mul %T1, %S0 : f32[N, 2, 3]\n"
+                            "  }\n"
+                            "  output %T2 {alias=%T4}\n"
+                            "}\n";
+  fu_source src = {"alias.fir", text, strlen(text), 1};
+  fu_module *m = NULL;
+  CHECK_EQ_INT(fu_parse_module(&src, fu_default_allocator(), &diag, &m), FU_OK);
+  if (!m || fu_verify_module(m, &diag) != FU_OK) {
+    CHECK(false);
+    if (m) fu_module_free(m);
+    fu_rt_close(rt);
+    return;
+  }
+  fu_fusion *f = m->first;
+  fu_op *seg = NULL;
+  for (fu_op *op = f->body.first; op; op = op->next)
+    if (op->kind == FU_OP_SEGMENT) seg = op;
+  fu_value *T1 = value_named(f, "T1"), *T2 = value_named(f, "T2"), *T4 = value_named(f, "T4");
+  fu_kernel *k = fu_kernel_new(m, "f_g0");
+  fu_kval *in = fu_kernel_tensor_param(m, k, "in", FU_DT_F32, T1, true, true, 16);
+  fu_kval *out = fu_kernel_tensor_param(m, k, "out", FU_DT_F32, T2, false, true, 16);
+  fu_kernel_extent_param(m, k, "N", FU_DT_I64, "N");
+  for (int d = 0; d < 3; d++) fu_kernel_stride_param(m, k, NULL, FU_DT_I64, in, d);
+  for (int d = 0; d < 3; d++) fu_kernel_stride_param(m, k, NULL, FU_DT_I64, out, d);
+  fu_kernel_scalar_input_param(m, k, "s", FU_DT_F32, value_named(f, "S0"));
+  k->grid[0] = fu_lexpr_const(m, 5);
+  k->block[0] = 4;
+  seg->u.segment.kernel = k;
+  fu_input_options io;
+  memset(&io, 0, sizeof io);
+  fu_arg *inputs = NULL, *want = NULL, *got = NULL;
+  uint32_t n_inputs = 0, n_want = 0, n_got = 0;
+  CHECK_EQ_INT(fu_interp_make_inputs(f, &io, fu_default_allocator(), &diag, &inputs, &n_inputs), FU_OK);
+  CHECK_EQ_INT(fu_interp_run(f, inputs, n_inputs, NULL, fu_default_allocator(), &diag, &want, &n_want), FU_OK);
+  fu_rt_plan p;
+  CHECK_EQ_INT(fu_rt_plan_build(f, inputs, n_inputs, fu_default_allocator(), &diag, &p), FU_OK);
+  CHECK_EQ_INT(p.n_alias_copies, 1);
+  if (p.n_alias_copies == 1) CHECK(!p.alias_copies[0].dense);
+  fake_table = good_kernels;
+  fu_rt_module *mod = NULL;
+  fu_rt_exec *e = NULL;
+  CHECK_EQ_INT(fu_rt_module_load(rt, "x", 1, "x.ptx", &mod), FU_OK);
+  CHECK_EQ_INT(fu_rt_exec_new(rt, &p, mod, inputs, &diag, &e), FU_OK);
+  CHECK_EQ_INT(fu_rt_exec_run(e), FU_OK);
+  CHECK_EQ_INT(fu_rt_exec_outputs(e, fu_default_allocator(), &got, &n_got), FU_OK);
+  fu_host_tensor after;
+  CHECK_EQ_INT(fu_rt_exec_input_after(e, T4, fu_default_allocator(), &after), FU_OK);
+  if (n_got == 1 && n_want == 1) {
+    fu_check_result r;
+    CHECK_EQ_INT(fu_check_compare(&got[0].tensor, &want[0].tensor, fu_check_default_tolerance(FU_DT_F32), &r), FU_OK);
+    CHECK_EQ_INT(r.n_mismatch, 0);
+    CHECK_EQ_INT(fu_check_compare(&after, &want[0].tensor, fu_check_default_tolerance(FU_DT_F32), &r), FU_OK);
+    CHECK_EQ_INT(r.n_mismatch, 0);
+    fu_host_tensor_free(&after);
+  }
+  fu_args_free(got, n_got, fu_default_allocator());
+  fu_args_free(want, n_want, fu_default_allocator());
+  fu_args_free(inputs, n_inputs, fu_default_allocator());
+  fu_rt_exec_free(e);
+  fu_rt_module_unload(mod);
+  fu_rt_plan_free(&p);
+  fu_module_free(m);
+  fu_rt_close(rt);
+  if (c.errors) fprintf(stderr, "%s", c.text);
+}
+
 /* Two kernels and the intermediate between them: its own buffer, poisoned
  * and written by the first kernel, read by the second; the fusion's bytes
  * count neither. */
@@ -1067,6 +1148,17 @@ static void test_strided_copy(void) {
 static const char *g_tool, *g_fake_lib;
 static char g_dir[64];
 
+/* One thread per element i < N, under `if %p` (the fixtures' kernel heads). */
+#define K_ELEMENT_HEAD \
+    "        grid=[ceil_div(N, 128), 1, 1] block=[128, 1, 1] smem=0 index=i64 {\n" \
+    "      %%tid = special thread_idx.x : i64\n" \
+    "      %%bid = special block_idx.x : i64\n" \
+    "      %%c128 = const 128 : i64\n" \
+    "      %%t0 = mul %%bid, %%c128 : i64\n" \
+    "      %%i = add %%t0, %%tid : i64\n" \
+    "      %%p = lt %%i, %%N : bool\n" \
+    "      if %%p {\n"
+
 static const char *k_lowered =
     "fusion @f {\n"
     "  %%T0 = input %s[N] {example=randn, seed=1, example_shape=[1000]}\n"
@@ -1075,14 +1167,7 @@ static const char *k_lowered =
     "    %%T1 = %s : %s[N]\n"
     "    kernel @%s (%%in: global %s[N] readonly noalias bind=%%T0, %%out: global %s[N] noalias bind=%%T1%s, %%N: i64 "
     "extent=N)\n"
-    "        grid=[ceil_div(N, 128), 1, 1] block=[128, 1, 1] smem=0 index=i64 {\n"
-    "      %%tid = special thread_idx.x : i64\n"
-    "      %%bid = special block_idx.x : i64\n"
-    "      %%c128 = const 128 : i64\n"
-    "      %%t0 = mul %%bid, %%c128 : i64\n"
-    "      %%i = add %%t0, %%tid : i64\n"
-    "      %%p = lt %%i, %%N : bool\n"
-    "      if %%p {\n"
+    K_ELEMENT_HEAD
     "        %%x = load %%in[%%i] : %s\n"
     "        %%one = const 1 : %s\n"
     "        %%y = %s : %s\n"
@@ -1526,6 +1611,65 @@ static void test_gemm_plan_exec(void) {
   fu_module_free(m);
 }
 
+/* T1 = T0 * 2.5 written into T0 (`output %T1 {alias=%T0}`) by the fake's
+ * fake_scale: in place when the kernel's output parameter names the input
+ * (`alias=%in`), else copied after the kernel; either way fuser-run shows
+ * the input updated, and --check passes.  `out_attrs` and `in_attrs` are
+ * the parameters' attributes. */
+static const char *k_alias =
+    "fusion @f {\n"
+    "  %%T0 = input f32[N] {example=randn, seed=1, example_shape=[1000]}\n"
+    "  %%S0 = input f32 {example=2.5}\n"
+    "  segment @g0 pointwise (%%T0, %%S0) -> (%%T1) {\n"
+    "    %%T1 = mul %%T0, %%S0 : f32[N]\n"
+    "    kernel @fake_scale (%%in: global f32[N]%s bind=%%T0, %%out: global f32[N]%s bind=%%T1, %%s: f32 input=%%S0, "
+    "%%N: i64 extent=N)\n"
+    K_ELEMENT_HEAD
+    "        %%x = load %%in[%%i] : f32\n"
+    "        %%y = mul %%x, %%s : f32\n"
+    "        store %%out[%%i], %%y\n"
+    "      }\n"
+    "    }\n"
+    "  }\n"
+    "  output %%T1 {alias=%%T0}\n"
+    "  output %%T0\n"
+    "}\n";
+
+static void test_tool_alias(void) {
+  static const struct {
+    const char *in_attrs, *out_attrs, *how;
+  } cases[] = {{"", " alias=%in", "holds output %T1 (written in place by its kernel)"},
+               {" readonly noalias", " noalias", "holds output %T1 (copied there after the kernels)"}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/alias.fir", g_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+      CHECK(false);
+      return;
+    }
+    fprintf(f, k_alias, cases[c].in_attrs, cases[c].out_attrs);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/k.ptx", g_dir);
+    write_text(path, "// fake PTX\n");
+    int rc = run_tool("", "alias.fir --ptx k.ptx --check --print-values 2", g_out, sizeof g_out);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(strstr(g_out, cases[c].how) != NULL);
+    /* the input's memory after the run is the output, and so is the output %T0 */
+    const char *up = strstr(g_out, "  updated input %T0: f32[1000] strides=[1]\n    values: [");
+    const char *o1 = strstr(g_out, "  output %T1: f32[1000] strides=[1]\n    values: [");
+    const char *o0 = strstr(g_out, "  output %T0: f32[1000] strides=[1]\n    values: [");
+    CHECK(up && o1 && o0);
+    if (up && o1 && o0) {
+      CHECK(strncmp(up + 52, o1 + 45, 30) == 0);
+      CHECK(strncmp(o0 + 45, o1 + 45, 30) == 0);
+    }
+    CHECK(strstr(g_out, "check %T1: PASS") != NULL);
+    CHECK(strstr(g_out, "check %T0: PASS") != NULL);
+    if (fu_test_failures) fprintf(stderr, "%s\n", g_out);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "--tool") == 0) {
     g_tool = argv[2];
@@ -1540,7 +1684,8 @@ int main(int argc, char **argv) {
                                               {"tool_check_fail", test_tool_check_fail},
                                               {"tool_errors", test_tool_errors},
                                               {"tool_faults", test_tool_faults},
-                                              {"tool_nvrtc", test_tool_nvrtc}};
+                                              {"tool_nvrtc", test_tool_nvrtc},
+                                              {"tool_alias", test_tool_alias}};
     int rc = fu_test_main(tool_cases, (int)(sizeof tool_cases / sizeof tool_cases[0]));
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
@@ -1553,7 +1698,7 @@ int main(int argc, char **argv) {
       {"compare", test_compare},             {"strided_copy", test_strided_copy},
       {"bandwidth_fallback", test_bandwidth_fallback}, {"two_segments", test_two_segments},
       {"workspaces", test_workspaces}, {"gemm_from_views", test_gemm_from_views},
-      {"gemm_plan_exec", test_gemm_plan_exec}};
+      {"gemm_plan_exec", test_gemm_plan_exec}, {"alias_strided_copy", test_alias_strided_copy}};
   return fu_test_main(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 

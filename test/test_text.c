@@ -172,6 +172,8 @@ static const char *const ALL_OPS =
     "  %g1 = index_select %T1, %f2 {dim=0}\n  %g2 = gather %T0, %I0 {dim=1}\n"
     "  %g3 = take_along_axis %T0, %I0 {dim=1}\n  %g4 = embedding_fwd %I0, %f1\n"
     "  %g5 = stride_order %T0 {order=[0, 1]}\n"
+    "  %rng1 = uniform 0.0, 1.0, 7, 3 : bf16[N, 8]\n"
+    "  %rng2 = normal 0.0, 2.0, 7, 0 : f64[4]\n"
     "  %z0 = input f32[] {example=randn}\n"
     "  %z1 = sum %z0 {axes=[]}\n"
     "  output %b1, %s8\n"
@@ -212,6 +214,8 @@ static void test_roundtrip_all_ops(void) {
   CHECK(strstr(p, "  %g2 = gather %T0, %I0 {dim=1} : f32[N, 8]\n"));
   CHECK(strstr(p, "  %g4 = embedding_fwd %I0, %f1 : f32[N, 8, 8]\n"));
   CHECK(strstr(p, "  %g5 = stride_order %T0 {order=[0, 1]} : f32[N, 8]\n"));
+  CHECK(strstr(p, "  %rng1 = uniform 0.0, 1.0, 7, 3 : bf16[N, 8]\n"));
+  CHECK(strstr(p, "  %rng2 = normal 0.0, 2.0, 7, 0 : f64[4]\n"));
   CHECK(strstr(p, "  %z0 = input f32[] {example=randn, example_shape=[]}\n") == NULL);
   CHECK(strstr(p, "  %z0 = input f32[] {example=randn}\n"));
   CHECK(strstr(p, "  %z1 = sum %z0 {axes=[]} : f32[]\n"));

@@ -142,6 +142,7 @@ typedef enum fu_op_class {
   FU_OC_MATMUL, /* matmul, linear: no attributes, result type inferred */
   FU_OC_INDEX,
   FU_OC_STRIDE_ORDER,
+  FU_OC_RNG,
 } fu_op_class;
 
 enum {
@@ -184,6 +185,15 @@ const fu_op_info *fu_op_info_of(fu_op_kind k);
 /* FU_OP_COUNT when unknown. */
 fu_op_kind fu_op_kind_from_name(const char *name, size_t len);
 static inline bool fu_op_has(fu_op_kind k, unsigned flag) { return (fu_op_info_of(k)->flags & flag) != 0; }
+/* May k be a kernel-IR math instruction?  The pointwise ops, and uniform
+ * and normal with the element's linear index as a fifth operand. */
+static inline bool fu_op_is_kir_math(fu_op_kind k) {
+  return fu_op_has(k, FU_OF_POINTWISE) || fu_op_info_of(k)->cls == FU_OC_RNG;
+}
+/* Operands of k as a kernel-IR math instruction (-1: variadic). */
+static inline int fu_op_kir_operands(fu_op_kind k) {
+  return fu_op_info_of(k)->cls == FU_OC_RNG ? 5 : fu_op_info_of(k)->num_operands;
+}
 
 /* What a pointwise op computes with a bool result from bool operands, as
  * PyTorch defines it on bool tensors (one table for every backend): the
@@ -291,6 +301,10 @@ struct fu_op {
   union fu_op_payload {
     struct { fu_layout layout; fu_example example; } input;          /* INPUT */
     fu_segment_info segment;                                          /* SEGMENT */
+    /* OUTPUT: `output %T6 {alias=%T1}` (one operand): after the fusion runs,
+     * input %T1's memory holds the output's values (nvFuser's
+     * add_output(out, alias_input)); NULL for a plain output */
+    struct { fu_value *alias; } output;
     struct { fu_int_list axes; bool keepdim; fu_dtype dtype; } reduce; /* REDUCE; dtype NONE = default */
     struct { fu_int_list axes; bool keepdim; int64_t correction; } variance;
     struct { fu_int_list broadcast_dims; } broadcast_in_dim; /* operand dim i -> result dim v[i] */
@@ -421,6 +435,10 @@ fu_op *fu_walk_next(fu_op *op);
 /* The fusion's OUTPUT ops' operands, in order, into `out` (capacity cap);
  * returns the total number of outputs. */
 uint32_t fu_fusion_outputs(fu_fusion *f, fu_value **out, uint32_t cap);
+/* The value an `output %o {alias=%in}` writes into input `in`, or NULL.  A
+ * fusion output that names such an input is its memory after the run: o's
+ * values (as nvFuser returns it). */
+fu_value *fu_fusion_alias_writer(fu_fusion *f, const fu_value *in);
 
 /* Use lists, built on demand (they are not maintained by the IR). */
 typedef struct fu_use {

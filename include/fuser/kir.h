@@ -66,6 +66,10 @@ typedef struct fu_kval {
   bool readonly;      /* an input: loads may use the non-coherent path */
   bool noalias;
   uint32_t align;     /* bytes guaranteed for the base pointer */
+  /* an output written in place (`alias=%P`): its memory is tensor
+   * parameter P's, an input the same kernel reads (neither readonly nor
+   * noalias); the runtime passes P's buffer for both */
+  struct fu_kval *alias_of;
   /* a workspace: global scratch the runtime allocates per launch, ws_size
    * elements (evaluated like the grid); ws_zeroed: all zero at launch, and
    * the kernel leaves it all zero again when it ends */

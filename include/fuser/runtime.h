@@ -199,6 +199,16 @@ typedef struct fu_rt_launch_plan {
   uint64_t bytes_written; /* bytes of the tensors it writes */
 } fu_rt_launch_plan;
 
+/* An output with an alias (`output %o {alias=%in}`) that its kernel did not
+ * write in place: after the kernels, o's elements into in's memory; one
+ * device copy of `bytes` when both are laid out alike and dense, else
+ * element by element through the host (in's layout kept). */
+typedef struct fu_rt_alias_copy {
+  const fu_value *src, *dst;
+  bool dense;
+  size_t bytes; /* dense */
+} fu_rt_alias_copy;
+
 typedef struct fu_rt_plan {
   fu_fusion *fusion;
   fu_allocator alloc;
@@ -213,6 +223,8 @@ typedef struct fu_rt_plan {
   uint32_t n_outputs;
   uint64_t bytes_read;    /* distinct bytes of the fusion inputs the kernels read */
   uint64_t bytes_written; /* bytes of the fusion outputs the kernels write */
+  fu_rt_alias_copy *alias_copies; /* run after the kernels, in order */
+  uint32_t n_alias_copies;
 } fu_rt_plan;
 
 /* A launch's name: its kernel's, or its cuBLASLt call's. */
@@ -265,6 +277,9 @@ fu_status fu_rt_exec_run(fu_rt_exec *e);
 /* The fusion's outputs after a run, as fu_interp_run returns them (fresh
  * contiguous tensors or scalars, in order); free with fu_args_free. */
 fu_status fu_rt_exec_outputs(fu_rt_exec *e, fu_allocator alloc, fu_arg **outputs, uint32_t *n_outputs);
+/* Input tensor `input`'s device memory after a run, as a fresh contiguous
+ * tensor: what an output with that alias wrote into it. */
+fu_status fu_rt_exec_input_after(fu_rt_exec *e, const fu_value *input, fu_allocator alloc, fu_host_tensor *out);
 
 typedef struct fu_rt_bench_options {
   uint32_t warmup;     /* untimed runs first (0: 10) */

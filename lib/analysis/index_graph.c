@@ -454,6 +454,7 @@ static bool op_dims_in_range(const fu_op *op) {
   case FU_OC_MATMUL: return true;
   case FU_OC_INDEX: return index_op_ok(op);
   case FU_OC_STRIDE_ORDER: return rr == xr;
+  case FU_OC_RNG: return true;
   }
   return true; /* not reached: a class outside the enum */
 }
@@ -611,6 +612,7 @@ static bool build_exprs(fu_igraph *g) {
       break;
     case FU_OC_FULL:
     case FU_OC_IOTA:
+    case FU_OC_RNG:
       for (int32_t d = 0; d < r->type.rank; d++)
         add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX, NULL);
       break;
@@ -1107,6 +1109,7 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
   case FU_OC_FULL:
   case FU_OC_IOTA:
   case FU_OC_MATMUL: return NULL;
+  case FU_OC_RNG: return NULL;
   }
   return NULL; /* not reached: a class outside the enum */
 }
@@ -1220,6 +1223,7 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op, int32_t from) {
   case FU_OC_IOTA:
   case FU_OC_MATMUL: return NULL;
   case FU_OC_INDEX: return NULL;
+  case FU_OC_RNG: return NULL;
   }
   for (int32_t d = 0; d < rr; d++)
     if (!c[d]) return NULL;

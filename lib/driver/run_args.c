@@ -9,7 +9,7 @@
 typedef enum run_opt {
   R_DEVICE, R_FUSION, R_INPUT, R_RANDOM, R_DEFAULT_EXTENT, R_SEED, R_SAVE_OUTPUTS, R_SAVE_INPUTS, R_PRINT_VALUES,
   R_JSON, R_PASS, R_CHECK, R_RTOL, R_ATOL, R_PTX, R_BENCH, R_ITERS, R_WARMUP, R_NO_FLUSH, R_DUMP, R_GPU,
-  R_DEVICE_INFO, R_HELP, R_DATA_DIR, R_ALLOW_ANY_PATH, R_ERROR_LIMIT, R_BACKEND,
+  R_DEVICE_INFO, R_HELP, R_DATA_DIR, R_ALLOW_ANY_PATH, R_ERROR_LIMIT, R_BACKEND, R_EXPECT_DIST,
 } run_opt;
 
 static const fu_cli_option options[] = {
@@ -33,6 +33,9 @@ static const fu_cli_option options[] = {
     {"allow-any-path", R_ALLOW_ANY_PATH, FU_CLI_NONE, NULL, "npy=\"...\" in the file may read any file"},
     {"error-limit", R_ERROR_LIMIT, FU_CLI_REQUIRED, "N", "stop after N errors (default 20; 0: no limit)"},
     {"json", R_JSON, FU_CLI_NONE, NULL, "print the summary as JSON"},
+    {"expect-distribution", R_EXPECT_DIST, FU_CLI_REQUIRED, "NAME=uniform(LO,HI)|NAME=normal(MEAN,STD)",
+     "fail unless output %NAME's mean, variance and Kolmogorov-Smirnov\n"
+     "                               distance fit that distribution (repeatable; random-number tests)"},
     {"help", R_HELP, FU_CLI_NONE, NULL, "this help (also -h)"},
     {"h", R_HELP, FU_CLI_NONE, NULL, "the same as --help"},
     {NULL, 0, FU_CLI_NONE, NULL, "GPU and kir options:"},
@@ -181,6 +184,9 @@ void run_args_free(run_args *a) {
   if (a->overrides) fu_mem_free(&a->alloc, a->overrides, a->n_overrides * sizeof *a->overrides);
   a->overrides = NULL;
   a->n_overrides = 0;
+  if (a->dists) fu_mem_free(&a->alloc, a->dists, a->n_dists * sizeof *a->dists);
+  a->dists = NULL;
+  a->n_dists = 0;
 }
 
 /* One option's value into `a`; false after a usage error. */
@@ -219,6 +225,7 @@ static bool apply(run_args *a, run_opt id, const char *v) {
     }
     return parse_int(a, v, "--print-values", 0, &a->print_values);
   case R_JSON: a->json = true; return true;
+  case R_EXPECT_DIST: return run_dist_parse(a, v);
   case R_PASS: a->pipeline = v; return true;
   case R_CHECK: a->check = true; return true;
   case R_RTOL: return parse_double(a, v, "--rtol", &a->rtol);

@@ -62,6 +62,32 @@ static fu_status recheck_ints(fu_rt_exec *e, const fu_arg *first, uint32_t n, ru
   return FU_OK;
 }
 
+/* For each output with an alias, the input's device memory after the run
+ * and whether the kernel wrote it in place or the runtime copied it there;
+ * *after stays NULL when the fusion has no alias. */
+static fu_status read_aliases(fu_rt_exec *e, const fu_rt_plan *plan, fu_fusion *f, uint32_t n_res, fu_allocator al,
+                              fu_arg **after, const char ***how) {
+  *after = NULL;
+  *how = NULL;
+  bool any = false;
+  for (uint32_t i = 0; i < n_res; i++) any |= run_output_alias(f, i) != NULL;
+  if (!any) return FU_OK;
+  *after = fu_mem_calloc(&al, n_res, sizeof **after);
+  *how = fu_mem_calloc(&al, n_res, sizeof **how);
+  if (!*after || !*how) return FU_ERR_NOMEM;
+  for (uint32_t i = 0; i < n_res; i++) {
+    const fu_value *in = run_output_alias(f, i), *o = plan->outputs[i];
+    if (!in) continue;
+    fu_host_tensor t;
+    fu_status st = fu_rt_exec_input_after(e, in, al, &t);
+    if (st != FU_OK) return st;
+    (*after)[i] = fu_arg_tensor(t);
+    bool in_place = plan->views[o->id].buffer == plan->views[in->id].buffer;
+    (*how)[i] = in_place ? "written in place by its kernel" : "copied there after the kernels";
+  }
+  return FU_OK;
+}
+
 static void text_timing(fu_strbuf *sb, const char *what, const fu_rt_timing *t) {
   fu_strbuf_printf(sb, "    %s: median %.2f us (min %.2f, max %.2f), %llu bytes, %.1f GB/s, %.1f%% of copy\n", what,
                    t->median_us, t->min_us, t->max_us, (unsigned long long)t->bytes, t->gbs, t->pct_copy);
@@ -184,7 +210,8 @@ static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_strbuf
 static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool several, fu_strbuf *out, bool first_json) {
   fu_allocator al = a->alloc;
   fu_diag_engine *diag = g->diag;
-  fu_arg *in = NULL, *res = NULL;
+  fu_arg *in = NULL, *res = NULL, *after = NULL;
+  const char **how = NULL;
   uint32_t n_in = 0, n_res = 0;
   fu_rt_plan plan;
   memset(&plan, 0, sizeof plan);
@@ -211,8 +238,10 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
   if (st == FU_OK) st = fu_rt_exec_poison(e, 0xFF);
   if (st == FU_OK) st = fu_rt_exec_run(e);
   if (st == FU_OK) st = fu_rt_exec_outputs(e, al, &res, &n_res);
+  if (st == FU_OK) st = read_aliases(e, &plan, f, n_res, al, &after, &how);
   if (st == FU_OK && a->check) st = run_check(a, f, in, n_in, res, n_res, "on the GPU", diag, &lines);
-  if (st == FU_OK && a->check) st = recheck_ints(e, res, n_res, lines);
+  /* a second run would read inputs the first one updated: no int recheck then */
+  if (st == FU_OK && a->check && !after) st = recheck_ints(e, res, n_res, lines);
   if (st == FU_OK && a->bench) {
     fu_rt_bench_options bo;
     memset(&bo, 0, sizeof bo);
@@ -233,7 +262,8 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
     run_fusion_result r = {.f = f, .in = in, .res = res, .n_in = n_in, .n_res = n_res, .lines = lines,
                            .device = "gpu", .what = what, .json_device = json_dev.data,
                            .json_outputs = json_launches.data, .json_tail = json_bench.data,
-                           .text_head = dumps.data, .text_tail = text_bench.data};
+                           .text_head = dumps.data, .text_tail = text_bench.data, .alias_after = after,
+                           .alias_how = how};
     rc = run_report_fusion(a, &r, several, first_json, diag, out);
   } else if (dumps.len) {
     /* What was dumped before the failure helps to find it. */
@@ -244,6 +274,8 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
   fu_rt_module_unload(mod);
   fu_rt_plan_free(&plan);
   fu_args_free(in, n_in, al);
+  if (after) fu_args_free(after, n_res, al);
+  if (how) fu_mem_free(&al, (void *)how, (n_res ? n_res : 1) * sizeof *how);
   fu_args_free(res, n_res, al);
   if (lines) fu_mem_free(&al, lines, (n_res ? n_res : 1) * sizeof *lines);
   fu_strbuf_free(&dumps);

@@ -15,6 +15,14 @@
 
 typedef enum run_device { RUN_DEVICE_GPU, RUN_DEVICE_CPU, RUN_DEVICE_KIR } run_device;
 
+/* --expect-distribution=NAME=uniform(a,b) | NAME=normal(a,b) (run_dist.c) */
+typedef struct run_dist {
+  const char *name; /* the output's name, without '%', not terminated */
+  size_t name_len;
+  bool normal;
+  double a, b;      /* (minval, maxval) or (mean, std) */
+} run_dist;
+
 typedef struct run_args {
   const char *file;
   run_device device;
@@ -31,6 +39,8 @@ typedef struct run_args {
   unsigned error_limit;  /* --error-limit */
   int64_t print_values; /* -1: all */
   bool json;
+  run_dist *dists;      /* --expect-distribution, in order */
+  uint32_t n_dists;
   /* the compiled paths (gpu, kir) */
   const char *pipeline; /* --pass: the pipeline that compiles (default: all) */
   bool check;
@@ -75,6 +85,15 @@ typedef struct run_check_line {
 fu_status run_check(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t n_in, const fu_arg *res,
                     uint32_t n_res, const char *where, fu_diag_engine *diag, run_check_line **lines);
 
+/* ---- distribution checks (run_dist.c) ---- */
+
+/* Adds one --expect-distribution SPEC to a->dists; false after a usage
+ * error (printed to a->err). */
+bool run_dist_parse(run_args *a, const char *spec);
+/* A line per expectation into `out` (text); false when any fails. */
+bool run_dist_check(const run_args *a, const fu_value *const *outs, const fu_arg *res, uint32_t n_res,
+                    fu_strbuf *out);
+
 /* ---- the summary (run_report.c) ---- */
 
 /* One fusion's run as the summary prints it.  The device paths add their
@@ -92,7 +111,16 @@ typedef struct run_fusion_result {
   const char *json_tail;       /* JSON members after "check", or NULL */
   const char *text_head;       /* text after the header line (dumps), or NULL */
   const char *text_tail;       /* text after the check lines (bench), or NULL */
+  /* outputs with an alias (`output %o {alias=%in}`), per output index: the
+   * input's memory after the run (the GPU's, downloaded; NULL or an entry
+   * that is no tensor: the output's values, which it holds by definition)
+   * and how it got there (NULL: "the output's values") */
+  const fu_arg *alias_after;
+  const char *const *alias_how;
 } run_fusion_result;
+
+/* The input that output `i` of f (in output order) is written into, or NULL. */
+const fu_value *run_output_alias(fu_fusion *f, uint32_t i);
 
 /* Saves the inputs and outputs as asked and appends the summary (text, or
  * one JSON object after a ",\n" unless `first`) to `out`.  Returns 0, or 1

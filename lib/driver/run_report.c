@@ -150,7 +150,7 @@ static void text_arg(fu_strbuf *sb, const char *kind, const fu_value *v, const f
   put_dims(sb, t->rank, t->shape);
   fu_strbuf_puts(sb, " strides=");
   put_dims(sb, t->rank, t->strides);
-  if (strcmp(kind, "output") != 0 || args->print_values == 0) return;
+  if ((strcmp(kind, "output") != 0 && strcmp(kind, "updated input") != 0) || args->print_values == 0) return;
   fu_strbuf_puts(sb, "\n    values: ");
   put_values(sb, t, args->print_values, false);
   tensor_stats s = stats_of(t);
@@ -168,6 +168,29 @@ static void text_arg(fu_strbuf *sb, const char *kind, const fu_value *v, const f
   fu_strbuf_puts(sb, "\n    checksum: sum=");
   put_number(sb, s.sum, false);
   fu_strbuf_printf(sb, " fnv1a=0x%016llx", (unsigned long long)s.hash);
+}
+
+const fu_value *run_output_alias(fu_fusion *f, uint32_t i) {
+  uint32_t at = 0;
+  for (const fu_op *op = f->body.first; op; op = op->next) {
+    if (op->kind != FU_OP_OUTPUT) continue;
+    if (i < at + op->n_operands) return op->u.output.alias;
+    at += op->n_operands;
+  }
+  return NULL;
+}
+
+/* Each output with an alias: the input's memory after the run, as an
+ * "updated input" line with its values, and which output it holds. */
+static void text_aliases(fu_strbuf *sb, const run_fusion_result *r, fu_value *const *outs, const run_args *args) {
+  for (uint32_t i = 0; i < r->n_res; i++) {
+    const fu_value *in = run_output_alias(r->f, i);
+    if (!in || r->res[i].kind != FU_ARG_TENSOR) continue;
+    const fu_arg *after = r->alias_after && r->alias_after[i].kind == FU_ARG_TENSOR ? &r->alias_after[i] : &r->res[i];
+    text_arg(sb, "updated input", in, after, args);
+    fu_strbuf_printf(sb, "\n    holds output %%%s (%s)\n", outs[i]->name ? outs[i]->name : "?",
+                     r->alias_how && r->alias_how[i] ? r->alias_how[i] : "the output's values");
+  }
 }
 
 static void json_arg(fu_strbuf *sb, const fu_value *v, const fu_arg *a, const char *source, const run_args *args) {
@@ -321,6 +344,9 @@ int run_report_fusion(const run_args *a, const run_fusion_result *r, bool severa
                        a->json ? NULL : &log);
   bool all_pass = true;
   for (uint32_t i = 0; r->lines && i < n_res; i++) all_pass &= r->lines[i].pass;
+  fu_strbuf dist;
+  fu_strbuf_init(&dist, al);
+  all_pass &= run_dist_check(a, (const fu_value *const *)outs, r->res, n_res, &dist);
 
   if (a->json) {
     if (!first) fu_strbuf_puts(out, ",\n");
@@ -340,6 +366,10 @@ int run_report_fusion(const run_args *a, const run_fusion_result *r, bool severa
       }
       fu_strbuf_printf(out, "], \"check_pass\": %s", all_pass ? "true" : "false");
     }
+    if (a->n_dists) {
+      fu_strbuf_puts(out, ", \"distribution\": ");
+      run_put_json_string(out, dist.data ? dist.data : "");
+    }
     fu_strbuf_printf(out, "%s}", r->json_tail ? r->json_tail : "");
   } else {
     fu_strbuf_printf(out, "fusion @%s: %u input%s, %u output%s (%s)\n", f->name ? f->name : "", n_in,
@@ -355,12 +385,15 @@ int run_report_fusion(const run_args *a, const run_fusion_result *r, bool severa
       text_arg(out, "output", outs[i], &r->res[i], a);
       fu_strbuf_putc(out, '\n');
     }
+    text_aliases(out, r, outs, a);
     for (uint32_t i = 0; r->lines && i < n_res; i++)
       if (r->res[i].kind == FU_ARG_TENSOR) text_check(out, outs[i], &r->res[i].tensor, &r->lines[i]);
+    fu_strbuf_append(out, dist.data ? dist.data : "", dist.len);
     fu_strbuf_puts(out, r->text_tail ? r->text_tail : "");
     fu_strbuf_append(out, log.data ? log.data : "", log.len);
   }
   fu_strbuf_free(&log);
+  fu_strbuf_free(&dist);
   rc = ok && all_pass ? 0 : 1;
 done:
   if (outs) fu_mem_free(&al, outs, (n_out ? n_out : 1) * sizeof *outs);

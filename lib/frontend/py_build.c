@@ -71,6 +71,7 @@ typedef struct builder {
   fu_py_symtab syms;
   uint32_t n_inputs;
   uint32_t n_temps;
+  uint32_t n_stateful_rng; /* random ops without rng_seed/rng_offset so far */
   fu_value **pending; /* consecutive add_output operands, flushed as one OUTPUT op */
   uint32_t n_pending, cap_pending;
   fu_loc pending_loc;
@@ -1903,6 +1904,71 @@ static fu_status build_matmul(builder *b, op_call *c, result *res) {
   return single_value(b, new_op(b, c->kind, v, n, 1, c->call->loc), res);
 }
 
+/* The seed and offset operands of a random op: rng_seed and rng_offset
+ * (c->s[is] and c->s[is + 1]) when given, both or neither.  Without them
+ * nvFuser draws from PyTorch's generator; fuser has no generator state, so
+ * the op takes seed 0 and the offset of its place among such ops, with a
+ * warning (docs/frontend.md). */
+static fu_status rng_seed_offset(builder *b, op_call *c, uint32_t is, fu_value **v) {
+  const fu_py_expr *es = c->s[is], *eo = c->s[is + 1];
+  bool has_s = es && es->kind != FU_PY_E_NONE, has_o = eo && eo->kind != FU_PY_E_NONE;
+  fu_status st;
+  if (has_s != has_o) {
+    fu_error(b->diag, (has_s ? es : eo)->loc, "'%s' needs both rng_seed and rng_offset, or neither", c->what);
+    return FU_ERR_VERIFY;
+  }
+  if (has_s) {
+    if ((st = eval_operand(b, es, c->what, &v[0])) != FU_OK) return st;
+    return eval_operand(b, eo, c->what, &v[1]);
+  }
+  uint32_t k = b->n_stateful_rng++;
+  fu_warning(b->diag, c->call->loc,
+             "'%s' without rng_seed and rng_offset: fuser has no generator state, so it takes seed 0 and offset %u",
+             c->what, k);
+  v[0] = fu_literal_i(b->f, FU_DT_I64, 0);
+  v[1] = fu_literal_i(b->f, FU_DT_I64, k);
+  return v[0] && v[1] ? FU_OK : nomem(b);
+}
+
+/* uniform(minval, maxval, shape, rng_seed=, rng_offset=, dtype=) and
+ * normal(mean, std, shape, ...): dtype defaults to Float. */
+static fu_status build_rng(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_extent *shape;
+  uint32_t rank;
+  fu_value *v[4];
+  fu_dtype dt = FU_DT_F32;
+  for (uint32_t i = 0; i < 2; i++)
+    if ((st = eval_operand(b, c->s[i], c->what, &v[i])) != FU_OK) return st;
+  if ((st = eval_shape(b, c->s[2], "shape", c->what, &shape, &rank)) != FU_OK) return st;
+  if ((st = rng_seed_offset(b, c, 3, &v[2])) != FU_OK) return st;
+  if (c->s[5] && c->s[5]->kind != FU_PY_E_NONE && (st = eval_dtype(b, c->s[5], c->what, false, &dt)) != FU_OK)
+    return st;
+  fu_op *op = new_op(b, c->kind, v, 4, 1, c->call->loc);
+  if (!op) return nomem(b);
+  if ((st = state_type(b, op, dt, shape, (int32_t)rank)) != FU_OK) return st;
+  return finish_op(b, op, res);
+}
+
+/* rand_like(arg, rng_seed=, rng_offset=) and randn_like: uniform in [0, 1)
+ * and the standard normal, of arg's shape and dtype. */
+static fu_status build_rng_like(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_value *v[4];
+  if (!fu_type_is_tensor(&c->x->type) || !fu_dtype_is_float(c->x->type.dtype)) {
+    fu_error(b->diag, c->s[0]->loc, "'%s' takes a floating-point tensor", c->what);
+    return FU_ERR_VERIFY;
+  }
+  v[0] = fu_literal_f(b->f, FU_DT_F64, 0.0);
+  v[1] = fu_literal_f(b->f, FU_DT_F64, 1.0);
+  if (!v[0] || !v[1]) return nomem(b);
+  if ((st = rng_seed_offset(b, c, 1, &v[2])) != FU_OK) return st;
+  fu_op *op = new_op(b, c->kind, v, 4, 1, c->call->loc);
+  if (!op) return nomem(b);
+  if ((st = state_type(b, op, c->x->type.dtype, c->x->type.dims, c->x->type.rank)) != FU_OK) return st;
+  return finish_op(b, op, res);
+}
+
 /* The frontend ops: an nvFuser name and its IR op kind, or NULL and an
  * IR op class (every op of the class in ops.def, under its own name); the
  * parameters ("!" for
@@ -1938,6 +2004,11 @@ static const frontend_op frontend_ops[] = {
     {"real", FU_OP_SET, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary}, /* fuser has no complex */
     {"stride_order", FU_OP_STRIDE_ORDER, PARAMS("!arg|input|arg1", "!stride_order|dims"), NULL, FIRST_TENSOR,
      build_stride_order},
+    /* random numbers */
+    {"rand_like", FU_OP_UNIFORM, PARAMS("!arg|input|arg1|x", "rng_seed", "rng_offset"), NULL, FIRST_TENSOR,
+     build_rng_like},
+    {"randn_like", FU_OP_NORMAL, PARAMS("!arg|input|arg1|x", "rng_seed", "rng_offset"), NULL, FIRST_TENSOR,
+     build_rng_like},
     {NULL, FU_OC_UNARY, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary},
     {NULL, FU_OC_CAST, PARAMS("!arg|input|arg1|x", "!dtype"), NULL, FIRST_OPERAND, build_cast},
     {NULL, FU_OC_BINARY, PARAMS("!arg1|lhs|input|arg|x", "!arg2|rhs|other|y"), NULL, FIRST_NONE, build_nary},
@@ -1967,6 +2038,8 @@ static const frontend_op frontend_ops[] = {
      PARAMS("!input|arg1", "!weight|arg2", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse"), NULL,
      FIRST_NONE, build_index},
     {NULL, FU_OC_INDEX, PARAMS("!arg|input|arg1", "!index|arg2", "!dim"), NULL, FIRST_NONE, build_index},
+    {NULL, FU_OC_RNG, PARAMS("!minval|mean", "!maxval|std", "!shape", "rng_seed", "rng_offset", "dtype"), NULL,
+     FIRST_NONE, build_rng},
 };
 #undef PARAMS
 
@@ -2016,23 +2089,37 @@ static fu_status flush_outputs(builder *b) {
   return op ? FU_OK : nomem(b);
 }
 
-/* fd.add_output(x): consecutive calls are gathered into one OUTPUT op. */
+/* fd.add_output(x): consecutive calls are gathered into one OUTPUT op;
+ * fd.add_output(x, alias_input) is an OUTPUT op of its own with the alias
+ * (docs/frontend.md): the input must be a tensor input of x's type. */
 static fu_status add_output(builder *b, const fu_py_expr *call, const char *what) {
   static const char *const params[] = {"!output|arg", "alias_input", NULL};
   const fu_py_expr *s[MAX_PARAMS];
   fu_status st = bind_args(b, call, what, params, s);
   if (st != FU_OK) return st;
-  fu_value *v, *alias;
+  fu_value *v, *alias = NULL;
   if ((st = eval_operand(b, s[0], what, &v)) != FU_OK) return st;
-  if (s[1]) { /* fd.add_output(out, alias_input): written into the input's buffer by nvFuser */
-    if ((st = eval_tensor(b, s[1], what, &alias)) != FU_OK) return st;
-    fu_warning(b->diag, s[1]->loc,
-               "'%s' aliases the output to input '%%%s', which is not kept yet: the output is a new tensor", what,
-               alias->name ? alias->name : "?");
-  }
+  if (s[1] && (st = eval_tensor(b, s[1], what, &alias)) != FU_OK) return st;
   if (v->is_literal) {
     fu_error(b->diag, s[0]->loc, "'%s' needs a tensor or a scalar value, not a constant", what);
     return FU_ERR_VERIFY;
+  }
+  if (alias) {
+    if (!alias->def || alias->def->kind != FU_OP_INPUT) {
+      fu_error(b->diag, s[1]->loc, "'%s': alias_input '%%%s' is not a fusion input as defined (an expanded input "
+               "is an expand of one)", what, alias->name ? alias->name : "?");
+      return FU_ERR_VERIFY;
+    }
+    if (!fu_type_equal(&alias->type, &v->type)) {
+      fu_error(b->diag, s[1]->loc, "'%s': alias_input '%%%s' does not have the output's shape and dtype", what,
+               alias->name ? alias->name : "?");
+      return FU_ERR_VERIFY;
+    }
+    if ((st = flush_outputs(b)) != FU_OK) return st;
+    fu_op *op = new_op(b, FU_OP_OUTPUT, &v, 1, 0, call->loc);
+    if (!op) return nomem(b);
+    op->u.output.alias = alias;
+    return FU_OK;
   }
   if (b->n_pending == b->cap_pending) {
     uint32_t cap = b->cap_pending ? b->cap_pending * 2 : 8;

@@ -249,11 +249,11 @@ static fu_status define_input(exporter *ex, const fu_op *op) {
 /* The argument text of one op, into `args`; literal operands and size
  * scalars are emitted to the output first. */
 static fu_status op_args(exporter *ex, const fu_op *op, fu_strbuf *args) {
-  const char *names[3] = {NULL, NULL, NULL};
+  const char *names[4] = {NULL, NULL, NULL, NULL};
   fu_status st;
   const fu_op_info *info = fu_op_info_of(op->kind);
   if (info->cls != FU_OC_CAT)
-    for (uint32_t i = 0; i < op->n_operands && i < 3; i++)
+    for (uint32_t i = 0; i < op->n_operands && i < 4; i++)
       if ((st = operand_name(ex, op->operands[i], &names[i])) != FU_OK) return st;
   const fu_type *rt = op->n_results ? &op->results[0]->type : NULL;
   switch (info->cls) {
@@ -359,6 +359,13 @@ static fu_status op_args(exporter *ex, const fu_op *op, fu_strbuf *args) {
       else
         fu_strbuf_printf(args, "%s, %s, dim=%lld", names[0], names[1], (long long)op->u.index.dim);
       break;
+    case FU_OC_RNG:
+      /* fd.ops.uniform(minval, maxval, shape, rng_seed=, rng_offset=, dtype=) */
+      fu_strbuf_printf(args, "%s, %s, shape=", names[0], names[1]);
+      if ((st = put_shape(ex, args, rt, op)) != FU_OK) return st;
+      fu_strbuf_printf(args, ", rng_seed=%s, rng_offset=%s, dtype=DataType.%s", names[2], names[3],
+                       fu_py_datatype_name(rt->dtype));
+      break;
     case FU_OC_META: break;
   }
   return FU_OK;
@@ -373,8 +380,13 @@ static fu_status export_op(exporter *ex, const fu_op *op) {
       const char *n;
       fu_status st = operand_name(ex, op->operands[i], &n);
       if (st != FU_OK) return st;
+      const char *an = NULL;
+      if (op->u.output.alias && (st = operand_name(ex, op->u.output.alias, &an)) != FU_OK) return st;
       indent(ex);
-      fu_strbuf_printf(ex->out, "fd.add_output(%s)\n", n);
+      if (an)
+        fu_strbuf_printf(ex->out, "fd.add_output(%s, %s)\n", n, an);
+      else
+        fu_strbuf_printf(ex->out, "fd.add_output(%s)\n", n);
     }
     return FU_OK;
   }

@@ -462,8 +462,39 @@ static fu_status eval_op(fu_interp *I, fu_op *op) {
   case FU_OC_MATMUL: return fu_interp_eval_matmul(I, op);
   case FU_OC_INDEX: return fu_interp_eval_index(I, op);
   case FU_OC_STRIDE_ORDER: return fu_interp_eval_shape_op(I, op);
+  case FU_OC_RNG: return fu_interp_eval_rng(I, op);
   }
   return fu_interp_op_error(I, op, FU_ERR_UNSUPPORTED, "the interpreter does not implement this op");
+}
+
+/* A fusion output that names an input some `output %o {alias=%in}` writes
+ * into is that input after the run: o's values (fu_fusion_alias_writer). */
+static fu_status returned_inputs(fu_fusion *f, fu_arg *outs, uint32_t n, fu_allocator alloc, fu_diag_engine *diag) {
+  bool any = false;
+  for (const fu_op *op = f->body.first; op; op = op->next) any |= op->kind == FU_OP_OUTPUT && op->u.output.alias;
+  if (!any || fu_fusion_outputs(f, NULL, 0) != n || !n) return FU_OK;
+  fu_value **vals = fu_mem_calloc(&alloc, n, sizeof *vals);
+  if (!vals) {
+    fu_error(diag, f->loc, "out of memory returning the inputs outputs were written into");
+    return FU_ERR_NOMEM;
+  }
+  fu_fusion_outputs(f, vals, n);
+  fu_status st = FU_OK;
+  for (uint32_t i = 0; i < n && st == FU_OK; i++) {
+    const fu_value *w = vals[i]->def && vals[i]->def->kind == FU_OP_INPUT ? fu_fusion_alias_writer(f, vals[i]) : NULL;
+    uint32_t j = 0;
+    while (w && j < n && vals[j] != w) j++;
+    if (!w || j == n || outs[j].kind != FU_ARG_TENSOR) continue;
+    fu_host_tensor t;
+    if ((st = fu_host_tensor_copy_contiguous(&outs[j].tensor, alloc, &t)) != FU_OK) {
+      fu_error(diag, f->loc, "out of memory returning the inputs outputs were written into");
+      break;
+    }
+    fu_arg_free(&outs[i]);
+    outs[i] = fu_arg_tensor(t);
+  }
+  fu_mem_free(&alloc, vals, n * sizeof *vals);
+  return st;
 }
 
 /* The structural ops: inputs, outputs and a segment's body. */
@@ -582,6 +613,7 @@ fu_status fu_interp_run_bounded(fu_fusion *f, const fu_arg *inputs, uint32_t n_i
     fu_error(diag, f->loc, "the interpreter produced %u of %u outputs", I.next_out, I.n_outs);
     st = FU_ERR_RUNTIME;
   }
+  if (st == FU_OK) st = returned_inputs(f, I.outs, I.n_outs, alloc, diag);
   if (st != FU_OK) {
     fu_args_free(I.outs, I.n_outs, alloc);
     return st;

@@ -65,6 +65,7 @@ float fu_interp_d2f(double d);
 #define FU_INTERP_CASE_IF_NOT_PW_MATMUL(id) case FU_OP_##id:
 #define FU_INTERP_CASE_IF_NOT_PW_INDEX(id) case FU_OP_##id:
 #define FU_INTERP_CASE_IF_NOT_PW_STRIDE_ORDER(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_RNG(id) case FU_OP_##id:
 
 /* Outcome of a row kernel. */
 typedef enum fu_pw_err {
@@ -218,5 +219,7 @@ fu_status fu_interp_eval_matmul(fu_interp *I, fu_op *op);
 fu_status fu_interp_matmul_compute(const fu_op *op, const fu_host_tensor *a, const fu_host_tensor *b,
                                    const fu_host_tensor *bias, bool magnitude, fu_host_tensor *out,
                                    fu_allocator alloc);
+/* uniform and normal (eval_rng.c). */
+fu_status fu_interp_eval_rng(fu_interp *I, fu_op *op);
 
 #endif

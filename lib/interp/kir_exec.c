@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fuser/rng.h"
 #include "fuser/kir_interp.h"
 #include "interp_internal.h"
 
@@ -235,6 +236,16 @@ static void math(kexec *x, const fu_kinst *in) {
   x->reg[r->id] = 0;
   if (op == FU_OP_CAST || op == FU_OP_SET) {
     convert(in->args[0]->dtype, &x->reg[in->args[0]->id], r->dtype, &x->reg[r->id]);
+    return;
+  }
+  if (fu_op_info_of(op)->cls == FU_OC_RNG) {
+    double p[2];
+    int64_t w[3];
+    for (int i = 0; i < 2; i++) fu_interp_load(in->args[i]->dtype, &x->reg[in->args[i]->id], 1, 1, FU_CK_F64, &p[i]);
+    for (int i = 0; i < 3; i++)
+      fu_interp_load(in->args[2 + i]->dtype, &x->reg[in->args[2 + i]->id], 1, 1, FU_CK_I64, &w[i]);
+    double val = fu_rng_value(op, r->dtype, p[0], p[1], (uint64_t)w[0], (uint64_t)w[1], (uint64_t)w[2]);
+    fu_interp_store(r->dtype, &x->reg[r->id], 1, 1, FU_CK_F64, &val);
     return;
   }
   bool bool_res = fu_op_has(op, FU_OF_BOOL_RESULT);

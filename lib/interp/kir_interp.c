@@ -129,6 +129,27 @@ static fu_status run_gemm(frun *r, fu_op *seg) {
   return st;
 }
 
+/* Is tensor parameter p the memory another parameter of k writes in place
+ * (`alias=%p`)?  Its stores are counted on that parameter. */
+static bool is_alias_target(const fu_kernel *k, const fu_kval *p) {
+  for (uint32_t i = 0; i < k->n_params; i++)
+    if (k->params[i]->alias_of == p) return true;
+  return false;
+}
+
+/* Keeps host tensor t (data the run owns) for freeing at the end. */
+static fu_status own(frun *r, const fu_host_tensor *t) {
+  if (r->n_owned == r->cap_owned) {
+    uint32_t cap = r->cap_owned ? r->cap_owned * 2 : 8;
+    fu_host_tensor *n = fu_mem_realloc(&r->alloc, r->owned, r->cap_owned * sizeof *n, cap * sizeof *n);
+    if (!n) return FU_ERR_NOMEM;
+    r->owned = n;
+    r->cap_owned = cap;
+  }
+  r->owned[r->n_owned++] = *t;
+  return FU_OK;
+}
+
 static fu_status run_segment(frun *r, fu_op *seg) {
   fu_segment_info *si = &seg->u.segment;
   fu_kernel *k = si->kernel;
@@ -136,26 +157,30 @@ static fu_status run_segment(frun *r, fu_op *seg) {
     fu_error(r->diag, seg->loc, "segment '@%s' has no kernel (run the lower pass first)", si->name ? si->name : "?");
     return FU_ERR_UNSUPPORTED;
   }
-  /* outputs: fresh buffers in the compiler's layout */
+  /* outputs: fresh buffers in the compiler's layout, or the input's memory
+   * (a private copy, made when the input was bound) for one written in place */
   for (uint32_t i = 0; i < si->n_outputs; i++) {
     const fu_value *v = si->outputs[i];
     if (!fu_type_is_tensor(&v->type)) continue;
+    const fu_kval *alias = NULL;
+    for (uint32_t p = 0; k && p < k->n_params; p++) /* a matmul segment (no kernel) writes fresh buffers */
+      if (k->params[p]->kind == FU_KV_TENSOR_PARAM && k->params[p]->tensor == v && k->params[p]->alias_of)
+        alias = k->params[p]->alias_of;
+    if (alias && alias->tensor && r->has[alias->tensor->id]) {
+      r->val[v->id] = r->val[alias->tensor->id];
+      r->has[v->id] = true;
+      continue;
+    }
     fu_host_tensor t;
     fu_status st = layout_view(r, v, NULL, &t);
     if (st != FU_OK) return st;
     int64_t span = span_of(&t);
-    if (r->n_owned == r->cap_owned) {
-      uint32_t cap = r->cap_owned ? r->cap_owned * 2 : 8;
-      fu_host_tensor *n = fu_mem_realloc(&r->alloc, r->owned, r->cap_owned * sizeof *n, cap * sizeof *n);
-      if (!n) return FU_ERR_NOMEM;
-      r->owned = n;
-      r->cap_owned = cap;
-    }
     int64_t shape1[1] = {span > 0 ? span : 1};
-    st = fu_host_tensor_alloc(&r->owned[r->n_owned], r->alloc, v->type.dtype, 1, shape1);
+    fu_host_tensor buf;
+    st = fu_host_tensor_alloc(&buf, r->alloc, v->type.dtype, 1, shape1);
+    if (st == FU_OK && (st = own(r, &buf)) != FU_OK) fu_host_tensor_free(&buf);
     if (st != FU_OK) return st;
-    t.data = r->owned[r->n_owned].data;
-    r->n_owned++;
+    t.data = buf.data;
     r->val[v->id] = t;
     r->has[v->id] = true;
   }
@@ -184,7 +209,7 @@ static fu_status run_segment(frun *r, fu_op *seg) {
         const fu_host_tensor *t = &r->val[v->tensor->id];
         args[p].data = t->data;
         args[p].n_elems = span_of(t);
-        if (!v->readonly) {
+        if (!v->readonly && !is_alias_target(k, v)) {
           writes[p] = fu_mem_calloc(&r->alloc, (size_t)(args[p].n_elems ? args[p].n_elems : 1), sizeof **writes);
           if (!writes[p]) st = FU_ERR_NOMEM;
           args[p].writes = writes[p];
@@ -317,7 +342,19 @@ fu_status fu_kir_run_fusion(fu_fusion *f, const fu_arg *inputs, uint32_t n_input
     case FU_OP_INPUT: {
       const fu_arg *a = &inputs[next_in];
       const fu_value *v = op->results[0];
-      if (a->kind == FU_ARG_TENSOR) {
+      bool aliased = false;
+      for (const fu_op *o = f->body.first; o; o = o->next) aliased |= o->kind == FU_OP_OUTPUT && o->u.output.alias == v;
+      if (a->kind == FU_ARG_TENSOR && aliased) {
+        /* an output may be written into it in place: the run's own copy, as
+         * the device has its own, so the caller's inputs stay as they were */
+        fu_host_tensor c;
+        st = fu_host_tensor_copy_contiguous(&a->tensor, alloc, &c);
+        if (st == FU_OK) st = own(&r, &c);
+        if (st == FU_OK) {
+          r.val[v->id] = c;
+          r.val[v->id].owned = NULL;
+        }
+      } else if (a->kind == FU_ARG_TENSOR) {
         r.val[v->id] = a->tensor;
         r.val[v->id].owned = NULL;
       } else {
@@ -337,6 +374,9 @@ fu_status fu_kir_run_fusion(fu_fusion *f, const fu_arg *inputs, uint32_t n_input
     case FU_OP_OUTPUT:
       for (uint32_t i = 0; i < op->n_operands && st == FU_OK; i++) {
         const fu_value *v = op->operands[i];
+        /* an input that an output is written into: its memory after the run */
+        const fu_value *w = v->def && v->def->kind == FU_OP_INPUT ? fu_fusion_alias_writer(f, v) : NULL;
+        if (w) v = w;
         if (!r.has[v->id]) {
           fu_error(diag, op->loc, "output '%%%s' was never computed", v->name ? v->name : "?");
           st = FU_ERR_RUNTIME;

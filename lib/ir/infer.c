@@ -887,6 +887,28 @@ static fu_status infer_matmul(ictx *c, fu_type *out) {
   return FU_OK;
 }
 
+/* uniform and normal: two float parameters, then the i64 seed and offset
+ * scalars; the stated result is a float tensor of any shape. */
+static fu_status infer_rng(ictx *c, fu_type *out) {
+  const char *name = fu_op_info_of(c->op->kind)->name;
+  bool uni = c->op->kind == FU_OP_UNIFORM;
+  if (need_scalar(c, 0, uni ? "minval" : "mean") || need_scalar(c, 1, uni ? "maxval" : "std") ||
+      need_scalar(c, 2, "rng_seed") || need_scalar(c, 3, "rng_offset"))
+    return FU_ERR_VERIFY;
+  for (uint32_t i = 2; i < 4; i++)
+    if (!fu_dtype_is_int(c->op->operands[i]->type.dtype))
+      return err(c, "'%s': %s must be an integer scalar, not %s", name, i == 2 ? "rng_seed" : "rng_offset",
+                 fu_dtype_name(c->op->operands[i]->type.dtype));
+  const fu_type *t = stated(c, 0, true);
+  if (!t) return FU_ERR_VERIFY;
+  if (!fu_dtype_is_float(t->dtype)) {
+    fu_ir_tystr ts;
+    return err(c, "'%s': result type %s must be a floating-point tensor", name, fu_ir_type_str(&ts, t));
+  }
+  copy_type(c, 0, t, out);
+  return FU_OK;
+}
+
 static fu_status infer_meta(ictx *c, fu_type *out) {
   if (c->op->kind != FU_OP_INPUT) return FU_OK; /* output and segment define no values */
   const fu_type *t = stated(c, 0, false);
@@ -1036,6 +1058,7 @@ fu_status fu_ir_infer(fu_op *op, fu_type *out, fu_extent *scratch, fu_diag_engin
   case FU_OC_MATMUL: return infer_matmul(&c, out);
   case FU_OC_INDEX: return infer_index(&c, out);
   case FU_OC_STRIDE_ORDER: return infer_stride_order(&c, out);
+  case FU_OC_RNG: return infer_rng(&c, out);
   }
   return err(&c, "'%s': no inference rule for this op", c.name);
 }

@@ -255,6 +255,12 @@ uint32_t fu_fusion_outputs(fu_fusion *f, fu_value **out, uint32_t cap) {
   return n;
 }
 
+fu_value *fu_fusion_alias_writer(fu_fusion *f, const fu_value *in) {
+  for (fu_op *op = f->body.first; op; op = op->next)
+    if (op->kind == FU_OP_OUTPUT && op->u.output.alias == in && op->n_operands == 1) return op->operands[0];
+  return NULL;
+}
+
 /* Counting sort of (value, user) pairs: one pass to count, one to fill. */
 fu_status fu_use_map_build(fu_fusion *f, fu_use_map *out) {
   memset(out, 0, sizeof *out);

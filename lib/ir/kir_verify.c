@@ -162,13 +162,13 @@ static void verify_nested(kverifier *v, const fu_kblock *b, unsigned depth) {
 
 static void verify_math(kverifier *v, const fu_kinst *in) {
   char b[32];
-  if ((unsigned)in->u.math >= FU_OP_COUNT || !fu_op_has(in->u.math, FU_OF_POINTWISE)) {
+  if ((unsigned)in->u.math >= FU_OP_COUNT || !fu_op_is_kir_math(in->u.math)) {
     verr(v, in, "not a pointwise op");
     return;
   }
-  const fu_op_info *info = fu_op_info_of(in->u.math);
-  if (info->num_operands >= 0 && in->n_args != (uint32_t)info->num_operands) {
-    verr(v, in, "takes %d operands, got %u", info->num_operands, in->n_args);
+  int nops = fu_op_kir_operands(in->u.math);
+  if (nops >= 0 && in->n_args != (uint32_t)nops) {
+    verr(v, in, "takes %d operands, got %u", nops, in->n_args);
     return;
   }
   if (in->n_results != 1) {
@@ -197,6 +197,16 @@ static void verify_math(kverifier *v, const fu_kinst *in) {
   if (rt == FU_DT_BOOL && (in->u.math == FU_OP_DIV || in->u.math == FU_OP_POW || in->u.math == FU_OP_FMOD ||
                            in->u.math == FU_OP_REMAINDER))
     verr(v, in, "result '%%%s' cannot be bool", rn);
+  if (fu_op_info_of(in->u.math)->cls == FU_OC_RNG) {
+    /* (a, b, seed, offset, index): a and b in f64 for an f64 result, else f32 */
+    fu_dtype pt = rt == FU_DT_F64 ? FU_DT_F64 : FU_DT_F32;
+    for (uint32_t i = 0; i < 5; i++) {
+      fu_dtype want = i < 2 ? pt : FU_DT_I64;
+      if (in->args[i]->dtype != want)
+        verr(v, in, "operand '%%%s' must be %s, not %s", vname(in->args[i], b, sizeof b), fu_dtype_name(want),
+             fu_dtype_name(in->args[i]->dtype));
+    }
+  }
   if (in->u.math == FU_OP_WHERE && in->args[0]->dtype != FU_DT_BOOL)
     verr(v, in, "condition '%%%s' must be bool, not %s", vname(in->args[0], b, sizeof b),
          fu_dtype_name(in->args[0]->dtype));
@@ -430,6 +440,20 @@ static void verify_params(kverifier *v) {
       if (!p->ws_size && p->ws_zeroed) verr(v, NULL, "parameter '%%%s' is zeroed but not a workspace", pn);
       if (p->ws_error && (!p->ws_size || !p->ws_zeroed || p->dtype != FU_DT_I32))
         verr(v, NULL, "error flag '%%%s' must be a zeroed i32 workspace", pn);
+      if (p->alias_of) {
+        const fu_kval *a = p->alias_of;
+        char ab[32];
+        bool earlier = false;
+        for (uint32_t j = 0; j < i; j++) earlier |= k->params[j] == a;
+        if (!earlier || a->kind != FU_KV_TENSOR_PARAM || a->ws_size || a->alias_of)
+          verr(v, NULL, "parameter '%%%s': alias '%%%s' is not an earlier tensor parameter", pn, vname(a, ab, sizeof ab));
+        else if (a->dtype != p->dtype)
+          verr(v, NULL, "parameter '%%%s' is %s but its alias '%%%s' is %s", pn, fu_dtype_name(p->dtype),
+               vname(a, ab, sizeof ab), fu_dtype_name(a->dtype));
+        else if (p->readonly || p->noalias || a->readonly || a->noalias)
+          verr(v, NULL, "parameter '%%%s' and its alias '%%%s' share memory: neither may be readonly or noalias", pn,
+               vname(a, ab, sizeof ab));
+      }
       continue;
     }
     if (p->kind != FU_KV_SCALAR_PARAM) {

@@ -69,6 +69,7 @@ fu_attr_spec fu_op_attr_spec(fu_op_class cls) {
   case FU_OC_FULL:
   case FU_OC_IOTA:
   case FU_OC_MATMUL: break;
+  case FU_OC_RNG: break;
   }
   return (fu_attr_spec){NULL, 0};
 }

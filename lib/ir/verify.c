@@ -363,6 +363,39 @@ static void check_example(vctx *c, fu_op *op, const fu_value *v) {
   }
 }
 
+/* An output's alias (`output %T6 {alias=%T1}`): one operand, a tensor
+ * input of the fusion of the output's type, which no earlier output
+ * aliases; otherwise located errors. */
+static void check_output_alias(vctx *c, fu_op *op) {
+  fu_value *a = op->u.output.alias;
+  if (!a) return;
+  fu_ir_valstr vs, as;
+  fu_ir_tystr ts, ats;
+  if (op->n_operands != 1 || !op->operands[0]) {
+    fu_error(c->diag, op->loc, "'output': an output with an alias names one value, not %" PRIu32, op->n_operands);
+    return;
+  }
+  const fu_value *v = op->operands[0];
+  if (!in_fusion(c, a) || !a->def || a->def->kind != FU_OP_INPUT) {
+    fu_error(c->diag, op->loc, "'output': alias %s of %s is not an input of the fusion", fu_ir_value_str(&as, a),
+             fu_ir_value_str(&vs, v));
+    return;
+  }
+  if (!fu_type_is_tensor(&a->type) || !fu_type_equal(&a->type, &v->type)) {
+    fu_error(c->diag, op->loc, "'output': %s of type %s cannot be written into alias %s of type %s",
+             fu_ir_value_str(&vs, v), fu_ir_type_str(&ts, &v->type), fu_ir_value_str(&as, a),
+             fu_ir_type_str(&ats, &a->type));
+    note_defined_here(c, a);
+    return;
+  }
+  for (const fu_op *o = c->f->body.first; o && o != op; o = o->next)
+    if (o->kind == FU_OP_OUTPUT && o->u.output.alias == a) {
+      fu_error(c->diag, op->loc, "'output': input %s is already the alias of another output", fu_ir_value_str(&as, a));
+      if (fu_loc_known(o->loc)) fu_note(c->diag, o->loc, "the other output is here");
+      return;
+    }
+}
+
 /* ---- the walk ------------------------------------------------------------ */
 
 static void visit(vctx *c, fu_op *op, fu_block *b, uint32_t seg) {
@@ -373,6 +406,7 @@ static void visit(vctx *c, fu_op *op, fu_block *b, uint32_t seg) {
   if (op->host && seg) fu_error(c->diag, op->loc, "'%s': host ops must stay outside segments", name);
   if (op->kind == FU_OP_INPUT && seg) fu_error(c->diag, op->loc, "'input' must be outside every segment");
   if (op->kind == FU_OP_OUTPUT) c->n_outputs += op->n_operands;
+  if (op->kind == FU_OP_OUTPUT) check_output_alias(c, op);
 
   bool operands_ok = check_operands(c, op, seg);
   fu_type inferred[FU_IR_MAX_RESULTS];

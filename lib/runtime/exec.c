@@ -183,6 +183,25 @@ static fu_status check_index_flags(fu_rt_exec *e, const fu_rt_launch_plan *lp) {
   return st;
 }
 
+/* Output view sv's elements into input view dv's memory through the host:
+ * dv's span is read first, so bytes between its elements stay. */
+static fu_status strided_alias_copy(fu_rt_exec *e, const fu_rt_view *sv, const fu_rt_view *dv) {
+  size_t es = fu_dtype_size(sv->dtype);
+  int64_t ss, ds;
+  if (!fu_rt_span_elems(sv->rank, sv->shape, sv->strides, &ss) || !fu_rt_span_elems(dv->rank, dv->shape, dv->strides, &ds))
+    return FU_ERR_INVALID_ARG;
+  if (ss <= 0 || ds <= 0) return FU_OK;
+  unsigned char *s = fu_mem_alloc(&e->rt->alloc, (size_t)ss * es), *d = fu_mem_alloc(&e->rt->alloc, (size_t)ds * es);
+  fu_status st = s && d ? FU_OK : FU_ERR_NOMEM;
+  if (st == FU_OK) st = fu_rt_mem_download(e->rt, s, e->ptrs[sv->buffer], (size_t)ss * es);
+  if (st == FU_OK) st = fu_rt_mem_download(e->rt, d, e->ptrs[dv->buffer], (size_t)ds * es);
+  if (st == FU_OK) fu_rt_strided_copy(d, dv->strides, s, sv->strides, sv->rank, sv->shape, es);
+  if (st == FU_OK) st = fu_rt_mem_upload(e->rt, e->ptrs[dv->buffer], d, (size_t)ds * es);
+  if (s) fu_mem_free(&e->rt->alloc, s, (size_t)ss * es);
+  if (d) fu_mem_free(&e->rt->alloc, d, (size_t)ds * es);
+  return st;
+}
+
 fu_status fu_rt_exec_launch_all(fu_rt_exec *e, bool sync_each) {
   fu_status st = FU_OK;
   for (uint32_t l = 0; l < e->plan->n_launches && st == FU_OK; l++) {
@@ -195,6 +214,21 @@ fu_status fu_rt_exec_launch_all(fu_rt_exec *e, bool sync_each) {
       fu_note(e->diag, seg_loc(lp), "while running kernel '@%s' of segment '@%s'", fu_rt_launch_name(lp),
               lp->segment->u.segment.name ? lp->segment->u.segment.name : "?");
   }
+  /* outputs with an alias that no kernel wrote in place, into their inputs */
+  for (uint32_t i = 0; i < e->plan->n_alias_copies && st == FU_OK; i++) {
+    const fu_rt_alias_copy *c = &e->plan->alias_copies[i];
+    const fu_rt_view *sv = &e->plan->views[c->src->id], *dv = &e->plan->views[c->dst->id];
+    if (c->dense) {
+      st = fu_rt_check(e->rt,
+                       e->rt->api.memcpy_dtod_async((CUdeviceptr)e->ptrs[dv->buffer], (CUdeviceptr)e->ptrs[sv->buffer],
+                                                    c->bytes, e->rt->stream),
+                       "cuMemcpyDtoDAsync (an output into its alias)");
+      if (st == FU_OK && sync_each) st = fu_rt_synchronize(e->rt);
+    } else {
+      st = fu_rt_synchronize(e->rt);
+      if (st == FU_OK) st = strided_alias_copy(e, sv, dv);
+    }
+  }
   return st;
 }
 
@@ -204,6 +238,35 @@ fu_status fu_rt_exec_run(fu_rt_exec *e) {
   fu_diag_engine *saved = e->rt->diag;
   e->rt->diag = e->diag;
   fu_status st = fu_rt_exec_launch_all(e, true);
+  e->rt->diag = saved;
+  return st;
+}
+
+/* A fresh contiguous host tensor of `view`'s elements in device memory. */
+static fu_status download_view(fu_rt_exec *e, fu_allocator alloc, const fu_rt_view *view, fu_host_tensor *t) {
+  size_t es = fu_dtype_size(view->dtype);
+  fu_status st = fu_host_tensor_alloc(t, alloc, view->dtype, view->rank, view->shape);
+  if (st != FU_OK) return st;
+  int64_t span;
+  if (!fu_rt_span_elems(view->rank, view->shape, view->strides, &span)) st = FU_ERR_INVALID_ARG;
+  if (st == FU_OK && span > 0) {
+    size_t bytes = (size_t)span * es;
+    unsigned char *staging = fu_mem_alloc(&e->rt->alloc, bytes);
+    if (!staging) st = FU_ERR_NOMEM;
+    if (st == FU_OK) st = fu_rt_mem_download(e->rt, staging, e->ptrs[view->buffer], bytes);
+    if (st == FU_OK) fu_rt_strided_copy(t->data, t->strides, staging, view->strides, view->rank, view->shape, es);
+    if (staging) fu_mem_free(&e->rt->alloc, staging, bytes);
+  }
+  if (st != FU_OK) fu_host_tensor_free(t);
+  return st;
+}
+
+fu_status fu_rt_exec_input_after(fu_rt_exec *e, const fu_value *input, fu_allocator alloc, fu_host_tensor *out) {
+  const fu_rt_plan *p = e->plan;
+  if (!input || input->id >= p->n_values || p->views[input->id].buffer < 0) return FU_ERR_INVALID_ARG;
+  fu_diag_engine *saved = e->rt->diag;
+  e->rt->diag = e->diag;
+  fu_status st = download_view(e, alloc, &p->views[input->id], out);
   e->rt->diag = saved;
   return st;
 }
@@ -233,32 +296,8 @@ fu_status fu_rt_exec_outputs(fu_rt_exec *e, fu_allocator alloc, fu_arg **outputs
       }
       continue;
     }
-    const fu_rt_view *view = &p->views[v->id];
-    size_t es = fu_dtype_size(view->dtype);
     fu_host_tensor t;
-    if ((st = fu_host_tensor_alloc(&t, alloc, view->dtype, view->rank, view->shape)) != FU_OK) break;
-    int64_t span;
-    if (!fu_rt_span_elems(view->rank, view->shape, view->strides, &span)) {
-      fu_host_tensor_free(&t);
-      st = FU_ERR_INVALID_ARG;
-      break;
-    }
-    if (span > 0) {
-      size_t bytes = (size_t)span * es;
-      unsigned char *staging = fu_mem_alloc(&e->rt->alloc, bytes);
-      if (!staging) {
-        fu_host_tensor_free(&t);
-        st = FU_ERR_NOMEM;
-        break;
-      }
-      st = fu_rt_mem_download(e->rt, staging, e->ptrs[view->buffer], bytes);
-      if (st == FU_OK) fu_rt_strided_copy(t.data, t.strides, staging, view->strides, view->rank, view->shape, es);
-      fu_mem_free(&e->rt->alloc, staging, bytes);
-    }
-    if (st != FU_OK) {
-      fu_host_tensor_free(&t);
-      break;
-    }
+    if ((st = download_view(e, alloc, &p->views[v->id], &t)) != FU_OK) break;
     res[i] = fu_arg_tensor(t);
   }
   e->rt->diag = saved;

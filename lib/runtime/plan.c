@@ -204,6 +204,65 @@ static fu_status kernel_buffer(builder *b, const fu_value *v, const fu_op *seg) 
   return FU_OK;
 }
 
+static bool same_layout(const fu_rt_view *a, const fu_rt_view *b) {
+  if (a->rank != b->rank || a->dtype != b->dtype) return false;
+  for (int32_t d = 0; d < a->rank; d++)
+    if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->strides[d] != b->strides[d])) return false;
+  return true;
+}
+
+/* An output its kernel writes in place (`alias=%P` on its parameter): its
+ * view is the input's memory, which must be laid out as the kernel writes
+ * the output. */
+static fu_status inplace_view(builder *b, const fu_value *v, const fu_kval *alias, const fu_op *seg) {
+  const fu_value *in = alias->tensor;
+  const fu_rt_view *iv = in && in->id < b->p->n_values ? &b->p->views[in->id] : NULL;
+  if (!iv || iv->buffer < 0) {
+    fu_error(b->diag, op_loc(seg), "'%%%s' is written in place over '%%%s', which has no memory", vname(v), vname(in));
+    return FU_ERR_INVALID_ARG;
+  }
+  fu_status st = make_view(b, v, -1, seg);
+  if (st != FU_OK) return st;
+  fu_rt_view *view = &b->p->views[v->id];
+  if (!same_layout(view, iv)) {
+    fu_error(b->diag, op_loc(seg), "'%%%s' is written in place over '%%%s', whose data came in another layout",
+             vname(v), vname(in));
+    return FU_ERR_UNSUPPORTED;
+  }
+  view->buffer = iv->buffer;
+  return FU_OK;
+}
+
+/* Each `output %o {alias=%in}` that no kernel wrote in place: a copy from
+ * o's memory into in's after the kernels (fu_rt_alias_copy). */
+static fu_status plan_alias_copies(builder *b) {
+  fu_rt_plan *p = b->p;
+  for (const fu_op *op = p->fusion->body.first; op; op = op->next) {
+    if (op->kind != FU_OP_OUTPUT || !op->u.output.alias || op->n_operands != 1) continue;
+    const fu_value *o = op->operands[0], *in = op->u.output.alias;
+    const fu_rt_view *ov = &p->views[o->id], *iv = &p->views[in->id];
+    if (ov->buffer >= 0 && ov->buffer == iv->buffer) continue; /* in place */
+    int64_t span;
+    if (ov->buffer < 0 || iv->buffer < 0 || !fu_rt_span_elems(ov->rank, ov->shape, ov->strides, &span)) {
+      fu_error(b->diag, op->loc, "output '%%%s' cannot be copied into its alias '%%%s': one has no memory", vname(o),
+               vname(in));
+      return FU_ERR_INVALID_ARG;
+    }
+    if (!layout_is_injective(iv)) {
+      fu_error(b->diag, op->loc, "output '%%%s' cannot be written into its alias '%%%s', whose layout repeats elements",
+               vname(o), vname(in));
+      return FU_ERR_UNSUPPORTED;
+    }
+    bool dense = same_layout(ov, iv) && (uint64_t)span == numel_of(ov);
+    fu_rt_alias_copy *grown = fu_mem_realloc(&p->alloc, p->alias_copies, p->n_alias_copies * sizeof *grown,
+                                             (p->n_alias_copies + 1) * sizeof *grown);
+    if (!grown) return FU_ERR_NOMEM;
+    p->alias_copies = grown;
+    p->alias_copies[p->n_alias_copies++] = (fu_rt_alias_copy){o, in, dense, (size_t)span * fu_dtype_size(ov->dtype)};
+  }
+  return FU_OK;
+}
+
 /* The bytes of `x` as a kernel parameter of dtype `dt`. */
 static bool encode_int(fu_rt_karg *arg, fu_dtype dt, int64_t x) {
   memset(arg, 0, sizeof *arg);
@@ -336,6 +395,10 @@ static fu_status plan_param(builder *b, const fu_op *seg, const fu_kernel *k, co
       return FU_ERR_INVALID_ARG;
     }
     fu_rt_view *view = &p->views[v->id];
+    if (view->buffer < 0 && kv->alias_of) {
+      fu_status st = inplace_view(b, v, kv->alias_of, seg);
+      if (st != FU_OK) return st;
+    }
     if (view->buffer < 0) {
       if (!v->def || !op_within(v->def, seg->u.segment.body)) {
         fu_error(b->diag, op_loc(seg),
@@ -705,7 +768,7 @@ static fu_status build(builder *b) {
         if (p->launches[l].args[a].buffer == (int32_t)bi) used = true;
     if (used) p->bytes_read += distinct_elems(rv) * es;
   }
-  return FU_OK;
+  return plan_alias_copies(b);
 }
 
 fu_status fu_rt_plan_build(fu_fusion *f, const fu_arg *inputs, uint32_t n_inputs, fu_allocator alloc,
@@ -757,6 +820,7 @@ void fu_rt_plan_free(fu_rt_plan *p) {
   if (p->buffers) fu_mem_free(a, p->buffers, p->buffers_cap * sizeof *p->buffers);
   if (p->views) fu_mem_free(a, p->views, (p->n_values ? p->n_values : 1) * sizeof *p->views);
   if (p->outputs) fu_mem_free(a, (void *)p->outputs, p->n_outputs * sizeof *p->outputs);
+  if (p->alias_copies) fu_mem_free(a, p->alias_copies, p->n_alias_copies * sizeof *p->alias_copies);
   fu_bindings_free(&p->bindings);
   memset(p, 0, sizeof *p);
 }

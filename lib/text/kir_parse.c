@@ -507,8 +507,9 @@ static bool parse_align(kparser *p, fu_kval *v) {
 }
 
 /* The attributes after a tensor or workspace parameter's type, in any
- * order: `noalias`, `align=N`, and `readonly`, `bind=%V` for a tensor or
- * `zeroed` and `error` for a workspace. */
+ * order: `noalias`, `align=N`, and `readonly`, `bind=%V`, `alias=%P` (an
+ * earlier tensor parameter) for a tensor or `zeroed` and `error` for a
+ * workspace. */
 static bool parse_param_attrs(kparser *p, fu_kval *v, bool workspace, token *bind, bool *has_bind, bool *has_align) {
   for (;;) {
     if (!workspace && tok_is(p, T_IDENT, "readonly")) {
@@ -526,6 +527,10 @@ static bool parse_param_attrs(kparser *p, fu_kval *v, bool workspace, token *bin
     } else if (tok_is(p, T_IDENT, "align")) {
       if (!parse_align(p, v)) return false;
       *has_align = true;
+    } else if (!workspace && tok_is(p, T_IDENT, "alias")) {
+      next(p);
+      if (!expect_punct(p, '=')) return false;
+      if (!(v->alias_of = use_value(p))) return false;
     } else if (!workspace && tok_is(p, T_IDENT, "bind")) {
       next(p);
       if (!expect_punct(p, '=')) return false;
@@ -938,7 +943,7 @@ static bool parse_assignment(kparser *p, fu_kblock *b, bool top, fu_loc loc) {
     if (!parse_result_type(p, res, 1)) return false;
   } else {
     fu_op_kind k = fu_op_kind_from_name(op.text, op.len);
-    if (k == FU_OP_COUNT || !fu_op_has(k, FU_OF_POINTWISE)) {
+    if (k == FU_OP_COUNT || !fu_op_is_kir_math(k)) {
       perr(p, op.loc, "unknown instruction '%.*s'", (int)op.len, op.text);
       return false;
     }

@@ -245,6 +245,10 @@ static void print_param(kprinter *p, const fu_kval *v) {
     if (v->readonly) fu_strbuf_puts(out, " readonly");
     if (v->noalias) fu_strbuf_puts(out, " noalias");
     fu_strbuf_printf(out, " align=%u", v->align);
+    if (v->alias_of) {
+      fu_strbuf_puts(out, " alias=");
+      put_ref(p, v->alias_of);
+    }
     const char *pn = map_get(&p->names, v);
     if (v->tensor && v->tensor->name && (!pn || strcmp(v->tensor->name, pn) != 0))
       fu_strbuf_printf(out, " bind=%%%s", v->tensor->name);

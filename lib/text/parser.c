@@ -959,6 +959,7 @@ static bool type_is_stated(fu_op_kind k) {
   case FU_OC_BROADCAST_IN_DIM:
   case FU_OC_FULL:
   case FU_OC_IOTA:
+  case FU_OC_RNG:
   case FU_OC_CAST: return true;
   case FU_OC_META:
   case FU_OC_UNARY:
@@ -1132,7 +1133,28 @@ done:
   return ok && !p->nomem;
 }
 
-/* output ::= 'output' VALUE (',' VALUE)* */
+/* The optional `{alias=%X}` of an output line: *alias is %X, or NULL
+ * when the line has no dictionary; false after an error. */
+static bool parse_output_alias(parser *p, fu_value **alias) {
+  *alias = NULL;
+  if (p->tok.kind != FU_TOK_LBRACE) return true;
+  advance(p);
+  if (!is_kw(&p->tok, "alias")) {
+    error_expected(p, "'alias' (the only attribute of an output)");
+    return false;
+  }
+  advance(p);
+  if (!expect(p, FU_TOK_EQ, "'=' after 'alias'")) return false;
+  if (p->tok.kind != FU_TOK_VALUE) {
+    error_expected(p, "the %input the output is written into");
+    return false;
+  }
+  *alias = use_value(p, &p->tok);
+  advance(p);
+  return expect(p, FU_TOK_RBRACE, "'}' after the alias");
+}
+
+/* output ::= 'output' VALUE (',' VALUE)* ('{' 'alias' '=' VALUE '}')? */
 static bool parse_output(parser *p, fu_block *b) {
   fu_token kw = p->tok;
   size_t vbase = p->vals.n;
@@ -1149,12 +1171,20 @@ static bool parse_output(parser *p, fu_block *b) {
     if (p->tok.kind != FU_TOK_COMMA) break;
     advance(p);
   }
+  fu_token at = p->tok;
+  fu_value *alias;
+  if (!parse_output_alias(p, &alias)) goto done;
+  if (alias && p->vals.n - vbase != 1) {
+    error_at(p, &at, "an output with an alias names one value, not %u", (unsigned)(p->vals.n - vbase));
+    goto done;
+  }
   fu_op *op = fu_op_new(p->f, FU_OP_OUTPUT, vals_from(p, vbase), (uint32_t)(p->vals.n - vbase), 0,
                         loc_of(p, &kw));
   if (!op) {
     p->nomem = true;
     goto done;
   }
+  op->u.output.alias = alias;
   fu_block_append(b, op);
   ok = true;
 done:

@@ -299,6 +299,11 @@ static void print_op(const pctx *c, const fu_op *op, int indent) {
   case FU_OP_OUTPUT:
     fu_strbuf_puts(sb, "output ");
     put_values(c, op->operands, op->n_operands);
+    if (op->u.output.alias) {
+      fu_strbuf_puts(sb, " {alias=");
+      put_value(c, op->u.output.alias);
+      fu_strbuf_putc(sb, '}');
+    }
     put_loc_comment(c, op->loc);
     fu_strbuf_putc(sb, '\n');
     return;

@@ -111,6 +111,8 @@ def all_ops(fd : FusionDefinition) -> None :
     M8 = fd.ops.pad(T0, pad_widths=[1, 1], value=0.0)
     F0 = fd.ops.full(shape=[2, 3], fill_value=S2, dtype=DataType.Int)
     F1 = fd.ops.iota(5, 0, 1, dtype=DataType.Int)
+    R0 = fd.ops.uniform(S2, 1.0, shape=[2, 3], rng_seed=S2, rng_offset=S2, dtype=DataType.BFloat16)
+    R1 = fd.ops.normal(0.0, 2.0, shape=[4], rng_seed=S2, rng_offset=S2, dtype=DataType.Double)
     fd.add_output(W2)
 
 # CHECK-LABEL: fusion @all_ops {
@@ -219,4 +221,6 @@ def all_ops(fd : FusionDefinition) -> None :
 # CHECK: %M8 = pad %T0, 0.0 {widths=[1, 1]} : f32[i0, 10]
 # CHECK: %F0 = full %S2 : i64[2, 3]
 # CHECK: %F1 = iota 0, 1 : i64[5]
+# CHECK: %R0 = uniform %S2, 1.0, %S2, %S2 : bf16[2, 3]
+# CHECK: %R1 = normal 0.0, 2.0, %S2, %S2 : f64[4]
 # CHECK: output %W2

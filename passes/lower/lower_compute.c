@@ -58,3 +58,17 @@ fu_kval *fu_lower_pointwise_math(fu_kbuilder *b, const fu_op *op, fu_kval **a, c
   if (!res || direct) return res;
   return fu_kb_unary(b, name, FU_OP_CAST, rt, res);
 }
+
+const fu_ix *fu_lower_linear_index(fu_ix_ctx *ix, const fu_type *t, const fu_ix *const *c) {
+  const fu_ix *lin = fu_ix_const(ix, 0);
+  for (int32_t d = 0; d < t->rank && lin; d++) {
+    lin = fu_ix_mul(ix, lin, fu_ix_extent(ix, t->dims[d]));
+    lin = lin ? fu_ix_add(ix, lin, c[d]) : NULL;
+  }
+  return lin;
+}
+
+fu_dtype fu_lower_rng_operand_dtype(fu_dtype result, uint32_t i) {
+  if (i >= 2) return FU_DT_I64;
+  return result == FU_DT_F64 ? FU_DT_F64 : FU_DT_F32;
+}

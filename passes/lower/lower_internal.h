@@ -84,6 +84,13 @@ fu_dtype fu_lower_operand_dtype(const fu_op *op, uint32_t i);
  * by a literal 1, 2, 3 or -1 is multiplications or a reciprocal, as
  * PyTorch's CUDA kernels compute it.  NULL when out of memory. */
 fu_kval *fu_lower_pointwise_math(fu_kbuilder *b, const fu_op *op, fu_kval **a, const char *name);
+/* The linear logical index of t's element at coordinates c, row-major over
+ * t's extents: what uniform and normal key an element's value by, so no
+ * schedule changes it.  NULL when the index context fails. */
+const fu_ix *fu_lower_linear_index(fu_ix_ctx *ix, const fu_type *t, const fu_ix *const *c);
+/* The dtype operand i (a, b, seed, offset, index) of a random op's
+ * instruction is converted to: f64 or f32 parameters, i64 for the rest. */
+fu_dtype fu_lower_rng_operand_dtype(fu_dtype result, uint32_t i);
 
 /* Every lowering's last step (hoist_loads.c): in each straight-line block of
  * k, loads of read-only tensors and the pure index math they need move ahead

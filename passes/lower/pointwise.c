@@ -270,6 +270,7 @@ static uint32_t n_args(const fu_op *op) {
   case FU_OC_IOTA:
   case FU_OC_MATMUL: return 0;
   case FU_OC_INDEX: return 0; /* its lookup is evaluated at the gathered coordinates in compute */
+  case FU_OC_RNG: return 0;
   }
   return 0; /* not reached: a class outside the enum */
 }
@@ -277,6 +278,21 @@ static uint32_t n_args(const fu_op *op) {
 static bool skips_arg(const fu_op *op, uint32_t i) {
   return fu_op_has(op->kind, FU_OF_POINTWISE) && op->operands[i]->is_literal && op->kind != FU_OP_CAST &&
          op->kind != FU_OP_SET;
+}
+
+/* uniform or normal at coordinates c: one instruction of the op's name
+ * over (a, b, seed, offset, linear index), the index row-major over v's
+ * logical shape, so the value does not depend on the schedule
+ * (include/fuser/rng.h). */
+static fu_kval *rng_at(lw *L, const fu_op *op, const fu_value *v, const fu_ix *const *c, uint32_t lane, char *name) {
+  const fu_ix *lin = fu_lower_linear_index(L->ix, &v->type, c);
+  if (!lin) return chk(L, NULL);
+  fu_kval *args[5];
+  for (uint32_t i = 0; i < 4; i++)
+    if (!(args[i] = cast_to(L, eval(L, op->operands[i], NULL, 0), fu_lower_rng_operand_dtype(v->type.dtype, i))))
+      return NULL;
+  if (!(args[4] = cast_to(L, emit_ix(L, at_lane(L, lin, lane)), FU_DT_I64))) return NULL;
+  return chk(L, fu_kb_math(&L->b, name, op->kind, v->type.dtype, args, 5));
 }
 
 /* v (defined by op) from its evaluated operands args. */
@@ -318,6 +334,9 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
     if (!c || !operand_coords(L, op, fu_index_lookup_operand(op), c, &xc)) break;
     return eval(L, op->operands[fu_index_lookup_operand(op)], xc, lane);
   }
+  case FU_OC_RNG:
+    if (!c) break;
+    return rng_at(L, op, v, c, lane, nm);
   case FU_OC_META:
   case FU_OC_UNARY:
   case FU_OC_BINARY:
@@ -438,6 +457,13 @@ static fu_kval *eval(lw *L, const fu_value *v, const fu_ix *const *c, uint32_t l
 static void body(lw *L) {
   memo_clear(L);
   const fu_segment_info *si = &L->seg->u.segment;
+  /* in place: every output's value first (memoized), so no load follows a store */
+  for (uint32_t i = 0; L->inplace && i < si->n_outputs && !L->failed; i++) {
+    const fu_value *o = si->outputs[i];
+    const fu_ix *const *c = fu_type_is_tensor(&o->type) ? fu_igraph_coords(L->g, o) : NULL;
+    for (uint32_t j = 0; c && j < L->n_lanes; j++)
+      if (!eval(L, o, c, j)) return;
+  }
   for (uint32_t i = 0; i < si->n_outputs && !L->failed; i++) {
     const fu_value *o = si->outputs[i];
     if (!fu_type_is_tensor(&o->type)) {
@@ -888,6 +914,70 @@ static bool read_with_vectors(const lw *L, const fu_value *v) {
   return false;
 }
 
+/* Is input `in`'s layout the row-major one a kernel writes its outputs
+ * in (no explicit strides, no reordering, contiguous)? */
+static bool row_major_input(const fu_value *in) {
+  const fu_layout *l = &in->def->u.input.layout;
+  int32_t r = in->type.rank;
+  if (l->strides) return false;
+  for (int32_t d = 0; l->stride_order && d < r; d++)
+    if (l->stride_order[d] != r - 1 - d) return false;
+  for (int32_t d = 0; l->contiguity && d < r; d++)
+    if (l->contiguity[d] != FU_CONTIG_TRUE && !(fu_extent_is_const(in->type.dims[d]) && in->type.dims[d].value == 1))
+      return false;
+  return true;
+}
+
+/* May output o (`output %o {alias=%in}`) be written straight into input
+ * in's memory by this kernel?  Only when no element of `in` is read after
+ * another thread (or lane) wrote it: the segment is pointwise, every read
+ * of `in` anywhere in the fusion is a pointwise op of this segment, and
+ * every access to `in` in the kernel is at o's own coordinates, so the one
+ * thread and lane that writes o's element (once) is the only one that read
+ * it.  Both keep the row-major layout.  Otherwise the runtime copies o into
+ * `in` after the fusion's kernels (always correct). */
+static bool inplace_ok(lw *L, const fu_value *o, const fu_value *in) {
+  if (L->seg->u.segment.kind != FU_SK_POINTWISE || !row_major_input(in)) return false;
+  const fu_block *body = L->seg->u.segment.body;
+  for (const fu_op *op = L->f->body.first; op; op = op->next) {
+    const fu_op *list = op->kind == FU_OP_SEGMENT ? op->u.segment.body->first : op;
+    for (const fu_op *u = list; u; u = op->kind == FU_OP_SEGMENT ? u->next : NULL) {
+      if (u->kind == FU_OP_SEGMENT) continue;
+      for (uint32_t i = 0; i < u->n_operands; i++)
+        if (u->operands[i] == in && (u->parent != body || !fu_op_has(u->kind, FU_OF_POINTWISE))) return false;
+    }
+  }
+  const fu_ix *const *oc = fu_igraph_coords(L->g, o);
+  if (!oc) return false;
+  for (uint32_t i = 0; i < fu_igraph_num_accesses(L->g); i++) {
+    const fu_iaccess *a = fu_igraph_access(L->g, i);
+    if (a->value != in) continue;
+    for (int32_t d = 0; d < in->type.rank; d++)
+      if (!a->coords || a->coords[d] != oc[d]) return false;
+  }
+  return true;
+}
+
+/* The fusion's `output %o {alias=%in}` with o written by this segment and
+ * in one of its operands, written in place where inplace_ok: o's parameter
+ * names in's (`alias=`), and neither is readonly or noalias.  The body
+ * then reads every input before it stores any output (L->inplace). */
+static void mark_inplace(lw *L) {
+  const fu_segment_info *si = &L->seg->u.segment;
+  for (const fu_op *op = L->f->body.first; op; op = op->next) {
+    if (op->kind != FU_OP_OUTPUT || !op->u.output.alias || op->n_operands != 1) continue;
+    const fu_value *o = op->operands[0], *in = op->u.output.alias;
+    bool mine = false, reads = false;
+    for (uint32_t i = 0; i < si->n_outputs; i++) mine |= si->outputs[i] == o;
+    for (uint32_t i = 0; i < L->seg->n_operands; i++) reads |= L->seg->operands[i] == in;
+    fu_kval *po = mine ? L->tparam[o->id] : NULL, *pi = reads ? L->tparam[in->id] : NULL;
+    if (!po || !pi || po->alias_of || !inplace_ok(L, o, in)) continue;
+    po->alias_of = pi;
+    po->noalias = pi->noalias = pi->readonly = false;
+    L->inplace = true;
+  }
+}
+
 static bool make_params(lw *L) {
   const fu_segment_info *si = &L->seg->u.segment;
   char buf[32];
@@ -915,6 +1005,7 @@ static bool make_params(lw *L) {
                                                     (fu_value *)v);
     if (!L->sparam[v->id]) return oom(L);
   }
+  mark_inplace(L);
   return true;
 }
 

@@ -47,6 +47,9 @@ typedef struct lw {
   fu_allocator alloc;
   fu_kbuilder b;
   bool failed;
+  /* an output is written in place over an input (mark_inplace): the body
+   * computes every output before it stores any */
+  bool inplace;
   /* parameters */
   fu_kval **tparam; /* by fusion value id */
   fu_kval **sparam;

@@ -167,6 +167,20 @@ static fu_kval *iota_at(rl *L, const fu_op *op, const fu_ix *i) {
   return cast_to(L, p ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, ct, start, p)) : NULL, rt);
 }
 
+/* uniform or normal at coordinates c: one instruction over (a, b, seed,
+ * offset, linear logical index), as in pointwise segments; the scalars are
+ * leaves of the evaluation. */
+static fu_kval *rng_at(rl *L, const fu_op *op, const fu_value *v, const fu_ix *const *c) {
+  const fu_ix *lin = fu_lower_linear_index(L->ix, &v->type, c);
+  if (!lin) return chk(L, NULL);
+  fu_kval *args[5];
+  for (uint32_t i = 0; i < 4; i++)
+    if (!(args[i] = cast_to(L, eval(L, op->operands[i], NULL), fu_lower_rng_operand_dtype(v->type.dtype, i))))
+      return NULL;
+  if (!(args[4] = cast_to(L, emit_ix(L, lin), FU_DT_I64))) return NULL;
+  return chk(L, fu_kb_math(&L->b, vname(v), op->kind, v->type.dtype, args, 5));
+}
+
 /* How many of op's operands are evaluated before it: all of a pointwise
  * op's, a view's one; full evaluates its scalar itself. */
 static uint32_t n_args(const fu_op *op) {
@@ -199,6 +213,8 @@ static bool eval_start(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval 
       fail(L, op->loc, "an op with more than 3 operands");
     } else if (info->cls == FU_OC_IOTA && v->type.rank == 1) {
       *kv = iota_at(L, op, c[0]);
+    } else if (info->cls == FU_OC_RNG) {
+      *kv = rng_at(L, op, v, c);
     } else if (fu_op_has(op->kind, FU_OF_POINTWISE) || info->cls == FU_OC_FULL || is_view(op)) {
       if (L->stk_n == L->stk_cap) {
         uint32_t cap = L->stk_cap ? L->stk_cap * 2 : 64;

@@ -34,6 +34,7 @@ typedef enum cu_helper {
   CU_H_LERP = 1u << 7,      /* fu_lerp */
   CU_H_CLAMP = 1u << 8,     /* fu_clamp */
   CU_H_INT_BITS = 1u << 9,  /* fu_gcd, fu_shl, fu_shr on ints */
+  CU_H_RNG = 1u << 10,      /* fu_philox, fu_rng_f32, fu_rng_f64: uniform and normal (needs FP16 and BF16) */
 } cu_helper;
 
 /* Writes the includes and helper definitions of `used` (a cu_helper mask). */

@@ -284,7 +284,21 @@ bool cu_math(cu_kernel *kc, const fu_kinst *in) {
   fu_strbuf_init(&body, m->alloc);
   mx x = {kc, &body, FU_DT_BOOL, {NULL, NULL, NULL}, false};
   bool ok;
-  if (fu_op_has(op, FU_OF_BOOL_RESULT)) {
+  if (fu_op_info_of(op)->cls == FU_OC_RNG && in->n_args == 5) {
+    /* fu_rng_f32/f64 of the prelude; a 16-bit result comes back exact in f32 */
+    m->helpers |= CU_H_RNG | CU_H_FP16 | CU_H_BF16;
+    x.C = cu_compute_dtype(result);
+    int narrow = result == FU_DT_F16 ? 1 : result == FU_DT_BF16 ? 2 : 0;
+    if (x.C == FU_DT_F64)
+      fu_strbuf_printf(&body, "fu_rng_f64(%d", op == FU_OP_NORMAL);
+    else
+      fu_strbuf_printf(&body, "fu_rng_f32(%d, %d", op == FU_OP_NORMAL, narrow);
+    for (uint32_t i = 0; i < 5; i++)
+      fu_strbuf_printf(&body, ", %s", operand(kc, i < 3 ? i : 0, in->args[i], i < 2 ? x.C : FU_DT_I64));
+    fu_strbuf_putc(&body, ')');
+    x.safe = true;
+    ok = true;
+  } else if (fu_op_has(op, FU_OF_BOOL_RESULT)) {
     ok = bool_result_op(&x, in);
   } else if (op == FU_OP_WHERE && in->n_args == 3) {
     x.C = cu_compute_dtype(result);

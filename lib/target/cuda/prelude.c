@@ -93,6 +93,60 @@ static const char clamp_text[] =
     "  return y > hi ? hi : y;\n"
     "}\n";
 
+static const char rng_text[] =
+    "// uniform and normal: Philox4x32-10 keyed by the element's linear index, one IEEE\n"
+    "// operation per step of the interpreter's definition (fma where it has one)\n"
+    "__device__ __forceinline__ uint4 fu_philox(unsigned long long seed, unsigned long long sub,\n"
+    "                                           unsigned long long off) {\n"
+    "  unsigned c0 = (unsigned)off, c1 = (unsigned)(off >> 32), c2 = (unsigned)sub, c3 = (unsigned)(sub >> 32);\n"
+    "  unsigned k0 = (unsigned)seed, k1 = (unsigned)(seed >> 32);\n"
+    "  for (int r = 0; r < 10; r++) {\n"
+    "    if (r) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }\n"
+    "    unsigned long long p0 = 0xD2511F53ull * c0, p1 = 0xCD9E8D57ull * c2;\n"
+    "    unsigned n0 = (unsigned)(p1 >> 32) ^ c1 ^ k0, n2 = (unsigned)(p0 >> 32) ^ c3 ^ k1;\n"
+    "    c1 = (unsigned)p1;\n"
+    "    c3 = (unsigned)p0;\n"
+    "    c0 = n0;\n"
+    "    c2 = n2;\n"
+    "  }\n"
+    "  return make_uint4(c0, c1, c2, c3);\n"
+    "}\n"
+    "__device__ __forceinline__ unsigned fu_word(uint4 r, long long i) { return i == 0 ? r.x : i == 1 ? r.y : i == 2 ? r.z : r.w; }\n"
+    "__device__ __forceinline__ float fu_raw01f(unsigned x) { return (float)x * (1.0f / 4294967296.0f) + (0.5f / 4294967296.0f); }\n"
+    "__device__ __forceinline__ float fu_u01f(unsigned x) { float u = fu_raw01f(x); return u == 1.0f ? 0.0f : u; }\n"
+    "__device__ __forceinline__ double fu_u01(unsigned x, unsigned y) {\n"
+    "  unsigned long long z = (unsigned long long)x ^ ((unsigned long long)y << 21);\n"
+    "  double u = (double)z * (1.0 / 9007199254740992.0) + (0.5 / 9007199254740992.0);\n"
+    "  return u == 1.0 ? 0.0 : u;\n"
+    "}\n"
+    "// narrow: 0 f32, 1 f16, 2 bf16 (the value rounded to it, widened back)\n"
+    "__device__ __forceinline__ float fu_narrow(int narrow, float x) {\n"
+    "  return narrow == 1 ? __half2float(__float2half_rn(x)) : narrow == 2 ? __bfloat162float(__float2bfloat16_rn(x)) : x;\n"
+    "}\n"
+    "__device__ __forceinline__ float fu_rng_f32(int normal, int narrow, float a, float b, long long seed, long long off,\n"
+    "                                            long long i) {\n"
+    "  uint4 r = fu_philox(seed, (unsigned long long)i >> 2, off);\n"
+    "  long long c = i & 3;\n"
+    "  if (!normal) {\n"
+    "    if (!narrow) return __fmaf_rn(b - a, fu_u01f(fu_word(r, c)), a);\n"
+    "    float v = fu_narrow(narrow, __fmaf_rn(b - a, fu_raw01f(fu_word(r, c)), a));\n"
+    "    return v == fu_narrow(narrow, b) ? fu_narrow(narrow, a) : v;\n"
+    "  }\n"
+    "  long long p = c & 2;\n"
+    "  float u = fu_u01f(fu_word(r, p)), v = fu_u01f(fu_word(r, p | 1)) * 6.2831855f;\n"
+    "  float n = __fsqrt_rn(-2.0f * logf(u)) * ((c & 1) ? cosf(v) : sinf(v));\n"
+    "  return fu_narrow(narrow, __fmaf_rn(n, b, a));\n"
+    "}\n"
+    "__device__ __forceinline__ double fu_rng_f64(int normal, double a, double b, long long seed, long long off,\n"
+    "                                             long long i) {\n"
+    "  uint4 r = fu_philox(seed, (unsigned long long)i >> 1, off);\n"
+    "  long long c = i & 1;\n"
+    "  if (!normal) return __fma_rn(b - a, c ? fu_u01(r.z, r.w) : fu_u01(r.x, r.y), a);\n"
+    "  double u = fu_u01(r.x, r.y), v = fu_u01(r.z, r.w) * 6.2831853071795860;\n"
+    "  double n = __dsqrt_rn(-2.0 * log(u)) * (c ? cos(v) : sin(v));\n"
+    "  return __fma_rn(n, b, a);\n"
+    "}\n";
+
 void cu_prelude_write(fu_strbuf *out, unsigned used) {
   if (used & CU_H_FP16) fu_strbuf_puts(out, "#include <cuda_fp16.h>\n");
   if (used & CU_H_BF16) fu_strbuf_puts(out, "#include <cuda_bf16.h>\n");
@@ -103,6 +157,7 @@ void cu_prelude_write(fu_strbuf *out, unsigned used) {
   } parts[] = {
       {CU_H_VEC, vec_text},   {CU_H_MAXMIN, maxmin_text}, {CU_H_REM_F, rem_f_text}, {CU_H_REM_I, rem_i_text},
       {CU_H_IPOW, ipow_text}, {CU_H_LERP, lerp_text},     {CU_H_CLAMP, clamp_text}, {CU_H_INT_BITS, int_bits_text},
+      {CU_H_RNG, rng_text},
   };
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (used & parts[i].bit) {

@@ -101,6 +101,11 @@ LLVMValueRef bk_call_intrinsic(bk_module *m, const char *name, LLVMTypeRef *over
 LLVMValueRef bk_math(bk_module *m, fu_op_kind op, fu_dtype result, const fu_dtype *arg_types,
                      LLVMValueRef *args, uint32_t n_args);
 
+/* ---- rng.c ---- */
+/* uniform or normal of a `result` element from (a, b, seed, offset, index),
+ * a and b in f32 (f64 for an f64 result), the rest i64. */
+LLVMValueRef bk_rng(bk_module *m, fu_op_kind op, fu_dtype result, LLVMValueRef *args);
+
 /* ---- codegen.c ---- */
 /* Adds kernel `k` (verified) to m->M as a ptx_kernel function. */
 fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k);

@@ -387,6 +387,7 @@ LLVMValueRef bk_math(bk_module *m, fu_op_kind op, fu_dtype result, const fu_dtyp
   const char *opname = fu_op_info_of(op)->name;
   LLVMValueRef r = NULL;
   if (op == FU_OP_CAST || (op == FU_OP_SET && n_args == 1)) return bk_convert(m, av[0], at[0], result);
+  if (fu_op_info_of(op)->cls == FU_OC_RNG && n_args == 5) return bk_rng(m, op, result, av);
   if (fu_op_has(op, FU_OF_BOOL_RESULT)) {
     r = bool_result_op(m, op, at, av, n_args);
     if (r) return bk_convert(m, r, FU_DT_BOOL, result);
