@@ -61,3 +61,8 @@ _fake_cuda = os.path.join(config.fuser_obj_root, "libfuser_fake_cuda.so")
 if os.path.exists(_fake_cuda):
     config.available_features.add("fake-cuda")
     config.substitutions.append(("%fakecuda", _fake_cuda))
+# PyTorch and numpy (the GPU host has them): the repro scripts' inputs lists
+# are evaluated and compared with the recorded inputs (lit/repro/torch-inputs.test).
+import importlib.util
+if importlib.util.find_spec("torch") and importlib.util.find_spec("numpy"):
+    config.available_features.add("torch")

@@ -298,9 +298,10 @@ static fu_status interp_values(const run_args *a, fu_fusion *f, fu_value **vals,
     fu_args_free(res, n_res, a->alloc);
     return FU_ERR_NOMEM;
   }
-  memcpy(mine, res + (n_res - n), n * sizeof *mine);
-  memset(res + (n_res - n), 0, n * sizeof *res);
-  for (uint32_t i = n_res - n; i < n_res; i++) res[i].kind = FU_ARG_SCALAR;
+  for (uint32_t i = 0; i < n; i++) {
+    mine[i] = res[n_res - n + i];
+    res[n_res - n + i] = fu_arg_scalar_b(false); /* now owned by `mine` */
+  }
   fu_args_free(res, n_res, a->alloc);
   *out = mine;
   return FU_OK;
