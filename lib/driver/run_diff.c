@@ -22,12 +22,24 @@ typedef struct math_names {
   bool named[FU_OP_COUNT];
 } math_names;
 
-/* run_walk_upstream's step: the op that made `v`, when ops.def names a
- * math-library function for it, once per op kind. */
+/* Ops whose kernels call a math-library function although ops.def's MATH
+ * column names none for them (the column is for functions libm also has):
+ * sigmoid and silu through expf, rsqrt, erfinv and erfcinv (docs/backends.md). */
+static const char *const math_through_calls[] = {"sigmoid", "silu", "rsqrt", "erfinv", "erfcinv"};
+
+static bool is_math_op(const fu_op_info *info) {
+  if (info->math) return true;
+  for (size_t i = 0; i < sizeof math_through_calls / sizeof math_through_calls[0]; i++)
+    if (strcmp(info->name, math_through_calls[i]) == 0) return true;
+  return false;
+}
+
+/* run_walk_upstream's step: the op that made `v`, when it computes through
+ * a math-library function, once per op kind. */
 static void note_math(void *ctx, const fu_value *v) {
   math_names *m = ctx;
   const fu_op_info *info = fu_op_info_of(v->def->kind);
-  if (!info->math || m->named[v->def->kind]) return;
+  if (!is_math_op(info) || m->named[v->def->kind]) return;
   m->named[v->def->kind] = true;
   fu_strbuf_printf(m->sb, "%s%s", m->found++ ? ", " : "", info->name);
 }
