@@ -159,6 +159,9 @@ typedef struct run_repro_request {
  * $TMPDIR), and with --save-repro on success; prints its path on a->err.
  * False when writing failed (reported). */
 bool run_repro_write(const run_args *a, const run_repro_request *r, fu_diag_engine *diag);
+/* Before anything runs: the --save-repro folder exists (made with its
+ * missing parents), else an error on a->err and false. */
+bool run_repro_prepare(const run_args *a);
 /* After a pipeline that failed: a repro of each selected fusion (`only`:
  * --fusion, or NULL) as the file gives it, with the inputs the run makes. */
 void run_repro_compile_failure(const run_args *a, const char *only, fu_diag_engine *diag);

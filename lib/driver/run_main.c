@@ -88,7 +88,8 @@ int fu_run_main(int argc, char *const *argv, FILE *in, FILE *out, FILE *err) {
     run_args_free(&a);
     return rc;
   }
-  if ((a.save_outputs && !run_save_prepare(&a, a.save_outputs)) || (a.save_inputs && !run_save_prepare(&a, a.save_inputs))) {
+  if ((a.save_outputs && !run_save_prepare(&a, a.save_outputs)) || (a.save_inputs && !run_save_prepare(&a, a.save_inputs)) ||
+      !run_repro_prepare(&a)) {
     run_args_free(&a);
     return 1;
   }
