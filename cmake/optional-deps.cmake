@@ -353,7 +353,8 @@ elseif(FUSER_CUDA_INCLUDE_DIR AND FUSER_RUNTIME_SOURCES)
   target_include_directories(fuser_fake_cuda SYSTEM PRIVATE "${FUSER_CUDA_INCLUDE_DIR}")
   add_test(NAME unit.fake_gpu_tool
            COMMAND $<TARGET_FILE:test_runtime> --tool $<TARGET_FILE:fuser-run> $<TARGET_FILE:fuser_fake_cuda>)
-  set_tests_properties(unit.fake_gpu_tool PROPERTIES LABELS "unit" SKIP_RETURN_CODE 77)
+  set_tests_properties(unit.fake_gpu_tool PROPERTIES LABELS "unit" SKIP_RETURN_CODE 77
+                       ENVIRONMENT "FUSER_REPRO_DIR=${CMAKE_BINARY_DIR}/repros")
   # The GPU test itself, run against the fake: checks the test's own logic.
   add_test(NAME unit.fake_gpu_runtime COMMAND $<TARGET_FILE:test_gpu_runtime>)
   set_tests_properties(unit.fake_gpu_runtime PROPERTIES LABELS "unit" SKIP_RETURN_CODE 77

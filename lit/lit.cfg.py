@@ -52,3 +52,17 @@ if "cuda-c" in config.available_features and _nvrtc_loadable():
     config.available_features.add("nvrtc")
 # Every FileCheck run scopes its variables per CHECK-LABEL block.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+# A run that fails on purpose writes its repro folder (docs/repro.md) into the
+# build tree, not into $TMPDIR.
+config.environment["FUSER_REPRO_DIR"] = os.path.join(config.test_exec_root, "repros")
+# test/fake_cuda.c built as the driver library: fuser-run's GPU path on the
+# host (FUSER_LIBCUDA=%fakecuda), for the tests of its failure paths.
+_fake_cuda = os.path.join(config.fuser_obj_root, "libfuser_fake_cuda.so")
+if os.path.exists(_fake_cuda):
+    config.available_features.add("fake-cuda")
+    config.substitutions.append(("%fakecuda", _fake_cuda))
+# PyTorch and numpy (the GPU host has them): the repro scripts' inputs lists
+# are evaluated and compared with the recorded inputs (lit/repro/torch-inputs.test).
+import importlib.util
+if importlib.util.find_spec("torch") and importlib.util.find_spec("numpy"):
+    config.available_features.add("torch")

@@ -32,8 +32,20 @@
 #       FUSER_SANITIZER_TOOLS picks tools (default "memcheck racecheck
 #       synccheck").
 #
+#   scripts/gpu-tests.sh --diff-backends BUILD_DIR
+#       Every case run with `fuser-run --check --diff-backends`: the kernels
+#       compiled by both backends (llvm and nvrtc; a build with LLVM, and
+#       libnvrtc here), both runs checked, and each output of one compared
+#       with the other's: bit-identical, within tolerance (where a
+#       math-library op feeds it), or different (a failure).  Each case's
+#       line counts its outputs of each kind; a summary follows.
+#
 #   --dry-run (before or after --sanitizer): print each case's commands
 #       instead of running them; needs neither a GPU nor the sanitizer.
+#
+# A failing case's fuser-run writes a repro folder (docs/repro.md) under
+# $FUSER_REPRO_DIR (else $TMPDIR or /tmp); its path is among the lines
+# printed under the FAIL line.
 #
 # Without PRECOMPILED_DIR, FUSER_GPU_PRECOMPILED names one; a build without
 # the LLVM backend and no precompiled folder has nothing it can run: the
@@ -49,12 +61,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(dirname "$here")
 
 usage() {
-  sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,58p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
 # Options may come before or after the folders.
-precompile=0 sanitizer=0 dry=0
+precompile=0 sanitizer=0 dry=0 diffb=0
 backend=
 args=()
 for a in "$@"; do
@@ -62,6 +74,7 @@ for a in "$@"; do
     --precompile) precompile=1 ;;
     --sanitizer) sanitizer=1 ;;
     --dry-run) dry=1 ;;
+    --diff-backends) diffb=1 ;;
     --backend=*) backend=${a#--backend=} ;;
     -h|--help) usage ;;
     -*) echo "gpu-tests: unknown option '$a'" >&2; exit 2 ;;
@@ -78,8 +91,13 @@ if [ $precompile = 1 ] && [ $sanitizer = 1 ]; then
   echo "gpu-tests: --precompile and --sanitizer do not go together (precompile first, then run with --sanitizer)" >&2
   exit 2
 fi
+if [ $diffb = 1 ] && { [ $precompile = 1 ] || [ $sanitizer = 1 ] || [ -n "$backend" ] || [ $# -gt 1 ]; }; then
+  echo "gpu-tests: --diff-backends compiles every case with both backends here: it goes with no precompiled folder, --precompile, --sanitizer or --backend" >&2
+  exit 2
+fi
 build=$(cd "$1" 2>/dev/null && pwd) || { echo "gpu-tests: no build directory '$1'" >&2; exit 2; }
 pre=${2:-${FUSER_GPU_PRECOMPILED:-}}
+[ $diffb = 1 ] && pre=  # both backends compile here
 if [ $precompile = 1 ] && [ -z "$pre" ]; then
   echo "gpu-tests: --precompile needs an output directory" >&2
   exit 2
@@ -180,7 +198,7 @@ fi
 
 # NVRTC must load here for --backend=nvrtc: skip, saying why, where it
 # cannot (a probe kernel compiled to PTX, no GPU needed).
-if [ "$backend" = nvrtc ] && [ $dry = 0 ]; then
+if { [ "$backend" = nvrtc ] || [ $diffb = 1 ]; } && [ $dry = 0 ]; then
   kir=$build/fuser-kir
   [ -x "$kir" ] || { echo "gpu-tests: $kir is missing" >&2; exit 2; }
   if ! probe=$(printf 'kernel @probe ()\n    grid=[1, 1, 1] block=[1, 1, 1] smem=0 index=i32 {\n}\n' |
@@ -225,6 +243,7 @@ san_reported() { # output file
 }
 
 pass=0 fail=0 failed=""
+diff_bit=0 diff_tol=0 diff_bad=0
 while IFS=$'\t' read -r name file; do
   [ -n "$filter" ] && ! [[ $name =~ $filter ]] && continue
   if [ -n "$pre" ]; then
@@ -251,6 +270,7 @@ while IFS=$'\t' read -r name file; do
     fir=$(fir_of "$name" "$file") || { echo "FAIL $name (fuser-translate)"; fail=$((fail + 1)) failed="$failed $name"; continue; }
     set --
     [ -n "$backend" ] && set -- --backend="$backend"
+    [ $diffb = 1 ] && set -- --diff-backends
   fi
   start=$(date +%s%N)
   # With --ptx, fuser-run takes one fusion at a time: a file of several
@@ -295,8 +315,17 @@ while IFS=$'\t' read -r name file; do
   done
   [ $dry = 1 ] && continue
   ms=$((($(date +%s%N) - start) / 1000000))
+  if [ $diffb = 1 ]; then
+    nb=$(grep -c '^  diff .*: bit-identical' "$work/out")
+    nt=$(grep -c '^  diff .*: within tolerance' "$work/out")
+    nd=$(grep -c '^  diff .*: DIFFERENT' "$work/out")
+    diff_bit=$((diff_bit + nb)) diff_tol=$((diff_tol + nt)) diff_bad=$((diff_bad + nd))
+    kinds=" ($nb bit-identical, $nt within tolerance, $nd different)"
+  else
+    kinds=""
+  fi
   if [ $rc = 0 ]; then
-    echo "PASS $name (${ms} ms)"
+    echo "PASS $name (${ms} ms)$kinds"
     pass=$((pass + 1))
   else
     if [ $rc = 124 ]; then
@@ -304,14 +333,15 @@ while IFS=$'\t' read -r name file; do
     elif [ $rc = 86 ]; then
       echo "FAIL $name (compute-sanitizer reported$why)"
     else
-      echo "FAIL $name (exit $rc$why)"
+      echo "FAIL $name (exit $rc$why)$kinds"
     fi
-    grep -E 'FAIL|error|note|^========= |^--- ' "$work/out" | head -25 | sed 's/^/     /'
+    grep -E 'FAIL|DIFFERENT|error|note|repro of|^========= |^--- ' "$work/out" | head -25 | sed 's/^/     /'
     fail=$((fail + 1)) failed="$failed $name"
   fi
 done < <(cases)
 [ $dry = 1 ] && exit 0
 
 echo "gpu-tests${backend:+ (--backend=$backend)}: $pass passed, $fail failed"
+[ $diffb = 1 ] && echo "diff-backends (llvm vs nvrtc): $diff_bit outputs bit-identical, $diff_tol within tolerance, $diff_bad different"
 [ $fail = 0 ] || { echo "failed:$failed"; exit 1; }
 exit 0

@@ -20,7 +20,11 @@
  * FAKE_CUDA_LAUNCH_FAULT=1 makes a launched kernel "fault": the launch
  * succeeds and every later synchronization and cuMemFree returns
  * CUDA_ERROR_ILLEGAL_ADDRESS, as after an out-of-bounds access;
- * FAKE_CUDA_LEAKS=1 prints, at exit, the device allocations never freed. */
+ * FAKE_CUDA_LEAKS=1 prints, at exit, the device allocations never freed;
+ * FAKE_CUDA_NVRTC_SKEW=1 makes the f32 kernels of a module whose PTX NVRTC
+ * wrote (its "NVVM" header) return every result one ulp away from zero, as
+ * a math library that rounds differently would (fuser-run
+ * --diff-backends must then say which outputs differ). */
 #include <cuda.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +36,7 @@
 /* Live device allocations, for FAKE_CUDA_MEM_LIMIT and FAKE_CUDA_LEAKS. */
 static size_t live_bytes, live_count;
 static int pending_fault;
+static int skew_results; /* FAKE_CUDA_NVRTC_SKEW and the last module came from NVRTC */
 
 static size_t env_size(const char *name) {
   const char *e = getenv(name);
@@ -66,7 +71,15 @@ static void scale(const unsigned grid[3], const unsigned block[3], void **params
   memcpy(&s, params[2], sizeof s);
   int64_t n = i64_arg(params, 3) - skip;
   for (uint64_t t = 0; t < (uint64_t)grid[0] * block[0]; t++)
-    if ((int64_t)t < n) out[t] = in[t] * s;
+    if ((int64_t)t < n) {
+      out[t] = in[t] * s;
+      if (skew_results && out[t] != 0) {
+        uint32_t bits;
+        memcpy(&bits, &out[t], sizeof bits);
+        bits++;
+        memcpy(&out[t], &bits, sizeof bits);
+      }
+    }
 }
 static void k_scale(const unsigned g[3], const unsigned b[3], void **p) { scale(g, b, p, 0); }
 static void k_scale_skip(const unsigned g[3], const unsigned b[3], void **p) { scale(g, b, p, 1); }
@@ -238,6 +251,7 @@ EXPORT CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned n, C
     if (!bad && opts[i] == CU_JIT_INFO_LOG_BUFFER) snprintf(vals[i], 80, "ptxas info: fake JIT, 0 registers");
   }
   if (bad) return CUDA_ERROR_INVALID_PTX;
+  skew_results = env_size("FAKE_CUDA_NVRTC_SKEW") && strstr(text, "NVVM") != NULL;
   *m = (CUmodule)(void *)&module_token;
   return CUDA_SUCCESS;
 }

@@ -833,7 +833,7 @@ static void test_export_round_trip_seeds(void) {
       fu_print_module(&ir1, m1, NULL);
       fu_diag_engine e;
       capture_engine(&e, &c);
-      fu_py_export_options eo = {"seed.fir", NULL};
+      fu_py_export_options eo = {"seed.fir", NULL, false};
       CHECK_EQ_INT(fu_py_export(&py, m1, &eo, &e), FU_OK);
       fu_source src2 = {"exported.py", py.data ? py.data : "", py.len, 1};
       fu_module *m2 = import_text(&src2, &c, NULL);

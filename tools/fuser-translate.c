@@ -1,7 +1,7 @@
 /* fuser-translate: convert between nvFuser Python definitions and .fir.
  *
  *   fuser-translate --from=nvfuser-py repro.py [-o f.fir] [--function=name]
- *   fuser-translate --to=nvfuser-py f.fir [-o repro.py]
+ *   fuser-translate --to=nvfuser-py f.fir [-o repro.py] [--with-inputs]
  *   (both: [--split-input-file] [--error-limit=N])
  *
  * A thin main over lib/frontend: read the input, import or export, print.
@@ -18,12 +18,15 @@
 
 static const char usage[] =
     "usage: fuser-translate --from=nvfuser-py [--function=NAME] [FILE.py] [-o OUT.fir]\n"
-    "       fuser-translate --to=nvfuser-py [FILE.fir] [-o OUT.py]\n"
+    "       fuser-translate --to=nvfuser-py [--with-inputs] [FILE.fir] [-o OUT.py]\n"
     "\n"
     "  --from=nvfuser-py   import an nvFuser FusionDefinition script and print its Fusion IR\n"
     "  --to=nvfuser-py     export Fusion IR as a runnable nvFuser repro script\n"
     "  --function=NAME     import only the definition NAME (default: every definition)\n"
     "  --device=DEV        torch device of the exported inputs (default: cuda)\n"
+    "  --with-inputs       the inputs list rebuilds the inputs the .fir records, exactly: its\n"
+    "                      shapes, strides and dtypes, and the data of npy=\"...\" inputs\n"
+    "                      (an input whose sizes are not recorded is an error)\n"
     "  --split-input-file  cut the input at lines '# -----' (Python) or '// -----' (.fir)\n"
     "                      and translate each chunk on its own\n"
     "  --error-limit=N     stop after N errors per chunk (default 20; 0: no limit)\n"
@@ -37,6 +40,7 @@ typedef struct options {
   const char *function;
   const char *device;
   bool split;
+  bool with_inputs;
   unsigned error_limit; /* per chunk; 0: none */
 } options;
 
@@ -72,6 +76,8 @@ static int parse_args(int argc, char **argv, options *o) {
       }
     } else if (strcmp(a, "--split-input-file") == 0) {
       o->split = true;
+    } else if (strcmp(a, "--with-inputs") == 0) {
+      o->with_inputs = true;
     } else if (strncmp(a, "--device=", 9) == 0) {
       o->device = a + 9;
     } else if (strcmp(a, "-o") == 0) {
@@ -94,6 +100,10 @@ static int parse_args(int argc, char **argv, options *o) {
   }
   if (!o->direction) {
     fprintf(stderr, "fuser-translate: give --from=nvfuser-py or --to=nvfuser-py\n%s", usage);
+    return 2;
+  }
+  if (o->with_inputs && o->direction > 0) {
+    fprintf(stderr, "fuser-translate: --with-inputs applies to --to=nvfuser-py\n");
     return 2;
   }
   if (o->function && o->direction < 0) {
@@ -137,7 +147,7 @@ static fu_status translate(const options *o, const fu_source *src, fu_allocator 
   } else {
     st = fu_parse_module(src, alloc, &diag, &m);
     if (st == FU_OK) st = fu_verify_module(m, &diag);
-    fu_py_export_options eo = {src->name, o->device};
+    fu_py_export_options eo = {src->name, o->device, o->with_inputs};
     if (st == FU_OK) st = fu_py_export(out, m, &eo, &diag);
   }
   fu_module_free(m);
@@ -145,7 +155,7 @@ static fu_status translate(const options *o, const fu_source *src, fu_allocator 
 }
 
 int main(int argc, char **argv) {
-  options o = {0, NULL, NULL, NULL, NULL, false, FU_DIAG_DEFAULT_ERROR_LIMIT};
+  options o = {0, NULL, NULL, NULL, NULL, false, false, FU_DIAG_DEFAULT_ERROR_LIMIT};
   int rc = parse_args(argc, argv, &o);
   if (rc >= 0) return rc;
   fu_allocator alloc = fu_default_allocator();

@@ -328,6 +328,12 @@ fu_status fu_py_import(const fu_source *src, fu_allocator alloc, fu_diag_engine 
 typedef struct fu_py_export_options {
   const char *source_name; /* named in the header comment; may be NULL */
   const char *device;      /* torch device of the inputs; "cuda" when NULL */
+  /* The script rebuilds the recorded inputs exactly: every tensor input's
+   * sizes must be recorded (constant extents, example_shape or a symbol
+   * another input binds), else an error at the input; .npy inputs are
+   * rebuilt in their strides (example_strides or the layout) and filled
+   * from the file. */
+  bool with_inputs;
 } fu_py_export_options;
 
 /* Write a runnable nvFuser repro script in the current frontend syntax:

@@ -10,6 +10,7 @@ typedef enum run_opt {
   R_DEVICE, R_FUSION, R_INPUT, R_RANDOM, R_DEFAULT_EXTENT, R_SEED, R_SAVE_OUTPUTS, R_SAVE_INPUTS, R_PRINT_VALUES,
   R_JSON, R_PASS, R_CHECK, R_RTOL, R_ATOL, R_PTX, R_BENCH, R_ITERS, R_WARMUP, R_NO_FLUSH, R_DUMP, R_GPU,
   R_DEVICE_INFO, R_HELP, R_DATA_DIR, R_ALLOW_ANY_PATH, R_ERROR_LIMIT, R_BACKEND, R_EXPECT_DIST,
+  R_SAVE_REPRO, R_NO_REPRO, R_DIFF_BACKENDS,
 } run_opt;
 
 static const fu_cli_option options[] = {
@@ -26,6 +27,10 @@ static const fu_cli_option options[] = {
     {"save-outputs", R_SAVE_OUTPUTS, FU_CLI_REQUIRED, "DIR",
      "write DIR/<output name>.npy (DIR/<fusion>/... for several fusions)"},
     {"save-inputs", R_SAVE_INPUTS, FU_CLI_REQUIRED, "DIR", "write the inputs used the same way"},
+    {"save-repro", R_SAVE_REPRO, FU_CLI_REQUIRED, "DIR",
+     "write a repro folder (fusion.fir with the inputs' data, inputs/*.npy,\n"
+     "                               run.sh, fusion.py) into DIR (DIR/<fusion> for several fusions)"},
+    {"no-repro", R_NO_REPRO, FU_CLI_NONE, NULL, "write no repro folder on a failure (docs/repro.md says where it goes)"},
     {"print-values", R_PRINT_VALUES, FU_CLI_REQUIRED, "N|all", "how many leading values to print per output (default 8)"},
     {"data-dir", R_DATA_DIR, FU_CLI_REQUIRED, "DIR",
      "npy=\"...\" in the file may also read files under DIR (by default only\n"
@@ -55,6 +60,9 @@ static const fu_cli_option options[] = {
     {"backend", R_BACKEND, FU_CLI_REQUIRED, "llvm|nvrtc",
      "what compiles the kernels to PTX: llvm (the default where built) or\n"
      "                               nvrtc (their CUDA C through libnvrtc, loaded at run time)"},
+    {"diff-backends", R_DIFF_BACKENDS, FU_CLI_NONE, NULL,
+     "run again with the other backend (llvm, nvrtc) and compare each output:\n"
+     "                               bit for bit, or within tolerance where math-library ops feed it"},
     {"bench", R_BENCH, FU_CLI_NONE, NULL,
      "time the kernels: CUDA events, L2 flushed and 1 ms of GPU spin before each run, median,\n"
      "                               GB/s and % of the measured copy bandwidth"},
@@ -218,6 +226,9 @@ static bool apply(run_args *a, run_opt id, const char *v) {
     return true;
   case R_SAVE_OUTPUTS: a->save_outputs = v; return true;
   case R_SAVE_INPUTS: a->save_inputs = v; return true;
+  case R_SAVE_REPRO: a->save_repro = v; return true;
+  case R_NO_REPRO: a->no_repro = true; return true;
+  case R_DIFF_BACKENDS: a->diff_backends = true; return true;
   case R_PRINT_VALUES:
     if (strcmp(v, "all") == 0) {
       a->print_values = -1;
@@ -295,15 +306,18 @@ int run_parse_args(int argc, char *const *argv, run_args *a, FILE *out, FILE *er
     usage(out, a->alloc);
     return 0;
   }
-  if (a->ptx && a->backend) {
-    fprintf(err, RUN_TOOL ": --ptx gives the kernels' PTX, so there is nothing for --backend to compile\n");
+  /* --backend and --diff-backends choose what compiles the kernels for
+   * the GPU: they need it, and no --ptx */
+  const char *compiles = a->backend ? "--backend" : a->diff_backends ? "--diff-backends" : NULL;
+  if (compiles && a->ptx) {
+    fprintf(err, RUN_TOOL ": --ptx gives the kernels' PTX, so there is nothing for %s to compile\n", compiles);
     return 2;
   }
-  if (a->backend && a->device != RUN_DEVICE_GPU) {
-    fprintf(err, RUN_TOOL ": --backend chooses what compiles the kernels for the GPU: it needs --device=gpu\n");
+  if (compiles && a->device != RUN_DEVICE_GPU) {
+    fprintf(err, RUN_TOOL ": %s chooses what compiles the kernels for the GPU: it needs --device=gpu\n", compiles);
     return 2;
   }
-  bool gpu_only = a->ptx || a->bench || a->device_info || a->dump_launch || a->dump_jit || a->dump_ptx;
+  bool gpu_only = a->ptx || a->bench || a->device_info || a->dump_launch || a->dump_jit || a->dump_ptx || a->diff_backends;
   if (a->device == RUN_DEVICE_CPU && (gpu_only || a->pipeline || a->check)) {
     fprintf(err, RUN_TOOL ": --ptx, --pass, --check, --bench, --dump and --device-info need --device=gpu (--pass and "
                  "--check: or --device=kir)\n");

@@ -6,13 +6,8 @@
 
 #include "run_internal.h"
 
-/* The default tolerance of an output, loosened to that of the least precise
- * float dtype its value was computed through: an f32 result cast to f64
- * carries f32 rounding (a kernel's powf or libdevice call may differ from
- * libm's by an ulp), so the f64 tolerance would fail a right kernel.
- * Inputs count only through the ops that read them. */
-static fu_check_tolerance path_tolerance(fu_fusion *f, fu_value *out, fu_allocator al) {
-  fu_check_tolerance t = fu_check_default_tolerance(out->type.dtype);
+void run_walk_upstream(fu_fusion *f, fu_value *out, fu_allocator al, void (*visit)(void *ctx, const fu_value *v),
+                       void *ctx) {
   uint32_t n = f->next_value_id;
   bool *seen = fu_mem_calloc(&al, n ? n : 1, sizeof *seen);
   fu_value **stack = fu_mem_calloc(&al, n ? n : 1, sizeof *stack);
@@ -25,11 +20,7 @@ static fu_check_tolerance path_tolerance(fu_fusion *f, fu_value *out, fu_allocat
     fu_value *v = stack[--top];
     fu_op *op = v->def;
     if (!op || op->kind == FU_OP_INPUT) continue;
-    if (fu_dtype_is_float(v->type.dtype)) {
-      fu_check_tolerance d = fu_check_default_tolerance(v->type.dtype);
-      if (d.rtol > t.rtol) t.rtol = d.rtol;
-      if (d.atol > t.atol) t.atol = d.atol;
-    }
+    visit(ctx, v);
     for (uint32_t i = 0; i < op->n_operands; i++) {
       fu_value *x = op->operands[i];
       if (x->id < n && !seen[x->id]) {
@@ -40,6 +31,25 @@ static fu_check_tolerance path_tolerance(fu_fusion *f, fu_value *out, fu_allocat
   }
   if (seen) fu_mem_free(&al, seen, (n ? n : 1) * sizeof *seen);
   if (stack) fu_mem_free(&al, stack, (n ? n : 1) * sizeof *stack);
+}
+
+/* run_walk_upstream's step for path_tolerance: the loosest float dtype. */
+static void loosen(void *ctx, const fu_value *v) {
+  fu_check_tolerance *t = ctx;
+  if (!fu_dtype_is_float(v->type.dtype)) return;
+  fu_check_tolerance d = fu_check_default_tolerance(v->type.dtype);
+  if (d.rtol > t->rtol) t->rtol = d.rtol;
+  if (d.atol > t->atol) t->atol = d.atol;
+}
+
+/* The default tolerance of an output, loosened to that of the least precise
+ * float dtype its value was computed through: an f32 result cast to f64
+ * carries f32 rounding (a kernel's powf or libdevice call may differ from
+ * libm's by an ulp), so the f64 tolerance would fail a right kernel.
+ * Inputs count only through the ops that read them. */
+static fu_check_tolerance path_tolerance(fu_fusion *f, fu_value *out, fu_allocator al) {
+  fu_check_tolerance t = fu_check_default_tolerance(out->type.dtype);
+  run_walk_upstream(f, out, al, loosen, &t);
   return t;
 }
 

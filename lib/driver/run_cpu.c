@@ -14,6 +14,7 @@ int run_cpu_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine
                            .what = "cpu reference interpreter"};
     rc = run_report_fusion(a, &r, several, first, diag, out);
   }
+  run_repro_after(a, f, in, n_in, st, rc, NULL, 0, several, NULL, NULL, diag);
   fu_args_free(in, n_in, al);
   fu_args_free(res, n_res, al);
   return rc;

@@ -107,6 +107,7 @@ typedef struct gpu_ctx {
   const char *ptx_text; /* --ptx contents, or NULL */
   size_t ptx_len;
   fu_compiler comp;     /* the build's target, when it has one */
+  fu_compiler *active;  /* the one that compiles now (--diff-backends: either), NULL: comp */
   fu_module *m;
   const fu_source *src;
 } gpu_ctx;
@@ -119,14 +120,15 @@ static fu_status ptx_for(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_strbuf 
     return FU_OK;
   }
   (void)a;
-  if (!g->comp.target) {
+  fu_compiler *c = g->active ? g->active : &g->comp;
+  if (!c->target) {
     fprintf(a->err, RUN_TOOL ": no PTX: this build has no code-generation backend; pass --ptx FILE.ptx\n");
     return FU_ERR_UNSUPPORTED;
   }
   char arch[16];
   fu_rt_device_arch(fu_rt_device(g->rt), arch, sizeof arch);
-  const char *use = g->comp.target->arch_supported(arch) ? arch : FU_DEFAULT_ARCH;
-  fu_status st = fu_compile_module(&g->comp, g->m, f->name, FU_TARGET_PTX, use, g->src, own, g->diag);
+  const char *use = c->target->arch_supported(arch) ? arch : FU_DEFAULT_ARCH;
+  fu_status st = fu_compile_module(c, g->m, f->name, FU_TARGET_PTX, use, g->src, own, g->diag);
   if (st != FU_OK) return st;
   *ptx = own->data ? own->data : "";
   *len = own->len;
@@ -204,6 +206,57 @@ static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_strbuf
   return st;
 }
 
+/* --diff-backends: the same plan and inputs run again with the other
+ * backend's PTX, and the outputs compared with `res` (run_diff.c). */
+static fu_status diff_second_backend(gpu_ctx *g, fu_fusion *f, const run_args *a, const fu_rt_plan *plan,
+                                     const fu_arg *in, const fu_arg *res, uint32_t n_res, fu_strbuf *text,
+                                     fu_strbuf *json, bool *same) {
+  fu_allocator al = a->alloc;
+  const char *first = g->comp.target->name, *second = run_diff_other_backend(first);
+  fu_compiler other;
+  fu_compiler_init(&other, second, NULL, al);
+  fu_strbuf dumps;
+  fu_strbuf_init(&dumps, al);
+  fu_rt_module *mod = NULL;
+  fu_rt_exec *e = NULL;
+  fu_arg *res2 = NULL;
+  uint32_t n2 = 0;
+  g->active = &other;
+  fu_status st = gpu_load(g, f, a, &dumps, &mod);
+  g->active = NULL;
+  if (st == FU_OK) st = fu_rt_exec_new(g->rt, plan, mod, in, g->diag, &e);
+  if (st == FU_OK) st = fu_rt_exec_poison(e, 0xFF);
+  if (st == FU_OK) st = fu_rt_exec_run(e);
+  if (st == FU_OK) st = fu_rt_exec_outputs(e, al, &res2, &n2);
+  if (st == FU_OK && n2 != n_res) st = FU_ERR_INVALID_ARG;
+  if (st == FU_OK) *same = run_diff_outputs(a, f, first, second, res, res2, n_res, text, json);
+  if (st != FU_OK) fu_note(g->diag, f->loc, "while running '@%s' with the %s backend for --diff-backends",
+                           f->name ? f->name : "", second);
+  fu_args_free(res2, n2, al);
+  fu_rt_exec_free(e);
+  fu_rt_module_unload(mod);
+  fu_strbuf_free(&dumps);
+  fu_compiler_free(&other);
+  return st;
+}
+
+static int gpu_fusion(void *ctx, const run_args *a, fu_fusion *f, bool several, fu_strbuf *out, bool first);
+
+/* run_try_fn for the GPU path: the standalone fusion compiled for this GPU
+ * (with this run's backend) and run on it. */
+static int gpu_try(void *ctx, const run_args *a, fu_module *m) {
+  gpu_ctx *g = ctx;
+  if (run_compile_pipeline(a, m, &fu_rt_device(g->rt)->desc, a->source, g->diag) != FU_OK) return 1;
+  fu_module *saved = g->m;
+  g->m = m;
+  fu_strbuf out;
+  fu_strbuf_init(&out, a->alloc);
+  int rc = gpu_fusion(g, a, m->first, false, &out, true);
+  fu_strbuf_free(&out);
+  g->m = saved;
+  return rc;
+}
+
 /* One fusion on the GPU: PTX, module, inputs, plan, run, outputs; then the
  * check against the interpreter and the benchmark when asked.  Returns 0,
  * or 1 on an error or a failed check. */
@@ -231,6 +284,7 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
   uint32_t n_kernels = fu_compile_count_kernels(g->m, f->name);
 
   fu_status st = n_kernels ? gpu_load(g, f, a, &dumps, &mod) : FU_OK;
+  bool compile_failed = st != FU_OK;
   if (st == FU_OK) st = run_make_inputs(a, f, diag, &in, &n_in);
   if (st == FU_OK) st = fu_rt_plan_build(f, in, n_in, al, diag, &plan);
   if (st == FU_OK && a->dump_launch) fu_rt_plan_print_launches(&dumps, &plan);
@@ -239,6 +293,7 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
   if (st == FU_OK) st = fu_rt_exec_run(e);
   if (st == FU_OK) st = fu_rt_exec_outputs(e, al, &res, &n_res);
   if (st == FU_OK) st = read_aliases(e, &plan, f, n_res, al, &after, &how);
+  if (st == FU_OK) st = run_test_corrupt_outputs(f, res, n_res);
   if (st == FU_OK && a->check) st = run_check(a, f, in, n_in, res, n_res, "on the GPU", diag, &lines);
   /* a second run would read inputs the first one updated: no int recheck then */
   if (st == FU_OK && a->check && !after) st = recheck_ints(e, res, n_res, lines);
@@ -251,6 +306,13 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
     st = fu_rt_exec_bench(e, &bo, &br);
     have_bench = st == FU_OK;
   }
+  fu_strbuf diff_json;
+  fu_strbuf_init(&diff_json, al);
+  bool diff_same = true;
+  if (st == FU_OK && a->diff_backends && n_kernels)
+    st = diff_second_backend(g, f, a, &plan, in, res, n_res, &text_bench, &diff_json, &diff_same);
+  if (diff_json.len) fu_strbuf_append(&json_bench, diff_json.data, diff_json.len);
+  fu_strbuf_free(&diff_json);
   if (st == FU_OK) {
     const fu_rt_device_info *dev = fu_rt_device(g->rt);
     char what[512];
@@ -265,9 +327,28 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
                            .text_head = dumps.data, .text_tail = text_bench.data, .alias_after = after,
                            .alias_how = how};
     rc = run_report_fusion(a, &r, several, first_json, diag, out);
+    if (!diff_same) rc = 1;
   } else if (dumps.len) {
     /* What was dumped before the failure helps to find it. */
     fwrite(dumps.data, 1, dumps.len, a->err);
+  }
+  if (compile_failed && !a->given_in && !a->no_repro) {
+    /* the backend failed on this fusion's kernels: a repro with the inputs
+     * the run would have used */
+    fu_diag_engine quiet;
+    fu_diag_init(&quiet, al);
+    quiet.stream = a->err;
+    if (run_make_inputs(a, f, &quiet, &in, &n_in) == FU_OK) {
+      run_repro_request rr = {.f = f, .in = in, .n_in = n_in, .why = RUN_FAIL_COMPILE, .several = several,
+                              .try_alone = gpu_try, .ctx = g};
+      run_repro_write(a, &rr, diag);
+    }
+  } else if (!diff_same && rc && st == FU_OK) {
+    run_repro_request rr = {.f = f, .in = in, .n_in = n_in, .why = RUN_FAIL_DIFF, .several = several,
+                            .detail = "--diff-backends", .try_alone = gpu_try, .ctx = g};
+    run_repro_write(a, &rr, diag);
+  } else {
+    run_repro_after(a, f, in, n_in, st, rc, lines, n_res, several, gpu_try, g, diag);
   }
   fu_rt_bench_result_free(&br);
   fu_rt_exec_free(e);
@@ -300,6 +381,7 @@ static int gpu_fusion(void *ctx, const run_args *a, fu_fusion *f, bool several, 
     else
       fu_error(g->diag, why->loc, "op '%s' of fusion '@%s' is in no segment after the pipeline",
                fu_op_info_of(why->kind)->name, f->name ? f->name : "");
+    run_repro_compile_failure(a, f->name, g->diag);
     return 1;
   }
   return run_gpu_fusion(g, f, a, several, out, first);
@@ -311,6 +393,11 @@ static int gpu_preflight(const run_args *a, fu_module *m, uint32_t n_selected) {
   if (a->ptx && n_selected > 1) {
     fprintf(a->err, RUN_TOOL ": --ptx gives the kernels of one fusion, but '%s' has %u; pick one with --fusion=@NAME\n",
             a->file, n_selected);
+    return 2;
+  }
+  if (a->diff_backends && (!fu_target_lookup("llvm") || !fu_target_lookup("nvrtc"))) {
+    fprintf(a->err, RUN_TOOL ": --diff-backends needs both the llvm and the nvrtc backend, and this build lacks %s\n",
+            fu_target_lookup("llvm") ? "nvrtc" : "llvm");
     return 2;
   }
   if (fu_target_lookup(a->backend)) return 0;
@@ -413,7 +500,10 @@ int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_se
     bool need_compile = a->pipeline != NULL;
     for (fu_fusion *f = m->first; f; f = f->next)
       if (!a->fusion || (f->name && strcmp(f->name, a->fusion) == 0)) need_compile |= !fu_rt_fusion_is_lowered(f, NULL);
-    if (need_compile && (st = run_compile_pipeline(a, m, &dev->desc, src, &diag)) != FU_OK) rc = 1;
+    if (need_compile && (st = run_compile_pipeline(a, m, &dev->desc, src, &diag)) != FU_OK) {
+      rc = 1;
+      run_repro_compile_failure(a, a->fusion, &diag);
+    }
   }
   if (!rc) rc = run_each_fusion(a, m, n_selected, true, gpu_fusion, &g);
   fu_compiler_free(&g.comp);

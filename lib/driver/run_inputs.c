@@ -22,7 +22,38 @@ static char *dir_of(fu_allocator *al, const char *path, size_t *bytes) {
   return d;
 }
 
+/* Copies of the given inputs (a segment tried alone gets the values the
+ * interpreter computed for it): the caller frees what it gets. */
+static fu_status copy_given(const run_args *a, fu_arg **in, uint32_t *n_in) {
+  fu_allocator al = a->alloc;
+  uint32_t n = a->n_given_in;
+  fu_arg *c = fu_mem_calloc(&al, n ? n : 1, sizeof *c);
+  if (!c) return FU_ERR_NOMEM;
+  for (uint32_t i = 0; i < n; i++) {
+    const fu_arg *g = &a->given_in[i];
+    if (g->kind != FU_ARG_TENSOR) {
+      c[i] = *g;
+      continue;
+    }
+    fu_host_tensor t;
+    memset(&t, 0, sizeof t);
+    fu_status st = fu_host_tensor_alloc_strided(&t, al, g->tensor.dtype, g->tensor.rank, g->tensor.shape, g->tensor.strides);
+    if (st == FU_OK) st = fu_host_tensor_copy_into(&t, &g->tensor);
+    if (st != FU_OK) {
+      fu_host_tensor_free(&t);
+      for (uint32_t j = i; j < n; j++) c[j] = fu_arg_scalar_b(false); /* nothing owned there */
+      fu_args_free(c, n, al);
+      return st;
+    }
+    c[i] = fu_arg_tensor(t);
+  }
+  *in = c;
+  *n_in = n;
+  return FU_OK;
+}
+
 fu_status run_make_inputs(const run_args *a, fu_fusion *f, fu_diag_engine *diag, fu_arg **in, uint32_t *n_in) {
+  if (a->given_in) return copy_given(a, in, n_in);
   fu_allocator al = a->alloc;
   size_t base_bytes = 0;
   char *base = strcmp(a->file, "-") == 0 ? NULL : dir_of(&al, a->file, &base_bytes);

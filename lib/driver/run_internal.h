@@ -52,6 +52,13 @@ typedef struct run_args {
   bool dump_launch, dump_jit, dump_ptx;
   uint32_t iters, warmup;
   int gpu;              /* device ordinal */
+  /* repros (run_repro.c) and the backend comparison (run_diff.c) */
+  const char *save_repro; /* --save-repro DIR */
+  bool no_repro;          /* --no-repro: no folder on a failure */
+  bool diff_backends;     /* --diff-backends */
+  const fu_source *source; /* the file as read, for the repro's fusion as given */
+  const fu_arg *given_in;  /* inputs to use instead of making them (a segment tried alone) */
+  uint32_t n_given_in;
   FILE *out, *err;      /* the streams fu_run_main was given */
   fu_allocator alloc;
 } run_args;
@@ -93,6 +100,11 @@ bool run_dist_parse(run_args *a, const char *spec);
 /* A line per expectation into `out` (text); false when any fails. */
 bool run_dist_check(const run_args *a, const fu_value *const *outs, const fu_arg *res, uint32_t n_res,
                     fu_strbuf *out);
+
+/* Calls `visit` on each value that `out` is computed from (itself
+ * included), fusion inputs left out, each once. */
+void run_walk_upstream(fu_fusion *f, fu_value *out, fu_allocator al, void (*visit)(void *ctx, const fu_value *v),
+                       void *ctx);
 
 /* ---- the summary (run_report.c) ---- */
 
@@ -142,6 +154,68 @@ void run_put_json_string(fu_strbuf *sb, const char *s);
 bool run_save_prepare(const run_args *a, const char *dir);
 bool run_save_args(const run_args *a, const char *dir, const char *sub, const fu_value *const *vals,
                    const fu_arg *args, uint32_t n, fu_diag_engine *diag, fu_strbuf *log);
+
+/* The directory `dir` exists (made when its parent does); false after an
+ * error on a->err. */
+bool run_save_mkdir(const run_args *a, const char *dir);
+
+/* ---- repro folders (run_repro.c) ---- */
+
+typedef enum run_failure { RUN_FAIL_NONE, RUN_FAIL_CHECK, RUN_FAIL_COMPILE, RUN_FAIL_RUN, RUN_FAIL_DIFF } run_failure;
+const char *run_failure_name(run_failure why);
+
+/* A device path's way to compile and run a standalone fusion (the module's
+ * one fusion, with a->given_in as its inputs and a->check on); non-zero
+ * when it fails (an error, or a failed check). */
+typedef int (*run_try_fn)(void *ctx, const run_args *a, fu_module *m);
+
+typedef struct run_repro_request {
+  fu_fusion *f;            /* the fusion as it ran (compiled), or NULL */
+  const char *fusion_name; /* when f is NULL */
+  const fu_arg *in;        /* the run's inputs (NULL: no repro) */
+  uint32_t n_in;
+  run_failure why;         /* RUN_FAIL_NONE: --save-repro on a run that passed */
+  const char *detail;      /* e.g. the failing outputs, or NULL */
+  bool several;            /* several fusions selected: DIR/<fusion> for --save-repro */
+  bool whole;              /* set by run_repro_write: the whole fusion is the repro */
+  run_try_fn try_alone;    /* NULL: no narrowing down to one segment */
+  void *ctx;
+} run_repro_request;
+
+/* Writes the repro folder when one is due: on a failure unless --no-repro
+ * (in --save-repro DIR, else a fresh folder under $FUSER_REPRO_DIR or
+ * $TMPDIR), and with --save-repro on success; prints its path on a->err.
+ * False when writing failed (reported). */
+bool run_repro_write(const run_args *a, const run_repro_request *r, fu_diag_engine *diag);
+/* Before anything runs: the --save-repro folder exists (made with its
+ * missing parents), else an error on a->err and false. */
+bool run_repro_prepare(const run_args *a);
+/* After a pipeline that failed: a repro of each selected fusion (`only`:
+ * --fusion, or NULL) as the file gives it, with the inputs the run makes. */
+void run_repro_compile_failure(const run_args *a, const char *only, fu_diag_engine *diag);
+/* The names of the outputs whose check failed ("%T3, %T5"), into sb. */
+void run_repro_failed_outputs(fu_strbuf *sb, fu_fusion *f, const run_check_line *lines, uint32_t n);
+
+/* The common ending of a device path's fusion: given how it went (`st`,
+ * the summary's `rc`, the check lines), writes the repro that is due
+ * (run_repro_write), narrowing with `try_alone`. */
+void run_repro_after(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t n_in, fu_status st, int rc,
+                     const run_check_line *lines, uint32_t n_lines, bool several, run_try_fn try_alone, void *ctx,
+                     fu_diag_engine *diag);
+
+/* FUSER_TEST_CORRUPT_OUTPUT (run_fault.c): the test-only mismatch. */
+fu_status run_test_corrupt_outputs(fu_fusion *f, fu_arg *res, uint32_t n_res);
+
+/* ---- --diff-backends (run_diff.c) ---- */
+
+/* The backend a --diff-backends run compares `first` with. */
+const char *run_diff_other_backend(const char *first);
+/* Compares each of the n outputs of the `first` backend's run (r1) with the
+ * `second`'s (r2): bit for bit, or within tolerance where a math-library op
+ * feeds the output.  One text line per output, and a JSON member; true
+ * when every output passes. */
+bool run_diff_outputs(const run_args *a, fu_fusion *f, const char *first, const char *second, const fu_arg *r1,
+                      const fu_arg *r2, uint32_t n, fu_strbuf *text, fu_strbuf *json);
 
 /* ---- the paths ---- */
 

@@ -39,8 +39,23 @@ static bool all_lowered(fu_fusion *f, fu_diag_engine *diag) {
   return true;
 }
 
+/* run_try_fn for the kir path: the standalone fusion compiled for the
+ * passes' default device and run on the kernel-IR interpreter. */
+static int kir_try(void *ctx, const run_args *a, fu_module *m) {
+  fu_diag_engine *diag = ctx;
+  if (run_compile_pipeline(a, m, NULL, a->source, diag) != FU_OK) return 1;
+  fu_strbuf out;
+  fu_strbuf_init(&out, a->alloc);
+  int rc = run_kir_fusion(a, m->first, false, diag, &out, true);
+  fu_strbuf_free(&out);
+  return rc;
+}
+
 int run_kir_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine *diag, fu_strbuf *out, bool first) {
-  if (!all_lowered(f, diag)) return 1;
+  if (!all_lowered(f, diag)) {
+    run_repro_compile_failure(a, f->name, diag);
+    return 1;
+  }
   fu_allocator al = a->alloc;
   fu_arg *in = NULL, *res = NULL;
   uint32_t n_in = 0, n_res = 0;
@@ -50,6 +65,7 @@ int run_kir_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine
   int rc = 1;
   fu_status st = run_make_inputs(a, f, diag, &in, &n_in);
   if (st == FU_OK) st = fu_kir_run_fusion(f, in, n_in, al, diag, &res, &n_res, &stats);
+  if (st == FU_OK) st = run_test_corrupt_outputs(f, res, n_res);
   if (st == FU_OK && a->check) st = run_check(a, f, in, n_in, res, n_res, "on the kernel-IR interpreter", diag, &lines);
   if (st == FU_OK) {
     uint32_t n_kernels = 0;
@@ -63,6 +79,7 @@ int run_kir_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine
                            .device = "kir", .what = what, .json_device = json};
     rc = run_report_fusion(a, &r, several, first, diag, out);
   }
+  run_repro_after(a, f, in, n_in, st, rc, lines, n_res, several, kir_try, diag, diag);
   fu_args_free(in, n_in, al);
   fu_args_free(res, n_res, al);
   if (lines) fu_mem_free(&al, lines, (n_res ? n_res : 1) * sizeof *lines);

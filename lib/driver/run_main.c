@@ -88,7 +88,8 @@ int fu_run_main(int argc, char *const *argv, FILE *in, FILE *out, FILE *err) {
     run_args_free(&a);
     return rc;
   }
-  if ((a.save_outputs && !run_save_prepare(&a, a.save_outputs)) || (a.save_inputs && !run_save_prepare(&a, a.save_inputs))) {
+  if ((a.save_outputs && !run_save_prepare(&a, a.save_outputs)) || (a.save_inputs && !run_save_prepare(&a, a.save_inputs)) ||
+      !run_repro_prepare(&a)) {
     run_args_free(&a);
     return 1;
   }
@@ -112,6 +113,7 @@ int fu_run_main(int argc, char *const *argv, FILE *in, FILE *out, FILE *err) {
     return 1;
   }
   fu_source src = {from_stdin ? "<stdin>" : a.file, text, len, 1};
+  a.source = &src;
   fu_module *m = NULL;
   rc = 1;
   st = fu_parse_module(&src, al, &diag, &m);
@@ -123,6 +125,8 @@ int fu_run_main(int argc, char *const *argv, FILE *in, FILE *out, FILE *err) {
   } else if (n_selected && a.device == RUN_DEVICE_KIR) {
     if (!run_kir_needs_compile(&a, m) || run_compile_pipeline(&a, m, NULL, &src, &diag) == FU_OK)
       rc = run_each_fusion(&a, m, n_selected, false, kir_fusion, &hc);
+    else
+      run_repro_compile_failure(&a, a.fusion, &diag);
   } else if (n_selected) {
     rc = run_each_fusion(&a, m, n_selected, false, cpu_fusion, &hc);
   }

@@ -10,7 +10,7 @@
 #include "run_internal.h"
 
 /* A folder that exists already is fine: runs may write into the same one. */
-static bool make_dir(const run_args *a, const char *dir) {
+bool run_save_mkdir(const run_args *a, const char *dir) {
   if (mkdir(dir, 0777) == 0 || errno == EEXIST) return true;
   fprintf(a->err, RUN_TOOL ": error: cannot create directory '%s': %s\n", dir, strerror(errno));
   return false;
@@ -21,7 +21,7 @@ static bool make_dir(const run_args *a, const char *dir) {
  * the folder is writable is asked of the file system (access), which also
  * answers for read-only mounts; a file in the way is named as such. */
 bool run_save_prepare(const run_args *a, const char *dir) {
-  if (!make_dir(a, dir)) return false;
+  if (!run_save_mkdir(a, dir)) return false;
   struct stat sb;
   if (stat(dir, &sb) != 0) {
     fprintf(a->err, RUN_TOOL ": error: cannot use directory '%s': %s\n", dir, strerror(errno));
@@ -41,10 +41,10 @@ bool run_save_prepare(const run_args *a, const char *dir) {
 bool run_save_args(const run_args *a, const char *dir, const char *sub, const fu_value *const *vals, const fu_arg *args, uint32_t n,
                    fu_diag_engine *diag, fu_strbuf *log) {
   char path[4096];
-  if (!make_dir(a, dir)) return false;
+  if (!run_save_mkdir(a, dir)) return false;
   if (sub) {
     snprintf(path, sizeof path, "%s/%s", dir, sub);
-    if (!make_dir(a, path)) return false;
+    if (!run_save_mkdir(a, path)) return false;
   }
   for (uint32_t i = 0; i < n; i++) {
     fu_host_tensor scalar;

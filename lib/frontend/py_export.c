@@ -32,6 +32,7 @@ typedef struct exporter {
   fu_py_map used;     /* Python names taken */
   fu_py_map origins;  /* symbol -> sym_origin */
   fu_example_sizes sizes; /* symbol sizes from the inputs' example shapes */
+  bool with_inputs;       /* --with-inputs: every tensor input's sizes must be recorded */
   uint32_t n_fresh;
   bool uses_numpy;
 } exporter;
@@ -408,9 +409,21 @@ static fu_status export_op(exporter *ex, const fu_op *op) {
   return st;
 }
 
+/* Whether a layout maps two elements to one address (a stride-0 dim of
+ * size > 1): torch cannot copy data into such a view. */
+static bool overlapping(int32_t rank, const int64_t *shape, const int64_t *strides) {
+  for (int32_t d = 0; d < rank; d++)
+    if (strides && strides[d] == 0 && shape[d] > 1) return true;
+  return false;
+}
+
 /* One inputs-list entry: torch code that makes the example data (or
- * made-up data of the right shape and dtype). */
-static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu_strbuf *unbound) {
+ * made-up data of the right shape and dtype).  With --with-inputs a .npy
+ * input becomes storage of its layout viewed with as_strided and filled
+ * from the file (`.copy_(torch.from_numpy(...))`), so the script has the
+ * run's shapes, strides, dtypes and values; a size the IR does not record
+ * is an error at the input. */
+static fu_status export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu_strbuf *unbound) {
   fu_strbuf *o = ex->out;
   const fu_value *v = op->results[0];
   const fu_type *t = &v->type;
@@ -426,7 +439,7 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
         val.b = true;
     }
     put_scalar(o, t->dtype, val);
-    return;
+    return FU_OK;
   }
   int64_t shape[FU_MAX_RANK];
   int32_t rank = t->rank > FU_MAX_RANK ? FU_MAX_RANK : t->rank;
@@ -437,12 +450,21 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
       shape[d] = t->dims[d].value;
     } else {
       bool found = fu_example_sizes_get(&ex->sizes, t->dims[d].sym, &shape[d]);
+      if (!found && ex->with_inputs) {
+        fu_error(ex->diag, op->loc,
+                 "input '%%%s' records no size for '%s' (dim %d): --with-inputs needs example_shape=[...] or "
+                 "constant extents",
+                 v->name ? v->name : "?", t->dims[d].sym, d);
+        return FU_ERR_INVALID_ARG;
+      }
       if (!found) shape[d] = FU_DEFAULT_EXTENT;
       if (!found && !strstr(unbound->data ? unbound->data : "", t->dims[d].sym))
         fu_strbuf_printf(unbound, "%s%s = %d", unbound->len ? ", " : "", t->dims[d].sym, FU_DEFAULT_EXTENT);
     }
   }
   const int64_t *strides = e->strides ? e->strides : op->u.input.layout.strides;
+  /* --with-inputs: the .npy data go into tensors of the recorded layout */
+  bool fill_from_npy = ex->with_inputs && e->init == FU_INIT_NPY && !overlapping(rank, shape, strides);
   bool strided = false;
   if (strides) {
     int64_t s = 1;
@@ -486,6 +508,19 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
       break;
     case FU_INIT_NPY:
       ex->uses_numpy = true;
+      if (fill_from_npy || ex->with_inputs) {
+        /* storage of the recorded layout; its values come from the file below
+         * (an overlapping layout keeps random values: say so) */
+        if (!fill_from_npy)
+          fu_strbuf_printf(o, "# '%s' has an expanded (stride 0) layout: random data here; the run's values are in %s\n    ",
+                           v->name ? v->name : "?", e->npy_path ? e->npy_path : "?");
+        if (is_float)
+          fu_strbuf_printf(o, "torch.randn(%s, dtype=torch.%s, device=\"%s\")", empty ? "()" : sz, dtype, ex->device);
+        else
+          fu_strbuf_printf(o, "torch.testing.make_tensor(%s, dtype=torch.%s, device=\"%s\")", empty ? "()" : sz,
+                           dtype, ex->device);
+        break;
+      }
       fu_strbuf_printf(o, "torch.from_numpy(numpy.load(\"%s\")).to(\"%s\")", e->npy_path ? e->npy_path : "",
                        ex->device);
       strided = false;
@@ -511,13 +546,17 @@ static void export_example(exporter *ex, const fu_fusion *f, const fu_op *op, fu
     for (int32_t d = 0; d < rank; d++) fu_strbuf_printf(o, "%s%lld", d ? ", " : "", (long long)strides[d]);
     fu_strbuf_puts(o, rank == 1 ? ",))" : "))");
   }
+  if (fill_from_npy)
+    fu_strbuf_printf(o, ".copy_(torch.from_numpy(numpy.load(\"%s\"))%s)", e->npy_path ? e->npy_path : "",
+                     t->dtype == FU_DT_BF16 ? ".view(torch.bfloat16)" : "");
   fu_strbuf_free(&sizes);
+  return FU_OK;
 }
 
 /* The inputs list and the execute call; inputs without any example data
  * go into `placeholder_inputs`, which the importer skips, so that the IR
  * imports back without example data it never had. */
-static void export_inputs(exporter *ex, const fu_fusion *f) {
+static fu_status export_inputs(exporter *ex, const fu_fusion *f) {
   fu_strbuf *o = ex->out;
   uint32_t n = 0, with_data = 0;
   for (const fu_op *op = f->body.first; op; op = op->next)
@@ -526,6 +565,12 @@ static void export_inputs(exporter *ex, const fu_fusion *f) {
       with_data += op->u.input.example.init != FU_INIT_NONE;
     }
   bool placeholder = n > 0 && with_data == 0;
+  if (placeholder && ex->with_inputs) {
+    fu_error(ex->diag, f->loc,
+             "fusion '@%s' records no input data (example=... or npy=\"...\" on its inputs), which --with-inputs writes",
+             f->name ? f->name : "");
+    return FU_ERR_INVALID_ARG;
+  }
   const char *list = placeholder ? "placeholder_inputs" : "inputs";
   size_t comment_at = o->len;
   if (placeholder)
@@ -533,10 +578,11 @@ static void export_inputs(exporter *ex, const fu_fusion *f) {
   fu_strbuf unbound;
   fu_strbuf_init(&unbound, ex->alloc);
   fu_strbuf_printf(o, "%s = [\n", list);
-  for (const fu_op *op = f->body.first; op; op = op->next) {
+  fu_status st = FU_OK;
+  for (const fu_op *op = f->body.first; op && st == FU_OK; op = op->next) {
     if (op->kind != FU_OP_INPUT) continue;
     fu_strbuf_puts(o, "    ");
-    export_example(ex, f, op, &unbound);
+    st = export_example(ex, f, op, &unbound);
     fu_strbuf_puts(o, ",\n");
   }
   fu_strbuf_puts(o, "]\n");
@@ -557,6 +603,7 @@ static void export_inputs(exporter *ex, const fu_fusion *f) {
   }
   fu_strbuf_free(&unbound);
   fu_strbuf_printf(o, "fd.execute(%s)\n", list);
+  return st;
 }
 
 /* One fusion: its definition, the with block and its inputs. */
@@ -591,7 +638,7 @@ static fu_status export_fusion(exporter *ex, const fu_fusion *f, const char *py_
   if (st == FU_OK) {
     fu_strbuf_printf(ex->out, "\nwith FusionDefinition() as fd:\n    %s(fd)\n\n", py_name);
     if (fu_example_sizes_bind(&ex->sizes, f, ex->alloc) != FU_OK) st = nomem(ex);
-    if (st == FU_OK) export_inputs(ex, f);
+    if (st == FU_OK) st = export_inputs(ex, f);
     fu_example_sizes_free(&ex->sizes);
   }
   fu_py_map_free(&ex->used);
@@ -606,6 +653,7 @@ fu_status fu_py_export(fu_strbuf *out, const fu_module *m, const fu_py_export_op
   ex.diag = diag;
   ex.alloc = m->alloc;
   ex.device = opts && opts->device ? opts->device : "cuda";
+  ex.with_inputs = opts && opts->with_inputs;
   ex.scratch = fu_arena_new(m->alloc);
   if (!ex.scratch) return nomem(&ex);
   fu_strbuf body;

@@ -358,6 +358,41 @@ static fu_status eval_factory(evaluator *ev, const fu_py_expr *call, const char 
   return unsupported_at(ev, call->loc, name);
 }
 
+/* `<tensor>.copy_(torch.from_numpy(numpy.load("file.npy")))`, optionally
+ * with `.view(torch.bfloat16)` after from_numpy (numpy has no bf16, so its
+ * data travel as <u2 bit patterns): the receiver gives the shape and the
+ * strides, the file the values.  This is how a repro script that fuser-run
+ * wrote rebuilds a strided input with the run's own data. */
+static fu_status eval_copy_source(evaluator *ev, const fu_py_expr *call, fu_py_example_spec *spec) {
+  if (call->u.call.n_args != 1 || call->u.call.n_kwargs) return unsupported_at(ev, call->loc, "copy_");
+  const fu_py_expr *src = call->u.call.args[0];
+  char name[128];
+  if (src->kind == FU_PY_E_CALL && src->u.call.callee->kind == FU_PY_E_ATTR &&
+      strcmp(src->u.call.callee->u.attr.name, "view") == 0 && src->u.call.n_args == 1 && !src->u.call.n_kwargs &&
+      is_dtype_expr(src->u.call.args[0])) {
+    fu_dtype dt;
+    fu_status st = eval_torch_dtype(ev, src->u.call.args[0], &dt);
+    if (st != FU_OK) return st;
+    if (dt != FU_DT_BF16) {
+      fu_error(ev->diag, src->loc, "only '.view(torch.bfloat16)' is supported on data loaded from a .npy file");
+      return FU_ERR_UNSUPPORTED;
+    }
+    src = src->u.call.callee->u.attr.base;
+  }
+  if (src->kind != FU_PY_E_CALL || !dotted(src->u.call.callee, name, sizeof name) ||
+      strcmp(name, "torch.from_numpy") != 0) {
+    fu_error(ev->diag, src->loc, "'.copy_' takes torch.from_numpy(numpy.load(\"file.npy\")) in example data");
+    return FU_ERR_UNSUPPORTED;
+  }
+  fu_py_example_spec data;
+  memset(&data, 0, sizeof data);
+  fu_status st = eval_factory(ev, src, name, &data);
+  if (st != FU_OK) return st;
+  spec->init = FU_INIT_NPY;
+  spec->npy_path = data.npy_path;
+  return FU_OK;
+}
+
 static bool normalize_dim(int64_t *d, int32_t rank) {
   if (*d < 0) *d += rank;
   return *d >= 0 && *d < rank;
@@ -494,6 +529,8 @@ static fu_status eval_method(evaluator *ev, const fu_py_expr *call, fu_py_exampl
     memcpy(spec->shape, shape, sizeof shape);
     memcpy(spec->strides, strides, sizeof strides);
     spec->has_strides = true;
+  } else if (strcmp(m, "copy_") == 0) {
+    if ((st = eval_copy_source(ev, call, spec)) != FU_OK) return st;
   } else if (strcmp(m, "contiguous") == 0) {
     spec->has_strides = false;
   } else if (strcmp(m, "cuda") == 0 || strcmp(m, "detach") == 0 || strcmp(m, "requires_grad_") == 0) {
