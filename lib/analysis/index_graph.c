@@ -1050,6 +1050,26 @@ static bool index_back_map(fu_igraph *g, const fu_op *op, uint32_t operand, cons
   return c[d] != NULL && !fu_ix_failed(g->ix);
 }
 
+/* A reshape's operand coordinates for result coordinates rc.  When the
+ * operand already has coordinates of its own that the reshape maps
+ * forward to exactly rc (group norm: [N, G, C/G, H, W] normalized, then
+ * reshaped back to [N, C, H, W]), those, not rc split again: a reshape is
+ * one-to-one on the points in range, and a split of a merged coordinate
+ * ((g * C/G + c) / (C/G)) does not simplify back to g when the schedule's
+ * guarded splits let the index expressions exceed the extents, so the
+ * operand would be read, and a reduction's result looked up, at other
+ * coordinates than the ones the rest of the kernel uses. */
+static const fu_ix **reshape_back_map(fu_igraph *g, const fu_value *x, const fu_value *r, const fu_ix *const *rc) {
+  int32_t xl = local_of(g, x);
+  const fu_ix **own = xl >= 0 && g->coords[xl] ? reshape_map(g, &x->type, g->coords[xl], &r->type) : NULL;
+  bool same = own != NULL;
+  for (int32_t d = 0; same && d < r->type.rank; d++) same = own[d] == rc[d];
+  if (!same) return reshape_map(g, &r->type, rc, &x->type);
+  const fu_ix **c = new_tuple(g, (uint32_t)x->type.rank);
+  for (int32_t d = 0; c && d < x->type.rank; d++) c[d] = g->coords[xl][d];
+  return c;
+}
+
 const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand, const fu_ix *const *rc) {
   if (operand >= op->n_operands || op->n_results == 0) return NULL;
   const fu_value *x = op->operands[operand], *r = op->results[0];
@@ -1094,7 +1114,7 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
   case FU_OC_PERMUTE:
     for (int32_t d = 0; d < r->type.rank; d++) c[op->u.permute.dims.v[d]] = rc[d];
     return c;
-  case FU_OC_RESHAPE: return reshape_map(g, &r->type, rc, &x->type);
+  case FU_OC_RESHAPE: return reshape_back_map(g, x, r, rc);
   case FU_OC_SLICE:
   case FU_OC_CAT:
   case FU_OC_PAD: return resize_back_map(g, op, operand, rc, c) ? c : NULL;

@@ -346,9 +346,11 @@ fu_status fu_kir_run_fusion(fu_fusion *f, const fu_arg *inputs, uint32_t n_input
       for (const fu_op *o = f->body.first; o; o = o->next) aliased |= o->kind == FU_OP_OUTPUT && o->u.output.alias == v;
       if (a->kind == FU_ARG_TENSOR && aliased) {
         /* an output may be written into it in place: the run's own copy, as
-         * the device has its own, so the caller's inputs stay as they were */
+         * the device has its own, so the caller's inputs stay as they were;
+         * in the input's own strides, which the kernels were compiled for */
         fu_host_tensor c;
-        st = fu_host_tensor_copy_contiguous(&a->tensor, alloc, &c);
+        st = fu_host_tensor_alloc_strided(&c, alloc, a->tensor.dtype, a->tensor.rank, a->tensor.shape, a->tensor.strides);
+        if (st == FU_OK && (st = fu_host_tensor_copy_into(&c, &a->tensor)) != FU_OK) fu_host_tensor_free(&c);
         if (st == FU_OK) st = own(&r, &c);
         if (st == FU_OK) {
           r.val[v->id] = c;

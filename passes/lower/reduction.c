@@ -207,7 +207,7 @@ static bool eval_start(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval 
     fu_kval *at = off ? emit_ix(L, off) : NULL;
     if (!off) fail(L, L->seg->loc, "a load cannot be indexed");
     if (at && !fu_kb_load(&L->b, vname(v), L->tparam[v->id], at, 1, v->type.dtype, kv)) chk(L, NULL);
-  } else if (op && op->parent == L->seg->u.segment.body && c) {
+  } else if (op && op->parent == L->seg->u.segment.body && (c || !fu_type_is_tensor(&v->type))) {
     const fu_op_info *info = fu_op_info_of(op->kind);
     if (fu_op_has(op->kind, FU_OF_POINTWISE) && op->n_operands > 3) {
       fail(L, op->loc, "an op with more than 3 operands");

@@ -5,10 +5,11 @@
  * of independent reductions, combines each across the row's threads, and
  * a last pass computes and stores the outputs (passes/lower/persistent.c).
  * The reference is the reductions' operand; its kept dims merge into `i`
- * and its reduced dims, the last ones, into `r` (inner normalizations;
- * outer ones are declined for now).  The ladder, on the row length N in
- * vectors of V elements (16 bytes of the widest full-size tensor, V
- * dividing N):
+ * and its reduced dims, which include the last one, into `r` (inner
+ * normalizations, and batch norm over N, H, W of NCHW: a row gathered from
+ * runs apart; outer ones, the last dim kept, are split by the segmenter).
+ * The ladder, on the row length N in vectors of V elements (16 bytes of
+ * the widest full-size tensor, V dividing N):
  *   - up to 128 vectors: a group of 2..32 threads of one warp per row
  *     (about 4 vectors each), 256 / group rows per block, shuffles only
  *     (reduce=warp); with few rows, no more rows per block than there are
@@ -41,6 +42,7 @@
 enum {
   MAX_AXES = 32,
   REG_BYTES = 128,    /* bytes of cached inputs per thread (32 registers) */
+  GATHER_BYTES = 112, /* the same where the row gathers runs apart (batch norm NCHW): its index math takes more */
   WARP_VECS = 128,    /* rows of at most this many vectors take a warp or less */
   VECS_PER_THREAD = 4, /* the target number of vectors (loads in flight) per thread */
   REREAD_THREADS = 512 /* threads per row with persist=reread */
@@ -61,22 +63,39 @@ static uint32_t axis_new(pbuild *b, const char *name, int32_t ref_dim, int32_t d
   return a;
 }
 
-/* Reference dims [lo, hi) (made as axes d<lo>..) merged, in order, into
- * one axis named `name`. */
-static uint32_t merged(pbuild *b, int32_t lo, int32_t hi, const char *name) {
-  uint32_t cur = UINT32_MAX;
-  for (int32_t d = lo; d < hi; d++) {
+/* The reference dims as root axes, in dim order (the order the schedule's
+ * `reference` line lists them): d<d>, or `i` / `r` for the one kept or the
+ * one reduced dim. */
+static void root_axes(pbuild *b, const bool *reduced, int32_t rank, uint32_t *roots) {
+  int32_t n_red = 0;
+  for (int32_t d = 0; d < rank; d++) n_red += reduced[d];
+  for (int32_t d = 0; d < rank; d++) {
     char nm[8];
     snprintf(nm, sizeof nm, "d%d", (int)d % 100);
-    uint32_t a = axis_new(b, hi - lo == 1 ? name : nm, d, -1);
+    bool alone = reduced[d] ? n_red == 1 : rank - n_red == 1;
+    roots[d] = axis_new(b, alone ? (reduced[d] ? "r" : "i") : nm, d, -1);
+  }
+}
+
+/* The root axes of the dims d with reduced[d] == want merged, in order,
+ * into one axis named `name`, or UINT32_MAX when there are none. */
+static uint32_t merged(pbuild *b, const uint32_t *roots, const bool *reduced, int32_t rank, bool want,
+                       const char *name) {
+  uint32_t cur = UINT32_MAX;
+  int32_t n = 0, k = 0;
+  for (int32_t d = 0; d < rank; d++) n += reduced[d] == want;
+  for (int32_t d = 0; d < rank; d++) {
+    if (reduced[d] != want) continue;
+    uint32_t a = roots[d];
     if (cur != UINT32_MAX) {
       char mid[8];
       snprintf(mid, sizeof mid, "m%u", b->n_axes % 100u);
       b->xf[b->n_xf] = (fu_sxform){.kind = FU_SX_MERGE, .in = {cur, a}, .loc = fu_loc_none()};
-      a = b->xf[b->n_xf].out[0] = axis_new(b, d + 1 == hi ? name : mid, -1, (int32_t)b->n_xf);
+      a = b->xf[b->n_xf].out[0] = axis_new(b, k + 1 == n ? name : mid, -1, (int32_t)b->n_xf);
       b->n_xf++;
     }
     cur = a;
+    k++;
   }
   return cur;
 }
@@ -110,18 +129,31 @@ static double dim_estimate(fu_fusion *f, fu_extent e, double dflt) {
   return dflt;
 }
 
-static bool same_shape(const fu_value *a, const fu_value *b) {
-  if (a->type.rank != b->type.rank) return false;
-  for (int32_t d = 0; d < a->type.rank; d++)
-    if (!fu_extent_equal(a->type.dims[d], b->type.dims[d])) return false;
-  return true;
+/* Whether a has the elements of b: the same shape, or with `views`, as
+ * many constant elements (a view of it: group norm's [N, C, H, W] input and
+ * output beside the [N, G, C/G, H, W] reference; only where a row has more
+ * than one element, else the per-row values count as many). */
+static bool same_elems(const fu_value *a, const fu_value *b, bool views) {
+  bool same = a->type.rank == b->type.rank;
+  for (int32_t d = 0; same && d < a->type.rank; d++) same = fu_extent_equal(a->type.dims[d], b->type.dims[d]);
+  if (same || !views) return same;
+  int64_t na = 1, nb = 1;
+  for (int32_t d = 0; d < a->type.rank; d++) {
+    if (a->type.dims[d].sym) return false;
+    na *= a->type.dims[d].value;
+  }
+  for (int32_t d = 0; d < b->type.rank; d++) {
+    if (b->type.dims[d].sym) return false;
+    nb *= b->type.dims[d].value;
+  }
+  return na == nb;
 }
 
 /* The full-size tensors of the segment (inputs and outputs of the
- * reference's shape): their widest dtype (*widest bytes, 0 when bool is
+ * reference's elements): their widest dtype (*widest bytes, 0 when bool is
  * among them), and the bytes per element of the inputs among them (the
  * inputs a registers schedule caches). */
-static void full_size_bytes(const fu_op *seg, const fu_value *ref, size_t *widest, size_t *cached) {
+static void full_size_bytes(const fu_op *seg, const fu_value *ref, bool views, size_t *widest, size_t *cached) {
   *widest = 0;
   *cached = 0;
   bool any_bool = false;
@@ -129,7 +161,7 @@ static void full_size_bytes(const fu_op *seg, const fu_value *ref, size_t *wides
   for (uint32_t pass = 0; pass < 2; pass++)
     for (uint32_t k = 0; k < (pass ? si->n_outputs : seg->n_operands); k++) {
       const fu_value *v = pass ? si->outputs[k] : seg->operands[k];
-      if (!fu_type_is_tensor(&v->type) || !same_shape(v, ref)) continue;
+      if (!fu_type_is_tensor(&v->type) || !same_elems(v, ref, views)) continue;
       size_t sz = fu_dtype_size(v->type.dtype);
       any_bool |= v->type.dtype == FU_DT_BOOL;
       if (sz > *widest) *widest = sz;
@@ -216,28 +248,31 @@ static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
     int64_t a = axes->v[i] < 0 ? axes->v[i] + rank : axes->v[i];
     if (a >= 0 && a < rank) reduced[a] = true;
   }
-  /* the reduced dims: the trailing run [first, rank) */
-  int32_t first = rank;
-  while (first > 0 && reduced[first - 1]) first--;
-  for (int32_t d = 0; d < first; d++)
-    if (reduced[d] || rank == 0) first = -1;
-  if (rank == 0 || first < 0 || first == rank) {
+  /* the reduced dims include the last one: r merges them in order, i the
+   * kept ones (batch norm over N, H, W of NCHW: a row of N runs of H * W);
+   * with the last dim kept (an outer normalization) the segmenter makes a
+   * reduction kernel and a pointwise kernel instead */
+  if (rank == 0 || !reduced[rank - 1]) {
     if (debug)
-      fprintf(debug, "schedule: @%s: persistent segment whose reduced dims are not the last ones (an outer "
-                     "normalization): comes later\n", sname);
+      fprintf(debug, "schedule: @%s: persistent segment whose last dim is kept (an outer normalization): comes later\n",
+              sname);
     return FU_OK;
   }
   double row = 1, rows = 1;
   bool row_const = true;
   for (int32_t d = 0; d < rank; d++) {
     double e = dim_estimate(f, ref->type.dims[d], 1024.0);
-    if (d >= first) row *= e, row_const &= !ref->type.dims[d].sym;
+    if (reduced[d]) row *= e, row_const &= !ref->type.dims[d].sym;
     else rows *= e;
   }
+  /* a vector stays inside the trailing run of reduced dims (contiguous in
+   * a row-major input) */
+  int32_t run = rank;
+  while (run > 0 && reduced[run - 1]) run--;
   int64_t n = 1;
-  for (int32_t d = first; row_const && d < rank; d++) n *= ref->type.dims[d].value;
+  for (int32_t d = run; row_const && d < rank; d++) n *= ref->type.dims[d].value;
   size_t widest, cached;
-  full_size_bytes(seg, ref, &widest, &cached);
+  full_size_bytes(seg, ref, row_const && row > 1, &widest, &cached);
   /* the vector: 16 bytes of the widest full-size tensor, dividing a
    * constant row (a symbolic row, or bool tensors: scalar) */
   int64_t vw = widest && row_const ? (int64_t)(16 / widest) : 1;
@@ -256,7 +291,8 @@ static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
   /* the kept rows, when constant (none kept: one row) */
   int64_t m = 1;
   bool kept_const = true;
-  for (int32_t d = 0; d < first; d++) {
+  for (int32_t d = 0; d < rank; d++) {
+    if (reduced[d]) continue;
     kept_const &= !ref->type.dims[d].sym;
     m *= ref->type.dims[d].sym ? 1 : ref->type.dims[d].value;
   }
@@ -268,7 +304,13 @@ static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
   if (tx * ty < (int64_t)dev->warp_size) tx = (int64_t)dev->warp_size / ty;
   int64_t per = row_const ? ((int64_t)vecs + tx - 1) / tx : 0; /* vectors per thread */
   /* (an empty row has nothing to keep: reread, which loops 0 times) */
-  bool regs = row_const && per >= 1 && per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= REG_BYTES;
+  /* a row of runs apart (batch norm over N, H, W of NCHW) divides and
+   * takes remainders per vector: bf16 rows of 25088 at 1024 threads (128
+   * bytes) spill 24 bytes at 64 registers, f32 ones (112 bytes) do not */
+  bool gathered = false;
+  for (int32_t d = 0; d < run; d++) gathered |= reduced[d];
+  int64_t budget = gathered ? GATHER_BYTES : REG_BYTES;
+  bool regs = row_const && per >= 1 && per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= (double)budget;
   /* a row that did not fit a block's registers: every pass rereads it
    * with REREAD_THREADS threads (at 1024, the 64 registers a thread may
    * have spill a little) */
@@ -278,8 +320,10 @@ static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
     ty = 1;
   }
   pbuild b = {0};
-  uint32_t i = first > 0 ? merged(&b, 0, first, "i") : UINT32_MAX;
-  uint32_t r = merged(&b, first, rank, "r"), ro = r, rv = UINT32_MAX, rs, rx, ib, iy;
+  uint32_t roots[FU_MAX_RANK];
+  root_axes(&b, reduced, rank, roots);
+  uint32_t i = merged(&b, roots, reduced, rank, false, "i");
+  uint32_t r = merged(&b, roots, reduced, rank, true, "r"), ro = r, rv = UINT32_MAX, rs, rx, ib, iy;
   if (vw > 1) split_in(&b, r, vw, true, "ro", "rv", &ro, &rv);
   split_in(&b, ro, tx, row_const && ((int64_t)vecs % tx == 0), "rs", "rx", &rs, &rx);
   if (i != UINT32_MAX && ty > 1) {
@@ -308,7 +352,7 @@ static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
       snprintf(where, sizeof where,
                "the row is reread from global memory by every pass: at %lld threads per row, %lld elements per "
                "thread would need %lld bytes of registers, more than %d",
-               (long long)tried, (long long)(per * vw), (long long)(per * vw * (int64_t)cached), REG_BYTES);
+               (long long)tried, (long long)(per * vw), (long long)(per * vw * (int64_t)cached), (int)budget);
     else
       snprintf(where, sizeof where, "the row is reread from global memory by every pass: its length is symbolic");
     fprintf(debug,

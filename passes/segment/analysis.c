@@ -309,6 +309,7 @@ static void reduction_facts(fu_seg_env *env, fu_seg_node *nd) {
     nd->red_elems = sat_mul(nd->red_elems, fu_seg_extent_est(env, t->dims[a]));
     if (a < 16) nd->red_axes |= 1u << a;
     if (a == inner) nd->red_inner = true;
+    if (a == t->rank - 1) nd->red_last = true;
   }
 }
 

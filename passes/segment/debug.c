@@ -317,6 +317,10 @@ void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *vd,
     fu_strbuf_puts(sb, "it holds ops of another product's epilogue than ");
     fu_seg_put_op(sb, op);
     return;
+  case FU_SEG_WHY_OUTER_NORM:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " keeps the last dim (an outer normalization): a reduction kernel and a pointwise kernel");
+    return;
   default: break;
   }
   /* the rest need the members of the view */

@@ -124,6 +124,7 @@ typedef enum fu_seg_why {
   FU_SEG_WHY_DOWN_IN,
   FU_SEG_WHY_NO_DOWN_IN,
   FU_SEG_WHY_TOO_LARGE,
+  FU_SEG_WHY_OUTER_NORM,
   FU_SEG_WHY_OUT_SPACES,
   FU_SEG_WHY_OUT_NOT_RED,
   FU_SEG_WHY_NO_RESIZE,
@@ -288,6 +289,7 @@ typedef struct fu_seg_node {
   int32_t red_out; /* reductions: result space */
   uint32_t red_axes; /* reductions: operand rank << 16 | bit mask of reduced axes */
   bool red_inner;    /* reduces the operand's innermost dim */
+  bool red_last;     /* reduces the operand's last logical dim */
   uint64_t red_elems;
   int32_t epi_of;    /* the product whose cuBLASLt epilogue the op is in (matmul.c), -1 */
 } fu_seg_node;

@@ -338,6 +338,10 @@ fu_seg_verdict fu_seg_accept_persistent(const fu_seg_env *env, const fu_seg_summ
   if (s->n_down_in == 0) return refuse(FU_SEG_WHY_NO_DOWN_IN, s->first_red, -1);
   if (env->nodes[s->first_red].red_elems > FU_SEG_PERSISTENT_MAX_ELEMS)
     return refuse(FU_SEG_WHY_TOO_LARGE, s->first_red, -1);
+  /* an outer normalization (batch norm over N, H, W of NHWC: the last dim
+   * kept) is a reduction kernel and a pointwise kernel (docs/passes.md,
+   * "Outer normalizations") */
+  if (!env->nodes[s->first_red].red_last) return refuse(FU_SEG_WHY_OUTER_NORM, s->first_red, -1);
   if (!outputs_in_red_spaces(s)) return refuse(FU_SEG_WHY_OUT_NOT_RED, s->first_red, -1);
   return accept();
 }
