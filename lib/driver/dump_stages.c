@@ -146,12 +146,18 @@ static void put_values(fu_strbuf *sb, fu_value *const *v, uint32_t n) {
   }
 }
 
-static bool is_fusion_output(const fu_fusion *f, const fu_value *v) {
+/* What the host does with a buffer a kernel writes: a fusion output, a
+ * host alias's operand (a view of it is, or leads to, an output), or only
+ * kernels read it. */
+static const char *buffer_role(const fu_fusion *f, const fu_value *v) {
+  const char *role = "intermediate";
   for (const fu_op *op = f->body.first; op; op = op->next)
-    if (op->kind == FU_OP_OUTPUT)
-      for (uint32_t i = 0; i < op->n_operands; i++)
-        if (op->operands[i] == v) return true;
-  return false;
+    for (uint32_t i = 0; i < op->n_operands; i++) {
+      if (op->operands[i] != v) continue;
+      if (op->kind == FU_OP_OUTPUT) return "output";
+      if (op->kind != FU_OP_SEGMENT) role = "viewed by a host op";
+    }
+  return role;
 }
 
 /* host_ir: the host's part of a fusion in order: inputs, host aliases,
@@ -166,7 +172,7 @@ static void put_host_ir(fu_strbuf *sb, const fu_fusion *f, uint32_t index) {
         fu_print_value_ref(sb, si->outputs[i]);
         fu_strbuf_puts(sb, " : ");
         fu_print_type(sb, &si->outputs[i]->type);
-        fu_strbuf_puts(sb, is_fusion_output(f, si->outputs[i]) ? " // output\n" : " // intermediate\n");
+        fu_strbuf_printf(sb, " // %s\n", buffer_role(f, si->outputs[i]));
       }
       fu_strbuf_printf(sb, "launch @%s %s (", si->name ? si->name : "?", fu_sched_kind_name(si->kind));
       put_values(sb, op->operands, op->n_operands);

@@ -39,8 +39,7 @@ static void dump(const fu_run_options *o, const char *when, const char *pass, co
 }
 
 /* The text a pass wrote to its captured --debug stream. */
-static fu_status read_capture(FILE *cap, fu_allocator alloc, fu_strbuf *out) {
-  (void)alloc;
+static fu_status read_capture(FILE *cap, fu_strbuf *out) {
   rewind(cap);
   char buf[4096];
   size_t n;
@@ -55,7 +54,7 @@ static fu_status finish_capture(const fu_run_options *o, const char *name, const
                                 bool also_debug) {
   fu_strbuf text;
   fu_strbuf_init(&text, m->alloc);
-  fu_status st = read_capture(cap, m->alloc, &text);
+  fu_status st = read_capture(cap, &text);
   fclose(cap);
   if (st == FU_OK && also_debug && text.len) {
     FILE *out = o->dump ? o->dump : stderr;
