@@ -269,7 +269,8 @@ if(FUSER_CUDA_ROOT)
   # compiles never need that).
   set(FUSER_LIBDEVICE_SUBSET_FUNCTIONS
       exp exp2 expm1 log log2 log10 log1p rsqrt sin cos tan tanh sinh cosh asin acos atan
-      erf erfc floor ceil rint trunc pow fmod atan2 acosh asinh atanh lgamma erfinv erfcinv nextafter)
+      erf erfc floor ceil rint trunc pow fmod atan2 acosh asinh atanh lgamma erfinv erfcinv nextafter
+      sqrt fabs) # the last two only with --disable=fast_paths
   if(FUSER_HAS_LLVM AND EXISTS "${FUSER_LIBDEVICE}")
     execute_process(COMMAND "${_fuser_llvm_config}" --bindir OUTPUT_VARIABLE _fuser_llvm_bindir
                     OUTPUT_STRIP_TRAILING_WHITESPACE)

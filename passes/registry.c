@@ -76,3 +76,11 @@ bool fu_pass_debug_enabled(const fu_pass_context *ctx, const char *pass_name) {
   }
   return false;
 }
+
+bool fu_pass_feature_on(const fu_pass_context *ctx, fu_feature f) {
+  return !ctx || !ctx->features || !(ctx->features->off & (1u << f));
+}
+
+bool fu_pass_kind_on(const fu_pass_context *ctx, fu_sched_kind k) {
+  return !ctx || !ctx->features || (unsigned)k >= 32 || !(ctx->features->kinds_off & (1u << k));
+}

@@ -444,6 +444,10 @@ static fu_status run_fusion(fu_fusion *f, fu_pass_context *ctx, bool debug) {
 
 fu_status fu_strip_bookend_views(fu_module *m, fu_pass_context *ctx) {
   bool debug = ctx && ctx->debug_out && fu_pass_debug_enabled(ctx, PASS_NAME);
+  if (!fu_pass_feature_on(ctx, FU_FEATURE_BOOKEND)) { /* --disable=bookend: the views stay in the kernels */
+    if (debug) fprintf(ctx->debug_out, PASS_NAME ": turned off (--disable=bookend): every view stays where it is\n");
+    return FU_OK;
+  }
   for (fu_fusion *f = m->first; f; f = f->next) {
     fu_status st = run_fusion(f, ctx, debug);
     if (st != FU_OK) {

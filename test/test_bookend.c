@@ -113,7 +113,7 @@ static char *run_pass(fu_module *m, fu_status *st) {
   FILE *dbg = open_memstream(&buf, &len);
   fu_diag_engine diag;
   fu_diag_init(&diag, fu_default_allocator());
-  fu_pass_context ctx = {&diag, NULL, 0, dbg, "strip-bookend-views", &fu_pass_strip_bookend_views, NULL};
+  fu_pass_context ctx = {&diag, NULL, 0, dbg, "strip-bookend-views", &fu_pass_strip_bookend_views, NULL, NULL};
   *st = fu_pass_strip_bookend_views.run(m, &ctx);
   fclose(dbg);
   return buf;

@@ -1235,7 +1235,17 @@ static void test_tool_check_pass(void) {
   CHECK(strstr(g_out, "  %s: f32 = 2.5\n") != NULL);
   CHECK(strstr(g_out, "JIT log of @f:\nptxas info: fake JIT, 0 registers") != NULL);
   CHECK(strstr(g_out, "  check %T1: PASS f32[1000]; max abs err 0, max rel err 0 (rtol 1e-05, atol 1e-06)\n") != NULL);
-  if (rc != 0 || !strstr(g_out, "PASS")) printf("%s", g_out);
+  if (rc != 0 || !strstr(g_out, "PASS")) printf("%s", g_out);  /* the old names are aliases of FUSER_DUMP's launch_params, kernel_args and ptxas_verbose */
+  CHECK(strstr(g_out, "// ----- launch_params @f: the launch plan, on the GPU -----\nlaunch @fake_scale: grid=[8, 1, 1]") != NULL);
+  CHECK(strstr(g_out, "// ----- kernel_args @f: the launch plan and its buffers, on the GPU -----\n") != NULL);
+  CHECK(strstr(g_out, "\nbuffer 0 at 0x") != NULL);
+  CHECK(strstr(g_out, "// ----- ptxas_verbose @f: the JIT's info log -----\nJIT log of @f:\n") != NULL);
+  rc = run_tool("FUSER_DUMP=eff_bandwidth,ptx", "low.fir --ptx k.ptx --print-values 0", g_out, sizeof g_out);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(strstr(g_out, "// ----- eff_bandwidth @f: one run, L2 not flushed -----\nkernel @fake_scale: ") != NULL);
+  CHECK(strstr(g_out, "\ntotal: ") != NULL);
+  CHECK(strstr(g_out, "// ----- ptx @f: the PTX of --ptx, loaded -----\n// fake PTX\n") != NULL);
+  if (rc != 0) printf("%s", g_out);
 }
 
 static void test_tool_json_bench(void) {
@@ -1401,9 +1411,13 @@ static void test_tool_faults(void) {
     if (rc != 1 || !strstr(g_out, npy[i].want)) printf("%s", g_out);
   }
   /* The output folder: checked before anything runs. */
-  rc = run_tool(leaks, "low.fir --ptx k.ptx --save-outputs no/such/dir", g_out, sizeof g_out);
+  rc = run_tool(leaks, "low.fir --ptx k.ptx --save-outputs junk.npy/dir", g_out, sizeof g_out);
   CHECK_EQ_INT(rc, 1);
-  CHECK_STR(g_out, "fuser-run: error: cannot create directory 'no/such/dir': No such file or directory\n");
+  CHECK_STR(g_out, "fuser-run: error: cannot create directory 'junk.npy/dir': Not a directory\n");
+  /* missing parent folders are made */
+  rc = run_tool(leaks, "low.fir --ptx k.ptx --save-outputs no/such/dir --print-values 0", g_out, sizeof g_out);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(strstr(g_out, "  saved no/such/dir/T1.npy\n") != NULL);
   rc = run_tool(leaks, "low.fir --ptx k.ptx --save-inputs junk.npy", g_out, sizeof g_out);
   CHECK_EQ_INT(rc, 1);
   CHECK_STR(g_out, "fuser-run: error: 'junk.npy' is not a directory (it is where the .npy files would go)\n");

@@ -13,19 +13,25 @@
  * with `// -----` and each chunk is handled on its own (diagnostics keep the
  * file's line numbers); the outputs are joined with the same separator and
  * the exit status is 1 if any chunk failed.  --error-limit=N stops after N
- * errors (default 20, counted afresh per chunk; 0: no limit). */
+ * errors (default 20, counted afresh per chunk; 0: no limit).  --dump=NAME
+ * (and FUSER_DUMP) writes kernel_ir, cuda_kernel, llvm_ir, ptx,
+ * ptxas_verbose and launch_params of the kernels read; --disable=fast_paths
+ * (and FUSER_DISABLE) is the llvm backend's switch (docs/debugging.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "fuser/driver.h"
+#include "fuser/dump.h"
 #include "fuser/kir_text.h"
 
 typedef struct tool_opts {
   const char *emit, *sm, *pipeline, *backend;
   bool timing, no_opt;
   long repeat;
+  fu_dumps *dumps;
+  fu_feature_set features;
 } tool_opts;
 
 static void usage(FILE *out) {
@@ -40,7 +46,11 @@ static void usage(FILE *out) {
         "  --repeat=N    compile N times (with --timing: median and minimum)\n"
         "  --pipeline=P  LLVM pass pipeline (default: fuser's own, see lib/target/llvm/context.c; 'default<O3>': LLVM's)\n"
         "  --split-input-file  handle each `// -----` chunk on its own\n"
-        "  --error-limit=N     stop after N errors per chunk (default 20; 0: no limit)\n",
+        "  --error-limit=N     stop after N errors per chunk (default 20; 0: no limit)\n"
+        "  --dump=NAME[,...]   kernel_ir, cuda_kernel, llvm_ir, ptx, ptxas_verbose, launch_params to stderr\n"
+        "                      (also FUSER_DUMP; FUSER_DUMP_DIR for files; --dump=help lists them)\n"
+        "  --disable=NAME      fast_paths: libdevice's sqrt and fabs in the llvm backend (also FUSER_DISABLE)\n"
+        "  --enable=NAME       turn it back on (also FUSER_ENABLE)\n",
         out);
 }
 
@@ -106,12 +116,20 @@ static fu_status process(const tool_opts *o, fu_compiler *c, const fu_source *sr
   double t0 = now_ms();
   fu_status st = fu_kernel_parse_list(src, m, diag, &ks, &n);
   double t_parse = now_ms() - t0;
+  if (st == FU_OK) {
+    fu_dump_code_options dco = {.src = src, .no_fast_paths = (o->features.off >> FU_FEATURE_FAST_PATHS) & 1};
+    st = fu_dump_kernels(o->dumps, (const fu_kernel *const *)ks, n, NULL, o->sm, &dco, diag);
+  }
   if (st == FU_OK && strcmp(o->emit, "kir") == 0) {
     for (uint32_t i = 0; i < n; i++) {
       if (i) fu_strbuf_putc(out, '\n');
       fu_kernel_print(out, ks[i]);
     }
     if (o->timing) fprintf(stderr, "fuser-kir timing: parse %.3f ms\n", t_parse);
+  } else if (st == FU_OK && n == 0) {
+    fu_loc file = {src, 0, 0}; /* the input, no line */
+    fu_error(diag, file, "nothing to emit: the input holds no kernel");
+    st = FU_ERR_INVALID_ARG;
   } else if (st == FU_OK) {
     st = compile(o, c, ks, n, src, diag, out, t_parse);
   }
@@ -120,7 +138,10 @@ static fu_status process(const tool_opts *o, fu_compiler *c, const fu_source *sr
 }
 
 int main(int argc, char **argv) {
-  tool_opts o = {"kir", FU_DEFAULT_ARCH, NULL, NULL, false, false, 1};
+  fu_dumps dumps;
+  fu_dump_init(&dumps, "fuser-kir", stderr);
+  tool_opts o = {"kir", FU_DEFAULT_ARCH, NULL, NULL, false, false, 1, &dumps, {0, 0}};
+  if (!fu_dump_from_env(&dumps, NULL) || !fu_features_from_env(&o.features, "fuser-kir", stderr)) return 2;
   const char *input = NULL, *output = NULL;
   bool split = false;
   unsigned error_limit = FU_DIAG_DEFAULT_ERROR_LIMIT;
@@ -128,6 +149,12 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     if (strncmp(a, "--emit=", 7) == 0) {
       o.emit = a + 7;
+    } else if (strncmp(a, "--dump=", 7) == 0) {
+      if (!fu_dump_parse(&dumps, a + 7, "--dump", NULL)) return 2;
+    } else if (strncmp(a, "--disable=", 10) == 0 || strncmp(a, "--enable=", 9) == 0) {
+      bool off = a[2] == 'd';
+      if (!fu_features_parse(&o.features, strchr(a, '=') + 1, off, off ? "--disable" : "--enable", "fuser-kir", stderr))
+        return 2;
     } else if (strncmp(a, "--backend=", 10) == 0) {
       o.backend = a + 10;
     } else if (strncmp(a, "--sm=", 5) == 0) {
@@ -166,6 +193,15 @@ int main(int argc, char **argv) {
       fprintf(stderr, "fuser-kir: more than one input file\n");
       return 2;
     }
+  }
+  if (dumps.help) {
+    fu_strbuf sb;
+    fu_strbuf_init(&sb, fu_default_allocator());
+    fu_dump_print_help(&sb);
+    fu_features_print_help(&sb);
+    fputs(sb.data ? sb.data : "", stdout);
+    fu_strbuf_free(&sb);
+    return 0;
   }
   if (!input) {
     usage(stderr);
@@ -206,7 +242,7 @@ int main(int argc, char **argv) {
   uint32_t n_chunks = 1;
   bool failed = split && fu_split_input(&whole, alloc, &chunks, &n_chunks) != FU_OK;
   if (failed) n_chunks = 0;
-  fu_target_options to = {o.pipeline, o.no_opt, o.sm};
+  fu_target_options to = {o.pipeline, o.no_opt, o.sm, (o.features.off >> FU_FEATURE_FAST_PATHS) & 1};
   fu_compiler compiler;
   fu_compiler_init(&compiler, backend, &to, alloc);
   for (uint32_t i = 0; i < n_chunks; i++) {
@@ -237,5 +273,6 @@ int main(int argc, char **argv) {
   }
   fu_strbuf_free(&out);
   fu_mem_free(&alloc, text, len + 1);
+  fu_dump_free(&dumps);
   return rc;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fuser/driver.h"
+#include "fuser/dump.h"
 #include "fuser/frontend.h"
 #include "fuser/parse.h"
 #include "fuser/print.h"
@@ -30,6 +31,8 @@ static const char usage[] =
     "  --split-input-file  cut the input at lines '# -----' (Python) or '// -----' (.fir)\n"
     "                      and translate each chunk on its own\n"
     "  --error-limit=N     stop after N errors per chunk (default 20; 0: no limit)\n"
+    "  --dump=NAME[,...]   fusion_ir (as imported or parsed), python_definition (as exported);\n"
+    "                      FUSER_DUMP too, FUSER_DUMP_DIR for files (docs/debugging.md)\n"
     "  -o FILE             write the result to FILE (default: stdout)\n"
     "  FILE                the input; '-' or nothing reads stdin\n";
 
@@ -42,6 +45,7 @@ typedef struct options {
   bool split;
   bool with_inputs;
   unsigned error_limit; /* per chunk; 0: none */
+  fu_dumps *dumps;      /* FUSER_DUMP and --dump */
 } options;
 
 static int parse_args(int argc, char **argv, options *o) {
@@ -67,6 +71,8 @@ static int parse_args(int argc, char **argv, options *o) {
         return 2;
       }
       o->direction = dir;
+    } else if (strncmp(a, "--dump=", 7) == 0) {
+      if (!fu_dump_parse(o->dumps, a + 7, "--dump", NULL)) return 2;
     } else if (strncmp(a, "--function=", 11) == 0) {
       o->function = a + 11;
     } else if (strncmp(a, "--error-limit=", 14) == 0) {
@@ -97,6 +103,14 @@ static int parse_args(int argc, char **argv, options *o) {
     } else {
       o->input = a;
     }
+  }
+  if (o->dumps->help) {
+    fu_strbuf sb;
+    fu_strbuf_init(&sb, fu_default_allocator());
+    fu_dump_print_help(&sb);
+    fputs(sb.data ? sb.data : "", stdout);
+    fu_strbuf_free(&sb);
+    return 0;
   }
   if (!o->direction) {
     fprintf(stderr, "fuser-translate: give --from=nvfuser-py or --to=nvfuser-py\n%s", usage);
@@ -143,10 +157,14 @@ static fu_status translate(const options *o, const fu_source *src, fu_allocator 
   if (o->direction > 0) {
     fu_py_import_options io = {o->function};
     st = fu_py_import(src, alloc, &diag, &io, &m);
+    if (st == FU_OK) st = fu_dump_module(o->dumps, FU_DUMP_FUSION_IR, m, "as imported");
+    if (st == FU_OK) st = fu_dump_python(o->dumps, m, src->name, &diag);
     if (st == FU_OK) fu_print_module(out, m, NULL);
   } else {
     st = fu_parse_module(src, alloc, &diag, &m);
     if (st == FU_OK) st = fu_verify_module(m, &diag);
+    if (st == FU_OK) st = fu_dump_module(o->dumps, FU_DUMP_FUSION_IR, m, "as parsed");
+    if (st == FU_OK) st = fu_dump_python(o->dumps, m, src->name, &diag);
     fu_py_export_options eo = {src->name, o->device, o->with_inputs};
     if (st == FU_OK) st = fu_py_export(out, m, &eo, &diag);
   }
@@ -155,9 +173,14 @@ static fu_status translate(const options *o, const fu_source *src, fu_allocator 
 }
 
 int main(int argc, char **argv) {
-  options o = {0, NULL, NULL, NULL, NULL, false, false, FU_DIAG_DEFAULT_ERROR_LIMIT};
-  int rc = parse_args(argc, argv, &o);
-  if (rc >= 0) return rc;
+  fu_dumps dumps;
+  fu_dump_init(&dumps, "fuser-translate", stderr);
+  options o = {0, NULL, NULL, NULL, NULL, false, false, FU_DIAG_DEFAULT_ERROR_LIMIT, &dumps};
+  int rc = fu_dump_from_env(&dumps, NULL) ? parse_args(argc, argv, &o) : 2;
+  if (rc >= 0) {
+    fu_dump_free(&dumps);
+    return rc;
+  }
   fu_allocator alloc = fu_default_allocator();
   bool from_stdin = !o.input || strcmp(o.input, "-") == 0;
   char *text = NULL;
@@ -166,6 +189,7 @@ int main(int argc, char **argv) {
   if (st != FU_OK) {
     fprintf(stderr, "fuser-translate: cannot read '%s': %s\n", from_stdin ? "<stdin>" : o.input,
             st == FU_ERR_NOMEM ? "out of memory" : strerror(errno));
+    fu_dump_free(&dumps);
     return 1;
   }
   const char *name = from_stdin ? "<stdin>" : o.input;
@@ -178,6 +202,7 @@ int main(int argc, char **argv) {
   if (o.split && fu_split_input_at(&whole, o.direction > 0 ? "#" : "//", alloc, &chunks, &n_chunks) != FU_OK) {
     fprintf(stderr, "fuser-translate: out of memory\n");
     fu_mem_free(&alloc, text, len + 1);
+    fu_dump_free(&dumps);
     return 1;
   }
   for (uint32_t i = 0; i < n_chunks; i++) {
@@ -188,5 +213,6 @@ int main(int argc, char **argv) {
   rc = failed ? 1 : write_output(&o, &out);
   fu_strbuf_free(&out);
   fu_mem_free(&alloc, text, len + 1);
+  fu_dump_free(&dumps);
   return rc;
 }

@@ -61,6 +61,10 @@ typedef struct fu_backend_options {
    * lazy loading: 30-55 ms) instead of reading only the functions kernels
    * call; for tests and measurements. */
   bool libdevice_whole;
+  /* --disable=fast_paths: ops computed with an instruction or an NVVM
+   * intrinsic where libdevice has the function (sqrt, abs) call libdevice's
+   * instead, to tell the two apart when results differ. */
+  bool no_fast_paths;
 } fu_backend_options;
 
 /* Where the time of the last emit call went, in milliseconds. */

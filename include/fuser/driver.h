@@ -93,6 +93,8 @@ typedef struct fu_run_options {
   bool print_locs;             /* IR dumps carry `// line:col` comments */
   FILE *dump;                  /* where IR dumps and --debug output go */
   const fu_device *device;     /* the target the passes tune for (NULL: their default) */
+  struct fu_dumps *dumps;      /* FUSER_DUMP's stage dumps around the passes (NULL: none; fuser/dump.h) */
+  fu_feature_set features;     /* FUSER_DISABLE: what the passes leave out (zero: nothing) */
 } fu_run_options;
 
 /* Default options: verify after every pass, no dumps, dumps to stderr. */
@@ -287,6 +289,9 @@ typedef struct fu_opt_args {
   const char *extract_segment; /* --extract-segment=@NAME: the output is that segment alone (fu_segment_extract) */
   const char *segment_dot;     /* --segment-dot=FILE: fu_segment_write_dot of every fusion, to FILE */
   bool allow_partial;          /* --allow-partial: --emit leaves out segments without a kernel, with a warning */
+  /* ---- debugging switches (fuser/dump.h): FUSER_DUMP, FUSER_DISABLE/ENABLE, and the flags ---- */
+  struct fu_dumps *dumps;      /* what to dump and where (allocated; run.dumps points here when any) */
+  bool dump_help;              /* FUSER_DUMP=help or --dump=help: list the names and stop */
 } fu_opt_args;
 
 /* Parses argv[1..argc) into `a` (initialise nothing first; free with

@@ -19,6 +19,23 @@ typedef struct fu_pass_option {
   const char *value;
 } fu_pass_option;
 
+/* Features a tool may turn off to bisect a problem (FUSER_DISABLE and
+ * --disable=, docs/debugging.md): the passes that own each one read it
+ * from their context.  All are on unless a tool says otherwise. */
+typedef enum fu_feature {
+  FU_FEATURE_VECTORIZE,  /* schedule: vectorize loop axes (off: unrolled scalar accesses) */
+  FU_FEATURE_UNROLL,     /* schedule: unroll loop axes (off: serial loops where the schedule allows) */
+  FU_FEATURE_BOOKEND,    /* strip-bookend-views: views at the fusion's ends become host aliases */
+  FU_FEATURE_HORIZONTAL, /* segment: horizontal merges (groups sharing an input, independent groups) */
+  FU_FEATURE_FAST_PATHS, /* backends: instructions in place of libdevice calls (sqrt, abs, reciprocal) */
+  FU_FEATURE_COUNT
+} fu_feature;
+
+typedef struct fu_feature_set {
+  uint32_t off;       /* bit (1u << fu_feature) per feature turned off */
+  uint32_t kinds_off; /* bit (1u << fu_sched_kind) per scheduler kind the segmenter must not choose */
+} fu_feature_set;
+
 typedef struct fu_pass_context {
   fu_diag_engine *diag;
   const fu_pass_option *options; /* from `pass{name=value,...}` */
@@ -27,6 +44,7 @@ typedef struct fu_pass_context {
   const char *debug_flags; /* comma-separated pass names given to --debug, or "all" */
   const fu_pass_def *pass; /* the pass being run: its declared options give the defaults */
   const fu_device *device; /* the target the tool compiles for, or NULL (a pass's own default) */
+  const fu_feature_set *features; /* switched-off features (NULL: everything on) */
 } fu_pass_context;
 
 typedef fu_status (*fu_pass_fn)(fu_module *m, fu_pass_context *ctx);
@@ -57,6 +75,10 @@ const fu_pass_def *const *fu_pass_all(size_t *n);
 const char *fu_pass_option_value(const fu_pass_context *ctx, const char *name);
 /* True when the pipeline text gave option `name` (not just its default). */
 bool fu_pass_option_given(const fu_pass_context *ctx, const char *name);
+/* Whether feature `f`, or scheduler kind `k`, is on for this run (the
+ * context's feature set; everything is on without one). */
+bool fu_pass_feature_on(const fu_pass_context *ctx, fu_feature f);
+bool fu_pass_kind_on(const fu_pass_context *ctx, fu_sched_kind k);
 /* True when --debug names this pass (or "all"); then ctx->debug_out is set. */
 bool fu_pass_debug_enabled(const fu_pass_context *ctx, const char *pass_name);
 

@@ -14,6 +14,9 @@ typedef struct fu_print_options {
 
 /* opts may be NULL. */
 void fu_print_module(fu_strbuf *out, const fu_module *m, const fu_print_options *opts);
+/* One fusion as fu_print_module writes it; `index` names it (`@f<index>`)
+ * when it has no valid name of its own. */
+void fu_print_fusion(fu_strbuf *out, const fu_fusion *f, uint32_t index, const fu_print_options *opts);
 void fu_print_op(fu_strbuf *out, const fu_op *op, int indent, const fu_print_options *opts);
 void fu_print_type(fu_strbuf *out, const fu_type *t);
 /* `%name`, or the literal's text. */

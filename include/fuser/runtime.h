@@ -266,6 +266,8 @@ typedef struct fu_rt_exec fu_rt_exec;
 fu_status fu_rt_exec_new(fu_rt *rt, const fu_rt_plan *plan, fu_rt_module *mod, const fu_arg *inputs,
                          fu_diag_engine *diag, fu_rt_exec **out);
 void fu_rt_exec_free(fu_rt_exec *e);
+/* The device address of plan buffer `buffer` (FUSER_DUMP=kernel_args). */
+fu_rt_ptr fu_rt_exec_buffer_address(const fu_rt_exec *e, uint32_t buffer);
 /* Fills every kernel-written buffer, and every workspace not marked
  * zeroed, with `byte` (0xFF before a checked run, so elements no kernel
  * writes come out as NaN or -1 and fail, and scratch read before it is

@@ -49,6 +49,11 @@ typedef struct fu_segment_stats {
  * (out of memory, malformed IR) go to `diag` with a non-zero status; the
  * fusion is then left unchanged. */
 fu_status fu_segment_fusion(fu_fusion *f, fu_diag_engine *diag, FILE *debug, fu_segment_stats *stats);
+/* The same with switched-off features (NULL: none): a kind in
+ * features->kinds_off is never chosen (the next kind that accepts is), and
+ * FU_FEATURE_HORIZONTAL off leaves out the horizontal merges of step 3. */
+fu_status fu_segment_fusion_with(fu_fusion *f, fu_diag_engine *diag, FILE *debug, const fu_feature_set *features,
+                                 fu_segment_stats *stats);
 
 /* Write a Graphviz digraph of the fusion's segments: one node per segment
  * (name, kind, op count), per host op, per input and per output op, and one

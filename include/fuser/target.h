@@ -32,6 +32,7 @@ typedef struct fu_target_options {
   const char *pipeline; /* optimization pipeline (llvm: new-pass-manager text) */
   bool before_opt;      /* text output before optimization */
   const char *arch;     /* the architecture of text output (NULL: FU_DEFAULT_ARCH) */
+  bool no_fast_paths;   /* --disable=fast_paths: libdevice's functions where an instruction would do (llvm) */
 } fu_target_options;
 
 /* Where the last compile call's time went, in milliseconds. */

@@ -8,6 +8,7 @@
 
 #include "fuser/device.h" /* codegen: --device */
 #include "fuser/driver.h"
+#include "fuser/dump.h"
 
 static const char *const emit_names[FU_EMIT_COUNT] = {"fir", "llvm", "ptx", "cuda"};
 
@@ -26,6 +27,7 @@ typedef enum opt_id {
   O_DEVICE, O_PRINT_INDEX_GRAPH, O_INDEX_GRAPH_DOT, /* codegen */
   O_EXTRACT_SEGMENT, O_SEGMENT_DOT,                 /* segments */
   O_ALLOW_PARTIAL,
+  O_DUMP, O_DISABLE, O_ENABLE, /* debugging switches */
 } opt_id;
 
 #define ARG_NONE FU_CLI_NONE
@@ -66,6 +68,11 @@ static const fu_cli_option options[] = {
      "after the pipeline, output segment @NAME alone, as a standalone fusion that parses and runs"},
     {"segment-dot", O_SEGMENT_DOT, ARG_REQUIRED, "FILE",
      "after the pipeline, write every fusion's segments as Graphviz to FILE"},
+    {"dump", O_DUMP, ARG_REQUIRED, "NAME[,...]",
+     "dumps to stderr or FUSER_DUMP_DIR (as FUSER_DUMP; --dump=help lists them)"},
+    {"disable", O_DISABLE, ARG_REQUIRED, "NAME[,...]",
+     "turn features off for bisecting (as FUSER_DISABLE; --dump=help lists them)"},
+    {"enable", O_ENABLE, ARG_REQUIRED, "NAME[,...]", "turn them back on (as FUSER_ENABLE)"},
     {"error-limit", O_ERROR_LIMIT, ARG_REQUIRED, "N", "stop after N errors per input chunk (default 20; 0: no limit)"},
     {"help", O_HELP, ARG_NONE, NULL, "show this help (also -h)"},
     {"h", O_HELP, ARG_NONE, NULL, "the same as --help"},
@@ -292,6 +299,12 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
   diag.stream = err;
   char prefix[64];
   snprintf(prefix, sizeof prefix, "%s: error: ", tool(cfg));
+  fu_allocator al = fu_default_allocator();
+  a->dumps = fu_mem_alloc(&al, sizeof *a->dumps);
+  if (!a->dumps) return FU_ERR_NOMEM;
+  fu_dump_init(a->dumps, tool(cfg), err);
+  if (!fu_dump_from_env(a->dumps, NULL) || !fu_features_from_env(&a->run.features, tool(cfg), err))
+    return FU_ERR_INVALID_ARG;
   fu_cli cli = {argc, argv, options, sizeof options / sizeof options[0], prefix, err, 1, false};
   const char *value;
   for (int id; (id = fu_cli_next(&cli, &value)) != FU_CLI_END;) {
@@ -332,6 +345,15 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
     case O_BACKEND: a->backend = value; break;
     case O_SPLIT: a->split_input_file = true; break;
     case O_ALLOW_PARTIAL: a->allow_partial = true; break;
+    case O_DUMP:
+      if (!fu_dump_parse(a->dumps, value, "--dump", NULL)) return FU_ERR_INVALID_ARG;
+      break;
+    case O_DISABLE:
+    case O_ENABLE:
+      if (!fu_features_parse(&a->run.features, value, o->id == O_DISABLE, o->id == O_DISABLE ? "--disable" : "--enable",
+                             tool(cfg), err))
+        return FU_ERR_INVALID_ARG;
+      break;
     case O_VERIFY_DIAG: a->verify_diagnostics = true; break;
     case O_NO_VERIFY_EACH: a->run.verify_each = false; break;
     case O_VERIFY_EACH: a->run.verify_each = true; break;
@@ -391,7 +413,17 @@ fu_status fu_opt_parse_args(int argc, char *const *argv, const fu_opt_config *cf
       break;
     }
   }
+  a->dump_help = a->dumps->help;
+  if (fu_dump_any(a->dumps)) a->run.dumps = a->dumps;
   return apply_codegen_args(a, cfg, err);
 }
 
-void fu_opt_args_free(fu_opt_args *a) { fu_pipeline_free(&a->pipeline); }
+void fu_opt_args_free(fu_opt_args *a) {
+  fu_pipeline_free(&a->pipeline);
+  if (a->dumps) {
+    fu_allocator al = fu_default_allocator();
+    fu_dump_free(a->dumps);
+    fu_mem_free(&al, a->dumps, sizeof *a->dumps);
+    a->dumps = NULL;
+  }
+}

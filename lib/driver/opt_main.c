@@ -11,6 +11,7 @@
 #include "fuser/device.h"   /* codegen: --device at emission */
 #include "fuser/dot.h"
 #include "fuser/driver.h"
+#include "fuser/dump.h"
 #include "fuser/schedule.h" /* codegen */
 #include "fuser/parse.h"
 #include "fuser/print.h"
@@ -97,7 +98,13 @@ static bool process_chunk(opt_state *s, const fu_source *src, fu_diag_engine *di
   t0 = fu_timing_now();
   st = fu_verify_module(m, diag);
   fu_timing_add(&s->timing, "verify", fu_timing_now() - t0);
+  if (st == FU_OK) st = fu_dump_module(a->dumps, FU_DUMP_FUSION_IR, m, "as parsed");
   if (st == FU_OK) st = fu_pipeline_run(&a->pipeline, m, &a->run, &s->timing, src, diag);
+  if (st == FU_OK) st = fu_dump_python(a->dumps, m, src->name, diag);
+  if (st == FU_OK) {
+    fu_dump_code_options dco = {.src = src, .no_fast_paths = (a->run.features.off >> FU_FEATURE_FAST_PATHS) & 1};
+    st = fu_dump_code(a->dumps, m, &dco, diag);
+  }
   if (st == FU_OK && a->segment_dot) st = write_segment_dot(s, m, src, diag);
   if (st == FU_OK && a->extract_segment) st = extract_segment(s, &m, src, diag);
   if (st == FU_OK) {
@@ -197,7 +204,13 @@ int fu_opt_main(int argc, char *const *argv, const fu_opt_config *cfg_in, FILE *
   fu_strbuf text;
   fu_strbuf_init(&text, s.alloc);
   int rc = 0;
-  if (args.help || args.version || args.list_passes) {
+  if (cfg.compiler) cfg.compiler->options.no_fast_paths = (args.run.features.off >> FU_FEATURE_FAST_PATHS) & 1;
+  args.dumps->stream = err;
+  if (args.help || args.version || args.list_passes || args.dump_help) {
+    if (args.dump_help) {
+      fu_dump_print_help(&text);
+      fu_features_print_help(&text);
+    }
     if (args.version) fu_strbuf_printf(&text, "%s (fuser) %s\n", cfg.tool_name, FU_VERSION_STRING);
     if (args.help) fu_opt_print_help(&text, &cfg);
     if (args.list_passes) fu_opt_print_pass_list(&text);

@@ -10,7 +10,7 @@ typedef enum run_opt {
   R_DEVICE, R_FUSION, R_INPUT, R_RANDOM, R_DEFAULT_EXTENT, R_SEED, R_SAVE_OUTPUTS, R_SAVE_INPUTS, R_PRINT_VALUES,
   R_JSON, R_PASS, R_CHECK, R_RTOL, R_ATOL, R_PTX, R_BENCH, R_ITERS, R_WARMUP, R_NO_FLUSH, R_DUMP, R_GPU,
   R_DEVICE_INFO, R_HELP, R_DATA_DIR, R_ALLOW_ANY_PATH, R_ERROR_LIMIT, R_BACKEND, R_EXPECT_DIST,
-  R_SAVE_REPRO, R_NO_REPRO, R_DIFF_BACKENDS,
+  R_SAVE_REPRO, R_NO_REPRO, R_DIFF_BACKENDS, R_DISABLE, R_ENABLE,
 } run_opt;
 
 static const fu_cli_option options[] = {
@@ -41,6 +41,11 @@ static const fu_cli_option options[] = {
     {"expect-distribution", R_EXPECT_DIST, FU_CLI_REQUIRED, "NAME=uniform(LO,HI)|NAME=normal(MEAN,STD)",
      "fail unless output %NAME's mean, variance and Kolmogorov-Smirnov\n"
      "                               distance fit that distribution (repeatable; random-number tests)"},
+    {"dump", R_DUMP, FU_CLI_REQUIRED, "NAME[,...]",
+     "dumps to stderr or FUSER_DUMP_DIR, as FUSER_DUMP (--dump=help lists them);\n"
+     "                               launch (launch_params,kernel_args) and jit (ptxas_verbose) are old names"},
+    {"disable", R_DISABLE, FU_CLI_REQUIRED, "NAME[,...]", "turn features off for bisecting (as FUSER_DISABLE)"},
+    {"enable", R_ENABLE, FU_CLI_REQUIRED, "NAME[,...]", "turn them back on (as FUSER_ENABLE)"},
     {"help", R_HELP, FU_CLI_NONE, NULL, "this help (also -h)"},
     {"h", R_HELP, FU_CLI_NONE, NULL, "the same as --help"},
     {NULL, 0, FU_CLI_NONE, NULL, "GPU and kir options:"},
@@ -69,9 +74,6 @@ static const fu_cli_option options[] = {
     {"iters", R_ITERS, FU_CLI_REQUIRED, "N", "timed runs for --bench (default 100)"},
     {"warmup", R_WARMUP, FU_CLI_REQUIRED, "N", "warm-up runs for --bench (default 10)"},
     {"no-flush", R_NO_FLUSH, FU_CLI_NONE, NULL, "do not flush L2 between timed runs"},
-    {"dump", R_DUMP, FU_CLI_REQUIRED, "launch,jit,ptx",
-     "print each kernel's grid, block, shared memory, arguments and\n"
-     "                               workspaces; the JIT's info log; the PTX"},
     {"gpu", R_GPU, FU_CLI_REQUIRED, "N", "the CUDA device to use (default 0)"},
     {"device-info", R_DEVICE_INFO, FU_CLI_NONE, NULL, "print the GPU's description and exit"},
 };
@@ -115,26 +117,9 @@ static bool parse_double(const run_args *a, const char *s, const char *opt, doub
   return true;
 }
 
-/* --dump=launch,jit,ptx */
-static bool parse_dump(run_args *a, const char *v) {
-  for (const char *p = v; *p;) {
-    const char *end = strchr(p, ',');
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    if (n == 6 && strncmp(p, "launch", 6) == 0)
-      a->dump_launch = true;
-    else if (n == 3 && strncmp(p, "jit", 3) == 0)
-      a->dump_jit = true;
-    else if (n == 3 && strncmp(p, "ptx", 3) == 0)
-      a->dump_ptx = true;
-    else {
-      fprintf(a->err, RUN_TOOL ": unknown --dump item '%.*s' (expected launch, jit or ptx)\n", (int)n, p);
-      return false;
-    }
-    if (!end) break;
-    p = end + 1;
-  }
-  return true;
-}
+/* The names --dump took before FUSER_DUMP: launch (each kernel's grid,
+ * block and arguments) and jit (the JIT's info log); ptx is a dump name. */
+static const char *const dump_aliases[] = {"launch", "launch_params,kernel_args", "jit", "ptxas_verbose", NULL};
 
 static bool ends_with(const char *s, const char *suffix) {
   size_t a = strlen(s), b = strlen(suffix);
@@ -185,6 +170,11 @@ static bool add_override(run_args *a, const char *spec) {
 }
 
 void run_args_free(run_args *a) {
+  if (a->dumps) {
+    fu_dump_free(a->dumps);
+    fu_mem_free(&a->alloc, a->dumps, sizeof *a->dumps);
+    a->dumps = NULL;
+  }
   for (uint32_t i = 0; i < a->n_overrides; i++) {
     const char *n = a->overrides[i].name;
     fu_mem_free(&a->alloc, (char *)n, strlen(n) + 1);
@@ -261,7 +251,11 @@ static bool apply(run_args *a, run_opt id, const char *v) {
     *(id == R_ITERS ? &a->iters : &a->warmup) = (uint32_t)n;
     return true;
   case R_NO_FLUSH: a->no_flush = true; return true;
-  case R_DUMP: return parse_dump(a, v);
+  case R_DUMP: return fu_dump_parse(a->dumps, v, "--dump", dump_aliases);
+  case R_DISABLE:
+  case R_ENABLE:
+    return fu_features_parse(&a->features, v, id == R_DISABLE, id == R_DISABLE ? "--disable" : "--enable", RUN_TOOL,
+                             a->err);
   case R_GPU:
     if (!parse_int(a, v, "--gpu", 0, &n) || n > 1 << 20) return false;
     a->gpu = (int)n;
@@ -286,6 +280,10 @@ int run_parse_args(int argc, char *const *argv, run_args *a, FILE *out, FILE *er
   a->out = out;
   a->err = err;
   a->alloc = fu_default_allocator();
+  a->dumps = fu_mem_alloc(&a->alloc, sizeof *a->dumps);
+  if (!a->dumps) return 2;
+  fu_dump_init(a->dumps, RUN_TOOL, err);
+  if (!fu_dump_from_env(a->dumps, dump_aliases) || !fu_features_from_env(&a->features, RUN_TOOL, err)) return 2;
   fu_cli cli = {argc, argv, options, sizeof options / sizeof options[0], RUN_TOOL ": ", err, 1, false};
   const char *v;
   bool help = false;
@@ -302,10 +300,19 @@ int run_parse_args(int argc, char *const *argv, run_args *a, FILE *out, FILE *er
     help |= id == R_HELP;
     if (!apply(a, (run_opt)id, v)) return 2;
   }
-  if (help) {
-    usage(out, a->alloc);
+  if (help || a->dumps->help) {
+    if (help) usage(out, a->alloc);
+    fu_strbuf sb;
+    fu_strbuf_init(&sb, a->alloc);
+    if (a->dumps->help) fu_dump_print_help(&sb);
+    if (a->dumps->help) fu_features_print_help(&sb);
+    fputs(sb.data ? sb.data : "", out);
+    fu_strbuf_free(&sb);
     return 0;
   }
+  a->dump_launch = fu_dump_on(a->dumps, FU_DUMP_LAUNCH_PARAMS) || fu_dump_on(a->dumps, FU_DUMP_KERNEL_ARGS);
+  a->dump_jit = fu_dump_on(a->dumps, FU_DUMP_PTXAS_VERBOSE);
+  a->dump_ptx = fu_dump_on(a->dumps, FU_DUMP_PTX);
   /* --backend and --diff-backends choose what compiles the kernels for
    * the GPU: they need it, and no --ptx */
   const char *compiles = a->backend ? "--backend" : a->diff_backends ? "--diff-backends" : NULL;
@@ -317,14 +324,14 @@ int run_parse_args(int argc, char *const *argv, run_args *a, FILE *out, FILE *er
     fprintf(err, RUN_TOOL ": %s chooses what compiles the kernels for the GPU: it needs --device=gpu\n", compiles);
     return 2;
   }
-  bool gpu_only = a->ptx || a->bench || a->device_info || a->dump_launch || a->dump_jit || a->dump_ptx || a->diff_backends;
+  bool gpu_only = a->ptx || a->bench || a->device_info || a->diff_backends;
   if (a->device == RUN_DEVICE_CPU && (gpu_only || a->pipeline || a->check)) {
-    fprintf(err, RUN_TOOL ": --ptx, --pass, --check, --bench, --dump and --device-info need --device=gpu (--pass and "
+    fprintf(err, RUN_TOOL ": --ptx, --pass, --check, --bench and --device-info need --device=gpu (--pass and "
                  "--check: or --device=kir)\n");
     return 2;
   }
   if (a->device == RUN_DEVICE_KIR && gpu_only) {
-    fprintf(err, RUN_TOOL ": --ptx, --bench, --dump and --device-info need --device=gpu\n");
+    fprintf(err, RUN_TOOL ": --ptx, --bench and --device-info need --device=gpu\n");
     return 2;
   }
   if (!a->file && !a->device_info) {

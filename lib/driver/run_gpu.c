@@ -183,15 +183,33 @@ static void gpu_report_parts(const run_args *a, const gpu_ctx *g, const fu_rt_pl
   (void)a;
 }
 
-/* Loads the fusion's PTX (when it has kernels) into *mod, with the PTX
- * and the JIT log in `dumps` when asked. */
-static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_strbuf *dumps, fu_rt_module **mod) {
+/* eff_bandwidth: each kernel's time and bandwidth of this run (the
+ * median of --bench's runs with --bench). */
+static void dump_eff_bandwidth(const run_args *a, const fu_fusion *f, const fu_rt_bench_result *br) {
+  fu_strbuf sb;
+  fu_strbuf_init(&sb, a->alloc);
+  for (uint32_t k = 0; k <= br->n_kernels; k++) {
+    const fu_rt_timing *t = k < br->n_kernels ? &br->kernels[k] : &br->total;
+    fu_strbuf_printf(&sb, "%s%s: %.2f us, %llu bytes, %.1f GB/s, %.1f%% of copy\n", k < br->n_kernels ? "kernel @" : "",
+                     k < br->n_kernels ? t->name : "total", t->median_us, (unsigned long long)t->bytes, t->gbs,
+                     t->pct_copy);
+  }
+  fu_dump_write(a->dumps, FU_DUMP_EFF_BANDWIDTH, f->name ? f->name : "",
+                a->bench ? "median of the --bench runs" : "one run, L2 not flushed", sb.data, sb.len);
+  fu_strbuf_free(&sb);
+}
+
+/* Loads the fusion's PTX (when it has kernels) into *mod, dumping the PTX
+ * and the JIT's info log (ptxas_verbose) when asked. */
+static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_rt_module **mod) {
   fu_strbuf ptx_buf;
   fu_strbuf_init(&ptx_buf, a->alloc);
   const char *ptx = NULL;
   size_t ptx_len = 0;
   fu_status st = ptx_for(g, f, a, &ptx_buf, &ptx, &ptx_len);
-  if (st == FU_OK && a->dump_ptx) fu_strbuf_append(dumps, ptx, ptx_len);
+  const char *fn = f->name ? f->name : "";
+  if (st == FU_OK && a->dump_ptx)
+    st = fu_dump_write(a->dumps, FU_DUMP_PTX, fn, a->ptx ? "the PTX of --ptx, loaded" : "the PTX loaded", ptx, ptx_len);
   if (st == FU_OK) {
     char name[256];
     if (a->ptx)
@@ -200,8 +218,13 @@ static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_strbuf
       snprintf(name, sizeof name, "<compiled @%s>", f->name ? f->name : "");
     st = fu_rt_module_load(g->rt, ptx, ptx_len, name, mod);
   }
-  if (st == FU_OK && a->dump_jit)
-    fu_strbuf_printf(dumps, "JIT log of @%s:\n%s\n", f->name ? f->name : "", fu_rt_module_info_log(*mod));
+  if (st == FU_OK && a->dump_jit) {
+    fu_strbuf log;
+    fu_strbuf_init(&log, a->alloc);
+    fu_strbuf_printf(&log, "JIT log of @%s:\n%s\n", fn, fu_rt_module_info_log(*mod));
+    st = fu_dump_write(a->dumps, FU_DUMP_PTXAS_VERBOSE, fn, "the JIT's info log", log.data, log.len);
+    fu_strbuf_free(&log);
+  }
   fu_strbuf_free(&ptx_buf);
   return st;
 }
@@ -215,14 +238,12 @@ static fu_status diff_second_backend(gpu_ctx *g, fu_fusion *f, const run_args *a
   const char *first = g->comp.target->name, *second = run_diff_other_backend(first);
   fu_compiler other;
   fu_compiler_init(&other, second, NULL, al);
-  fu_strbuf dumps;
-  fu_strbuf_init(&dumps, al);
   fu_rt_module *mod = NULL;
   fu_rt_exec *e = NULL;
   fu_arg *res2 = NULL;
   uint32_t n2 = 0;
   g->active = &other;
-  fu_status st = gpu_load(g, f, a, &dumps, &mod);
+  fu_status st = gpu_load(g, f, a, &mod);
   g->active = NULL;
   if (st == FU_OK) st = fu_rt_exec_new(g->rt, plan, mod, in, g->diag, &e);
   if (st == FU_OK) st = fu_rt_exec_poison(e, 0xFF);
@@ -235,7 +256,6 @@ static fu_status diff_second_backend(gpu_ctx *g, fu_fusion *f, const run_args *a
   fu_args_free(res2, n2, al);
   fu_rt_exec_free(e);
   fu_rt_module_unload(mod);
-  fu_strbuf_free(&dumps);
   fu_compiler_free(&other);
   return st;
 }
@@ -274,8 +294,7 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
   memset(&br, 0, sizeof br);
   bool have_bench = false;
   run_check_line *lines = NULL;
-  fu_strbuf dumps, json_dev, json_launches, json_bench, text_bench;
-  fu_strbuf_init(&dumps, al);
+  fu_strbuf json_dev, json_launches, json_bench, text_bench;
   fu_strbuf_init(&json_dev, al);
   fu_strbuf_init(&json_launches, al);
   fu_strbuf_init(&json_bench, al);
@@ -283,12 +302,15 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
   int rc = 1;
   uint32_t n_kernels = fu_compile_count_kernels(g->m, f->name);
 
-  fu_status st = n_kernels ? gpu_load(g, f, a, &dumps, &mod) : FU_OK;
+  fu_status st = n_kernels ? gpu_load(g, f, a, &mod) : FU_OK;
   bool compile_failed = st != FU_OK;
   if (st == FU_OK) st = run_make_inputs(a, f, diag, &in, &n_in);
   if (st == FU_OK) st = fu_rt_plan_build(f, in, n_in, al, diag, &plan);
-  if (st == FU_OK && a->dump_launch) fu_rt_plan_print_launches(&dumps, &plan);
+  if (st == FU_OK && a->dump_launch)
+    run_dump_launches(a, f, &plan, NULL, 1u << FU_DUMP_LAUNCH_PARAMS, "the launch plan, on the GPU");
   if (st == FU_OK) st = fu_rt_exec_new(g->rt, &plan, mod, in, diag, &e);
+  if (st == FU_OK && a->dump_launch)
+    run_dump_launches(a, f, &plan, e, 1u << FU_DUMP_KERNEL_ARGS, "the launch plan and its buffers, on the GPU");
   if (st == FU_OK) st = fu_rt_exec_poison(e, 0xFF);
   if (st == FU_OK) st = fu_rt_exec_run(e);
   if (st == FU_OK) st = fu_rt_exec_outputs(e, al, &res, &n_res);
@@ -297,14 +319,17 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
   if (st == FU_OK && a->check) st = run_check(a, f, in, n_in, res, n_res, "on the GPU", diag, &lines);
   /* a second run would read inputs the first one updated: no int recheck then */
   if (st == FU_OK && a->check && !after) st = recheck_ints(e, res, n_res, lines);
-  if (st == FU_OK && a->bench) {
+  bool eff = fu_dump_on(a->dumps, FU_DUMP_EFF_BANDWIDTH);
+  if (st == FU_OK && (a->bench || eff)) {
+    /* eff_bandwidth without --bench: one more run, timed, L2 not flushed */
     fu_rt_bench_options bo;
     memset(&bo, 0, sizeof bo);
-    bo.iters = a->iters;
-    bo.warmup = a->warmup;
-    bo.no_flush = a->no_flush;
+    bo.iters = a->bench ? a->iters : 1;
+    bo.warmup = a->bench ? a->warmup : 0;
+    bo.no_flush = a->bench ? a->no_flush : true;
     st = fu_rt_exec_bench(e, &bo, &br);
-    have_bench = st == FU_OK;
+    have_bench = st == FU_OK && a->bench;
+    if (st == FU_OK && eff) dump_eff_bandwidth(a, f, &br);
   }
   fu_strbuf diff_json;
   fu_strbuf_init(&diff_json, al);
@@ -319,18 +344,12 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
     snprintf(what, sizeof what, "gpu %d: %s, %u kernel%s", dev->ordinal, dev->name, n_kernels,
              n_kernels == 1 ? "" : "s");
     gpu_report_parts(a, g, &plan, &br, have_bench, &json_dev, &json_launches, &json_bench, &text_bench);
-    /* With --json the dumps go to stderr, so that a->out stays JSON. */
-    if (a->json && dumps.len) fwrite(dumps.data, 1, dumps.len, a->err);
     run_fusion_result r = {.f = f, .in = in, .res = res, .n_in = n_in, .n_res = n_res, .lines = lines,
                            .device = "gpu", .what = what, .json_device = json_dev.data,
                            .json_outputs = json_launches.data, .json_tail = json_bench.data,
-                           .text_head = dumps.data, .text_tail = text_bench.data, .alias_after = after,
-                           .alias_how = how};
+                           .text_tail = text_bench.data, .alias_after = after, .alias_how = how};
     rc = run_report_fusion(a, &r, several, first_json, diag, out);
     if (!diff_same) rc = 1;
-  } else if (dumps.len) {
-    /* What was dumped before the failure helps to find it. */
-    fwrite(dumps.data, 1, dumps.len, a->err);
   }
   if (compile_failed && !a->given_in && !a->no_repro) {
     /* the backend failed on this fusion's kernels: a repro with the inputs
@@ -359,7 +378,6 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
   if (how) fu_mem_free(&al, (void *)how, (n_res ? n_res : 1) * sizeof *how);
   fu_args_free(res, n_res, al);
   if (lines) fu_mem_free(&al, lines, (n_res ? n_res : 1) * sizeof *lines);
-  fu_strbuf_free(&dumps);
   fu_strbuf_free(&json_dev);
   fu_strbuf_free(&json_launches);
   fu_strbuf_free(&json_bench);
@@ -493,7 +511,10 @@ int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_se
     g.ptx_text = ptx_text;
     g.ptx_len = ptx_len;
   }
-  fu_compiler_init(&g.comp, a->backend, NULL, al);
+  fu_target_options to;
+  memset(&to, 0, sizeof to);
+  to.no_fast_paths = (a->features.off >> FU_FEATURE_FAST_PATHS) & 1;
+  fu_compiler_init(&g.comp, a->backend, &to, al);
   g.m = m;
   g.src = src;
   if (g.comp.target) {
@@ -505,6 +526,10 @@ int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_se
       run_repro_compile_failure(a, a->fusion, &diag);
     }
   }
+  /* the GPU path dumps the PTX it loads, the JIT's log and the plan itself */
+  uint32_t own = (1u << FU_DUMP_PTX) | (1u << FU_DUMP_PTXAS_VERBOSE) | (1u << FU_DUMP_LAUNCH_PARAMS) |
+                 (1u << FU_DUMP_KERNEL_ARGS) | (1u << FU_DUMP_EFF_BANDWIDTH);
+  if (!rc) rc = run_dump_compiled(a, m, src, own, &diag);
   if (!rc) rc = run_each_fusion(a, m, n_selected, true, gpu_fusion, &g);
   fu_compiler_free(&g.comp);
   if (ptx_text) fu_mem_free(&al, ptx_text, ptx_len + 1);

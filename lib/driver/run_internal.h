@@ -9,6 +9,7 @@
 
 #include "fuser/check.h"
 #include "fuser/driver.h"
+#include "fuser/dump.h"
 #include "fuser/interp.h"
 
 #define RUN_TOOL "fuser-run"
@@ -49,7 +50,9 @@ typedef struct run_args {
   const char *ptx;      /* --ptx: PTX of a lowered fusion */
   const char *backend;  /* --backend: the target that makes PTX (NULL: the preferred) */
   bool bench, no_flush, device_info;
-  bool dump_launch, dump_jit, dump_ptx;
+  bool dump_launch, dump_jit, dump_ptx; /* the GPU's dumps: launch_params or kernel_args, ptxas_verbose, ptx */
+  fu_dumps *dumps;          /* FUSER_DUMP and --dump (fuser/dump.h); never NULL after parsing */
+  fu_feature_set features;  /* FUSER_DISABLE/ENABLE and --disable/--enable */
   uint32_t iters, warmup;
   int gpu;              /* device ordinal */
   /* repros (run_repro.c) and the backend comparison (run_diff.c) */
@@ -216,6 +219,24 @@ const char *run_diff_other_backend(const char *first);
  * when every output passes. */
 bool run_diff_outputs(const run_args *a, fu_fusion *f, const char *first, const char *second, const fu_arg *r1,
                       const fu_arg *r2, uint32_t n, fu_strbuf *text, fu_strbuf *json);
+/* ---- dumps of a fusion on concrete inputs (run_dump.c) ---- */
+
+/* --device=kir: launch_params, kernel_args and eff_bandwidth (bytes) from
+ * the runtime's launch plan, when the build has the runtime. */
+void run_dump_kir(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t n_in, fu_diag_engine *diag);
+/* The dumps run_dump_kir writes (bits of fu_dump_kind): fu_dump_code
+ * leaves them out. */
+uint32_t run_dump_plan_kinds(void);
+/* launch_params and kernel_args of a plan, `stage` naming where it ran. */
+struct fu_rt_plan;
+struct fu_rt_exec;
+/* `which`: bits of the two dumps to write; `e` (may be NULL) adds the
+ * buffers' device addresses to kernel_args. */
+void run_dump_launches(const run_args *a, const fu_fusion *f, const struct fu_rt_plan *plan, const struct fu_rt_exec *e,
+                       uint32_t which, const char *stage);
+/* After the pipeline: fusion-level code dumps (fu_dump_code) but those in
+ * `skip`; the exit status's part (0 or 1). */
+int run_dump_compiled(const run_args *a, fu_module *m, const fu_source *src, uint32_t skip, fu_diag_engine *diag);
 
 /* ---- the paths ---- */
 

@@ -64,6 +64,7 @@ int run_kir_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine
   memset(&stats, 0, sizeof stats);
   int rc = 1;
   fu_status st = run_make_inputs(a, f, diag, &in, &n_in);
+  if (st == FU_OK) run_dump_kir(a, f, in, n_in, diag);
   if (st == FU_OK) st = fu_kir_run_fusion(f, in, n_in, al, diag, &res, &n_res, &stats);
   if (st == FU_OK) st = run_test_corrupt_outputs(f, res, n_res);
   if (st == FU_OK && a->check) st = run_check(a, f, in, n_in, res, n_res, "on the kernel-IR interpreter", diag, &lines);

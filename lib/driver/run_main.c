@@ -21,10 +21,18 @@ fu_status run_compile_pipeline(const run_args *a, fu_module *m, const fu_device 
     fu_run_options ro = fu_run_options_default();
     ro.device = dev;
     ro.dump = a->err;
+    ro.features = a->features;
+    if (fu_dump_any(a->dumps)) ro.dumps = a->dumps;
     st = fu_pipeline_run(&p, m, &ro, NULL, src, diag);
   }
   fu_pipeline_free(&p);
   return st;
+}
+
+int run_dump_compiled(const run_args *a, fu_module *m, const fu_source *src, uint32_t skip, fu_diag_engine *diag) {
+  fu_dump_code_options o = {.fusion = a->fusion, .src = src, .skip = skip,
+                            .no_fast_paths = (a->features.off >> FU_FEATURE_FAST_PATHS) & 1};
+  return fu_dump_code(a->dumps, m, &o, diag) == FU_OK ? 0 : 1;
 }
 
 static bool selected(const run_args *a, const fu_fusion *f) {
@@ -118,12 +126,15 @@ int fu_run_main(int argc, char *const *argv, FILE *in, FILE *out, FILE *err) {
   rc = 1;
   st = fu_parse_module(&src, al, &diag, &m);
   if (st == FU_OK) st = fu_verify_module(m, &diag);
+  if (st == FU_OK) st = fu_dump_module(a.dumps, FU_DUMP_FUSION_IR, m, "as parsed");
+  if (st == FU_OK) st = fu_dump_python(a.dumps, m, src.name, &diag);
   uint32_t n_selected = st == FU_OK ? count_selected(&a, m, &src, &diag) : 0;
   host_ctx hc = {&diag};
   if (n_selected && a.device == RUN_DEVICE_GPU) {
     rc = run_gpu(&a, m, &src, n_selected);
   } else if (n_selected && a.device == RUN_DEVICE_KIR) {
-    if (!run_kir_needs_compile(&a, m) || run_compile_pipeline(&a, m, NULL, &src, &diag) == FU_OK)
+    if ((!run_kir_needs_compile(&a, m) || run_compile_pipeline(&a, m, NULL, &src, &diag) == FU_OK) &&
+        run_dump_compiled(&a, m, &src, run_dump_plan_kinds(), &diag) == 0)
       rc = run_each_fusion(&a, m, n_selected, false, kir_fusion, &hc);
     else
       run_repro_compile_failure(&a, a.fusion, &diag);

@@ -9,9 +9,11 @@
 #include "fuser/npy.h"
 #include "run_internal.h"
 
-/* A folder that exists already is fine: runs may write into the same one. */
+/* A folder that exists already is fine: runs may write into the same one;
+ * missing parents are made too (a file in the way is named by the caller). */
 bool run_save_mkdir(const run_args *a, const char *dir) {
-  if (mkdir(dir, 0777) == 0 || errno == EEXIST) return true;
+  struct stat sb;
+  if (fu_make_dirs(dir) || (errno == ENOTDIR && stat(dir, &sb) == 0)) return true;
   fprintf(a->err, RUN_TOOL ": error: cannot create directory '%s': %s\n", dir, strerror(errno));
   return false;
 }

@@ -38,6 +38,10 @@ static fu_status upload_input(fu_rt_exec *e, uint32_t bi) {
   return st;
 }
 
+fu_rt_ptr fu_rt_exec_buffer_address(const fu_rt_exec *e, uint32_t buffer) {
+  return e && buffer < e->plan->n_buffers ? e->ptrs[buffer] : 0;
+}
+
 void fu_rt_exec_free(fu_rt_exec *e) {
   if (!e) return;
   fu_allocator *a = &e->rt->alloc;

@@ -427,6 +427,10 @@ static void print_fusion_at(fu_strbuf *out, const fu_fusion *f, const fu_print_o
   fu_arena_free(arena);
 }
 
+void fu_print_fusion(fu_strbuf *out, const fu_fusion *f, uint32_t index, const fu_print_options *opts) {
+  print_fusion_at(out, f, opts, index);
+}
+
 void fu_print_module(fu_strbuf *out, const fu_module *m, const fu_print_options *opts) {
   uint32_t i = 0;
   for (const fu_fusion *f = m->first; f; f = f->next, i++) {

@@ -49,6 +49,60 @@ static const fu_schedule_entry_fn schedulers[FU_SK_COUNT] = {
 
 fu_schedule_entry_fn fu_schedule_entry(fu_sched_kind k) { return (unsigned)k < FU_SK_COUNT ? schedulers[k] : NULL; }
 
+static void ignore_diag(void *user, const fu_diagnostic *d) {
+  (void)user;
+  (void)d;
+}
+
+/* Rewrites the parallel types of a schedule that has loop axes of type
+ * `from` to `to`; false (and nothing changed) when the result does not
+ * verify, so that a schedule that needs the type (a persistent row kept in
+ * registers needs its unrolled loops) keeps it. */
+static bool retype_loops(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_ptype from, fu_ptype to, fu_allocator alloc) {
+  bool any = false;
+  for (uint32_t i = 0; i < s->n_loops; i++) any |= s->loops[i].ptype == from;
+  if (!any) return true;
+  fu_ptype *saved_p = fu_mem_alloc(&alloc, (s->n_loops + 1) * sizeof *saved_p);
+  fu_access *saved_a = fu_mem_alloc(&alloc, (s->n_tensors + 1) * sizeof *saved_a);
+  bool ok = saved_p && saved_a;
+  if (ok) {
+    for (uint32_t i = 0; i < s->n_loops; i++) {
+      saved_p[i] = s->loops[i].ptype;
+      if (s->loops[i].ptype == from) s->loops[i].ptype = to;
+    }
+    for (uint32_t i = 0; i < s->n_tensors; i++) {
+      saved_a[i] = s->tensors[i].access;
+      if (from == FU_PT_VECTORIZE && s->tensors[i].access == FU_ACCESS_VECTOR) s->tensors[i].access = FU_ACCESS_DEFAULT;
+    }
+    fu_diag_engine quiet;
+    fu_diag_init(&quiet, alloc);
+    quiet.handler = ignore_diag;
+    ok = fu_schedule_verify(f, seg, s, &quiet) == FU_OK;
+    if (!ok) {
+      for (uint32_t i = 0; i < s->n_loops; i++) s->loops[i].ptype = saved_p[i];
+      for (uint32_t i = 0; i < s->n_tensors; i++) s->tensors[i].access = saved_a[i];
+    }
+  }
+  if (saved_p) fu_mem_free(&alloc, saved_p, (s->n_loops + 1) * sizeof *saved_p);
+  if (saved_a) fu_mem_free(&alloc, saved_a, (s->n_tensors + 1) * sizeof *saved_a);
+  return ok;
+}
+
+/* --disable=vectorize and --disable=unroll act on what every scheduler
+ * wrote, so that no scheduler needs to know of them: vector accesses
+ * become unrolled scalar ones (the same elements per thread, vector width
+ * 1), unrolled loops serial ones. */
+static void apply_switches(fu_fusion *f, fu_op *seg, fu_schedule *s, const fu_schedule_options *opt, FILE *debug) {
+  if (!opt) return;
+  fu_allocator alloc = f->module->alloc;
+  if (opt->no_vectorize && !retype_loops(f, seg, s, FU_PT_VECTORIZE, FU_PT_UNROLL, alloc) && debug)
+    fprintf(debug, "schedule: @%s: segment '@%s' keeps its vectorize axis (--disable=vectorize): the schedule needs it\n",
+            f->name ? f->name : "?", seg_name(seg));
+  if (opt->no_unroll && !retype_loops(f, seg, s, FU_PT_UNROLL, FU_PT_SERIAL, alloc) && debug)
+    fprintf(debug, "schedule: @%s: segment '@%s' keeps its unroll axes (--disable=unroll): the schedule needs them\n",
+            f->name ? f->name : "?", seg_name(seg));
+}
+
 fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine *diag, FILE *debug) {
   return fu_schedule_module_with(m, dev, NULL, diag, debug);
 }
@@ -74,6 +128,7 @@ fu_status fu_schedule_module_with(fu_module *m, const fu_device *dev, const fu_s
       fu_status st = entry(f, op, dev, diag, debug, &s);
       if (st != FU_OK) return st;
       if (!s) continue; /* the scheduler declined (with a remark): the segment stays as it is */
+      apply_switches(f, op, s, opt, debug);
       /* What the scheduler wrote must pass the verifier a parser would run. */
       st = fu_schedule_verify(f, op, s, diag);
       if (st != FU_OK) {
@@ -100,7 +155,8 @@ static fu_status run_schedule(fu_module *m, fu_pass_context *ctx) {
   }
   FILE *debug = fu_pass_debug_enabled(ctx, "schedule") ? ctx->debug_out : NULL;
   const char *tr = fu_pass_option_value(ctx, "transpose");
-  fu_schedule_options opt = {tr && strcmp(tr, "pointwise") == 0};
+  fu_schedule_options opt = {tr && strcmp(tr, "pointwise") == 0, !fu_pass_feature_on(ctx, FU_FEATURE_VECTORIZE),
+                             !fu_pass_feature_on(ctx, FU_FEATURE_UNROLL)};
   if (tr && !opt.transpose_pointwise && strcmp(tr, "tile") != 0) {
     fu_error(ctx->diag, fu_loc_none(), "schedule: option 'transpose' is '%s'; valid: tile, pointwise", tr);
     return FU_ERR_INVALID_ARG;

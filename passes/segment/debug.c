@@ -225,6 +225,7 @@ void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *vd,
   switch (vd->why) {
   case FU_SEG_ACCEPT: fu_strbuf_puts(sb, "accepted"); return;
   case FU_SEG_WHY_EMPTY: fu_strbuf_puts(sb, "no ops"); return;
+  case FU_SEG_WHY_DISABLED: fu_strbuf_puts(sb, "turned off (--disable=scheduler:<kind>)"); return;
   case FU_SEG_WHY_HAS_REDUCTION:
     fu_seg_put_op(sb, op);
     fu_strbuf_puts(sb, " is a reduction");

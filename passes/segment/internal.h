@@ -135,6 +135,7 @@ typedef enum fu_seg_why {
   FU_SEG_WHY_NOT_EPILOGUE,
   FU_SEG_WHY_OTHER_EPILOGUE,
   FU_SEG_WHY_HAS_INDEX,
+  FU_SEG_WHY_DISABLED, /* the kind is turned off (--disable=scheduler:<kind>) */
 } fu_seg_why;
 
 typedef struct fu_seg_verdict {
@@ -299,6 +300,7 @@ typedef struct fu_seg_env {
   fu_allocator alloc;
   fu_diag_engine *diag;
   FILE *dbg;
+  const fu_feature_set *features; /* switched-off kinds and merges (NULL: none) */
   fu_strbuf sb; /* debug line */
   fu_segment_stats stats;
 

@@ -444,6 +444,20 @@ static fu_status init_groups(fu_seg_env *env) {
     if (!is_compute(env, n)) continue;
     fu_seg_summary_single(env, n, &env->sum[n]);
     fu_sched_kind k = fu_seg_choose(env, &env->sum[n], NULL);
+    if (k == FU_SK_NONE && env->features && env->features->kinds_off) {
+      /* an op that only a turned-off kind takes keeps that kind, alone */
+      const fu_feature_set *fs = env->features;
+      env->features = NULL;
+      k = fu_seg_choose(env, &env->sum[n], NULL);
+      env->features = fs;
+      if (k != FU_SK_NONE && env->dbg) {
+        fu_strbuf_clear(&env->sb);
+        fu_strbuf_puts(&env->sb, "[segment] note: only the turned-off kind accepts ");
+        fu_seg_put_op(&env->sb, env->nodes[n].op);
+        fu_strbuf_printf(&env->sb, " alone; it stays %s, merged with nothing", fu_sched_kind_name(k));
+        fu_seg_debug_line(env);
+      }
+    }
     if (k == FU_SK_NONE) {
       /* every single op has a scheduler; keep going if a new op kind lacks one */
       k = FU_SK_POINTWISE;
@@ -764,8 +778,10 @@ fu_status fu_seg_partition(fu_seg_env *env) {
       st = fu_seg_merge_epilogues(env, merge_epilogue_op);
       if (st == FU_OK) st = step2(env);
       if (st == FU_OK) st = step3_vertical(env);
-      if (st == FU_OK) st = step3_shared(env);
-      if (st == FU_OK) st = step3_independent(env);
+      /* --disable=horizontal: only producer->consumer merges */
+      bool horizontal = !env->features || !(env->features->off & (1u << FU_FEATURE_HORIZONTAL));
+      if (st == FU_OK && horizontal) st = step3_shared(env);
+      if (st == FU_OK && horizontal) st = step3_independent(env);
     }
   }
   if (st == FU_OK) st = step4(env);

@@ -281,12 +281,14 @@ static bool outputs_in_red_spaces(const fu_seg_summary *s) {
 /* pointwise: elementwise ops and views over one iteration space, written in
  * the order it is read (no reduction, no resize, nothing permuted). */
 fu_seg_verdict fu_seg_accept_pointwise(const fu_seg_env *env, const fu_seg_summary *s) {
-  (void)env;
+  /* with the transpose kind turned off, pointwise takes permuted data the
+   * way the transpose scheduler's fallback does: uncoalesced on one side */
+  bool transpose_off = env->features && (env->features->kinds_off & (1u << FU_SK_TRANSPOSE));
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
   if (s->first_mm >= 0) return refuse(FU_SEG_WHY_HAS_MATMUL, s->first_mm, -1);
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
   if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
-  if (s->first_transp >= 0) return refuse(FU_SEG_WHY_HAS_TRANSPOSE, s->first_transp, -1);
+  if (s->first_transp >= 0 && !transpose_off) return refuse(FU_SEG_WHY_HAS_TRANSPOSE, s->first_transp, -1);
   if (!one_output_space(s)) return refuse(FU_SEG_WHY_OUT_SPACES, -1, -1);
   return accept();
 }
@@ -384,7 +386,8 @@ fu_sched_kind fu_seg_choose(const fu_seg_env *env, const fu_seg_summary *s, fu_s
     const fu_seg_scheduler *sc = &fu_seg_schedulers[i];
     if (!sc->check) continue;
     if (chosen != FU_SK_NONE && !verdicts) break;
-    fu_seg_verdict v = sc->check(env, s);
+    bool off = env->features && (unsigned)sc->kind < 32 && (env->features->kinds_off & (1u << sc->kind));
+    fu_seg_verdict v = off ? refuse(FU_SEG_WHY_DISABLED, -1, -1) : sc->check(env, s);
     if (verdicts) verdicts[i] = v;
     if (v.why == FU_SEG_ACCEPT && chosen == FU_SK_NONE) chosen = sc->kind;
   }

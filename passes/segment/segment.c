@@ -281,8 +281,14 @@ static fu_status rewrite(fu_seg_env *env) {
 }
 
 fu_status fu_segment_fusion(fu_fusion *f, fu_diag_engine *diag, FILE *debug, fu_segment_stats *stats) {
+  return fu_segment_fusion_with(f, diag, debug, NULL, stats);
+}
+
+fu_status fu_segment_fusion_with(fu_fusion *f, fu_diag_engine *diag, FILE *debug, const fu_feature_set *features,
+                                 fu_segment_stats *stats) {
   fu_seg_env env;
   fu_status st = fu_seg_env_init(&env, f, diag, debug);
+  env.features = features;
   if (st == FU_OK && debug) {
     uint32_t n_host = 0, n_seg = 0;
     for (uint32_t i = 0; i < env.n_nodes; i++) {
@@ -317,7 +323,7 @@ fu_status fu_pass_run_segment(fu_module *m, fu_pass_context *ctx) {
   FILE *dbg = fu_pass_debug_enabled(ctx, "segment") ? ctx->debug_out : NULL;
   fu_diag_engine *diag = ctx ? ctx->diag : NULL;
   fu_status st = FU_OK;
-  for (fu_fusion *f = m->first; f && st == FU_OK; f = f->next) st = fu_segment_fusion(f, diag, dbg, NULL);
+  for (fu_fusion *f = m->first; f && st == FU_OK; f = f->next) st = fu_segment_fusion_with(f, diag, dbg, ctx ? ctx->features : NULL, NULL);
   const char *dot = fu_pass_option_value(ctx, "dot");
   if (st != FU_OK || !dot || !*dot) return st;
   FILE *fp = NULL;

@@ -28,6 +28,7 @@ struct fu_backend {
   char *default_sm;
   char *features;
   bool llvm_before_opt;
+  bool no_fast_paths; /* fu_backend_options.no_fast_paths */
   uint32_t max_self_unroll;
   struct {
     char sm[16];

@@ -246,9 +246,11 @@ static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint
     return t ? LLVMBuildFSub(B, a[0], t, "") : NULL;
   }
   case FU_OP_SET: return a[0];
-  case FU_OP_ABS: return fabs_of(x, a[0]);
+  case FU_OP_ABS: return x->m->be->no_fast_paths ? libdevice_call(x, "fabs", a, 1) : fabs_of(x, a[0]);
   case FU_OP_NEG: return LLVMBuildFNeg(B, a[0], "");
-  case FU_OP_SQRT: return bk_call_intrinsic(x->m, x->C == FU_DT_F32 ? "llvm.nvvm.sqrt.rn.f" : "llvm.nvvm.sqrt.rn.d",
+  case FU_OP_SQRT:
+    if (x->m->be->no_fast_paths) return libdevice_call(x, "sqrt", a, 1);
+    return bk_call_intrinsic(x->m, x->C == FU_DT_F32 ? "llvm.nvvm.sqrt.rn.f" : "llvm.nvvm.sqrt.rn.d",
                                             NULL, 0, a, 1);
   case FU_OP_RECIPROCAL: return LLVMBuildFDiv(B, fconst(x, 1.0), a[0], "");
   case FU_OP_SIGMOID:

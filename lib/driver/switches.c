@@ -1,0 +1,81 @@
+/* fuser driver: FUSER_DISABLE / FUSER_ENABLE and --disable / --enable
+ * (include/fuser/dump.h): the names of the features a tool can turn off
+ * for bisecting, parsed into the fu_feature_set that the pipeline hands to
+ * every pass (fu_pass_context.features). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuser/dump.h"
+
+static bool item_is(const char *p, size_t n, const char *name) { return strlen(name) == n && memcmp(p, name, n) == 0; }
+
+
+typedef struct feature_row {
+  const char *name, *help;
+} feature_row;
+
+static const feature_row feature_rows[FU_FEATURE_COUNT] = {
+    [FU_FEATURE_VECTORIZE] = {"vectorize", "vector loads and stores (schedule: the vector axis is unrolled, width 1)"},
+    [FU_FEATURE_UNROLL] = {"unroll", "unrolled loops (schedule: serial loops where the schedule allows)"},
+    [FU_FEATURE_BOOKEND] = {"bookend", "views at the fusion's ends as host aliases (strip-bookend-views)"},
+    [FU_FEATURE_HORIZONTAL] = {"horizontal",
+                               "the segmenter's horizontal merges (groups sharing an input, independent groups)"},
+    [FU_FEATURE_FAST_PATHS] = {"fast_paths",
+                               "instructions in place of libdevice calls in the llvm backend (sqrt, abs)"},
+};
+
+static const char *const kind_names[FU_SK_COUNT] = {
+    NULL, /* FU_SK_NONE */
+#define FU_SCHED_KIND(id, name, accept, schedule, lower) name,
+#include "fuser/kinds.def"
+};
+
+void fu_features_print_help(fu_strbuf *out) {
+  fu_strbuf_puts(out, "FUSER_DISABLE=a,b,... (or --disable=a,b,...) turns off, FUSER_ENABLE (--enable) back on:\n");
+  for (int f = 0; f < FU_FEATURE_COUNT; f++)
+    fu_strbuf_printf(out, "  %-20s %s\n", feature_rows[f].name, feature_rows[f].help);
+  for (int k = 1; k < FU_SK_COUNT; k++)
+    fu_strbuf_printf(out, "  scheduler:%-10s the segmenter never chooses %s (the next kind that accepts does)\n",
+                     kind_names[k], kind_names[k]);
+}
+
+static void list_feature_names(FILE *err) {
+  for (int f = 0; f < FU_FEATURE_COUNT; f++) fprintf(err, "%s%s", f ? ", " : "", feature_rows[f].name);
+  for (int k = 1; k < FU_SK_COUNT; k++) fprintf(err, ", scheduler:%s", kind_names[k]);
+}
+
+bool fu_features_parse(fu_feature_set *fs, const char *list, bool off, const char *origin, const char *tool, FILE *err) {
+  for (const char *p = list ? list : ""; *p;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    bool found = n == 0;
+    for (int f = 0; f < FU_FEATURE_COUNT && !found; f++)
+      if (item_is(p, n, feature_rows[f].name)) {
+        fs->off = off ? fs->off | (1u << f) : fs->off & ~(1u << f);
+        found = true;
+      }
+    static const char prefix[] = "scheduler:";
+    size_t pl = sizeof prefix - 1;
+    if (!found && n > pl && memcmp(p, prefix, pl) == 0)
+      for (int k = 1; k < FU_SK_COUNT && !found; k++)
+        if (item_is(p + pl, n - pl, kind_names[k])) {
+          fs->kinds_off = off ? fs->kinds_off | (1u << k) : fs->kinds_off & ~(1u << k);
+          found = true;
+        }
+    if (!found) {
+      fprintf(err, "%s: error: unknown switch '%.*s' in %s; valid: ", tool, (int)n, p, origin);
+      list_feature_names(err);
+      fputc('\n', err);
+      return false;
+    }
+    if (!end) break;
+    p = end + 1;
+  }
+  return true;
+}
+
+bool fu_features_from_env(fu_feature_set *fs, const char *tool, FILE *err) {
+  const char *dis = getenv("FUSER_DISABLE"), *en = getenv("FUSER_ENABLE");
+  return (!dis || fu_features_parse(fs, dis, true, "FUSER_DISABLE", tool, err)) &&
+         (!en || fu_features_parse(fs, en, false, "FUSER_ENABLE", tool, err));
+}
