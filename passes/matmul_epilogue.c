@@ -261,7 +261,20 @@ void fu_mm_match_epilogue(fu_op *mm, const fu_use_map *uses, fu_mm_inside_fn ins
       fu_value *o = u->operands[0] == cur ? u->operands[1] : u->operands[0];
       fu_op *bop = NULL;
       fu_value *b = o->is_literal ? NULL : bias_of(o, n, r, uses, inside, user, &bop);
-      if (b && (!bop || push(e, bop)) && push(e, u)) {
+      /* the bias in the operands' dtype: cuBLASLt refused an f32 bias for
+       * a bf16 product on an H200 (its heuristic: invalid value).  An
+       * upcast of such a bias joins the epilogue (cuBLASLt adds the bias in
+       * f32, as the cast then the add do); a bias of another dtype is added
+       * in fuser's own kernel. */
+      fu_dtype abt = mm->operands[0]->type.dtype;
+      fu_op *cop = NULL, *cu;
+      if (b && b->type.dtype != abt && b->def && b->def->kind == FU_OP_CAST && !b->def->host &&
+          b->def->operands[0]->type.dtype == abt && inside(user, b->def) && only_use(uses, b, &cu)) {
+        cop = b->def;
+        b = cop->operands[0];
+      }
+      if (b && b->type.dtype != abt) b = NULL;
+      if (b && (!bop || push(e, bop)) && (!cop || push(e, cop)) && push(e, u)) {
         e->bias = b;
         stage = 1;
         took = true;
