@@ -52,8 +52,10 @@
 # suite is skipped (77), saying so.
 #
 # Environment: FUSER_GPU_TESTS_FILTER=REGEX runs only matching cases;
-# FUSER_GPU_TEST_TIMEOUT (seconds per case, default 600; 4 times that per
-# tool under --sanitizer).  A line `// gpu-tests: ARGS` in a .fir file adds
+# FUSER_GPU_TEST_TIMEOUT (seconds per case, default 180; 4 times that per
+# tool under --sanitizer: the slowest passing case took 31 s on an H200,
+# and one large real fusion's host-side check ran past 420 s, a whole
+# lent-machine call).  A line `// gpu-tests: ARGS` in a .fir file adds
 # ARGS to its fuser-run command.
 set -u
 
@@ -110,7 +112,7 @@ for t in "$run" "$translate"; do
   [ -x "$t" ] || { echo "gpu-tests: $t is missing (build it first: ninja -C $build)" >&2; exit 2; }
 done
 filter=${FUSER_GPU_TESTS_FILTER:-}
-timeout_s=${FUSER_GPU_TEST_TIMEOUT:-600}
+timeout_s=${FUSER_GPU_TEST_TIMEOUT:-180}
 
 # The cases: name<TAB>source file.
 cases() {
