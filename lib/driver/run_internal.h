@@ -158,8 +158,8 @@ bool run_save_prepare(const run_args *a, const char *dir);
 bool run_save_args(const run_args *a, const char *dir, const char *sub, const fu_value *const *vals,
                    const fu_arg *args, uint32_t n, fu_diag_engine *diag, fu_strbuf *log);
 
-/* The directory `dir` exists (made when its parent does); false after an
- * error on a->err. */
+/* The directory `dir` exists, made with its missing parents (mkdir -p);
+ * false after an error on a->err. */
 bool run_save_mkdir(const run_args *a, const char *dir);
 
 /* ---- repro folders (run_repro.c) ---- */

@@ -50,25 +50,7 @@ const char *run_failure_name(run_failure why) {
 
 /* ---- the folder ---- */
 
-/* `dir` and its missing parents (mkdir -p): a repro's folder is named
- * ahead of the failure, often inside a tree that does not exist yet. */
-static bool make_dirs(const run_args *a, const char *dir) {
-  char path[PATH_MAX];
-  if ((size_t)snprintf(path, sizeof path, "%s", dir) >= sizeof path) {
-    fprintf(a->err, RUN_TOOL ": error: the folder name '%s' is too long\n", dir);
-    return false;
-  }
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    bool ok = mkdir(path, 0777) == 0 || errno == EEXIST;
-    *p = '/';
-    if (!ok) break; /* run_save_mkdir below names the folder that failed */
-  }
-  return run_save_mkdir(a, path);
-}
-
-bool run_repro_prepare(const run_args *a) { return !a->save_repro || make_dirs(a, a->save_repro); }
+bool run_repro_prepare(const run_args *a) { return !a->save_repro || run_save_mkdir(a, a->save_repro); }
 
 /* The automatic repro's folder: under $FUSER_REPRO_DIR (made if missing)
  * or $TMPDIR (default /tmp) as fuser-repro-<fusion>-XXXXXX, fresh for each
@@ -78,7 +60,7 @@ static bool fresh_dir(const run_args *a, const char *fusion, char *out, size_t c
   bool own = base && *base;
   if (!own) base = getenv("TMPDIR");
   if (!base || !*base) base = "/tmp";
-  if (own && !make_dirs(a, base)) return false;
+  if (own && !run_save_mkdir(a, base)) return false;
   char name[64];
   size_t n = 0;
   for (const char *p = fusion ? fusion : "fusion"; *p && n < 40; p++)
@@ -424,7 +406,7 @@ bool run_repro_write(const run_args *a, const run_repro_request *r, fu_diag_engi
       snprintf(dir, sizeof dir, "%s/%s", a->save_repro, fname ? fname : "fusion");
     else
       snprintf(dir, sizeof dir, "%s", a->save_repro);
-    if (!make_dirs(a, dir)) return false;
+    if (!run_save_mkdir(a, dir)) return false;
   } else if (!fresh_dir(a, fname, dir, sizeof dir)) {
     return false;
   }
