@@ -32,13 +32,15 @@
 #       FUSER_SANITIZER_TOOLS picks tools (default "memcheck racecheck
 #       synccheck").
 #
-#   scripts/gpu-tests.sh --diff-backends BUILD_DIR
+#   scripts/gpu-tests.sh --diff-backends BUILD_DIR [PRECOMPILED_DIR]
 #       Every case run with `fuser-run --check --diff-backends`: the kernels
 #       compiled by both backends (llvm and nvrtc; a build with LLVM, and
 #       libnvrtc here), both runs checked, and each output of one compared
 #       with the other's: bit-identical, within tolerance (where a
 #       math-library op feeds it), or different (a failure).  Each case's
-#       line counts its outputs of each kind; a summary follows.
+#       line counts its outputs of each kind; a summary follows.  With a
+#       precompiled folder (a GPU host without LLVM) the LLVM side is the
+#       folder's PTX (`--ptx`) and NVRTC compiles the other here.
 #
 #   --dry-run (before or after --sanitizer): print each case's commands
 #       instead of running them; needs neither a GPU nor the sanitizer.
@@ -93,13 +95,12 @@ if [ $precompile = 1 ] && [ $sanitizer = 1 ]; then
   echo "gpu-tests: --precompile and --sanitizer do not go together (precompile first, then run with --sanitizer)" >&2
   exit 2
 fi
-if [ $diffb = 1 ] && { [ $precompile = 1 ] || [ $sanitizer = 1 ] || [ -n "$backend" ] || [ $# -gt 1 ]; }; then
-  echo "gpu-tests: --diff-backends compiles every case with both backends here: it goes with no precompiled folder, --precompile, --sanitizer or --backend" >&2
+if [ $diffb = 1 ] && { [ $precompile = 1 ] || [ $sanitizer = 1 ] || [ -n "$backend" ]; }; then
+  echo "gpu-tests: --diff-backends compiles every case with both backends (or NVRTC beside the precompiled PTX): it goes with no --precompile, --sanitizer or --backend" >&2
   exit 2
 fi
 build=$(cd "$1" 2>/dev/null && pwd) || { echo "gpu-tests: no build directory '$1'" >&2; exit 2; }
 pre=${2:-${FUSER_GPU_PRECOMPILED:-}}
-[ $diffb = 1 ] && pre=  # both backends compile here
 if [ $precompile = 1 ] && [ -z "$pre" ]; then
   echo "gpu-tests: --precompile needs an output directory" >&2
   exit 2
@@ -257,6 +258,7 @@ while IFS=$'\t' read -r name file; do
       continue
     fi
     set -- --ptx "$ptx"
+    [ $diffb = 1 ] && set -- --ptx "$ptx" --diff-backends
     if [ "$backend" = nvrtc ]; then
       # this host writes the same CUDA C from the lowered kernels, and NVRTC
       # compiles it

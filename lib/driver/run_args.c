@@ -314,10 +314,12 @@ int run_parse_args(int argc, char *const *argv, run_args *a, FILE *out, FILE *er
   a->dump_jit = fu_dump_on(a->dumps, FU_DUMP_PTXAS_VERBOSE);
   a->dump_ptx = fu_dump_on(a->dumps, FU_DUMP_PTX);
   /* --backend and --diff-backends choose what compiles the kernels for
-   * the GPU: they need it, and no --ptx */
+   * the GPU: they need it.  --backend takes no --ptx; --diff-backends
+   * with --ptx compares that PTX (the LLVM backend's, made where LLVM
+   * is) with NVRTC's, for a GPU host without LLVM. */
   const char *compiles = a->backend ? "--backend" : a->diff_backends ? "--diff-backends" : NULL;
-  if (compiles && a->ptx) {
-    fprintf(err, RUN_TOOL ": --ptx gives the kernels' PTX, so there is nothing for %s to compile\n", compiles);
+  if (a->backend && a->ptx) {
+    fprintf(err, RUN_TOOL ": --ptx gives the kernels' PTX, so there is nothing for --backend to compile\n");
     return 2;
   }
   if (compiles && a->device != RUN_DEVICE_GPU) {

@@ -114,7 +114,7 @@ typedef struct gpu_ctx {
 
 /* The PTX for f: the --ptx file, or the backend's for f's kernels. */
 static fu_status ptx_for(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_strbuf *own, const char **ptx, size_t *len) {
-  if (g->ptx_text) {
+  if (g->ptx_text && !g->active) {
     *ptx = g->ptx_text;
     *len = g->ptx_len;
     return FU_OK;
@@ -235,7 +235,8 @@ static fu_status diff_second_backend(gpu_ctx *g, fu_fusion *f, const run_args *a
                                      const fu_arg *in, const fu_arg *res, uint32_t n_res, fu_strbuf *text,
                                      fu_strbuf *json, bool *same) {
   fu_allocator al = a->alloc;
-  const char *first = g->comp.target->name, *second = run_diff_other_backend(first);
+  /* the PTX of --ptx is the LLVM backend's (fuser-opt --emit=ptx) */
+  const char *first = g->ptx_text ? "llvm" : g->comp.target->name, *second = run_diff_other_backend(first);
   fu_compiler other;
   fu_compiler_init(&other, second, NULL, al);
   fu_rt_module *mod = NULL;
@@ -413,8 +414,14 @@ static int gpu_preflight(const run_args *a, fu_module *m, uint32_t n_selected) {
             a->file, n_selected);
     return 2;
   }
-  if (a->diff_backends && (!fu_target_lookup("llvm") || !fu_target_lookup("nvrtc"))) {
-    fprintf(a->err, RUN_TOOL ": --diff-backends needs both the llvm and the nvrtc backend, and this build lacks %s\n",
+  if (a->diff_backends && a->ptx && !fu_target_lookup("nvrtc")) {
+    fprintf(a->err, RUN_TOOL ": --diff-backends with --ptx compares that PTX with the nvrtc backend's, and this "
+                    "build lacks the nvrtc backend\n");
+    return 2;
+  }
+  if (a->diff_backends && !a->ptx && (!fu_target_lookup("llvm") || !fu_target_lookup("nvrtc"))) {
+    fprintf(a->err, RUN_TOOL ": --diff-backends needs both the llvm and the nvrtc backend, and this build lacks %s "
+                    "(or give the LLVM backend's PTX with --ptx)\n",
             fu_target_lookup("llvm") ? "nvrtc" : "llvm");
     return 2;
   }
