@@ -282,6 +282,12 @@ void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *vd,
     fu_seg_put_op(sb, op2);
     fu_strbuf_puts(sb, " in neither the reduction's input nor its output iteration space");
     return;
+  case FU_SEG_WHY_DOWN_SKEW:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " broadcasts the result of ");
+    fu_seg_put_op(sb, op2);
+    fu_strbuf_puts(sb, " into a shape other than its operand's, which the kernel's loops do not reach");
+    return;
   case FU_SEG_WHY_DOWN_IN:
     fu_seg_put_op(sb, op);
     fu_strbuf_puts(sb, " follows ");

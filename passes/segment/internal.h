@@ -91,6 +91,8 @@ typedef struct fu_seg_summary {
   uint32_t n_down_in;      /* ops after a reduction of the group in its input space */
   uint32_t n_down_bad;     /* ops after a reduction in neither its input nor output space */
   int32_t first_down_in, first_down_bad;
+  uint32_t n_down_skew;    /* ops that broadcast a reduction's result into a shape other than its operand's */
+  int32_t first_down_skew;
   /* Iteration spaces of the group's outputs (tensor values used outside). */
   uint32_t n_spaces;
   bool spaces_overflow;
@@ -121,6 +123,7 @@ typedef enum fu_seg_why {
   FU_SEG_WHY_RED_MISMATCH,
   FU_SEG_WHY_UNATTACHED,
   FU_SEG_WHY_DOWN_BAD,
+  FU_SEG_WHY_DOWN_SKEW,
   FU_SEG_WHY_DOWN_IN,
   FU_SEG_WHY_NO_DOWN_IN,
   FU_SEG_WHY_TOO_LARGE,
@@ -371,7 +374,17 @@ bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b);
 /* Counts node n, which follows a reduction of its group, as an op in the
  * reduction's input space (needs a persistent kernel), or in neither the
  * input nor the output space, into s. */
-void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_in, int32_t red_out, fu_seg_summary *s);
+/* Which nodes follow a reduction of the group being classified: bit 1 of
+ * flags[node], or (a merge trial's newly downstream ops) mark[node] ==
+ * stamp when mark is not NULL. */
+typedef struct fu_seg_down_marks {
+  const uint8_t *flags;
+  const uint32_t *mark;
+  uint32_t stamp;
+} fu_seg_down_marks;
+
+void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_node, const fu_seg_down_marks *dm,
+                          fu_seg_summary *s);
 
 /* matmul.c: marks products and their epilogues' ops (epi_of) */
 fu_status fu_seg_mark_matmuls(fu_seg_env *env);

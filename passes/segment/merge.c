@@ -200,8 +200,9 @@ static fu_status trial_eval(fu_seg_env *env, trial *t) {
         }
       }
     }
+    fu_seg_down_marks dm = {env->down, env->mark, stamp};
     for (uint32_t i = 0; i < env->newly_down.n; i++)
-      fu_seg_classify_down(env, env->newly_down.v[i], env->sum[x].red_in, env->sum[x].red_out, &t->sum);
+      fu_seg_classify_down(env, env->newly_down.v[i], env->sum[x].first_red, &dm, &t->sum);
   }
   t->kind = fu_seg_choose(env, &t->sum, env->dbg ? t->verdicts : NULL);
   return FU_OK;

@@ -44,7 +44,7 @@ static void summary_empty(fu_seg_summary *s) {
   s->first_mm = s->first_plain = s->epi_owner = -1;
   s->first_op = s->first_red = s->first_resize = s->first_transp = s->first_index = s->red_mismatch = -1;
   s->red_axes = 0;
-  s->red_in = s->red_out = s->first_down_in = s->first_down_bad = -1;
+  s->red_in = s->red_out = s->first_down_in = s->first_down_bad = s->first_down_skew = -1;
 }
 
 void fu_seg_summary_union(fu_seg_summary *out, const fu_seg_summary *a, const fu_seg_summary *b) {
@@ -84,6 +84,8 @@ void fu_seg_summary_union(fu_seg_summary *out, const fu_seg_summary *a, const fu
   r.n_down_bad = a->n_down_bad + b->n_down_bad;
   r.first_down_in = fu_seg_min_idx(a->first_down_in, b->first_down_in);
   r.first_down_bad = fu_seg_min_idx(a->first_down_bad, b->first_down_bad);
+  r.n_down_skew = a->n_down_skew + b->n_down_skew;
+  r.first_down_skew = fu_seg_min_idx(a->first_down_skew, b->first_down_skew);
   r.spaces_overflow = a->spaces_overflow || b->spaces_overflow;
   for (uint32_t i = 0; i < a->n_spaces; i++) fu_seg_summary_add_space(&r, a->space[i], (int32_t)a->space_n[i]);
   for (uint32_t i = 0; i < b->n_spaces; i++) fu_seg_summary_add_space(&r, b->space[i], (int32_t)b->space_n[i]);
@@ -136,10 +138,51 @@ static uint32_t uf_find(uint32_t *uf, uint32_t x) {
   return x;
 }
 
+static bool is_one(fu_extent e) { return !e.sym && e.value == 1; }
+
+/* Whether two types have the same extents in the same order, dims of
+ * extent 1 aside (the kernel's coordinates reach those as 0). */
+static bool same_extents(const fu_type *a, const fu_type *b) {
+  if (a->rank < 0 || b->rank < 0 || (a->rank > 0 && !a->dims) || (b->rank > 0 && !b->dims)) return false;
+  int32_t i = 0, j = 0;
+  for (;;) {
+    while (i < a->rank && is_one(a->dims[i])) i++;
+    while (j < b->rank && is_one(b->dims[j])) j++;
+    if (i == a->rank || j == b->rank) return i == a->rank && j == b->rank;
+    fu_extent x = a->dims[i++], y = b->dims[j++];
+    if ((x.sym == NULL) != (y.sym == NULL) || (x.sym ? strcmp(x.sym, y.sym) != 0 : x.value != y.value)) return false;
+  }
+}
+
+/* Whether down op nd, in the reduction's input space, makes coordinates
+ * the kernel's loops do not reach.  Spaces are element counts, so
+ * [2, 1, 8, 1] broadcast from a max over the [4, 2] of [2, 1, 4, 2], or
+ * [N, 2] from a mean over the N of [2, N], share the input's space; but
+ * the new dims are not the reduced ones.  An op is reached when it has
+ * the shape of the reduction's operand (dims of extent 1 aside), or when
+ * one of its operands in that space follows the reduction too (reached in
+ * turn: group norm's view back to [N, C, H, W] and what uses it). */
+static bool makes_skewed_coords(const fu_seg_env *env, const fu_seg_node *nd, const fu_seg_node *red,
+                                const fu_seg_down_marks *dm) {
+  if (red->red_in == red->red_out || red->op->n_operands < 1 || nd->op->n_results < 1) return false;
+  const fu_op *op = nd->op;
+  if (same_extents(&op->results[0]->type, &red->op->operands[0]->type)) return false;
+  for (uint32_t i = 0; i < op->n_operands; i++) {
+    const fu_value *v = op->operands[i];
+    if (v->is_literal || v->id >= env->n_values || env->v_space[v->id] != red->red_in) continue;
+    uint32_t d = env->v_def[v->id];
+    if (d != FU_SEG_NONE && ((dm->flags[d] & 1) || (dm->mark && dm->mark[d] == dm->stamp))) return false;
+  }
+  return true;
+}
+
 /* Classifies an op that follows a reduction of its group, against the
- * group's reduction signature (in, out). */
-void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_in, int32_t red_out, fu_seg_summary *s) {
-  const fu_seg_node *nd = &env->nodes[n];
+ * signature of the group's reduction `red_node` (its input and output
+ * spaces). */
+void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_node, const fu_seg_down_marks *dm,
+                          fu_seg_summary *s) {
+  const fu_seg_node *nd = &env->nodes[n], *red = &env->nodes[red_node];
+  int32_t red_in = red->red_in, red_out = red->red_out;
   bool in_space;
   if (nd->flags & FU_SEG_NF_REDUCTION) {
     /* a second reduction over the same rows re-reads them after the first */
@@ -155,6 +198,10 @@ void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_in, int
   if (in_space) {
     s->n_down_in++;
     s->first_down_in = fu_seg_min_idx(s->first_down_in, (int32_t)n);
+    if (!(nd->flags & FU_SEG_NF_REDUCTION) && makes_skewed_coords(env, nd, red, dm)) {
+      s->n_down_skew++;
+      s->first_down_skew = fu_seg_min_idx(s->first_down_skew, (int32_t)n);
+    }
   }
 }
 
@@ -226,9 +273,10 @@ fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k
     out->n_comp++;
     if (!(flags[n] & 2)) out->n_comp_nored++;
   }
+  fu_seg_down_marks dm = {flags, NULL, 0};
   if (out->first_red >= 0)
     for (uint32_t i = 0; i < k; i++)
-      if (flags[nodes[i]] & 1) fu_seg_classify_down(env, nodes[i], out->red_in, out->red_out, out);
+      if (flags[nodes[i]] & 1) fu_seg_classify_down(env, nodes[i], out->first_red, &dm, out);
   fu_mem_free(&env->alloc, flags, env->n_nodes);
   return FU_OK;
 }
@@ -246,7 +294,8 @@ bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b) {
     return false;
   /* downstream counts are relative to one signature: meaningless when mixed */
   if (a->red_mismatch < 0 && (a->n_down_in != b->n_down_in || a->n_down_bad != b->n_down_bad ||
-                              a->first_down_in != b->first_down_in || a->first_down_bad != b->first_down_bad))
+                              a->first_down_in != b->first_down_in || a->first_down_bad != b->first_down_bad ||
+                              a->n_down_skew != b->n_down_skew || a->first_down_skew != b->first_down_skew))
     return false;
   for (uint32_t i = 0; i < a->n_spaces; i++) {
     bool found = false;
@@ -318,6 +367,7 @@ static fu_seg_verdict check_reduction_common(const fu_seg_summary *s) {
   if (s->first_index >= 0) return refuse(FU_SEG_WHY_HAS_INDEX, s->first_index, -1);
   if (s->n_comp_nored > 0) return refuse(FU_SEG_WHY_UNATTACHED, s->first_red, -1);
   if (s->n_down_bad > 0) return refuse(FU_SEG_WHY_DOWN_BAD, s->first_down_bad, s->first_red);
+  if (s->n_down_skew > 0) return refuse(FU_SEG_WHY_DOWN_SKEW, s->first_down_skew, s->first_red);
   return accept();
 }
 
