@@ -103,11 +103,12 @@ static bool float_op(mx *x, fu_op_kind op, uint32_t n) {
     test_then(x, a, "<", 0.0);
     fu_strbuf_printf(x->e, " : %s", a);
     return true;
-  case FU_OP_SIGN:
+  case FU_OP_SIGN: /* (x > 0) - (x < 0), as PyTorch: NaN and -0.0 give +0.0 */
     test_then(x, a, ">", 1.0);
     put(x, " : ");
     test_then(x, a, "<", -1.0);
-    fu_strbuf_printf(x->e, " : %s", a);
+    put(x, " : ");
+    lit(x, 0.0);
     return true;
   case FU_OP_ADD: binop(x, "+"); return true;
   case FU_OP_SUB: binop(x, "-"); return true;

@@ -262,8 +262,8 @@ static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint
     return LLVMBuildFDiv(B, op == FU_OP_SILU ? a[0] : fconst(x, 1.0), den, "");
   }
   case FU_OP_RELU: return fsel(x, LLVMRealOLT, a[0], fconst(x, 0.0), fconst(x, 0.0), a[0]);
-  case FU_OP_SIGN: {
-    LLVMValueRef inner = fsel(x, LLVMRealOLT, a[0], fconst(x, 0.0), fconst(x, -1.0), a[0]);
+  case FU_OP_SIGN: { /* (x > 0) - (x < 0), as PyTorch: NaN and -0.0 give +0.0 */
+    LLVMValueRef inner = fsel(x, LLVMRealOLT, a[0], fconst(x, 0.0), fconst(x, -1.0), fconst(x, 0.0));
     return fsel(x, LLVMRealOGT, a[0], fconst(x, 0.0), fconst(x, 1.0), inner);
   }
   case FU_OP_ADD: return LLVMBuildFAdd(B, a[0], a[1], "");
