@@ -1166,6 +1166,20 @@ static fu_status build_variance(builder *b, op_call *c, result *res) {
   return finish_op(b, op, res);
 }
 
+/* cumsum / cumprod / cummax / cummin(arg, dim): an inclusive scan along
+ * dim (negative counts from the end). */
+static fu_status build_scan(builder *b, op_call *c, result *res) {
+  fu_status st;
+  int64_t dim;
+  uint32_t one = 1;
+  if ((st = eval_int(b, c->s[1], "dim", c->what, &dim)) != FU_OK) return st;
+  if ((st = normalize_dims(b, &dim, &one, c->x->type.rank, false, c->s[1]->loc, "dim", c->what)) != FU_OK) return st;
+  fu_op *op = new_op(b, c->kind, &c->x, 1, 1, c->call->loc);
+  if (!op) return nomem(b);
+  op->u.scan.dim = dim;
+  return finish_op(b, op, res);
+}
+
 /* broadcast_in_dim(arg, shape, broadcast_dims): -1 in shape keeps the
  * operand's extent; a stated extent pins the operand's symbol. */
 static fu_status build_broadcast_in_dim(builder *b, op_call *c, result *res) {
@@ -2151,6 +2165,7 @@ static const frontend_op frontend_ops[] = {
      build_reduce},
     {NULL, FU_OC_VARIANCE, PARAMS("!arg|input|arg1", "axes|dims", "correction", "keepdim", "unbiased"), NULL,
      FIRST_TENSOR, build_variance},
+    {NULL, FU_OC_SCAN, PARAMS("!arg|input|arg1|x", "!dim|axis"), NULL, FIRST_TENSOR, build_scan},
     {NULL, FU_OC_BROADCAST_IN_DIM, PARAMS("!arg|input|arg1", "!shape|output_shape", "!broadcast_dims"), NULL,
      FIRST_TENSOR, build_broadcast_in_dim},
     {NULL, FU_OC_BROADCAST, PARAMS("!arg|input|arg1", "!is_broadcast_dim"), NULL, FIRST_TENSOR, build_broadcast},

@@ -354,6 +354,7 @@ static fu_status op_args(exporter *ex, const fu_op *op, fu_strbuf *args) {
       fu_strbuf_printf(args, "%s, stride_order=", names[0]);
       put_int_list(args, op->u.stride_order.order.v, op->u.stride_order.order.n);
       break;
+    case FU_OC_SCAN: fu_strbuf_printf(args, "%s, dim=%lld", names[0], (long long)op->u.scan.dim); break;
     case FU_OC_INDEX:
       if (op->kind == FU_OP_EMBEDDING_FWD)
         fu_strbuf_printf(args, "%s, %s, None, None, None, None, None", names[0], names[1]);
