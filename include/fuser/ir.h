@@ -242,6 +242,10 @@ typedef struct fu_example {
   const char *npy_path;
   fu_scalar_value value; /* FU_INIT_VALUE */
   int64_t low, high;     /* FU_INIT_RANDINT */
+  /* randn and randint: a drawn 0 becomes 1 (floats: the dtype's smallest
+   * normal), as torch.testing.make_tensor(exclude_zero=True) does, so a
+   * divisor never divides by zero; printed `nonzero=true` */
+  bool nonzero;
 } fu_example;
 
 /* ---- scheduler kinds (kinds.def) -------------------------------------- */

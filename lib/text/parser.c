@@ -524,7 +524,7 @@ static bool get_bool(parser *p, int32_t ni) { return is_kw(&node(p, ni)->tok, "t
 
 /* ---- op payloads ------------------------------------------------------- */
 
-enum { IN_STRIDES, IN_STRIDE_ORDER, IN_CONTIGUITY, IN_EXAMPLE, IN_NPY, IN_SEED, IN_SHAPE, IN_EX_STRIDES, IN_LOW, IN_HIGH, IN_N };
+enum { IN_STRIDES, IN_STRIDE_ORDER, IN_CONTIGUITY, IN_EXAMPLE, IN_NPY, IN_SEED, IN_SHAPE, IN_EX_STRIDES, IN_LOW, IN_HIGH, IN_NONZERO, IN_N };
 static const attr_spec input_specs[IN_N] = {
     [IN_STRIDES] = {"strides", AK_INT_LIST, false},
     [IN_STRIDE_ORDER] = {"stride_order", AK_INT_LIST, false},
@@ -536,6 +536,7 @@ static const attr_spec input_specs[IN_N] = {
     [IN_EX_STRIDES] = {"example_strides", AK_INT_LIST, false},
     [IN_LOW] = {"low", AK_INT, false},
     [IN_HIGH] = {"high", AK_INT, false},
+    [IN_NONZERO] = {"nonzero", AK_BOOL, false},
 };
 
 
@@ -794,6 +795,13 @@ static bool fill_input(parser *p, fu_op *op, size_t abase, const fu_token *optok
     } else {
       ex->high = node(p, f[IN_HIGH])->tok.ival;
     }
+  }
+  if (f[IN_NONZERO] >= 0) {
+    if (ex->init != FU_INIT_RANDN && ex->init != FU_INIT_RANDINT) {
+      error_at(p, &node(p, f[IN_NONZERO])->tok, "attribute 'nonzero' requires example=randn or randint");
+      ok = false;
+    }
+    ex->nonzero = get_bool(p, f[IN_NONZERO]);
   }
   static const int sh[2] = {IN_SHAPE, IN_EX_STRIDES};
   for (int i = 0; i < 2; i++) {
