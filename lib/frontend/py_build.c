@@ -2013,6 +2013,43 @@ static fu_status build_index(builder *b, op_call *c, result *res) {
   return finish_op(b, op, res);
 }
 
+/* select(arg, index, dim), torch.select: arg at `index` along dim, which
+ * the result drops: index_select with a one-element index tensor (a
+ * `full` of the scalar index), then a squeeze.  A negative constant index
+ * counts from the end of a constant extent; an index out of range is an
+ * error of the run, as for index_select. */
+static fu_status build_select(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_loc loc = c->call->loc;
+  fu_value *x = c->x, *idx, *ixt, *picked;
+  int64_t dim;
+  uint32_t one = 1;
+  if ((st = eval_int(b, c->s[2], "dim", c->what, &dim)) != FU_OK) return st;
+  if ((st = normalize_dims(b, &dim, &one, x->type.rank, false, c->s[2]->loc, "dim", c->what)) != FU_OK) return st;
+  if ((st = eval_operand(b, c->s[1], c->what, &idx)) != FU_OK) return st;
+  if (!fu_type_is_scalar(&idx->type) || !fu_dtype_is_int(idx->type.dtype)) {
+    fu_error(b->diag, c->s[1]->loc, "'index' of '%s' must be an integer scalar", c->what);
+    return FU_ERR_VERIFY;
+  }
+  fu_extent e = fu_py_symtab_canon(&b->syms, x->type.dims[dim]);
+  if (idx->is_literal && idx->literal.i < 0 && fu_extent_is_const(e) &&
+      !(idx = fu_literal_i(b->f, FU_DT_I64, idx->literal.i + e.value)))
+    return nomem(b);
+  fu_extent len1 = {1, NULL};
+  if ((st = compose_typed(b, new_op(b, FU_OP_FULL, &idx, 1, 1, loc), FU_DT_I64, &len1, 1, true, &ixt)) != FU_OK)
+    return st;
+  fu_value *v[2] = {x, ixt};
+  fu_op *op = new_op(b, FU_OP_INDEX_SELECT, v, 2, 1, loc);
+  if (!op) return nomem(b);
+  op->u.index.dim = dim;
+  if ((st = compose_typed(b, op, FU_DT_NONE, NULL, 0, true, &picked)) != FU_OK) return st;
+  fu_op *sq = new_op(b, FU_OP_SQUEEZE, &picked, 1, 1, loc);
+  if (!sq) return nomem(b);
+  sq->u.squeeze.dims = fu_int_list_copy(b->m, &dim, 1);
+  if (!sq->u.squeeze.dims.v) return nomem(b);
+  return finish_op(b, sq, res);
+}
+
 /* Two extents a product needs equal (neither a broadcast 1). */
 static void unify_pair(builder *b, fu_extent x, fu_extent y) {
   x = fu_py_symtab_canon(&b->syms, x);
@@ -2150,6 +2187,8 @@ static const frontend_op frontend_ops[] = {
     {"segment_set", FU_OP_SET, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary},
     {"real", FU_OP_SET, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary}, /* fuser has no complex */
     {"welford", FU_OP_VAR_MEAN, PARAMS("!arg|input|arg1|x", "!axes|dims"), NULL, FIRST_TENSOR, build_welford},
+    {"select", FU_OP_INDEX_SELECT, PARAMS("!arg|input|arg1|x", "!index|arg2", "!dim|arg3"), NULL, FIRST_TENSOR,
+     build_select},
     {"triu", FU_OP_WHERE, PARAMS("!arg|input|arg1|x", "diagonal|arg2"), NULL, FIRST_TENSOR, build_triu},
     {"stride_order", FU_OP_STRIDE_ORDER, PARAMS("!arg|input|arg1", "!stride_order|dims"), NULL, FIRST_TENSOR,
      build_stride_order},
