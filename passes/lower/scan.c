@@ -84,6 +84,17 @@ static fu_kval *stride(scan_lw *L, fu_kval *t, int32_t d) {
   return ok(L, fu_kernel_stride_param(L->m, L->k, name, FU_DT_I64, t, d));
 }
 
+/* The kernel, verified. */
+static fu_status finish(scan_lw *L, const fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
+  if (fu_kernel_verify(L->k, diag, NULL) != FU_OK) {
+    fu_error(diag, seg->loc, "internal error: the kernel lowered from '@%s' does not verify",
+             seg->u.segment.name ? seg->u.segment.name : "?");
+    return FU_ERR_VERIFY;
+  }
+  *out = L->k;
+  return FU_OK;
+}
+
 fu_status fu_lower_scan(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
   *out = NULL;
   const fu_schedule *s = seg->u.segment.schedule;
@@ -118,6 +129,9 @@ fu_status fu_lower_scan(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kerne
                                            fu_lexpr_binary(L.m, FU_LX_CEIL_DIV, lines, fu_lexpr_const(L.m, SCAN_BLOCK)))
                          : fu_lexpr_const(L.m, 1);
   if (!L.k->grid[0]) return FU_ERR_NOMEM;
+  /* a constant extent 0: no element, and a body would divide by it */
+  for (int32_t d = 0; d < rank; d++)
+    if (fu_extent_is_const(y->type.dims[d]) && y->type.dims[d].value == 0) return finish(&L, seg, diag, out);
   fu_kval *syms[FU_MAX_RANK];
   const char *names[FU_MAX_RANK];
   uint32_t n_syms = 0;
@@ -162,11 +176,5 @@ fu_status fu_lower_scan(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kerne
   fu_kval *next = bin(&L, step_op(op->kind), ct, a, cast(&L, v, ct));
   fu_kval *stored = cast(&L, next, yt);
   if (L.failed || !fu_kb_assign(&L.b, acc, next) || !fu_kb_store(&L.b, py, yi, &stored, 1)) return FU_ERR_NOMEM;
-  if (fu_kernel_verify(L.k, diag, NULL) != FU_OK) {
-    fu_error(diag, seg->loc, "internal error: the kernel lowered from '@%s' does not verify",
-             seg->u.segment.name ? seg->u.segment.name : "?");
-    return FU_ERR_VERIFY;
-  }
-  *out = L.k;
-  return FU_OK;
+  return finish(&L, seg, diag, out);
 }
