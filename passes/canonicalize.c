@@ -21,7 +21,10 @@
  *                cat whose other operands are empty along its dim (extent
  *                0, as repros with empty inputs write) -> the one that is
  *                not (a `set` of it where the result is pinned); only when
- *                the result type equals x's type exactly.
+ *                the result type equals x's type exactly.  A pad of an empty
+ *                operand (a constant extent 0) -> `full` of its pad value:
+ *                every element is padding, and no kernel may read the
+ *                operand (it has no element to read).
  *  - cse:        ops with the same kind, operands, attributes and result types
  *                are merged into the first one (hash table, per block: never
  *                across a segment boundary; never INPUT/OUTPUT/SEGMENT; never
@@ -386,7 +389,29 @@ static fu_value *identity_of(const fu_op *op) {
   return x;
 }
 
+/* Has v a constant extent 0, so no element? */
+static bool is_empty(const fu_value *v) {
+  for (int32_t d = 0; d < v->type.rank; d++)
+    if (fu_extent_is_const(v->type.dims[d]) && v->type.dims[d].value == 0) return true;
+  return false;
+}
+
+/* A pad of an empty operand is its pad value everywhere: the op becomes
+ * `full` of that value in place (its result keeps its name and type), so
+ * lowering never loads the operand, which has no element to load. */
+static bool try_pad_of_empty(canon *c, fu_op *op) {
+  if (op->kind != FU_OP_PAD || op->n_operands != 2 || !is_empty(resolve(c, op->operands[0]))) return false;
+  debug_op(c, "identity (a pad of an empty operand is full)", op, op->results[0], op->operands[1]);
+  op->kind = FU_OP_FULL;
+  op->operands[0] = op->operands[1];
+  op->n_operands = 1;
+  memset(&op->u, 0, sizeof op->u);
+  c->n_ident++;
+  return true;
+}
+
 static bool try_identity(canon *c, fu_op *op) {
+  if (try_pad_of_empty(c, op)) return true;
   fu_value *x = identity_of(op);
   if (!x) return false;
   x = resolve(c, x);

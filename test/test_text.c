@@ -172,6 +172,8 @@ static const char *const ALL_OPS =
     "  %g1 = index_select %T1, %f2 {dim=0}\n  %g2 = gather %T0, %I0 {dim=1}\n"
     "  %g3 = take_along_axis %T0, %I0 {dim=1}\n  %g4 = embedding_fwd %I0, %f1\n"
     "  %g5 = stride_order %T0 {order=[0, 1]}\n"
+    "  %sc1 = cumsum %I0 {dim=1}\n  %sc2 = cumprod %T0 {dim=0}\n"
+    "  %sc3 = cummax %B0 {dim=1}\n  %sc4 = cummin %H0 {dim=0}\n"
     "  %rng1 = uniform 0.0, 1.0, 7, 3 : bf16[N, 8]\n"
     "  %rng2 = normal 0.0, 2.0, 7, 0 : f64[4]\n"
     "  %z0 = input f32[] {example=randn}\n"
@@ -214,6 +216,9 @@ static void test_roundtrip_all_ops(void) {
   CHECK(strstr(p, "  %g2 = gather %T0, %I0 {dim=1} : f32[N, 8]\n"));
   CHECK(strstr(p, "  %g4 = embedding_fwd %I0, %f1 : f32[N, 8, 8]\n"));
   CHECK(strstr(p, "  %g5 = stride_order %T0 {order=[0, 1]} : f32[N, 8]\n"));
+  CHECK(strstr(p, "  %sc1 = cumsum %I0 {dim=1} : i64[N, 8]\n"));
+  CHECK(strstr(p, "  %sc3 = cummax %B0 {dim=1} : bool[N, 8]\n"));
+  CHECK(strstr(p, "  %sc4 = cummin %H0 {dim=0} : f16[N, 8]\n"));
   CHECK(strstr(p, "  %rng1 = uniform 0.0, 1.0, 7, 3 : bf16[N, 8]\n"));
   CHECK(strstr(p, "  %rng2 = normal 0.0, 2.0, 7, 0 : f64[4]\n"));
   CHECK(strstr(p, "  %z0 = input f32[] {example=randn, example_shape=[]}\n") == NULL);
@@ -761,7 +766,7 @@ static void test_errors_semantic(void) {
   EXPECT_ERROR(PRE "  segment @g pointwise (%T0) -> (%zz) {\n  }\n}", "3:34: error: segment output '%zz' is not defined");
   EXPECT_ERROR(PRE "  segment @g pointwise (%nope) -> () {\n  }\n}", "3:25: error: use of undefined value '%nope'");
   EXPECT_ERROR(PRE "  segment @g k () -> () {\n  }\n}",
-               "3:14: error: unknown scheduler kind 'k'; valid: pointwise, transpose, reduction, persistent, resize, matmul, "
+               "3:14: error: unknown scheduler kind 'k'; valid: pointwise, transpose, reduction, persistent, resize, matmul, scan, "
                "none");
 }
 

@@ -276,6 +276,7 @@ typedef struct fu_py_example_spec {
   int64_t strides[FU_MAX_RANK];
   bool has_strides;     /* strides differ from row-major */
   int64_t low, high;    /* randint */
+  bool nonzero;         /* make_tensor(exclude_zero=True): fu_example.nonzero */
   const char *npy_path; /* in the script's arena */
 } fu_py_example_spec;
 

@@ -143,6 +143,7 @@ typedef enum fu_op_class {
   FU_OC_INDEX,
   FU_OC_STRIDE_ORDER,
   FU_OC_RNG,
+  FU_OC_SCAN, /* cumsum, cumprod, cummax, cummin: {dim} */
 } fu_op_class;
 
 enum {
@@ -156,6 +157,7 @@ enum {
   FU_OF_REDUCTION = 1u << 7,
   FU_OF_NO_CSE = 1u << 8,       /* structural, never merged or folded */
   FU_OF_MATMUL = 1u << 9,       /* a matrix product: a matmul segment of its own (cuBLASLt) */
+  FU_OF_SCAN = 1u << 10,        /* an inclusive scan along one dim: a scan segment of its own */
 };
 
 typedef struct fu_op_info {
@@ -240,6 +242,10 @@ typedef struct fu_example {
   const char *npy_path;
   fu_scalar_value value; /* FU_INIT_VALUE */
   int64_t low, high;     /* FU_INIT_RANDINT */
+  /* randn and randint: a drawn 0 becomes 1 (floats: the dtype's smallest
+   * normal), as torch.testing.make_tensor(exclude_zero=True) does, so a
+   * divisor never divides by zero; printed `nonzero=true` */
+  bool nonzero;
 } fu_example;
 
 /* ---- scheduler kinds (kinds.def) -------------------------------------- */
@@ -315,6 +321,7 @@ struct fu_op {
     struct { int64_t dim; } cat;
     struct { fu_int_list widths; } pad; /* pairs (before, after), innermost dim first as in nvFuser */
     struct { int64_t dim; } index;      /* INDEX: the lookup operand's dim the index selects along */
+    struct { int64_t dim; } scan;       /* SCAN: the dim scanned along (0 <= dim < rank) */
     struct { fu_int_list order; } stride_order; /* entry i: the rank of dim i's stride (0 innermost), as
                                                     an input's stride_order */
   } u;

@@ -39,6 +39,8 @@ fu_lower_entry_fn fu_lower_entry(fu_sched_kind k);
 /* The pointwise lowering (passes/lower/pointwise.c), also the transpose
  * kind's fallback. */
 fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
+/* The scan lowering (passes/lower/scan.c): one thread per line. */
+fu_status fu_lower_scan(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out);
 
 /* The transpose lowering (passes/lower/transpose.c): a schedule with a
  * shared-memory tile (fu_transpose_tile), else the pointwise lowering. */

@@ -303,6 +303,10 @@ fu_status fu_schedule_resize(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_
  * gemm plan (fuser/gemm.h) and no schedule (*out stays NULL). */
 fu_status fu_schedule_matmul(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                              fu_schedule **out);
+/* The scan scheduler (passes/schedule/scan.c): one thread per line along
+ * the scanned dim, folding it serially. */
+fu_status fu_schedule_scan(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                           fu_schedule **out);
 /* The pointwise scheduler (passes/schedule/pointwise.c). */
 fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                 fu_schedule **out);

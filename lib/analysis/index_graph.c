@@ -455,6 +455,7 @@ static bool op_dims_in_range(const fu_op *op) {
   case FU_OC_INDEX: return index_op_ok(op);
   case FU_OC_STRIDE_ORDER: return rr == xr;
   case FU_OC_RNG: return true;
+  case FU_OC_SCAN: return rr == xr && op->u.scan.dim >= 0 && op->u.scan.dim < xr;
   }
   return true; /* not reached: a class outside the enum */
 }
@@ -594,6 +595,7 @@ static bool build_exprs(fu_igraph *g) {
     }
     case FU_OC_EXPAND:
     case FU_OC_STRIDE_ORDER: /* same dims; only the stored layout differs */
+    case FU_OC_SCAN:         /* same dims: element c reads the operand up to c along dim, in a loop */
       for (int32_t d = 0; d < r->type.rank; d++) map_dim(g, op, x, d, r, d);
       break;
     case FU_OC_SQUEEZE: {
@@ -1101,6 +1103,7 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
   }
   case FU_OC_EXPAND:
   case FU_OC_STRIDE_ORDER:
+  case FU_OC_SCAN:
     for (int32_t d = 0; d < xr; d++)
       if (!fu_extent_is_one(x->type.dims[d])) c[d] = rc[d];
     return c;
@@ -1217,6 +1220,7 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op, int32_t from) {
   }
   case FU_OC_EXPAND:
   case FU_OC_STRIDE_ORDER:
+  case FU_OC_SCAN:
     for (int32_t d = 0; d < rr; d++)
       if (!is_bcast_dim(x, d, r, d)) c[d] = xc[d];
     break;

@@ -53,7 +53,7 @@ typedef struct binding {
   fu_extent extent; /* B_EXTENT */
 } binding;
 
-enum { MAX_RESULTS = 2, MAX_PARAMS = 8 };
+enum { MAX_RESULTS = 3, MAX_PARAMS = 8 }; /* welford has three results */
 
 typedef struct result {
   uint32_t n;
@@ -1166,6 +1166,20 @@ static fu_status build_variance(builder *b, op_call *c, result *res) {
   return finish_op(b, op, res);
 }
 
+/* cumsum / cumprod / cummax / cummin(arg, dim): an inclusive scan along
+ * dim (negative counts from the end). */
+static fu_status build_scan(builder *b, op_call *c, result *res) {
+  fu_status st;
+  int64_t dim;
+  uint32_t one = 1;
+  if ((st = eval_int(b, c->s[1], "dim", c->what, &dim)) != FU_OK) return st;
+  if ((st = normalize_dims(b, &dim, &one, c->x->type.rank, false, c->s[1]->loc, "dim", c->what)) != FU_OK) return st;
+  fu_op *op = new_op(b, c->kind, &c->x, 1, 1, c->call->loc);
+  if (!op) return nomem(b);
+  op->u.scan.dim = dim;
+  return finish_op(b, op, res);
+}
+
 /* broadcast_in_dim(arg, shape, broadcast_dims): -1 in shape keeps the
  * operand's extent; a stated extent pins the operand's symbol. */
 static fu_status build_broadcast_in_dim(builder *b, op_call *c, result *res) {
@@ -1813,6 +1827,139 @@ static fu_status build_threshold(builder *b, op_call *c, result *res) {
   return compose_last(b, FU_OP_WHERE, w, 3, c->call->loc, res);
 }
 
+/* One op of a composition with its result type stated (full, cast; or
+ * FU_DT_NONE: inferred, a reduction's payload already set): typed and
+ * inferred; a temporary name when `temp` (a result the call returns is
+ * named by its assignment). */
+static fu_status compose_typed(builder *b, fu_op *op, fu_dtype dt, const fu_extent *dims, int32_t rank, bool temp,
+                               fu_value **out) {
+  result r;
+  fu_status st = op ? FU_OK : nomem(b);
+  if (st == FU_OK && dt != FU_DT_NONE) st = state_type(b, op, dt, dims, rank);
+  if (st == FU_OK) st = finish_op(b, op, &r);
+  if (st == FU_OK && temp) st = name_value(b, op->results[0], NULL);
+  *out = st == FU_OK ? op->results[0] : NULL;
+  return st;
+}
+
+/* welford(x, dims) = (avg, var_sum, n), nvFuser's Welford reduction over
+ * dims (not kept): var_mean with correction 0 (one Welford reduction in
+ * the kernel), var_sum = var * n (the M2 it divided), and n the count of
+ * reduced elements as i64 of the reduced shape: a constant where the
+ * reduced extents are, else a sum of ones. */
+static fu_status build_welford(builder *b, op_call *c, result *res) {
+  fu_status st;
+  int64_t *axes;
+  uint32_t n_axes;
+  fu_loc loc = c->call->loc;
+  if ((st = eval_axes(b, c, &axes, &n_axes)) != FU_OK) return st;
+  fu_op *op = new_op(b, FU_OP_VAR_MEAN, &c->x, 1, 2, loc);
+  if (!op) return nomem(b);
+  op->u.variance.axes = fu_int_list_copy(b->m, axes, n_axes);
+  if (n_axes && !op->u.variance.axes.v) return nomem(b);
+  op->u.variance.correction = 0;
+  result vm;
+  if ((st = finish_op(b, op, &vm)) != FU_OK) return st;
+  fu_value *var = op->results[0], *mean = op->results[1], *n, *nf, *var_sum;
+  if ((st = name_value(b, var, NULL)) != FU_OK) return st;
+  int64_t count = 1;
+  bool known = true;
+  for (uint32_t i = 0; i < n_axes; i++) {
+    fu_extent e = fu_py_symtab_canon(&b->syms, c->x->type.dims[axes[i]]);
+    if (!fu_extent_is_const(e) || __builtin_mul_overflow(count, e.value, &count)) known = false;
+  }
+  if (known) {
+    fu_value *k = fu_literal_i(b->f, FU_DT_I64, count);
+    if (!k) return nomem(b);
+    st = compose_typed(b, new_op(b, FU_OP_FULL, &k, 1, 1, loc), FU_DT_I64, var->type.dims, var->type.rank, false, &n);
+  } else {
+    fu_value *one = fu_literal_i(b->f, FU_DT_I64, 1), *ones;
+    if (!one) return nomem(b);
+    if ((st = compose_typed(b, new_op(b, FU_OP_FULL, &one, 1, 1, loc), FU_DT_I64, c->x->type.dims, c->x->type.rank,
+                            true, &ones)) != FU_OK)
+      return st;
+    fu_op *sum = new_op(b, FU_OP_SUM, &ones, 1, 1, loc);
+    if (!sum) return nomem(b);
+    sum->u.reduce.axes = fu_int_list_copy(b->m, axes, n_axes);
+    if (n_axes && !sum->u.reduce.axes.v) return nomem(b);
+    st = compose_typed(b, sum, FU_DT_NONE, NULL, 0, false, &n);
+  }
+  if (st != FU_OK) return st;
+  if ((st = compose_typed(b, new_op(b, FU_OP_CAST, &n, 1, 1, loc), var->type.dtype, var->type.dims, var->type.rank,
+                          true, &nf)) != FU_OK)
+    return st;
+  fu_value *m[2] = {var, nf};
+  if ((st = compose_typed(b, new_op(b, FU_OP_MUL, m, 2, 1, loc), FU_DT_NONE, NULL, 0, false, &var_sum)) != FU_OK)
+    return st;
+  fu_value *outs[3] = {mean, var_sum, n};
+  memset(res, 0, sizeof *res);
+  res->n = 3;
+  for (uint32_t i = 0; i < 3; i++) {
+    res->b[i].kind = B_VALUE;
+    res->b[i].value = outs[i];
+  }
+  return FU_OK;
+}
+
+/* iota along dim `d` of x's shape: iota(extent d) broadcast in that dim. */
+static fu_status iota_along(builder *b, const fu_value *x, int32_t d, fu_loc loc, fu_value **out) {
+  fu_value *v[2] = {fu_literal_i(b->f, FU_DT_I64, 0), fu_literal_i(b->f, FU_DT_I64, 1)};
+  if (!v[0] || !v[1]) return nomem(b);
+  fu_op *op = new_op(b, FU_OP_IOTA, v, 2, 1, loc);
+  if (!op) return nomem(b);
+  result r;
+  fu_status st = state_type(b, op, FU_DT_I64, &x->type.dims[d], 1);
+  if (st != FU_OK || (st = finish_op(b, op, &r)) != FU_OK || (st = name_value(b, op->results[0], NULL)) != FU_OK)
+    return st;
+  fu_value *line = op->results[0];
+  op = new_op(b, FU_OP_BROADCAST_IN_DIM, &line, 1, 1, loc);
+  if (!op) return nomem(b);
+  int64_t dim = d;
+  op->u.broadcast_in_dim.broadcast_dims = fu_int_list_copy(b->m, &dim, 1);
+  if (!op->u.broadcast_in_dim.broadcast_dims.v) return nomem(b);
+  if ((st = state_type(b, op, FU_DT_I64, x->type.dims, x->type.rank)) != FU_OK ||
+      (st = finish_op(b, op, &r)) != FU_OK || (st = name_value(b, op->results[0], NULL)) != FU_OK)
+    return st;
+  *out = op->results[0];
+  return FU_OK;
+}
+
+/* triu(x, diagonal=0), torch.triu: x where column - row >= diagonal over
+ * the last two dims, else zero; pointwise ops over two iotas, so it fuses
+ * as any elementwise op does. */
+static fu_status build_triu(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_loc loc = c->call->loc;
+  fu_value *x = c->x, *diag, *row, *col, *dist, *keep;
+  int32_t rank = x->type.rank;
+  if (rank < 2) {
+    fu_error(b->diag, c->s[0]->loc, "'%s' needs a tensor of rank 2 or more, not rank %d", c->what, rank);
+    return FU_ERR_VERIFY;
+  }
+  if (c->s[1] && c->s[1]->kind != FU_PY_E_NONE) {
+    if ((st = eval_operand(b, c->s[1], c->what, &diag)) != FU_OK) return st;
+    if (!fu_type_is_scalar(&diag->type) || !fu_dtype_is_int(diag->type.dtype)) {
+      fu_error(b->diag, c->s[1]->loc, "'diagonal' of '%s' must be an integer scalar", c->what);
+      return FU_ERR_VERIFY;
+    }
+  } else if (!(diag = fu_literal_i(b->f, FU_DT_I64, 0))) {
+    return nomem(b);
+  }
+  if ((st = iota_along(b, x, rank - 2, loc, &row)) != FU_OK || (st = iota_along(b, x, rank - 1, loc, &col)) != FU_OK)
+    return st;
+  fu_value *sub[2] = {col, row};
+  if ((st = compose(b, FU_OP_SUB, sub, 2, loc, &dist)) != FU_OK) return st;
+  fu_value *ge[2] = {dist, diag};
+  if ((st = compose(b, FU_OP_GE, ge, 2, loc, &keep)) != FU_OK) return st;
+  fu_dtype dt = x->type.dtype;
+  fu_value *zero = fu_dtype_is_float(dt) ? fu_literal_f(b->f, FU_DT_F64, 0.0)
+                   : fu_dtype_is_bool(dt) ? fu_literal_b(b->f, false)
+                                          : fu_literal_i(b->f, FU_DT_I64, 0);
+  if (!zero) return nomem(b);
+  fu_value *w[3] = {keep, x, zero};
+  return compose_last(b, FU_OP_WHERE, w, 3, loc, res);
+}
+
 /* stride_order(arg, stride_order): the values, allocated in that stride
  * order where the result is stored (an output is written in it). */
 static fu_status build_stride_order(builder *b, op_call *c, result *res) {
@@ -1864,6 +2011,43 @@ static fu_status build_index(builder *b, op_call *c, result *res) {
   if (!op) return nomem(b);
   op->u.index.dim = dim;
   return finish_op(b, op, res);
+}
+
+/* select(arg, index, dim), torch.select: arg at `index` along dim, which
+ * the result drops: index_select with a one-element index tensor (a
+ * `full` of the scalar index), then a squeeze.  A negative constant index
+ * counts from the end of a constant extent; an index out of range is an
+ * error of the run, as for index_select. */
+static fu_status build_select(builder *b, op_call *c, result *res) {
+  fu_status st;
+  fu_loc loc = c->call->loc;
+  fu_value *x = c->x, *idx, *ixt, *picked;
+  int64_t dim;
+  uint32_t one = 1;
+  if ((st = eval_int(b, c->s[2], "dim", c->what, &dim)) != FU_OK) return st;
+  if ((st = normalize_dims(b, &dim, &one, x->type.rank, false, c->s[2]->loc, "dim", c->what)) != FU_OK) return st;
+  if ((st = eval_operand(b, c->s[1], c->what, &idx)) != FU_OK) return st;
+  if (!fu_type_is_scalar(&idx->type) || !fu_dtype_is_int(idx->type.dtype)) {
+    fu_error(b->diag, c->s[1]->loc, "'index' of '%s' must be an integer scalar", c->what);
+    return FU_ERR_VERIFY;
+  }
+  fu_extent e = fu_py_symtab_canon(&b->syms, x->type.dims[dim]);
+  if (idx->is_literal && idx->literal.i < 0 && fu_extent_is_const(e) &&
+      !(idx = fu_literal_i(b->f, FU_DT_I64, idx->literal.i + e.value)))
+    return nomem(b);
+  fu_extent len1 = {1, NULL};
+  if ((st = compose_typed(b, new_op(b, FU_OP_FULL, &idx, 1, 1, loc), FU_DT_I64, &len1, 1, true, &ixt)) != FU_OK)
+    return st;
+  fu_value *v[2] = {x, ixt};
+  fu_op *op = new_op(b, FU_OP_INDEX_SELECT, v, 2, 1, loc);
+  if (!op) return nomem(b);
+  op->u.index.dim = dim;
+  if ((st = compose_typed(b, op, FU_DT_NONE, NULL, 0, true, &picked)) != FU_OK) return st;
+  fu_op *sq = new_op(b, FU_OP_SQUEEZE, &picked, 1, 1, loc);
+  if (!sq) return nomem(b);
+  sq->u.squeeze.dims = fu_int_list_copy(b->m, &dim, 1);
+  if (!sq->u.squeeze.dims.v) return nomem(b);
+  return finish_op(b, sq, res);
 }
 
 /* Two extents a product needs equal (neither a broadcast 1). */
@@ -2002,6 +2186,10 @@ static const frontend_op frontend_ops[] = {
      build_threshold},
     {"segment_set", FU_OP_SET, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary},
     {"real", FU_OP_SET, PARAMS("!arg|input|arg1|x"), NULL, FIRST_OPERAND, build_unary}, /* fuser has no complex */
+    {"welford", FU_OP_VAR_MEAN, PARAMS("!arg|input|arg1|x", "!axes|dims"), NULL, FIRST_TENSOR, build_welford},
+    {"select", FU_OP_INDEX_SELECT, PARAMS("!arg|input|arg1|x", "!index|arg2", "!dim|arg3"), NULL, FIRST_TENSOR,
+     build_select},
+    {"triu", FU_OP_WHERE, PARAMS("!arg|input|arg1|x", "diagonal|arg2"), NULL, FIRST_TENSOR, build_triu},
     {"stride_order", FU_OP_STRIDE_ORDER, PARAMS("!arg|input|arg1", "!stride_order|dims"), NULL, FIRST_TENSOR,
      build_stride_order},
     /* random numbers */
@@ -2016,6 +2204,7 @@ static const frontend_op frontend_ops[] = {
      build_reduce},
     {NULL, FU_OC_VARIANCE, PARAMS("!arg|input|arg1", "axes|dims", "correction", "keepdim", "unbiased"), NULL,
      FIRST_TENSOR, build_variance},
+    {NULL, FU_OC_SCAN, PARAMS("!arg|input|arg1|x", "!dim|axis"), NULL, FIRST_TENSOR, build_scan},
     {NULL, FU_OC_BROADCAST_IN_DIM, PARAMS("!arg|input|arg1", "!shape|output_shape", "!broadcast_dims"), NULL,
      FIRST_TENSOR, build_broadcast_in_dim},
     {NULL, FU_OC_BROADCAST, PARAMS("!arg|input|arg1", "!is_broadcast_dim"), NULL, FIRST_TENSOR, build_broadcast},

@@ -354,6 +354,7 @@ static fu_status op_args(exporter *ex, const fu_op *op, fu_strbuf *args) {
       fu_strbuf_printf(args, "%s, stride_order=", names[0]);
       put_int_list(args, op->u.stride_order.order.v, op->u.stride_order.order.n);
       break;
+    case FU_OC_SCAN: fu_strbuf_printf(args, "%s, dim=%lld", names[0], (long long)op->u.scan.dim); break;
     case FU_OC_INDEX:
       if (op->kind == FU_OP_EMBEDDING_FWD)
         fu_strbuf_printf(args, "%s, %s, None, None, None, None, None", names[0], names[1]);
@@ -496,7 +497,14 @@ static fu_status export_example(exporter *ex, const fu_fusion *f, const fu_op *o
   }
   const char *sz = sizes.data ? sizes.data : "";
   bool empty = sizes.len == 0;
-  switch (e->init) {
+  if (e->nonzero && (e->init == FU_INIT_RANDN || e->init == FU_INIT_RANDINT)) {
+    /* make_tensor draws no zero (its range for ints is randint's) */
+    fu_strbuf_printf(o, "torch.testing.make_tensor(%s, dtype=torch.%s, device=\"%s\"", empty ? "()" : sz, dtype,
+                     ex->device);
+    if (e->init == FU_INIT_RANDINT)
+      fu_strbuf_printf(o, ", low=%lld, high=%lld", (long long)e->low, (long long)e->high);
+    fu_strbuf_puts(o, ", exclude_zero=True)");
+  } else switch (e->init) {
     case FU_INIT_RANDINT:
       fu_strbuf_printf(o, "torch.randint(%lld, %lld, (%s%s), dtype=torch.%s, device=\"%s\")", (long long)e->low,
                        (long long)e->high, sz, strided || rank == 1 ? "," : "", dtype, ex->device);

@@ -334,6 +334,7 @@ static fu_status attach_examples(fu_module *m, fu_arena *scratch, fu_fusion *f, 
     ex->init = spec->init;
     ex->low = spec->low;
     ex->high = spec->high;
+    ex->nonzero = spec->nonzero;
     if (spec->npy_path && !(ex->npy_path = fu_arena_strdup(m->arena, spec->npy_path))) {
       st = FU_ERR_NOMEM;
       break;

@@ -302,6 +302,9 @@ static fu_status eval_factory(evaluator *ev, const fu_py_expr *call, const char 
     } else {
       spec->init = FU_INIT_RANDN;
     }
+    const fu_py_expr *ez = kwarg(call, "exclude_zero");
+    if (ez && ez->kind != FU_PY_E_BOOL) return unsupported_at(ev, ez->loc, "exclude_zero");
+    spec->nonzero = ez && ez->u.b;
     return FU_OK;
   }
   if (strcmp(name, "torch.empty_strided") == 0) {

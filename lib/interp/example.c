@@ -89,6 +89,7 @@ typedef struct input_plan {
   size_t path_len;
   fu_host_tensor npy;    /* loaded .npy data */
   bool explicit_random;  /* random data asked for (override or --random) */
+  bool nonzero;          /* the example's nonzero: a drawn 0 becomes 1 or the smallest normal */
 } input_plan;
 
 static fu_status input_error(fu_diag_engine *diag, const fu_op *op, fu_status st, const char *fmt, ...)
@@ -178,6 +179,7 @@ static fu_status plan_inputs(fu_fusion *f, const fu_input_options *o, fu_allocat
     p->seed = ex->seed;
     p->low = ex->low;
     p->high = ex->high;
+    p->nonzero = ex->nonzero;
     p->npy_path = ex->npy_path;
     bool overridden = false;
     for (uint32_t i = 0; i < o->n_overrides; i++) {
@@ -342,6 +344,23 @@ static fu_status input_strides(const input_plan *p, const int64_t *shape, int64_
   return FU_OK;
 }
 
+/* torch.finfo(dtype).tiny: what make_tensor(exclude_zero=True) puts in
+ * place of a drawn zero. */
+static double smallest_normal(fu_dtype dt) {
+  switch (dt) {
+  case FU_DT_F64: return 2.2250738585072014e-308;
+  case FU_DT_F16: return 6.103515625e-05;
+  default: return 1.1754943508222875e-38; /* f32 and bf16 */
+  }
+}
+
+/* Is f zero once stored as dt?  At most half the smallest subnormal rounds
+ * to zero (ties to even). */
+static bool rounds_to_zero(fu_dtype dt, double f) {
+  double half_min = dt == FU_DT_F64 ? 0.0 : dt == FU_DT_F16 ? 0x1p-25 : dt == FU_DT_BF16 ? 0x1p-134 : 0x1p-150;
+  return fabs(f) <= half_min;
+}
+
 /* Fill a contiguous tensor in row-major order from the plan's kind. */
 static void generate(const input_plan *p, uint32_t pos, fu_host_tensor *t) {
   fu_rng r;
@@ -379,6 +398,10 @@ static void generate(const input_plan *p, uint32_t pos, fu_host_tensor *t) {
         else i = fu_rng_int(&r, -8, 9);
         break;
       default: break; /* zeros */
+      }
+      if (p->nonzero && (p->init == FU_INIT_RANDN || p->init == FU_INIT_RANDINT)) {
+        if (fl && rounds_to_zero(dt, f)) f = smallest_normal(dt);
+        if (!fl && !bo && i == 0) i = 1;
       }
       if (fl)
         buf.f64[k] = f;

@@ -1025,6 +1025,25 @@ static fu_status infer_stride_order(ictx *c, fu_type *out) {
   return FU_OK;
 }
 
+/* A scan keeps its operand's shape; dim is one of its dims.  cumsum and
+ * cumprod of ints or bools give i64, as PyTorch's do; cummax and cummin
+ * keep the dtype. */
+static fu_status infer_scan(ictx *c, fu_type *out) {
+  fu_op *op = c->op;
+  if (need_tensor(c, 0)) return FU_ERR_VERIFY;
+  const fu_value *x = op->operands[0];
+  if (op->u.scan.dim < 0 || op->u.scan.dim >= x->type.rank) {
+    fu_ir_valstr vs;
+    fu_ir_tystr ts;
+    return err(c, "'%s': dim %" PRId64 " is out of range for %s of type %s", c->name, op->u.scan.dim,
+               fu_ir_value_str(&vs, x), fu_ir_type_str(&ts, &x->type));
+  }
+  copy_type(c, 0, &x->type, out);
+  if ((op->kind == FU_OP_CUMSUM || op->kind == FU_OP_CUMPROD) && !fu_dtype_is_float(x->type.dtype))
+    out[0].dtype = FU_DT_I64;
+  return FU_OK;
+}
+
 fu_status fu_ir_infer(fu_op *op, fu_type *out, fu_extent *scratch, fu_diag_engine *diag) {
   ictx c = {op, fu_op_info_of(op->kind)->name, diag, scratch};
   if ((unsigned)op->kind >= FU_OP_COUNT) return err(&c, "unknown op kind %d", (int)op->kind);
@@ -1059,6 +1078,7 @@ fu_status fu_ir_infer(fu_op *op, fu_type *out, fu_extent *scratch, fu_diag_engin
   case FU_OC_INDEX: return infer_index(&c, out);
   case FU_OC_STRIDE_ORDER: return infer_stride_order(&c, out);
   case FU_OC_RNG: return infer_rng(&c, out);
+  case FU_OC_SCAN: return infer_scan(&c, out);
   }
   return err(&c, "'%s': no inference rule for this op", c.name);
 }

@@ -524,7 +524,7 @@ static bool get_bool(parser *p, int32_t ni) { return is_kw(&node(p, ni)->tok, "t
 
 /* ---- op payloads ------------------------------------------------------- */
 
-enum { IN_STRIDES, IN_STRIDE_ORDER, IN_CONTIGUITY, IN_EXAMPLE, IN_NPY, IN_SEED, IN_SHAPE, IN_EX_STRIDES, IN_LOW, IN_HIGH, IN_N };
+enum { IN_STRIDES, IN_STRIDE_ORDER, IN_CONTIGUITY, IN_EXAMPLE, IN_NPY, IN_SEED, IN_SHAPE, IN_EX_STRIDES, IN_LOW, IN_HIGH, IN_NONZERO, IN_N };
 static const attr_spec input_specs[IN_N] = {
     [IN_STRIDES] = {"strides", AK_INT_LIST, false},
     [IN_STRIDE_ORDER] = {"stride_order", AK_INT_LIST, false},
@@ -536,6 +536,7 @@ static const attr_spec input_specs[IN_N] = {
     [IN_EX_STRIDES] = {"example_strides", AK_INT_LIST, false},
     [IN_LOW] = {"low", AK_INT, false},
     [IN_HIGH] = {"high", AK_INT, false},
+    [IN_NONZERO] = {"nonzero", AK_BOOL, false},
 };
 
 
@@ -795,6 +796,13 @@ static bool fill_input(parser *p, fu_op *op, size_t abase, const fu_token *optok
       ex->high = node(p, f[IN_HIGH])->tok.ival;
     }
   }
+  if (f[IN_NONZERO] >= 0) {
+    if (ex->init != FU_INIT_RANDN && ex->init != FU_INIT_RANDINT) {
+      error_at(p, &node(p, f[IN_NONZERO])->tok, "attribute 'nonzero' requires example=randn or randint");
+      ok = false;
+    }
+    ex->nonzero = get_bool(p, f[IN_NONZERO]);
+  }
   static const int sh[2] = {IN_SHAPE, IN_EX_STRIDES};
   for (int i = 0; i < 2; i++) {
     int32_t ni = f[sh[i]];
@@ -975,7 +983,8 @@ static bool type_is_stated(fu_op_kind k) {
   case FU_OC_PAD:
   case FU_OC_MATMUL: break;
   case FU_OC_INDEX:
-  case FU_OC_STRIDE_ORDER: break;
+  case FU_OC_STRIDE_ORDER:
+  case FU_OC_SCAN: break;
   }
   return false;
 }

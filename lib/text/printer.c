@@ -141,7 +141,8 @@ static void put_string(fu_strbuf *sb, const char *s) {
 }
 
 /* Canonical order: strides, stride_order, contiguity, example | npy, seed,
- * low, high, example_shape, example_strides.  seed=0 is omitted. */
+ * low, high, nonzero, example_shape, example_strides.  seed=0 and
+ * nonzero=false are omitted. */
 static void put_input_attrs(fu_strbuf *sb, const fu_op *op) {
   const fu_type *t = &op->results[0]->type;
   const fu_layout *lay = &op->u.input.layout;
@@ -202,6 +203,10 @@ static void put_input_attrs(fu_strbuf *sb, const fu_op *op) {
     put_int(sb, ex->low);
     attr_name(sb, &n, "high");
     put_int(sb, ex->high);
+  }
+  if (ex->nonzero && (ex->init == FU_INIT_RANDN || ex->init == FU_INIT_RANDINT)) {
+    attr_name(sb, &n, "nonzero");
+    fu_strbuf_puts(sb, "true");
   }
   if (ex->init != FU_INIT_NONE && ex->init != FU_INIT_VALUE) {
     if (ex->rank >= 0) {

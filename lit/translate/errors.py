@@ -154,5 +154,5 @@ def f(fd : FusionDefinition) -> None :
 def f(fd : FusionDefinition) -> None :
     T0 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Float)
     T1 = fd.define_tensor(shape=[-1, -1], contiguity=[True, True], dtype=DataType.Int)
-    T2 = fd.ops.cumsum(T0, 1)
-# CHECK: errors.py:[[@LINE-1]]:10: error: unsupported op 'fd.ops.cumsum'
+    T2 = fd.ops.argsort(T0, 1)
+# CHECK: errors.py:[[@LINE-1]]:10: error: unsupported op 'fd.ops.argsort'

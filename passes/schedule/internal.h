@@ -13,6 +13,11 @@
  * *numel; NULL when it has none (passes/schedule/pointwise.c). */
 const fu_value *fu_schedule_largest_output(const fu_op *seg, const fu_example_sizes *bind, double *numel);
 
+/* The reference's logical dims as the first axes of a schedule being
+ * built: axes[d] named names[d] = "d<d>" for d < rank; returns the rank
+ * (passes/schedule/pointwise.c). */
+uint32_t fu_schedule_ref_axes(const fu_value *ref, fu_saxis *axes, char (*names)[16]);
+
 /* Marks tail=exact every split of s whose factor provably divides its
  * input's extent in g, the index graph of s (a property of the extents
  * only, so a graph of the all-guard schedule decides it). */

@@ -443,6 +443,15 @@ void fu_schedule_exact_tails(fu_igraph *g, fu_schedule *s) {
   }
 }
 
+uint32_t fu_schedule_ref_axes(const fu_value *ref, fu_saxis *axes, char (*names)[16]) {
+  uint32_t n = 0;
+  for (int32_t d = 0; d < ref->type.rank; d++, n++) {
+    snprintf(names[n], 16, "d%d", (int)d);
+    axes[n] = (fu_saxis){names[n], d, -1, fu_loc_none()};
+  }
+  return n;
+}
+
 const fu_value *fu_schedule_largest_output(const fu_op *seg, const fu_example_sizes *bind, double *numel) {
   const fu_value *ref = NULL;
   *numel = -1;

@@ -52,12 +52,7 @@ static fu_status one_d(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
   fu_sxform xf[MAXA];
   fu_sloop loops[4];
   char names[MAXA][16];
-  uint32_t na = 0, nx = 0, nl = 0;
-  for (int32_t d = 0; d < ref->type.rank; d++) {
-    snprintf(names[na], sizeof names[na], "d%d", (int)d);
-    axes[na] = (fu_saxis){names[na], d, -1, fu_loc_none()};
-    na++;
-  }
+  uint32_t na = fu_schedule_ref_axes(ref, axes, names), nx = 0, nl = 0;
   uint32_t cur = 0;
   for (int32_t d = 1; d < ref->type.rank; d++) {
     snprintf(names[na], sizeof names[na], d + 1 == ref->type.rank ? "m" : "m%d", (int)d);

@@ -439,6 +439,7 @@ fu_status fu_seg_env_init(fu_seg_env *env, fu_fusion *f, fu_diag_engine *diag, F
     if (of & FU_OF_RESIZE) nd->flags |= FU_SEG_NF_RESIZE;
     if (of & FU_OF_VIEW) nd->flags |= FU_SEG_NF_VIEW;
     if (fu_op_info_of(op->kind)->cls == FU_OC_INDEX) nd->flags |= FU_SEG_NF_INDEX;
+    if (of & FU_OF_SCAN) nd->flags |= FU_SEG_NF_SCAN;
     if (op->kind == FU_OP_PERMUTE && !fu_seg_perm_is_trivial(op)) nd->flags |= FU_SEG_NF_TRANSP;
     for (uint32_t k = 0; k < op->n_operands; k++) {
       const fu_value *v = op->operands[k];

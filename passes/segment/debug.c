@@ -324,6 +324,15 @@ void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *vd,
     fu_strbuf_puts(sb, "it holds ops of another product's epilogue than ");
     fu_seg_put_op(sb, op);
     return;
+  case FU_SEG_WHY_HAS_SCAN:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " is a scan (a scan segment of its own)");
+    return;
+  case FU_SEG_WHY_NO_SCAN: fu_strbuf_puts(sb, "no cumsum, cumprod, cummax or cummin"); return;
+  case FU_SEG_WHY_SCAN_NOT_ALONE:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " is a scan, which is a segment alone");
+    return;
   case FU_SEG_WHY_OUTER_NORM:
     fu_seg_put_op(sb, op);
     fu_strbuf_puts(sb, " keeps the last dim (an outer normalization): a reduction kernel and a pointwise kernel");

@@ -83,6 +83,7 @@ typedef struct fu_seg_summary {
   int32_t first_plain;     /* lowest op that is neither a product nor in a product's epilogue, -1 */
   int32_t epi_owner;       /* the product whose epilogue ops the group holds: -1 none, -2 several */
   int32_t first_index;     /* lowest indexing op (index_select, gather, ...), -1 */
+  int32_t first_scan;      /* lowest scan (cumsum, ...), -1 */
   int32_t red_mismatch;    /* a reduction whose signature differs from first_red's, -1 */
   int32_t red_in, red_out; /* first_red's operand and result iteration spaces */
   uint32_t red_axes;       /* first_red's reduced axes (see fu_seg_node) */
@@ -138,6 +139,9 @@ typedef enum fu_seg_why {
   FU_SEG_WHY_NOT_EPILOGUE,
   FU_SEG_WHY_OTHER_EPILOGUE,
   FU_SEG_WHY_HAS_INDEX,
+  FU_SEG_WHY_HAS_SCAN,  /* a scan runs in a scan segment of its own */
+  FU_SEG_WHY_NO_SCAN,
+  FU_SEG_WHY_SCAN_NOT_ALONE,
   FU_SEG_WHY_DISABLED, /* the kind is turned off (--disable=scheduler:<kind>) */
 } fu_seg_why;
 
@@ -162,6 +166,7 @@ fu_seg_verdict fu_seg_accept_reduction(const struct fu_seg_env *env, const fu_se
 fu_seg_verdict fu_seg_accept_persistent(const struct fu_seg_env *env, const fu_seg_summary *s);
 fu_seg_verdict fu_seg_accept_resize(const struct fu_seg_env *env, const fu_seg_summary *s);
 fu_seg_verdict fu_seg_accept_matmul(const struct fu_seg_env *env, const fu_seg_summary *s);
+fu_seg_verdict fu_seg_accept_scan(const struct fu_seg_env *env, const fu_seg_summary *s);
 
 /* The table, in preference order (first acceptance wins). */
 extern const fu_seg_scheduler fu_seg_schedulers[FU_SEG_KIND_COUNT];
@@ -278,6 +283,7 @@ enum {
   FU_SEG_NF_COMPUTE = 1u << 4, /* can join a segment */
   FU_SEG_NF_MATMUL = 1u << 5,  /* a matmul or linear */
   FU_SEG_NF_INDEX = 1u << 6,   /* an indexing op: pointwise segments only */
+  FU_SEG_NF_SCAN = 1u << 7,    /* cumsum and friends: a scan segment of its own */
 };
 
 enum {

@@ -260,9 +260,11 @@ static void log_line(fu_seg_env *env, const fu_strbuf *prefix, const char *fmt_t
   if (fmt_tail) fu_strbuf_puts(&env->sb, fmt_tail);
 }
 
-/* A group without a product is no matmul segment: saying so on every
- * rejection is noise. */
-static bool silent_verdict(const fu_seg_verdict *v) { return v->why == FU_SEG_WHY_NO_MATMUL; }
+/* A group without a product is no matmul segment, one without a scan no
+ * scan segment: saying so on every rejection is noise. */
+static bool silent_verdict(const fu_seg_verdict *v) {
+  return v->why == FU_SEG_WHY_NO_MATMUL || v->why == FU_SEG_WHY_NO_SCAN;
+}
 
 static void log_rejections(fu_seg_env *env, const fu_strbuf *prefix, const trial *t) {
   for (int i = 0; i < FU_SEG_KIND_COUNT; i++) {

@@ -43,6 +43,7 @@ static void summary_empty(fu_seg_summary *s) {
   s->first_op = s->first_red = s->first_resize = s->first_transp = s->red_mismatch = -1;
   s->first_mm = s->first_plain = s->epi_owner = -1;
   s->first_op = s->first_red = s->first_resize = s->first_transp = s->first_index = s->red_mismatch = -1;
+  s->first_scan = -1;
   s->red_axes = 0;
   s->red_in = s->red_out = s->first_down_in = s->first_down_bad = s->first_down_skew = -1;
 }
@@ -60,6 +61,7 @@ void fu_seg_summary_union(fu_seg_summary *out, const fu_seg_summary *a, const fu
   r.first_plain = fu_seg_min_idx(a->first_plain, b->first_plain);
   r.epi_owner = a->epi_owner == -1 ? b->epi_owner : b->epi_owner == -1 || b->epi_owner == a->epi_owner ? a->epi_owner : -2;
   r.first_index = fu_seg_min_idx(a->first_index, b->first_index);
+  r.first_scan = fu_seg_min_idx(a->first_scan, b->first_scan);
   if (a->first_red < 0 || b->first_red < 0) {
     const fu_seg_summary *s = a->first_red >= 0 ? a : b;
     r.first_red = s->first_red;
@@ -124,6 +126,7 @@ void fu_seg_summary_single(fu_seg_env *env, uint32_t n, fu_seg_summary *out) {
   if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = (int32_t)n;
   add_product_facts(nd, n, out);
   if (nd->flags & FU_SEG_NF_INDEX) out->first_index = (int32_t)n;
+  if (nd->flags & FU_SEG_NF_SCAN) out->first_scan = (int32_t)n;
   for (uint32_t r = 0; r < nd->op->n_results; r++) {
     const fu_value *v = nd->op->results[r];
     if (v->id < env->n_values && env->v_ext[v->id] > 0) fu_seg_summary_add_space(out, env->v_space[v->id], 1);
@@ -233,6 +236,7 @@ fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k
     if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = fu_seg_min_idx(out->first_transp, (int32_t)n);
     add_product_facts(nd, n, out);
     if (nd->flags & FU_SEG_NF_INDEX) out->first_index = fu_seg_min_idx(out->first_index, (int32_t)n);
+    if (nd->flags & FU_SEG_NF_SCAN) out->first_scan = fu_seg_min_idx(out->first_scan, (int32_t)n);
     if (nd->flags & FU_SEG_NF_REDUCTION) {
       if (out->first_red < 0) {
         out->first_red = (int32_t)n;
@@ -286,7 +290,7 @@ bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b) {
       a->first_red != b->first_red || a->first_resize != b->first_resize || a->first_transp != b->first_transp ||
       a->first_mm != b->first_mm || a->n_mm != b->n_mm || a->first_plain != b->first_plain ||
       a->epi_owner != b->epi_owner ||
-      a->first_index != b->first_index ||
+      a->first_index != b->first_index || a->first_scan != b->first_scan ||
       (a->red_mismatch < 0) != (b->red_mismatch < 0) || a->n_comp != b->n_comp ||
       a->n_comp_nored != b->n_comp_nored || a->spaces_overflow != b->spaces_overflow || a->n_spaces != b->n_spaces)
     return false;
@@ -335,6 +339,7 @@ fu_seg_verdict fu_seg_accept_pointwise(const fu_seg_env *env, const fu_seg_summa
   bool transpose_off = env->features && (env->features->kinds_off & (1u << FU_SK_TRANSPOSE));
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
   if (s->first_mm >= 0) return refuse(FU_SEG_WHY_HAS_MATMUL, s->first_mm, -1);
+  if (s->first_scan >= 0) return refuse(FU_SEG_WHY_HAS_SCAN, s->first_scan, -1);
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
   if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
   if (s->first_transp >= 0 && !transpose_off) return refuse(FU_SEG_WHY_HAS_TRANSPOSE, s->first_transp, -1);
@@ -348,6 +353,7 @@ fu_seg_verdict fu_seg_accept_transpose(const fu_seg_env *env, const fu_seg_summa
   (void)env;
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
   if (s->first_mm >= 0) return refuse(FU_SEG_WHY_HAS_MATMUL, s->first_mm, -1);
+  if (s->first_scan >= 0) return refuse(FU_SEG_WHY_HAS_SCAN, s->first_scan, -1);
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
   if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
   if (s->first_transp < 0) return refuse(FU_SEG_WHY_NO_TRANSPOSE, -1, -1);
@@ -361,6 +367,7 @@ fu_seg_verdict fu_seg_accept_transpose(const fu_seg_env *env, const fu_seg_summa
 static fu_seg_verdict check_reduction_common(const fu_seg_summary *s) {
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
   if (s->first_mm >= 0) return refuse(FU_SEG_WHY_HAS_MATMUL, s->first_mm, -1);
+  if (s->first_scan >= 0) return refuse(FU_SEG_WHY_HAS_SCAN, s->first_scan, -1);
   if (s->first_red < 0) return refuse(FU_SEG_WHY_NO_REDUCTION, -1, -1);
   if (s->red_mismatch >= 0) return refuse(FU_SEG_WHY_RED_MISMATCH, s->first_red, s->red_mismatch);
   if (s->first_resize >= 0) return refuse(FU_SEG_WHY_HAS_RESIZE, s->first_resize, -1);
@@ -403,6 +410,7 @@ fu_seg_verdict fu_seg_accept_resize(const fu_seg_env *env, const fu_seg_summary 
   (void)env;
   if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
   if (s->first_mm >= 0) return refuse(FU_SEG_WHY_HAS_MATMUL, s->first_mm, -1);
+  if (s->first_scan >= 0) return refuse(FU_SEG_WHY_HAS_SCAN, s->first_scan, -1);
   if (s->first_resize < 0) return refuse(FU_SEG_WHY_NO_RESIZE, -1, -1);
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
   if (s->first_index >= 0) return refuse(FU_SEG_WHY_HAS_INDEX, s->first_index, -1);
@@ -421,6 +429,16 @@ fu_seg_verdict fu_seg_accept_matmul(const fu_seg_env *env, const fu_seg_summary 
   if (s->first_plain >= 0) return refuse(FU_SEG_WHY_NOT_EPILOGUE, s->first_plain, s->first_mm);
   if (s->epi_owner == -2 || (s->epi_owner >= 0 && s->epi_owner != s->first_mm))
     return refuse(FU_SEG_WHY_OTHER_EPILOGUE, s->first_mm, -1);
+  return accept();
+}
+
+/* scan: one cumsum, cumprod, cummax or cummin alone (its operand and
+ * result are in global memory; passes/schedule/scan.c). */
+fu_seg_verdict fu_seg_accept_scan(const fu_seg_env *env, const fu_seg_summary *s) {
+  (void)env;
+  if (s->n_ops == 0) return refuse(FU_SEG_WHY_EMPTY, -1, -1);
+  if (s->first_scan < 0) return refuse(FU_SEG_WHY_NO_SCAN, -1, -1);
+  if (s->n_ops > 1) return refuse(FU_SEG_WHY_SCAN_NOT_ALONE, s->first_scan, -1);
   return accept();
 }
 

@@ -10,4 +10,6 @@ def integer_division(fd: FusionDefinition) -> None:
     fd.add_output(t2)
     fd.add_output(t3)
 
-inputs = [torch.testing.make_tensor(1024, device='cuda', dtype=torch.long), torch.testing.make_tensor(1024, device='cuda', dtype=torch.long)]
+# The divisor excludes zero here: nvFuser's test draws zeros too, where the GPU's
+# quotient is unspecified (fuser makes an integer division by zero an error).
+inputs = [torch.testing.make_tensor(1024, device='cuda', dtype=torch.long), torch.testing.make_tensor(1024, device='cuda', dtype=torch.long, exclude_zero=True)]
