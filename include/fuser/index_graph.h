@@ -267,6 +267,10 @@ const fu_ix *fu_igraph_resize_at_lane(fu_igraph *g, const fu_ix *x, const fu_ix 
  * offset goes lane by lane whatever its tensor's access mode, so the
  * schedule need not mark the tensor access=scalar for it. */
 bool fu_igraph_names_lanewise(fu_igraph *g, const fu_ix *x);
+/* Whether x names any clamped coordinate of a pad's or cat's operand.  A
+ * store never may: that tensor's elements would not be reached one to one
+ * from the loops. */
+bool fu_igraph_names_clamp(fu_igraph *g, const fu_ix *x);
 
 /* Text form (--print-index-graph), and Graphviz form: a subgraph cluster
  * per segment, to be written inside `digraph { ... }`. */

@@ -490,16 +490,27 @@ static void reduction_exprs(fu_igraph *g, const fu_op *op) {
   }
 }
 
+/* Whether a pad moves dim d of its rank-`rank` operand (widths are given
+ * last dim first): a crop at one end and a pad at the other keep the
+ * extent but shift every coordinate. */
+static bool pad_moves_dim(const fu_op *op, int32_t rank, int32_t d) {
+  const fu_int_list *w = &op->u.pad.widths;
+  uint32_t k = (uint32_t)(rank - 1 - d);
+  return 2 * k + 1 < w->n && (w->v[2 * k] != 0 || w->v[2 * k + 1] != 0);
+}
+
 /* A slice, pad or cat relates each dim of each tensor operand to the
- * result's: an exact map where the extent is unchanged, a resize expr
- * where the op moves or clips it. */
+ * result's: an exact map where the op leaves the dim alone, a resize expr
+ * where it moves or clips it (a pad of widths [-1, 1] keeps the extent,
+ * not the coordinates). */
 static void resize_exprs(fu_igraph *g, const fu_op *op) {
   const fu_value *r = op->results[0];
   for (uint32_t i = 0; i < op->n_operands; i++) {
     const fu_value *x = op->operands[i];
     if (!fu_type_is_tensor(&x->type) || x->type.rank != r->type.rank) continue;
     for (int32_t d = 0; d < r->type.rank; d++) {
-      if (fu_extent_equal(x->type.dims[d], r->type.dims[d]) && op->kind != FU_OP_SLICE) {
+      bool moved = op->kind == FU_OP_SLICE || (op->kind == FU_OP_PAD && pad_moves_dim(op, r->type.rank, d));
+      if (fu_extent_equal(x->type.dims[d], r->type.dims[d]) && !moved) {
         map_dim(g, op, x, d, r, d);
         continue;
       }
@@ -911,6 +922,12 @@ static const fu_ix *clamped(fu_igraph *g, const fu_ix *x, int64_t shift, int64_t
 bool fu_igraph_resize_lanewise(const fu_igraph *g) { return g->rvars_lanewise; }
 
 bool fu_igraph_names_lanewise(fu_igraph *g, const fu_ix *x) { return g->rvars_lanewise && x && names_lanewise(g, x); }
+
+bool fu_igraph_names_clamp(fu_igraph *g, const fu_ix *x) {
+  for (uint32_t i = 0; x && i < g->n_rvars; i++)
+    if (fu_ix_subst(g->ix, x, g->rvars[i].var, fu_ix_const(g->ix, 0)) != x) return true;
+  return false;
+}
 
 static const fu_ix *gather_at_lane(fu_igraph *g, const struct resize_ent *e, const fu_ix *lane_value);
 

@@ -211,6 +211,17 @@ static bool verify_indexing(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_d
     fu_error(diag, s->loc, "the block has %lld threads; the limit is 1024", (long long)threads);
     ok = false;
   }
+  /* stores one to one: an output reached only through a pad's or cat's
+   * clamped coordinate would see some elements twice and others never */
+  for (uint32_t i = 0; i < fu_igraph_num_accesses(g); i++) {
+    const fu_iaccess *a = fu_igraph_access(g, i);
+    if (!a->is_store || !fu_igraph_names_clamp(g, a->offset)) continue;
+    fu_error(diag, s->loc,
+             "'%%%s' is stored at a clamped coordinate of a pad or cat operand: the loops do not reach each of its "
+             "elements once (it belongs in another segment)",
+             a->value->name ? a->value->name : "?");
+    ok = false;
+  }
   /* vector accesses */
   int32_t vl = fu_schedule_loop_of(s, FU_PT_VECTORIZE);
   int64_t width = 1;

@@ -293,6 +293,21 @@ static uint32_t shape_hash(const fu_type *t) {
   return (h ^ (h >> 11) ^ (h >> 22)) & 0x7ffu;
 }
 
+/* Whether a pad has a nonzero width (crop or pad) on some dim. */
+static bool pad_moves(const fu_op *op) {
+  for (uint32_t k = 0; k < op->u.pad.widths.n; k++)
+    if (op->u.pad.widths.v[k] != 0) return true;
+  return false;
+}
+
+/* Whether a pad adds elements on some dim (a crop alone reads its operand
+ * at shifted coordinates, never clamped ones). */
+static bool pad_widens(const fu_op *op) {
+  for (uint32_t k = 0; k < op->u.pad.widths.n; k++)
+    if (op->u.pad.widths.v[k] > 0) return true;
+  return false;
+}
+
 static void reduction_facts(fu_seg_env *env, fu_seg_node *nd) {
   const fu_op *op = nd->op;
   if (op->n_operands < 1 || op->n_results < 1) return;
@@ -459,6 +474,10 @@ fu_status fu_seg_env_init(fu_seg_env *env, fu_fusion *f, fu_diag_engine *diag, F
       for (uint32_t r = 0; r < op->n_results && nd->space < 0; r++) nd->space = env->v_space[op->results[r]->id];
     }
     if (nd->flags & FU_SEG_NF_REDUCTION) reduction_facts(env, nd);
+    if (op->kind == FU_OP_PAD && op->n_operands > 0 && op->n_results > 0 && !op->operands[0]->is_literal &&
+        env->v_space[op->operands[0]->id] == env->v_space[op->results[0]->id] && pad_moves(op))
+      nd->flags |= FU_SEG_NF_SHIFT_PAD;
+    if (op->kind == FU_OP_CAT || (op->kind == FU_OP_PAD && pad_widens(op))) nd->flags |= FU_SEG_NF_CLAMP;
   }
   st = mark_permuted_writes(env);
   if (st == FU_OK) st = fu_seg_mark_matmuls(env);

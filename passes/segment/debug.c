@@ -288,6 +288,16 @@ void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *vd,
     fu_seg_put_op(sb, op2);
     fu_strbuf_puts(sb, " into a shape other than its operand's, which the kernel's loops do not reach");
     return;
+  case FU_SEG_WHY_SHIFT_PAD_OUTPUTS:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " shifts coordinates but keeps the element count: a segment with it has one output");
+    return;
+  case FU_SEG_WHY_OUT_BEFORE_CLAMP:
+    fu_seg_put_op(sb, op);
+    fu_strbuf_puts(sb, " leaves the segment but feeds ");
+    fu_seg_put_op(sb, op2);
+    fu_strbuf_puts(sb, ", which reads it at clamped coordinates: it would be stored there");
+    return;
   case FU_SEG_WHY_DOWN_IN:
     fu_seg_put_op(sb, op);
     fu_strbuf_puts(sb, " follows ");

@@ -83,6 +83,9 @@ typedef struct fu_seg_summary {
   int32_t first_plain;     /* lowest op that is neither a product nor in a product's epilogue, -1 */
   int32_t epi_owner;       /* the product whose epilogue ops the group holds: -1 none, -2 several */
   int32_t first_index;     /* lowest indexing op (index_select, gather, ...), -1 */
+  int32_t first_shift_pad; /* lowest FU_SEG_NF_SHIFT_PAD op, -1 */
+  int32_t first_clamp;     /* lowest FU_SEG_NF_CLAMP op, -1 */
+  int32_t first_out_before_clamp; /* lowest op with an output that feeds a clamp op's operand, -1 */
   int32_t first_scan;      /* lowest scan (cumsum, ...), -1 */
   int32_t red_mismatch;    /* a reduction whose signature differs from first_red's, -1 */
   int32_t red_in, red_out; /* first_red's operand and result iteration spaces */
@@ -125,6 +128,8 @@ typedef enum fu_seg_why {
   FU_SEG_WHY_UNATTACHED,
   FU_SEG_WHY_DOWN_BAD,
   FU_SEG_WHY_DOWN_SKEW,
+  FU_SEG_WHY_SHIFT_PAD_OUTPUTS,
+  FU_SEG_WHY_OUT_BEFORE_CLAMP,
   FU_SEG_WHY_DOWN_IN,
   FU_SEG_WHY_NO_DOWN_IN,
   FU_SEG_WHY_TOO_LARGE,
@@ -284,6 +289,8 @@ enum {
   FU_SEG_NF_MATMUL = 1u << 5,  /* a matmul or linear */
   FU_SEG_NF_INDEX = 1u << 6,   /* an indexing op: pointwise segments only */
   FU_SEG_NF_SCAN = 1u << 7,    /* cumsum and friends: a scan segment of its own */
+  FU_SEG_NF_SHIFT_PAD = 1u << 8, /* a pad that moves coordinates but keeps the element count */
+  FU_SEG_NF_CLAMP = 1u << 9,     /* a cat, or a pad that widens a dim: its operands are read at clamped coordinates */
 };
 
 enum {
@@ -293,7 +300,7 @@ enum {
 
 typedef struct fu_seg_node {
   fu_op *op;
-  uint8_t flags;
+  uint16_t flags;
   int32_t space;   /* first tensor result's iteration space, -1 */
   int32_t red_in;  /* reductions: operand space */
   int32_t red_out; /* reductions: result space */
@@ -391,6 +398,11 @@ typedef struct fu_seg_down_marks {
 
 void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_node, const fu_seg_down_marks *dm,
                           fu_seg_summary *s);
+
+/* first_out_before_clamp of the group `nodes` (sorted, k of them): a walk
+ * up from the operands of its cats and widening pads (merge.c calls it for
+ * a trial whose union holds one; summary_scan for its group). */
+fu_status fu_seg_out_before_clamp(fu_seg_env *env, const uint32_t *nodes, uint32_t k, int32_t *first);
 
 /* matmul.c: marks products and their epilogues' ops (epi_of) */
 fu_status fu_seg_mark_matmuls(fu_seg_env *env);

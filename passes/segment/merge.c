@@ -204,6 +204,18 @@ static fu_status trial_eval(fu_seg_env *env, trial *t) {
     for (uint32_t i = 0; i < env->newly_down.n; i++)
       fu_seg_classify_down(env, env->newly_down.v[i], env->sum[x].first_red, &dm, &t->sum);
   }
+  if (t->sum.first_clamp >= 0) {
+    /* outputs upstream of a clamp: a walk over the union (groups with a
+     * cat or widening pad only) */
+    fu_seg_vec *mem = &env->scratch;
+    mem->n = 0;
+    for (uint32_t n = 0; n < env->n_nodes; n++) {
+      uint32_t r = find(env, n);
+      if ((r == x || r == y) && !fu_seg_vec_push(mem, &env->alloc, n)) return FU_ERR_NOMEM;
+    }
+    fu_status st = fu_seg_out_before_clamp(env, mem->v, mem->n, &t->sum.first_out_before_clamp);
+    if (st != FU_OK) return st;
+  }
   t->kind = fu_seg_choose(env, &t->sum, env->dbg ? t->verdicts : NULL);
   return FU_OK;
 }

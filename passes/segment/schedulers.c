@@ -43,6 +43,7 @@ static void summary_empty(fu_seg_summary *s) {
   s->first_op = s->first_red = s->first_resize = s->first_transp = s->red_mismatch = -1;
   s->first_mm = s->first_plain = s->epi_owner = -1;
   s->first_op = s->first_red = s->first_resize = s->first_transp = s->first_index = s->red_mismatch = -1;
+  s->first_shift_pad = s->first_clamp = s->first_out_before_clamp = -1;
   s->first_scan = -1;
   s->red_axes = 0;
   s->red_in = s->red_out = s->first_down_in = s->first_down_bad = s->first_down_skew = -1;
@@ -61,6 +62,9 @@ void fu_seg_summary_union(fu_seg_summary *out, const fu_seg_summary *a, const fu
   r.first_plain = fu_seg_min_idx(a->first_plain, b->first_plain);
   r.epi_owner = a->epi_owner == -1 ? b->epi_owner : b->epi_owner == -1 || b->epi_owner == a->epi_owner ? a->epi_owner : -2;
   r.first_index = fu_seg_min_idx(a->first_index, b->first_index);
+  r.first_shift_pad = fu_seg_min_idx(a->first_shift_pad, b->first_shift_pad);
+  r.first_clamp = fu_seg_min_idx(a->first_clamp, b->first_clamp);
+  /* first_out_before_clamp depends on paths across both: merge.c recomputes it */
   r.first_scan = fu_seg_min_idx(a->first_scan, b->first_scan);
   if (a->first_red < 0 || b->first_red < 0) {
     const fu_seg_summary *s = a->first_red >= 0 ? a : b;
@@ -126,6 +130,8 @@ void fu_seg_summary_single(fu_seg_env *env, uint32_t n, fu_seg_summary *out) {
   if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = (int32_t)n;
   add_product_facts(nd, n, out);
   if (nd->flags & FU_SEG_NF_INDEX) out->first_index = (int32_t)n;
+  if (nd->flags & FU_SEG_NF_SHIFT_PAD) out->first_shift_pad = (int32_t)n;
+  if (nd->flags & FU_SEG_NF_CLAMP) out->first_clamp = (int32_t)n;
   if (nd->flags & FU_SEG_NF_SCAN) out->first_scan = (int32_t)n;
   for (uint32_t r = 0; r < nd->op->n_results; r++) {
     const fu_value *v = nd->op->results[r];
@@ -236,6 +242,8 @@ fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k
     if (nd->flags & FU_SEG_NF_TRANSP) out->first_transp = fu_seg_min_idx(out->first_transp, (int32_t)n);
     add_product_facts(nd, n, out);
     if (nd->flags & FU_SEG_NF_INDEX) out->first_index = fu_seg_min_idx(out->first_index, (int32_t)n);
+    if (nd->flags & FU_SEG_NF_SHIFT_PAD) out->first_shift_pad = fu_seg_min_idx(out->first_shift_pad, (int32_t)n);
+    if (nd->flags & FU_SEG_NF_CLAMP) out->first_clamp = fu_seg_min_idx(out->first_clamp, (int32_t)n);
     if (nd->flags & FU_SEG_NF_SCAN) out->first_scan = fu_seg_min_idx(out->first_scan, (int32_t)n);
     if (nd->flags & FU_SEG_NF_REDUCTION) {
       if (out->first_red < 0) {
@@ -282,6 +290,60 @@ fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k
     for (uint32_t i = 0; i < k; i++)
       if (flags[nodes[i]] & 1) fu_seg_classify_down(env, nodes[i], out->first_red, &dm, out);
   fu_mem_free(&env->alloc, flags, env->n_nodes);
+  if (out->first_clamp >= 0) return fu_seg_out_before_clamp(env, nodes, k, &out->first_out_before_clamp);
+  return FU_OK;
+}
+
+/* A cat's operands, and a widening pad's, are read at clamped coordinates
+ * of the loop (the index graph's resize variables).  A value of the group
+ * upstream of such an operand reaches the loops only through the clamp
+ * when nothing else ties it to them, and is then stored at clamped
+ * coordinates: some elements twice, others never (a RoPE backward fusion
+ * whose rotated input was an output too).  So no value upstream of a
+ * clamp may leave the group. */
+fu_status fu_seg_out_before_clamp(fu_seg_env *env, const uint32_t *nodes, uint32_t k, int32_t *first) {
+  *first = -1;
+  uint32_t stamp = ++env->fmt_stamp;
+  if (stamp == 0) {
+    memset(env->fmt_mark, 0, (size_t)env->n_nodes * sizeof *env->fmt_mark);
+    stamp = env->fmt_stamp = 1;
+  }
+  uint8_t *up = fu_mem_calloc(&env->alloc, env->n_nodes, 1);
+  uint32_t *stack = fu_mem_calloc(&env->alloc, k ? k : 1, sizeof *stack);
+  if (!up || !stack) {
+    fu_mem_free(&env->alloc, up, env->n_nodes);
+    fu_mem_free(&env->alloc, stack, (k ? k : 1) * sizeof *stack);
+    return FU_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < k; i++) env->fmt_mark[nodes[i]] = stamp;
+  uint32_t sp = 0;
+  for (uint32_t i = 0; i < k; i++)
+    if (env->nodes[nodes[i]].flags & FU_SEG_NF_CLAMP) stack[sp++] = nodes[i];
+  /* upstream of the clamps' operands, inside the group */
+  while (sp) {
+    const fu_op *op = env->nodes[stack[--sp]].op;
+    for (uint32_t j = 0; j < op->n_operands; j++) {
+      const fu_value *v = op->operands[j];
+      if (v->is_literal || v->id >= env->n_values) continue;
+      uint32_t d = env->v_def[v->id];
+      if (d == FU_SEG_NONE || env->fmt_mark[d] != stamp || up[d]) continue;
+      up[d] = 1;
+      stack[sp++] = d;
+    }
+  }
+  for (uint32_t i = 0; i < k && *first < 0; i++) {
+    uint32_t n = nodes[i];
+    if (!up[n]) continue;
+    const fu_op *op = env->nodes[n].op;
+    for (uint32_t r = 0; r < op->n_results && *first < 0; r++) {
+      uint32_t v = op->results[r]->id;
+      if (v >= env->n_values) continue;
+      for (uint32_t u = env->use_start[v]; u < env->use_start[v + 1]; u++)
+        if (env->fmt_mark[env->use_node[u]] != stamp) *first = (int32_t)n;
+    }
+  }
+  fu_mem_free(&env->alloc, up, env->n_nodes);
+  fu_mem_free(&env->alloc, stack, (k ? k : 1) * sizeof *stack);
   return FU_OK;
 }
 
@@ -290,7 +352,8 @@ bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b) {
       a->first_red != b->first_red || a->first_resize != b->first_resize || a->first_transp != b->first_transp ||
       a->first_mm != b->first_mm || a->n_mm != b->n_mm || a->first_plain != b->first_plain ||
       a->epi_owner != b->epi_owner ||
-      a->first_index != b->first_index || a->first_scan != b->first_scan ||
+      a->first_index != b->first_index || a->first_shift_pad != b->first_shift_pad ||
+      a->first_clamp != b->first_clamp || a->first_out_before_clamp != b->first_out_before_clamp || a->first_scan != b->first_scan ||
       (a->red_mismatch < 0) != (b->red_mismatch < 0) || a->n_comp != b->n_comp ||
       a->n_comp_nored != b->n_comp_nored || a->spaces_overflow != b->spaces_overflow || a->n_spaces != b->n_spaces)
     return false;
@@ -415,6 +478,12 @@ fu_seg_verdict fu_seg_accept_resize(const fu_seg_env *env, const fu_seg_summary 
   if (s->first_red >= 0) return refuse(FU_SEG_WHY_HAS_REDUCTION, s->first_red, -1);
   if (s->first_index >= 0) return refuse(FU_SEG_WHY_HAS_INDEX, s->first_index, -1);
   if (!one_output_space(s)) return refuse(FU_SEG_WHY_OUT_SPACES, -1, -1);
+  /* a pad that shifts coordinates but keeps the element count (widths
+   * [-1, 1]) puts its operand and result in one space: an output read
+   * before it would be stored at the shifted coordinates */
+  if (s->first_shift_pad >= 0 && (s->n_spaces != 1 || s->space_n[0] > 1))
+    return refuse(FU_SEG_WHY_SHIFT_PAD_OUTPUTS, s->first_shift_pad, -1);
+  if (s->first_out_before_clamp >= 0) return refuse(FU_SEG_WHY_OUT_BEFORE_CLAMP, s->first_out_before_clamp, s->first_clamp);
   return accept();
 }
 
