@@ -8,7 +8,7 @@
 #   bench/device_session.sh STEP...
 #
 # Steps:
-#   build            a runtime-only build (no LLVM) of fuser-run,
+#   build            a runtime-only build (no LLVM) of fuser-run, fuser-kir,
 #                    fuser-translate and fuser-opt (the NVRTC run writes
 #                    each case's CUDA C again) in BUILD (default build-dev)
 #   tests[:BACKEND]  scripts/gpu-tests.sh BUILD GPU_PRE (every GPU case with
@@ -63,7 +63,7 @@ for step in "$@"; do
   case $name in
     build)
       cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFUSER_ENABLE_LLVM=OFF >/dev/null &&
-        ninja -C "$build" fuser-run fuser-translate fuser-opt >/dev/null || step_failed "$step" $?
+        ninja -C "$build" fuser-run fuser-translate fuser-opt fuser-kir >/dev/null || step_failed "$step" $?
       ;;
     tests)
       extra=()

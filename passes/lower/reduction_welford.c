@@ -61,7 +61,12 @@ bool fu_welford_combine(fu_kbuilder *b, fu_kval *const *a, fu_kval *const *c, fu
   fu_kval *args[3] = {empty, one, n};
   fu_kval *safe = empty && one ? fu_kb_math(b, NULL, FU_OP_WHERE, t, args, 3) : NULL;
   fu_kval *delta = bin(b, FU_OP_SUB, c[0], a[0]);
-  fu_kval *wc = bin(b, FU_OP_DIV, c[2], safe), *wa = bin(b, FU_OP_DIV, a[2], safe);
+  /* one division per combine: both weights from 1 / n (within an ulp of
+   * n_c / n and n_a / n); a combine sits on the critical path of every
+   * shuffle and shared-memory level, and a division is a dozen dependent
+   * instructions there */
+  fu_kval *rn = bin(b, FU_OP_DIV, one, safe);
+  fu_kval *wc = bin(b, FU_OP_MUL, c[2], rn), *wa = bin(b, FU_OP_MUL, a[2], rn);
   fu_kval *dw = bin(b, FU_OP_MUL, delta, wc);
   fu_kval *plain = bin(b, FU_OP_ADD, bin(b, FU_OP_MUL, a[0], wa), bin(b, FU_OP_MUL, c[0], wc));
   fu_kval *mean = if_finite(b, a[0], c[0], bin(b, FU_OP_ADD, a[0], dw), plain);

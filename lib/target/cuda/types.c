@@ -4,8 +4,9 @@
  * on them happens in float, rounded back after every op, as the LLVM path
  * does.  Memory holds bool as one byte (unsigned char), read as `!= 0`.
  * Conversions follow the LLVM path (lib/target/llvm/types.c) exactly:
- * float to int truncates toward zero, saturating, NaN giving 0 (CUDA's
- * __float2int_rz family, PTX cvt.rzi); a 16-bit float goes to and from
+ * float to int truncates toward zero, saturating (CUDA's __float2int_rz
+ * family, PTX cvt.rzi), NaN giving 0 (tested: the intrinsics gave INT_MIN
+ * for it); a 16-bit float goes to and from
  * anything but f32 through f32; to bool is `!= 0` (NaN is true). */
 #include <math.h>
 #include <stdio.h>
@@ -94,10 +95,14 @@ bool cu_convert(cu_module *m, fu_strbuf *sb, const char *expr, bool atomic, fu_d
   case FU_DT_I32:
   case FU_DT_I64:
     if (fu_dtype_is_float(from)) {
-      /* toward zero, saturating, NaN to 0 (PTX cvt.rzi) */
+      /* toward zero, saturating (cvt.rzi), NaN to 0: tested here, as
+       * __double2int_rz(NaN) gave INT_MIN through NVRTC on an H200 */
       const char *fn = from == FU_DT_F64 ? (to == FU_DT_I32 ? "__double2int_rz" : "__double2ll_rz")
                                          : (to == FU_DT_I32 ? "__float2int_rz" : "__float2ll_rz");
+      fu_strbuf_printf(sb, atomic ? "(%s != %s ? %s : " : "((%s) != (%s) ? %s : ", expr, expr,
+                       to == FU_DT_I32 ? "0" : "0LL");
       call(sb, fn, expr);
+      fu_strbuf_puts(sb, ")");
     } else {
       cast(sb, cu_reg_type(to), expr, atomic);
     }
