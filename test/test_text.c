@@ -148,6 +148,7 @@ static const char *const ALL_OPS =
     "  %a44 = erfcinv %T0\n  %a45 = frac %T0\n  %a46 = signbit %T0\n  %a47 = isneginf %T0\n"
     "  %a48 = isposinf %T0\n  %a49 = isreal %I0\n  %b22 = bitwise_left_shift %I0, 2\n"
     "  %b23 = bitwise_right_shift %I0, %I0\n  %b24 = nextafter %T0, %T1\n  %b25 = gcd %I0, 6\n"
+    "  %b26 = logical_right_shift %I0, 3\n"
     "  %c1 = where %B0, %T0, 0.0\n  %c2 = clamp %T0, -1.0, 1.0\n  %c3 = lerp %T0, %T1, 0.5\n"
     "  %r1 = sum %T0 {axes=[1]}\n  %r2 = prod %T0 {keepdim=true, axes=[0, 1]}\n"
     "  %r3 = max %T0 {axes=[1], dtype=f64, keepdim=false}\n  %r4 = min %T0 {axes=[0]}\n"

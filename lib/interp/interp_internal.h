@@ -78,9 +78,11 @@ typedef enum fu_pw_err {
 /* Apply pointwise op `k` to n elements.  in[i] are buffers of kind `kind`
  * (for `where`, in[0] is the condition as int64 0/1); out is of kind
  * `kind`, or int64 0/1 for ops with a bool result (FU_OF_BOOL_RESULT).
- * `bool_result` tells int kernels that the result dtype is bool (so
- * `bitwise_not` is a logical not).  Cast and set are the identity. */
-fu_pw_err fu_interp_pw_apply(fu_op_kind k, fu_ck kind, bool bool_result, void *const *in, void *out, size_t n);
+ * `rdt` is the result dtype, which int kernels need: a bool result makes
+ * `bitwise_not` a logical not, and `logical_right_shift` shifts at the
+ * result's width (FU_DT_NONE: of no concern to the op).  Cast and set are
+ * the identity. */
+fu_pw_err fu_interp_pw_apply(fu_op_kind k, fu_ck kind, fu_dtype rdt, void *const *in, void *out, size_t n);
 
 /* A pointwise loop: out (any strides) = op(ins), where every input has
  * out's rank and shape (broadcast dims with stride 0).  Inputs load as
@@ -90,7 +92,7 @@ typedef struct fu_pw_loop {
   fu_op_kind op;
   fu_ck kind;
   fu_ck out_kind;
-  bool bool_result;
+  fu_dtype rdt; /* the result dtype, for fu_interp_pw_apply */
   uint32_t n_in;
   const fu_host_tensor *in[3];
   fu_ck in_kinds[3];

@@ -268,7 +268,7 @@ static void math(kexec *x, const fu_kinst *in) {
     }
     fu_interp_load(in->args[i]->dtype, &x->reg[in->args[i]->id], 1, 1, k, &buf[i]);
   }
-  fu_pw_err e = fu_interp_pw_apply(op, k, r->dtype == FU_DT_BOOL, ins, &out, 1);
+  fu_pw_err e = fu_interp_pw_apply(op, k, r->dtype, ins, &out, 1);
   if (e == FU_PW_DIV_ZERO) {
     kerr(x, "integer division by zero in '%s'", fu_op_info_of(op)->name);
     return;

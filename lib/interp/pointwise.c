@@ -95,6 +95,24 @@ static int64_t ipow(int64_t base, int64_t e) {
 static int64_t shift_left(int64_t x, int64_t y) { return y < 0 || y >= 64 ? 0 : (int64_t)((uint64_t)x << y); }
 static int64_t shift_right(int64_t x, int64_t y) { return y < 0 || y >= 64 ? (x < 0 ? -1 : 0) : x >> y; }
 
+/* logical_right_shift needs the result's real width, which the 64-bit
+ * compute kind hides: the sign-extended value is cut to `bits` (1 for bool,
+ * which stays 0 / 1), shifted with zeros in, and sign-extended back from
+ * `bits` so that the store's cut to the width keeps the pattern (only a
+ * count of 0 leaves the top bit set).  An i64 count of an i32 result wraps
+ * to i32 first, as the kernels convert every operand to the result dtype. */
+static int64_t shift_right_logical(int64_t x, int64_t y, int bits, bool is_bool) {
+  if (bits == 32) {
+    uint64_t low = (uint64_t)y & UINT32_MAX;
+    y = low > INT32_MAX ? (int64_t)low - (INT64_C(1) << 32) : (int64_t)low;
+  }
+  if (y < 0 || y >= bits) return 0;
+  uint64_t mask = bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+  uint64_t u = ((uint64_t)x & mask) >> y;
+  if (!is_bool && bits < 64 && (u >> (bits - 1)) & 1) u |= ~mask;
+  return (int64_t)u;
+}
+
 /* torch.gcd: of the magnitudes, gcd(0, 0) = 0; INT64_MIN's magnitude wraps
  * as PyTorch's does. */
 static int64_t gcd_i64(int64_t x, int64_t y) {
@@ -120,7 +138,9 @@ static int64_t gcd_i64(int64_t x, int64_t y) {
   }                                  \
   return FU_PW_OK
 
-static fu_pw_err i64_apply(fu_op_kind k, bool bool_result, void *const *in, void *out, size_t n) {
+static fu_pw_err i64_apply(fu_op_kind k, fu_dtype rdt, void *const *in, void *out, size_t n) {
+  bool bool_result = rdt == FU_DT_BOOL;
+  int bits = bool_result ? 1 : rdt == FU_DT_I32 ? 32 : 64;
   const int64_t *a = in[0];
   const int64_t *b = in[1];
   const int64_t *c = in[2];
@@ -154,6 +174,7 @@ static fu_pw_err i64_apply(fu_op_kind k, bool bool_result, void *const *in, void
   case FU_OP_FRAC: IMAP1(x - x);
   case FU_OP_BITWISE_LEFT_SHIFT: IMAP2(shift_left(x, y));
   case FU_OP_BITWISE_RIGHT_SHIFT: IMAP2(shift_right(x, y));
+  case FU_OP_LOGICAL_RIGHT_SHIFT: IMAP2(shift_right_logical(x, y, bits, bool_result));
   case FU_OP_GCD: IMAP2(gcd_i64(x, y));
   case FU_OP_ADD: IMAP2(wrap_add(x, y));
   case FU_OP_SUB: IMAP2(wrap_sub(x, y));
@@ -246,11 +267,11 @@ static fu_pw_err i64_apply(fu_op_kind k, bool bool_result, void *const *in, void
 #undef IMAP1
 #undef IMAP2
 
-fu_pw_err fu_interp_pw_apply(fu_op_kind k, fu_ck kind, bool bool_result, void *const *in, void *out, size_t n) {
+fu_pw_err fu_interp_pw_apply(fu_op_kind k, fu_ck kind, fu_dtype rdt, void *const *in, void *out, size_t n) {
   switch (kind) {
   case FU_CK_F64: return f64_apply(k, in, out, n);
   case FU_CK_F32: return f32_apply(k, in, out, n);
-  case FU_CK_I64: return i64_apply(k, bool_result, in, out, n);
+  case FU_CK_I64: return i64_apply(k, rdt, in, out, n);
   }
   return FU_PW_UNSUPPORTED;
 }
@@ -334,7 +355,7 @@ fu_pw_err fu_interp_pw_run(const fu_pw_loop *l) {
         const char *p = base[1 + i] + (size_t)(off[1 + i] + j * s) * esize[1 + i];
         fu_interp_load(dts[1 + i], p, s, n, l->in_kinds[i], &bufs[1 + i]);
       }
-      fu_pw_err e = fu_interp_pw_apply(l->op, l->kind, l->bool_result, in_bufs, &bufs[0], n);
+      fu_pw_err e = fu_interp_pw_apply(l->op, l->kind, l->rdt, in_bufs, &bufs[0], n);
       if (e != FU_PW_OK) return e;
       int64_t s = rank ? strides[0][rank - 1] : 0;
       fu_interp_store(dts[0], base[0] + (size_t)(off[0] + j * s) * esize[0], s, n, l->out_kind, &bufs[0]);

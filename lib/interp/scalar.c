@@ -22,7 +22,7 @@ void fu_interp_pw_loop_init(fu_pw_loop *l, fu_op_kind k, fu_value *const *operan
   l->op = k;
   l->kind = kind;
   l->out_kind = bool_result ? FU_CK_I64 : kind;
-  l->bool_result = rdt == FU_DT_BOOL;
+  l->rdt = rdt;
   l->n_in = n;
   for (uint32_t i = 0; i < n; i++) l->in_kinds[i] = kind;
   if (k == FU_OP_WHERE) l->in_kinds[0] = FU_CK_I64;

@@ -163,7 +163,7 @@ fu_status fu_host_tensor_copy_into(fu_host_tensor *dst, const fu_host_tensor *sr
     if (dst->shape[d] != src->shape[d]) return FU_ERR_INVALID_ARG;
   fu_ck k = fu_interp_ck(src->dtype);
   /* i64 -> float stores from i64 directly; f64 -> f16 from double. */
-  fu_pw_loop l = {FU_OP_SET, k, k, false, 1, {src, NULL, NULL}, {k, k, k}, dst};
+  fu_pw_loop l = {FU_OP_SET, k, k, dst->dtype, 1, {src, NULL, NULL}, {k, k, k}, dst};
   return fu_interp_pw_run(&l) == FU_PW_OK ? FU_OK : FU_ERR_RUNTIME;
 }
 

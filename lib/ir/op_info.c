@@ -35,7 +35,8 @@ fu_bool_form fu_op_bool_form(fu_op_kind k) {
   case FU_OP_BITWISE_LEFT_SHIFT: return FU_BOOL_IDENTITY;
   case FU_OP_BITWISE_NOT: return FU_BOOL_NOT;
   case FU_OP_FRAC: return FU_BOOL_FALSE;
-  case FU_OP_BITWISE_RIGHT_SHIFT: return FU_BOOL_AND_NOT;
+  case FU_OP_BITWISE_RIGHT_SHIFT:
+  case FU_OP_LOGICAL_RIGHT_SHIFT: return FU_BOOL_AND_NOT;
   case FU_OP_GCD:
   case FU_OP_ADD:
   case FU_OP_MAXIMUM:

@@ -82,6 +82,7 @@ def all_ops(fd : FusionDefinition) -> None :
     U_isreal = fd.ops.isreal(T0)
     B_lshift = fd.ops.bitwise_left_shift(T1, S2)
     B_rshift = fd.ops.bitwise_right_shift(T1, S2)
+    B_lrshift = fd.ops.logical_right_shift(T1, S2)
     B_nextafter = fd.ops.nextafter(T0, 2.0)
     B_gcd = fd.ops.gcd(T1, S2)
     B_mod = fd.ops.mod(T0, 2.0)
@@ -187,6 +188,7 @@ def all_ops(fd : FusionDefinition) -> None :
 # CHECK: %U_isreal = isreal %T0 : bool[i0, 8]
 # CHECK: %B_lshift = bitwise_left_shift %T1, %S2 : i32[i1, 8]
 # CHECK: %B_rshift = bitwise_right_shift %T1, %S2 : i32[i1, 8]
+# CHECK: %B_lrshift = logical_right_shift %T1, %S2 : i32[i1, 8]
 # CHECK: %B_nextafter = nextafter %T0, 2.0 : f32[i0, 8]
 # CHECK: %B_gcd = gcd %T1, %S2 : i32[i1, 8]
 # CHECK: %B_mod = fmod %T0, 2.0 : f32[i0, 8]

@@ -15,6 +15,9 @@ fu_dtype fu_lower_op_compute_dtype(const fu_op *op) {
   }
   if (fu_dtype_is_float(rt)) return fu_lower_compute_of(rt);
   if (rt == FU_DT_BOOL && fu_op_has(op->kind, FU_OF_INT_ONLY)) return FU_DT_BOOL; /* bitwise ops on bools are logical */
+  /* zeros come in at the result's own width: an i32 widened to i64 would
+   * shift in the copies of its sign bit */
+  if (op->kind == FU_OP_LOGICAL_RIGHT_SHIFT) return rt;
   return FU_DT_I64;
 }
 

@@ -74,7 +74,8 @@ fu_dtype fu_lower_compute_of(fu_dtype t);
 /* The dtype pointwise op `op` computes in, as the CPU interpreter does:
  * comparisons in their operands' promoted dtype (f16/bf16 in f32,
  * integers in i64), float results in their compute dtype, bitwise ops on
- * bools as bools, other integer results in i64. */
+ * bools as bools, logical_right_shift in its result dtype (the shift is at
+ * that width), other integer results in i64. */
 fu_dtype fu_lower_op_compute_dtype(const fu_op *op);
 /* The dtype operand i of op is converted to before the math: bool for
  * where's condition, else the op's compute dtype. */

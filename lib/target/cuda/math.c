@@ -170,8 +170,12 @@ static bool int_op(mx *x, fu_op_kind op) {
   case FU_OP_GCD: helper_call(x, "fu_gcd", 2, CU_H_INT_BITS); return true;
   case FU_OP_BITWISE_LEFT_SHIFT:
   case FU_OP_BITWISE_RIGHT_SHIFT:
-    fu_strbuf_printf(x->e, "%s<%s, %s>", op == FU_OP_BITWISE_LEFT_SHIFT ? "fu_shl" : "fu_shr", i64 ? "long long" : "int",
-                     i64 ? "unsigned long long" : "unsigned");
+  case FU_OP_LOGICAL_RIGHT_SHIFT:
+    fu_strbuf_printf(x->e, "%s<%s, %s>",
+                     op == FU_OP_BITWISE_LEFT_SHIFT    ? "fu_shl"
+                     : op == FU_OP_BITWISE_RIGHT_SHIFT ? "fu_shr"
+                                                       : "fu_lshr",
+                     i64 ? "long long" : "int", i64 ? "unsigned long long" : "unsigned");
     x->kc->mod->helpers |= CU_H_INT_BITS;
     fu_strbuf_printf(x->e, "(%s, %s)", a, b);
     x->safe = true;

@@ -54,7 +54,8 @@ static const char ipow_text[] =
 
 static const char int_bits_text[] =
     "// gcd of magnitudes (gcd(0, 0) = 0), and shifts by PyTorch's rule: a count\n"
-    "// outside [0, bits) gives 0 (left) or the sign (right)\n"
+    "// outside [0, bits) gives 0 (left, logical right) or the sign (right); the\n"
+    "// logical shift moves the bits of a at its own width, zeros in\n"
     "template <typename T, typename U> __device__ __forceinline__ T fu_gcd_of(T a, T b) {\n"
     "  U x = a < 0 ? (U)0 - (U)a : (U)a, y = b < 0 ? (U)0 - (U)b : (U)b;\n"
     "  while (y != 0) {\n"
@@ -73,6 +74,9 @@ static const char int_bits_text[] =
     "}\n"
     "template <typename T, typename U> __device__ __forceinline__ T fu_shr(T a, T n) {\n"
     "  return (U)n >= 8 * sizeof(T) ? (a < 0 ? (T)-1 : (T)0) : (T)(a >> n);\n"
+    "}\n"
+    "template <typename T, typename U> __device__ __forceinline__ T fu_lshr(T a, T n) {\n"
+    "  return (U)n >= 8 * sizeof(T) ? (T)0 : (T)((U)a >> n);\n"
     "}\n";
 
 static const char lerp_text[] =

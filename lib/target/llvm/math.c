@@ -343,14 +343,17 @@ static LLVMValueRef int_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint32
   case FU_OP_BITWISE_XOR: return LLVMBuildXor(B, a[0], a[1], "");
   case FU_OP_FRAC: return zero;
   case FU_OP_BITWISE_LEFT_SHIFT:
-  case FU_OP_BITWISE_RIGHT_SHIFT: {
-    /* PyTorch's rule: a count outside [0, bits) gives 0 (left) or the sign
-     * (right); LLVM's shifts would be poison there */
+  case FU_OP_BITWISE_RIGHT_SHIFT:
+  case FU_OP_LOGICAL_RIGHT_SHIFT: {
+    /* PyTorch's rule: a count outside [0, bits) gives 0 (left, logical
+     * right) or the sign (right); LLVM's shifts would be poison there.  The
+     * register is the result's own width, so lshr fills in zeros at it. */
     unsigned bits = LLVMGetIntTypeWidth(x->T);
     LLVMValueRef w = iconst(x, bits);
     LLVMValueRef out = LLVMBuildICmp(B, LLVMIntUGE, a[1], w, ""); /* negative counts are huge unsigned */
     LLVMValueRef safe = LLVMBuildSelect(B, out, zero, a[1], "");
     if (op == FU_OP_BITWISE_LEFT_SHIFT) return LLVMBuildSelect(B, out, zero, LLVMBuildShl(B, a[0], safe, ""), "");
+    if (op == FU_OP_LOGICAL_RIGHT_SHIFT) return LLVMBuildSelect(B, out, zero, LLVMBuildLShr(B, a[0], safe, ""), "");
     LLVMValueRef sign = LLVMBuildAShr(B, a[0], iconst(x, bits - 1), "");
     return LLVMBuildSelect(B, out, sign, LLVMBuildAShr(B, a[0], safe, ""), "");
   }
