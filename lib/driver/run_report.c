@@ -81,13 +81,16 @@ typedef struct tensor_stats {
   double min, max, sum;
   int64_t n_nan, n_inf;
   uint64_t hash;
+  int64_t imin, imax; /* integer and bool dtypes: exact, where a double rounds past 2^53 */
 } tensor_stats;
 
-/* min/max over non-NaN values, sum in double, and FNV-1a over the element
- * bytes (little-endian) in row-major order: equal hashes mean bit-identical
- * results whatever the strides. */
+/* min/max over non-NaN values (exact in i64 for integer dtypes), sum in
+ * double, and FNV-1a over the element bytes (little-endian) in row-major
+ * order: equal hashes mean bit-identical results whatever the strides. */
 static tensor_stats stats_of(const fu_host_tensor *t) {
-  tensor_stats s = {fu_host_tensor_numel(t), INFINITY, -INFINITY, 0, 0, 0, UINT64_C(0xcbf29ce484222325)};
+  tensor_stats s = {fu_host_tensor_numel(t), INFINITY, -INFINITY, 0, 0, 0, UINT64_C(0xcbf29ce484222325),
+                    INT64_MAX, INT64_MIN};
+  bool exact = !fu_dtype_is_float(t->dtype);
   size_t es = fu_dtype_size(t->dtype);
   for (int64_t i = 0; i < s.numel; i++) {
     int64_t off = 0, rem = i;
@@ -106,6 +109,11 @@ static tensor_stats stats_of(const fu_host_tensor *t) {
         le[b] = c;
       }
     for (size_t k = 0; k < es; k++) s.hash = (s.hash ^ le[k]) * UINT64_C(0x100000001b3);
+    if (exact) {
+      int64_t iv = fu_host_tensor_get_flat_i64(t, i);
+      if (iv < s.imin) s.imin = iv;
+      if (iv > s.imax) s.imax = iv;
+    }
     double v = fu_host_tensor_get_flat(t, i);
     if (isnan(v)) {
       s.n_nan++;
@@ -156,9 +164,10 @@ static void text_arg(fu_strbuf *sb, const char *kind, const fu_value *v, const f
   tensor_stats s = stats_of(t);
   fu_strbuf_puts(sb, "\n    min=");
   if (s.numel - s.n_nan > 0) {
-    run_put_value(sb, t->dtype, s.min, (int64_t)s.min, false);
+    bool exact = !fu_dtype_is_float(t->dtype);
+    run_put_value(sb, t->dtype, s.min, exact ? s.imin : (int64_t)s.min, false);
     fu_strbuf_puts(sb, " max=");
-    run_put_value(sb, t->dtype, s.max, (int64_t)s.max, false);
+    run_put_value(sb, t->dtype, s.max, exact ? s.imax : (int64_t)s.max, false);
   } else {
     fu_strbuf_puts(sb, "none max=none");
   }
