@@ -895,11 +895,15 @@ bool fu_igraph_resize_var(const fu_igraph *g, const fu_ix *var, const fu_ix **sr
  * variable marked lanewise: its accesses go lane by lane, each lane with
  * its own instance (fu_igraph_resize_at_lane). */
 /* Whether x names a clamped coordinate that varies within a vector. */
-static bool names_lanewise(fu_igraph *g, const fu_ix *x) {
-  for (uint32_t i = 0; i < g->n_rvars; i++)
-    if (g->rvars[i].lanewise && fu_ix_subst(g->ix, x, g->rvars[i].var, fu_ix_const(g->ix, 0)) != x) return true;
+/* Whether x names a clamped coordinate (only lanewise ones: lanewise). */
+static bool names_rvar(fu_igraph *g, const fu_ix *x, bool lanewise) {
+  for (uint32_t i = 0; x && i < g->n_rvars; i++)
+    if ((!lanewise || g->rvars[i].lanewise) && fu_ix_subst(g->ix, x, g->rvars[i].var, fu_ix_const(g->ix, 0)) != x)
+      return true;
   return false;
 }
+
+static bool names_lanewise(fu_igraph *g, const fu_ix *x) { return names_rvar(g, x, true); }
 
 static const fu_ix *clamped(fu_igraph *g, const fu_ix *x, int64_t shift, int64_t extent) {
   if (!g->lane || g->width <= 1) return resize_var(g, x, shift, extent);
@@ -923,11 +927,7 @@ bool fu_igraph_resize_lanewise(const fu_igraph *g) { return g->rvars_lanewise; }
 
 bool fu_igraph_names_lanewise(fu_igraph *g, const fu_ix *x) { return g->rvars_lanewise && x && names_lanewise(g, x); }
 
-bool fu_igraph_names_clamp(fu_igraph *g, const fu_ix *x) {
-  for (uint32_t i = 0; x && i < g->n_rvars; i++)
-    if (fu_ix_subst(g->ix, x, g->rvars[i].var, fu_ix_const(g->ix, 0)) != x) return true;
-  return false;
-}
+bool fu_igraph_names_clamp(fu_igraph *g, const fu_ix *x) { return names_rvar(g, x, false); }
 
 static const fu_ix *gather_at_lane(fu_igraph *g, const struct resize_ent *e, const fu_ix *lane_value);
 

@@ -530,6 +530,14 @@ void fu_seg_env_free(fu_seg_env *env) {
 
 /* The members of group root r in node order: for debug.c and merge.c, so
  * it lives with the environment both use. */
+uint32_t fu_seg_fmt_stamp(fu_seg_env *env) {
+  if (++env->fmt_stamp == 0) {
+    memset(env->fmt_mark, 0, (size_t)env->n_nodes * sizeof *env->fmt_mark);
+    env->fmt_stamp = 1;
+  }
+  return env->fmt_stamp;
+}
+
 fu_status fu_seg_members_sorted(fu_seg_env *env, uint32_t r, fu_seg_vec *out) {
   out->n = 0;
   for (uint32_t n = env->mem_head[r]; n != FU_SEG_NONE; n = env->mem_next[n])

@@ -60,11 +60,7 @@ void fu_seg_put_bytes(fu_strbuf *sb, uint64_t b) {
  * sorted, into out; marks them with a fresh fmt stamp. */
 static uint32_t view_members(fu_seg_env *env, uint32_t a, uint32_t b, bool whole, fu_seg_vec *out) {
   out->n = 0;
-  uint32_t stamp = ++env->fmt_stamp;
-  if (stamp == 0) {
-    memset(env->fmt_mark, 0, (size_t)env->n_nodes * sizeof *env->fmt_mark);
-    stamp = env->fmt_stamp = 1;
-  }
+  uint32_t stamp = fu_seg_fmt_stamp(env);
   if (whole) {
     for (uint32_t n = 0; n < env->n_nodes; n++)
       if ((env->nodes[n].flags & FU_SEG_NF_COMPUTE) && fu_seg_vec_push(out, &env->alloc, n)) env->fmt_mark[n] = stamp;

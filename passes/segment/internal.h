@@ -399,7 +399,7 @@ typedef struct fu_seg_down_marks {
 void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_node, const fu_seg_down_marks *dm,
                           fu_seg_summary *s);
 
-/* first_out_before_clamp of the group `nodes` (sorted, k of them): a walk
+/* first_out_before_clamp of the group `nodes` (k of them, any order): a walk
  * up from the operands of its cats and widening pads (merge.c calls it for
  * a trial whose union holds one; summary_scan for its group). */
 fu_status fu_seg_out_before_clamp(fu_seg_env *env, const uint32_t *nodes, uint32_t k, int32_t *first);
@@ -415,6 +415,8 @@ fu_status fu_seg_partition(fu_seg_env *env);
 /* analysis.c: members of root r, sorted by node index, into out (cleared
  * first). */
 fu_status fu_seg_members_sorted(fu_seg_env *env, uint32_t r, fu_seg_vec *out);
+/* analysis.c: a fresh stamp for fmt_mark (the marks cleared when it wraps). */
+uint32_t fu_seg_fmt_stamp(fu_seg_env *env);
 
 /* debug.c */
 void fu_seg_put_op(fu_strbuf *sb, const fu_op *op);   /* "%T19 = sum" */

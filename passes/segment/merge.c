@@ -205,14 +205,14 @@ static fu_status trial_eval(fu_seg_env *env, trial *t) {
       fu_seg_classify_down(env, env->newly_down.v[i], env->sum[x].first_red, &dm, &t->sum);
   }
   if (t->sum.first_clamp >= 0) {
-    /* outputs upstream of a clamp: a walk over the union (groups with a
-     * cat or widening pad only) */
+    /* outputs upstream of a clamp: a walk over the union's members
+     * (groups with a cat or widening pad only) */
     fu_seg_vec *mem = &env->scratch;
     mem->n = 0;
-    for (uint32_t n = 0; n < env->n_nodes; n++) {
-      uint32_t r = find(env, n);
-      if ((r == x || r == y) && !fu_seg_vec_push(mem, &env->alloc, n)) return FU_ERR_NOMEM;
-    }
+    uint32_t roots[2] = {x, y};
+    for (int i = 0; i < 2; i++)
+      for (uint32_t n = env->mem_head[roots[i]]; n != FU_SEG_NONE; n = env->mem_next[n])
+        if (!fu_seg_vec_push(mem, &env->alloc, n)) return FU_ERR_NOMEM;
     fu_status st = fu_seg_out_before_clamp(env, mem->v, mem->n, &t->sum.first_out_before_clamp);
     if (st != FU_OK) return st;
   }

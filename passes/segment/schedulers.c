@@ -40,7 +40,6 @@ void fu_seg_summary_add_space(fu_seg_summary *s, int32_t space, int32_t delta) {
 
 static void summary_empty(fu_seg_summary *s) {
   memset(s, 0, sizeof *s);
-  s->first_op = s->first_red = s->first_resize = s->first_transp = s->red_mismatch = -1;
   s->first_mm = s->first_plain = s->epi_owner = -1;
   s->first_op = s->first_red = s->first_resize = s->first_transp = s->first_index = s->red_mismatch = -1;
   s->first_shift_pad = s->first_clamp = s->first_out_before_clamp = -1;
@@ -220,11 +219,7 @@ void fu_seg_classify_down(const fu_seg_env *env, uint32_t n, int32_t red_node, c
 fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k, fu_seg_summary *out) {
   summary_empty(out);
   if (k == 0) return FU_OK;
-  uint32_t stamp = ++env->fmt_stamp;
-  if (stamp == 0) {
-    memset(env->fmt_mark, 0, (size_t)env->n_nodes * sizeof *env->fmt_mark);
-    stamp = env->fmt_stamp = 1;
-  }
+  uint32_t stamp = fu_seg_fmt_stamp(env);
   uint8_t *flags = fu_mem_calloc(&env->alloc, env->n_nodes, 1); /* 1 down, 2 comp has reduction */
   if (!flags) return FU_ERR_NOMEM;
   for (uint32_t i = 0; i < k; i++) {
@@ -303,11 +298,7 @@ fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t k
  * clamp may leave the group. */
 fu_status fu_seg_out_before_clamp(fu_seg_env *env, const uint32_t *nodes, uint32_t k, int32_t *first) {
   *first = -1;
-  uint32_t stamp = ++env->fmt_stamp;
-  if (stamp == 0) {
-    memset(env->fmt_mark, 0, (size_t)env->n_nodes * sizeof *env->fmt_mark);
-    stamp = env->fmt_stamp = 1;
-  }
+  uint32_t stamp = fu_seg_fmt_stamp(env);
   uint8_t *up = fu_mem_calloc(&env->alloc, env->n_nodes, 1);
   uint32_t *stack = fu_mem_calloc(&env->alloc, k ? k : 1, sizeof *stack);
   if (!up || !stack) {
@@ -331,15 +322,15 @@ fu_status fu_seg_out_before_clamp(fu_seg_env *env, const uint32_t *nodes, uint32
       stack[sp++] = d;
     }
   }
-  for (uint32_t i = 0; i < k && *first < 0; i++) {
+  for (uint32_t i = 0; i < k; i++) {
     uint32_t n = nodes[i];
     if (!up[n]) continue;
     const fu_op *op = env->nodes[n].op;
-    for (uint32_t r = 0; r < op->n_results && *first < 0; r++) {
+    for (uint32_t r = 0; r < op->n_results; r++) {
       uint32_t v = op->results[r]->id;
       if (v >= env->n_values) continue;
       for (uint32_t u = env->use_start[v]; u < env->use_start[v + 1]; u++)
-        if (env->fmt_mark[env->use_node[u]] != stamp) *first = (int32_t)n;
+        if (env->fmt_mark[env->use_node[u]] != stamp) *first = fu_seg_min_idx(*first, (int32_t)n);
     }
   }
   fu_mem_free(&env->alloc, up, env->n_nodes);
