@@ -106,6 +106,7 @@ typedef struct gpu_ctx {
   fu_diag_engine *diag;
   const char *ptx_text; /* --ptx contents, or NULL */
   size_t ptx_len;
+  fu_rt_module *ptx_mod; /* --ptx loaded once, shared by every fusion it holds */
   fu_compiler comp;     /* the build's target, when it has one */
   fu_compiler *active;  /* the one that compiles now (--diff-backends: either), NULL: comp */
   fu_module *m;
@@ -200,8 +201,15 @@ static void dump_eff_bandwidth(const run_args *a, const fu_fusion *f, const fu_r
 }
 
 /* Loads the fusion's PTX (when it has kernels) into *mod, dumping the PTX
- * and the JIT's info log (ptxas_verbose) when asked. */
+ * and the JIT's info log (ptxas_verbose) when asked.  The --ptx file is
+ * loaded once: `fuser-opt --emit=ptx` of a file of many fusions writes one
+ * module with all their kernels (named after their fusions), so a batch of
+ * fusions pays one JIT and one module, not one per fusion. */
 static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_rt_module **mod) {
+  if (g->ptx_mod && !g->active) {
+    *mod = g->ptx_mod;
+    return FU_OK;
+  }
   fu_strbuf ptx_buf;
   fu_strbuf_init(&ptx_buf, a->alloc);
   const char *ptx = NULL;
@@ -225,6 +233,7 @@ static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_rt_mod
     st = fu_dump_write(a->dumps, FU_DUMP_PTXAS_VERBOSE, fn, "the JIT's info log", log.data, log.len);
     fu_strbuf_free(&log);
   }
+  if (st == FU_OK && g->ptx_text && !g->active) g->ptx_mod = *mod;
   fu_strbuf_free(&ptx_buf);
   return st;
 }
@@ -372,7 +381,7 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
   }
   fu_rt_bench_result_free(&br);
   fu_rt_exec_free(e);
-  fu_rt_module_unload(mod);
+  if (mod != g->ptx_mod) fu_rt_module_unload(mod);
   fu_rt_plan_free(&plan);
   fu_args_free(in, n_in, al);
   if (after) fu_args_free(after, n_res, al);
@@ -408,12 +417,7 @@ static int gpu_fusion(void *ctx, const run_args *a, fu_fusion *f, bool several, 
 
 /* Everything the GPU path checks before it touches a device: a fusion it
  * cannot compile here, or PTX it cannot get, is a clear error at once. */
-static int gpu_preflight(const run_args *a, fu_module *m, uint32_t n_selected) {
-  if (a->ptx && n_selected > 1) {
-    fprintf(a->err, RUN_TOOL ": --ptx gives the kernels of one fusion, but '%s' has %u; pick one with --fusion=@NAME\n",
-            a->file, n_selected);
-    return 2;
-  }
+static int gpu_preflight(const run_args *a, fu_module *m) {
   if (a->diff_backends && a->ptx && !fu_target_lookup("nvrtc")) {
     fprintf(a->err, RUN_TOOL ": --diff-backends with --ptx compares that PTX with the nvrtc backend's, and this "
                     "build lacks the nvrtc backend\n");
@@ -466,7 +470,7 @@ int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_se
   diag.handler = gpu_diag_handler;
   diag.error_limit = a->error_limit;
   diag.user = &gd;
-  int rc = m ? gpu_preflight(a, m, n_selected) : 0;
+  int rc = m ? gpu_preflight(a, m) : 0;
   if (rc) return rc;
 
   gpu_ctx g;
@@ -539,6 +543,7 @@ int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_se
   if (!rc) rc = run_dump_compiled(a, m, src, own, &diag);
   if (!rc) rc = run_each_fusion(a, m, n_selected, true, gpu_fusion, &g);
   fu_compiler_free(&g.comp);
+  fu_rt_module_unload(g.ptx_mod);
   if (ptx_text) fu_mem_free(&al, ptx_text, ptx_len + 1);
   fu_rt_close(g.rt);
   return rc;

@@ -15,6 +15,16 @@ the reference interpreter.
     difftest.py BUILD --precompiled DIR
         On the GPU host: `fuser-run --check --ptx` every case of DIR.
 
+    --batch N (with --precompile) compiles N seeds' fusions as one file:
+    DIR/batch-<first seed>.lowered.fir and one PTX module with all their
+    kernels (named after their fusions).  --precompiled then runs a batch in
+    one fuser-run process: one CUDA context and one JIT for N fusions, some
+    twenty times the throughput of a process per case.  A fusion whose
+    verdict the batch's log does not give cleanly (a check that is not PASS,
+    an error, a crash that stopped the batch) runs again alone
+    (--fusion=@NAME), and that run is its verdict.  --gpu-backend=nvrtc runs
+    the same lowered files through the NVRTC backend instead of the PTX.
+
 Each case ends in one of:
   pass       every output matched the interpreter;
   no kernel  a segment's kind has no kernel yet (persistent, resize): not a pass;
@@ -135,6 +145,112 @@ def gpu_case(a, seed, work):
     return Case(seed, "fail", "fuser-run --check on the GPU (%s)" % describe(rc), out)
 
 
+def batch_seeds(text):
+    """The seeds of the difftest fusions in a lowered batch file, in order."""
+    return [int(x) for x in re.findall(r"^fusion @difftest_(\d+)\b", text, re.M)]
+
+
+def precompile_batch(a, seeds, work):
+    """Seeds compiled as one file, batch-<first>.lowered.fir and .ptx in
+    a.precompile; a batch the compiler refuses as a whole falls back to one
+    case per seed, so every seed gets its own verdict."""
+    first = seeds[0]
+    src = os.path.join(work, "batch-%d.fir" % first)
+    with open(src, "w") as f:
+        for s in seeds:
+            f.write(gen_fusion.generate(s)[0])
+    low = os.path.join(a.precompile, "batch-%d.lowered.fir" % first)
+    ptx = os.path.join(a.precompile, "batch-%d.ptx" % first)
+    dev = "--device=" + a.gpu_device
+    try:
+        rc, out = run([a.opt, dev, "--pass=all", src, "-o", low], a.timeout)
+        if rc == 0:
+            rc, out = run([a.opt, dev, "--pass=all", "--emit=ptx", src, "-o", ptx], a.timeout)
+        if rc == 0 and a.ptxas:
+            rc, out = run([a.ptxas, "-arch=" + a.ptxas_arch, ptx, "-o", os.devnull], a.timeout)
+        if rc == 0:
+            return [Case(s, "pass") for s in seeds]
+    finally:
+        os.remove(src)
+    for p in (low, ptx):
+        if os.path.exists(p):
+            os.remove(p)
+    return [precompile_case(a, s, work) for s in seeds]
+
+
+# A fusion's summary line on the GPU, its outputs and its checks.
+GPU_HEADER = re.compile(r"^fusion @difftest_(\d+): .*\(gpu \d+: .*, (\d+) kernels?\)$")
+
+
+def clean_passes(log):
+    """Seeds whose report in a batch's log is whole and passed: the summary
+    line, then a check line that says PASS for every output."""
+    passed, cur, outs, checks, ok, kernels = {}, None, 0, 0, True, 0
+
+    def close():
+        if cur is not None and ok and outs and checks == outs:
+            passed[cur] = kernels
+    for line in log.splitlines():
+        m = GPU_HEADER.match(line)
+        if m:
+            close()
+            cur, outs, checks, ok, kernels = int(m.group(1)), 0, 0, True, int(m.group(2))
+            continue
+        if cur is None:
+            continue
+        if line.startswith("  output "):
+            outs += 1
+        elif line.startswith("  check "):
+            checks += 1
+            ok &= ": PASS " in line
+        elif not line.startswith("  "):
+            close()
+            cur = None
+    close()
+    return passed
+
+
+def gpu_batch(a, first, work):
+    """One precompiled batch on the GPU: one process for all its fusions,
+    then each fusion the log does not pass cleanly on its own."""
+    low = os.path.join(a.precompiled, "batch-%d.lowered.fir" % first)
+    ptx = os.path.join(a.precompiled, "batch-%d.ptx" % first)
+    with open(low) as f:
+        seeds = batch_seeds(f.read())
+    src = ["--ptx", ptx] if a.gpu_backend == "llvm" else ["--backend=" + a.gpu_backend]
+    base = [a.run, "--check", "--print-values", "0", "--no-repro"] + src + a.run_args
+    rc, out = run(base + ["--error-limit=0", low], a.timeout * max(1, len(seeds) // 4))
+    passed = clean_passes(out) if rc != "timeout" else {}
+    cases = []
+    for s in seeds:
+        if s in passed:
+            cases.append(Case(s, "pass" if passed[s] else "host"))
+            continue
+        rc, out = run(base + ["--fusion=@difftest_%d" % s, low], a.timeout)
+        if rc == 0:
+            cases.append(Case(s, "pass"))
+        elif rc == 1 and NO_KERNEL.search(out):
+            cases.append(Case(s, "nokernel"))
+        else:
+            c = Case(s, "fail", "fuser-run --check on the GPU, alone (%s)" % describe(rc), out)
+            c.batch = low
+            cases.append(c)
+    return cases
+
+
+def gpu_case_backend(a, seed):
+    """One precompiled seed on the GPU, its lowered file compiled by
+    a.gpu_backend on the GPU host."""
+    low = os.path.join(a.precompiled, "seed-%d.lowered.fir" % seed)
+    rc, out = run([a.run, "--check", "--print-values", "0", "--backend=" + a.gpu_backend] + a.run_args + [low],
+                  a.timeout)
+    if rc == 0:
+        return Case(seed, "pass")
+    if rc == 1 and NO_KERNEL.search(out):
+        return Case(seed, "nokernel")
+    return Case(seed, "fail", "fuser-run --check --backend=%s on the GPU (%s)" % (a.gpu_backend, describe(rc)), out)
+
+
 def signature(c):
     """What a failure is, without names and numbers: its stage and first error."""
     first = next((l for l in c.detail.splitlines() if "error:" in l), c.detail.strip()[:200])
@@ -239,6 +355,10 @@ def main():
     ap.add_argument("--out", default="difftest-failures", help="folder for reproducers (default ./difftest-failures)")
     ap.add_argument("--precompile", metavar="DIR")
     ap.add_argument("--precompiled", metavar="DIR")
+    ap.add_argument("--batch", type=int, default=1, metavar="N",
+                    help="with --precompile: N seeds' fusions in one file and one PTX module (default 1)")
+    ap.add_argument("--gpu-backend", choices=["llvm", "nvrtc"], default="llvm",
+                    help="with --precompiled: the carried PTX (llvm, the default) or NVRTC on the GPU host")
     ap.add_argument("--ptxas", nargs="?", const="ptxas", default=None, metavar="PTXAS",
                     help="with --precompile: assemble each case's PTX with ptxas too")
     ap.add_argument("--ptxas-arch", default="sm_90", help="ptxas -arch (default sm_90)")
@@ -279,22 +399,40 @@ def drive(a, work):
         a.precompiled = os.path.join(work, "pre")
     if a.precompile and is_tarball(a.precompile):
         archive, a.precompile = a.precompile, os.path.join(work, "pre")
+    # units of work: a seed, or (batches) a list of seeds / a batch's first seed
     if a.precompiled:
+        names = os.listdir(a.precompiled)
         seeds = sorted(int(m.group(1)) for m in
-                       (re.match(r"seed-(\d+)\.lowered\.fir$", n) for n in os.listdir(a.precompiled)) if m)
-        fn, where = gpu_case, "on the GPU"
+                       (re.match(r"seed-(\d+)\.lowered\.fir$", n) for n in names) if m)
+        units = [[s] for s in seeds]
+        one = gpu_case if a.gpu_backend == "llvm" else \
+            (lambda a, s, work: gpu_case_backend(a, s))
+        fns = [lambda u: [one(a, u[0], work)]] * len(units)
+        for first in sorted(int(m.group(1)) for m in
+                            (re.match(r"batch-(\d+)\.lowered\.fir$", n) for n in names) if m):
+            units.append(first)
+            fns.append(lambda u: gpu_batch(a, u, work))
+        where = "on the GPU" + (" (NVRTC)" if a.gpu_backend != "llvm" else "")
     else:
         seeds = list(range(a.start, a.start + a.count))
         if a.precompile:
             os.makedirs(a.precompile, exist_ok=True)
-            fn, where = precompile_case, "precompiled"
+            n = max(1, a.batch)
+            units = [seeds[i:i + n] for i in range(0, len(seeds), n)]
+            fns = [(lambda u: precompile_batch(a, u, work)) if n > 1 else
+                   (lambda u: [precompile_case(a, u[0], work)])] * len(units)
+            where = "precompiled"
         else:
-            fn, where = kir_case, "on the kernel-IR interpreter"
+            units = [[s] for s in seeds]
+            fns = [lambda u: [kir_case(a, u[0], work)]] * len(units)
+            where = "on the kernel-IR interpreter"
 
     counts = {"pass": 0, "nokernel": 0, "host": 0, "fail": 0}
     failed = []
+    seen = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
-        for c in ex.map(lambda s: fn(a, s, work), seeds):
+        for c in (c for cs in ex.map(lambda fu: fu[0](fu[1]), zip(fns, units)) for c in cs):
+            seen.append(c.seed)
             counts[c.status] += 1
             if a.verbose:
                 print("%-8s seed %d" % (c.status, c.seed), flush=True)
@@ -304,7 +442,9 @@ def drive(a, work):
             if a.precompiled:
                 path = os.path.join(a.out, "seed-%d.lowered.fir" % c.seed)
                 os.makedirs(a.out, exist_ok=True)
-                shutil.copy(os.path.join(a.precompiled, "seed-%d.lowered.fir" % c.seed), path)
+                batch = getattr(c, "batch", None)
+                # a batch's reproducer is the whole batch file: run it with --fusion=@difftest_S
+                shutil.copy(batch or os.path.join(a.precompiled, "seed-%d.lowered.fir" % c.seed), path)
             else:
                 path = reproducer(a, c)
             print("FAIL seed %d at %s; reproducer %s" % (c.seed, c.stage, path), flush=True)
@@ -313,13 +453,10 @@ def drive(a, work):
     if archive:
         with tarfile.open(archive, "w:gz") as t:
             t.add(a.precompile, arcname=".")
-    if seeds:
-        lo, hi = seeds[0], seeds[-1]
-    else:
-        lo = hi = 0
-    host = ", %d with no GPU work (host views only)" % counts["host"] if a.precompile else ""
+    lo, hi = (min(seen), max(seen)) if seen else (0, 0)
+    host = ", %d with no GPU work (host views only)" % counts["host"] if a.precompile or counts["host"] else ""
     print("difftest: %d fusions (seeds %d..%d) %s: %d passed, %d no kernel%s, %d failed" %
-          (len(seeds), lo, hi, where, counts["pass"], counts["nokernel"], host, counts["fail"]))
+          (len(seen), lo, hi, where, counts["pass"], counts["nokernel"], host, counts["fail"]))
     if failed:
         print("failed seeds: %s" % " ".join(str(c.seed) for c in failed))
         return 1
