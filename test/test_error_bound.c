@@ -3,7 +3,8 @@
  * (fu_check_compare_bounded): the bound of a sum and what carries it,
  * results just inside and just outside it, a cancelling sum that a relative
  * tolerance rejects although the kernel is right, and wrong kernels (an
- * element skipped, one element off) that the bound still rejects. */
+ * element skipped, one element off) that the bound still rejects; the
+ * bound a math library op starts and an ill-conditioned op after it. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -231,5 +232,48 @@ static void test_shape_ops(void) {
   done(&p, b, &in);
 }
 
-FU_TEST_MAIN(FU_TEST(test_sum_bound), FU_TEST(test_shape_ops), FU_TEST(test_inside_outside), FU_TEST(test_cancellation_and_wrong_kernels),
+/* A math library op starts a bound of its last bits, which an op after it
+ * that amplifies them carries: 1 / log2(erf(x)) for x = 3 cancels erf's
+ * 0.99997791 against 1 (condition number ~4.5e4), so erf one ulp off, as
+ * a kernel's math library may be, moves the result by ~0.3%, which rtol
+ * rejects and the bound accepts.  A result 10% off still fails (at x = 3
+ * the bound is 4.3%: 8 ulps of erf through that cancellation), and exact
+ * ops (add) start none. */
+static void test_math_library_bound(void) {
+  ti_prog p;
+  fu_arg in = ti_tensor(FU_DT_F32, 1, TI_SHAPE(3), TI_VALS(3, 2, 0.5));
+  fu_arg *b = NULL;
+  if (run_bounded(&p,
+                  "fusion @f {\n  %T0 = input f32[3]\n  %T1 = erf %T0 : f32[3]\n  %T2 = log2 %T1 : f32[3]\n"
+                  "  %T3 = pow %T2, f32(-1.0) : f32[3]\n  %T4 = add %T0, 1.0 : f32[3]\n  output %T3, %T1, %T4\n}\n",
+                  &in, 1, &b)) {
+    CHECK_EQ_INT(b[2].kind, FU_ARG_NONE); /* add is exact */
+    CHECK_EQ_INT(b[1].kind, FU_ARG_TENSOR);
+    CHECK_NEAR(fu_host_tensor_get_flat(&b[1].tensor, 0), 8 * 0x1p-23 * erf(3.0), 1e-12);
+    fu_check_tolerance f32_tol = {1e-5, 1e-6};
+    const fu_host_tensor *want = &p.out[0].tensor;
+    for (int wrong = 0; wrong < 2; wrong++) {
+      fu_host_tensor got;
+      CHECK_EQ_INT(fu_host_tensor_copy_contiguous(want, fu_default_allocator(), &got), FU_OK);
+      for (int64_t e = 0; e < 3; e++) {
+        float x = (float)fu_host_tensor_get_flat(&in.tensor, e);
+        float r = wrong ? (float)fu_host_tensor_get_flat(want, e) * 1.1f
+                        : powf(log2f(nextafterf(erff(x), 0.0f)), -1.0f); /* erf one ulp low */
+        fu_host_tensor_set_flat(&got, e, r);
+      }
+      fu_check_result r;
+      CHECK_EQ_INT(fu_check_compare_bounded(&got, want, &b[0].tensor, f32_tol, &r), FU_OK);
+      CHECK_EQ_INT(r.n_mismatch, wrong ? 3 : 0);
+      if (!wrong) {
+        CHECK(r.max_rel_err > 1e-3); /* what rtol alone rejects */
+        CHECK_EQ_INT(fu_check_compare(&got, want, f32_tol, &r), FU_OK);
+        CHECK(r.n_mismatch > 0);
+      }
+      fu_host_tensor_free(&got);
+    }
+  }
+  done(&p, b, &in);
+}
+
+FU_TEST_MAIN(FU_TEST(test_sum_bound), FU_TEST(test_math_library_bound), FU_TEST(test_shape_ops), FU_TEST(test_inside_outside), FU_TEST(test_cancellation_and_wrong_kernels),
              FU_TEST(test_variance_and_unscaled))

@@ -158,6 +158,9 @@ enum {
   FU_OF_NO_CSE = 1u << 8,       /* structural, never merged or folded */
   FU_OF_MATMUL = 1u << 9,       /* a matrix product: a matmul segment of its own (cuBLASLt) */
   FU_OF_SCAN = 1u << 10,        /* an inclusive scan along one dim: a scan segment of its own */
+  FU_OF_APPROX = 1u << 11,      /* a float result within a few ulps, not correctly rounded: the
+                                   kernels' math library (libdevice, CUDA's) and the interpreter's
+                                   (libm) may differ in the last bits (fu_interp_bounds_op) */
 };
 
 typedef struct fu_op_info {

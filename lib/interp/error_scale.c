@@ -42,6 +42,18 @@
  *  - Shape and data-movement ops apply to the bounds as to the values: the
  *    shadow interpreter runs the op itself on the bound tensors (operands
  *    without a bound, and scalar operands such as pad's value, as 0).
+ *  - An op the kernels compute with a math library function (FU_OF_APPROX:
+ *    exp, log, pow, tan, erf, ...) starts a bound, as a reduction does:
+ *    CUDA documents those within a few ulps (up to 4 for f32's tan, pow,
+ *    erfc and acosh, 6 for lgamma), not correctly rounded, and the
+ *    interpreter's libm has its own last bits.  So the result's bound is
+ *    its first-order propagation (above) plus A ulps of |y| in the
+ *    computing precision (f32 for 16-bit results, which round once more
+ *    after: one ulp of the result's dtype more), with A = 8.  At the op
+ *    itself that is far inside the dtype tolerance (8 ulps of f32 is
+ *    9.5e-7 relative against 1e-5); what it covers is the op after it that
+ *    amplifies those last bits: log2 of erf(3) (a cancellation against 1,
+ *    condition number 4.5e4), tan near a pole, pow(x, x).
  *  - A result of an int or bool dtype computed from bounded values (a
  *    comparison, a cast to int) may flip, and nothing downstream of it can
  *    be bounded: its value is "lost" and outputs built on it are unscaled
@@ -59,6 +71,8 @@
 
 /* The constant C above. */
 #define FU_BOUND_C 8.0
+/* The constant A above: ulps a math library function may be off by. */
+#define FU_BOUND_APPROX_ULPS 8.0
 
 fu_status fu_interp_bounds_start(fu_interp *I, fu_interp *J) {
   memset(J, 0, sizeof *J);
@@ -132,13 +146,24 @@ static void broadcast_view(const fu_interp_slot *s, int32_t rank, const int64_t 
   }
 }
 
-/* f(x) with operand k moved by +-b_k, per operand, in f64 (see the top). */
-static fu_status pointwise_bound(fu_interp *I, fu_interp *J, fu_op *op) {
+/* The relative size of the last bits an FU_OF_APPROX op's result in dtype
+ * dt may differ by (see the top): A ulps of the computing precision, and
+ * one ulp of a 16-bit result's own rounding. */
+static double approx_relative(fu_dtype dt) {
+  double ulp = dt == FU_DT_F64 ? 0x1p-52 : 0x1p-23;
+  double own = dt == FU_DT_BF16 ? 0x1p-7 : dt == FU_DT_F16 ? 0x1p-10 : 0;
+  return FU_BOUND_APPROX_ULPS * ulp + own;
+}
+
+/* f(x) with operand k moved by +-b_k, per operand, in f64, and an
+ * FU_OF_APPROX op's own last bits (see the top). */
+static fu_status pointwise_bound(fu_interp *I, fu_interp *J, fu_op *op, bool bounded) {
   const fu_host_tensor *rv = &I->slots[op->results[0]->id].view;
   if (!fu_dtype_is_float(rv->dtype)) {
-    mark_lost(J, op);
+    if (bounded) mark_lost(J, op);
     return FU_OK;
   }
+  double approx = fu_op_has(op->kind, FU_OF_APPROX) ? approx_relative(rv->dtype) : 0;
   fu_host_tensor x[3], b[3], t[5]; /* y, y+, y-, moved operand, bound */
   memset(t, 0, sizeof t);
   fu_pw_loop l;
@@ -185,6 +210,9 @@ static fu_status pointwise_bound(fu_interp *I, fu_interp *J, fu_op *op) {
       acc[i] += isnan(y[i]) ? 0 : isnan(dp) || isnan(dm) ? NAN : dp > dm ? dp : dm;
     }
   }
+  /* an infinite result is compared exactly (fu_check_compare_bounded) */
+  for (int64_t i = 0; i < n && ok && approx > 0; i++)
+    if (isfinite(y[i])) acc[i] += approx * fabs(y[i]);
   if (ok) st = set_bound(J, op, 0, &t[4]);
   else if (st == FU_OK) mark_lost(J, op);
   for (int i = 0; i < 5; i++) fu_host_tensor_free(&t[i]);
@@ -409,7 +437,8 @@ fu_status fu_interp_bounds_op(fu_interp *I, fu_op *op) {
     lost = lost || J->lost[v->id];
   }
   if (lost) mark_lost(J, op);
-  if (lost || !bounded) return FU_OK;
-  if (fu_op_has(op->kind, FU_OF_POINTWISE)) return pointwise_bound(I, J, op);
+  bool starts = fu_op_has(op->kind, FU_OF_APPROX);
+  if (lost || (!bounded && !starts)) return FU_OK;
+  if (fu_op_has(op->kind, FU_OF_POINTWISE)) return pointwise_bound(I, J, op, bounded);
   return shape_bound(I, J, op);
 }
