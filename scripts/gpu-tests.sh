@@ -54,6 +54,8 @@
 # suite is skipped (77), saying so.
 #
 # Environment: FUSER_GPU_TESTS_FILTER=REGEX runs only matching cases;
+# FUSER_GPU_TESTS_SHARD=I/N only every Nth of those from the Ith (0-based),
+# so that N runs side by side share the suite (sanitizer runs are slow);
 # FUSER_GPU_TEST_TIMEOUT (seconds per case, default 180; 4 times that per
 # tool under --sanitizer: the slowest passing case took 31 s on an H200,
 # and one large real fusion's host-side check ran past 420 s, a whole
@@ -65,7 +67,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(dirname "$here")
 
 usage() {
-  sed -n '2,58p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
@@ -113,6 +115,12 @@ for t in "$run" "$translate"; do
   [ -x "$t" ] || { echo "gpu-tests: $t is missing (build it first: ninja -C $build)" >&2; exit 2; }
 done
 filter=${FUSER_GPU_TESTS_FILTER:-}
+shard=${FUSER_GPU_TESTS_SHARD:-0/1}
+shard_i=${shard%/*} shard_n=${shard#*/}
+if ! [[ $shard_i =~ ^[0-9]+$ && $shard_n =~ ^[0-9]+$ ]] || [ "$shard_n" -lt 1 ] || [ "$shard_i" -ge "$shard_n" ]; then
+  echo "gpu-tests: FUSER_GPU_TESTS_SHARD='$shard' is not I/N with 0 <= I < N" >&2
+  exit 2
+fi
 timeout_s=${FUSER_GPU_TEST_TIMEOUT:-180}
 
 # The cases: name<TAB>source file.
@@ -247,8 +255,11 @@ san_reported() { # output file
 
 pass=0 fail=0 failed=""
 diff_bit=0 diff_tol=0 diff_bad=0
+nth=-1
 while IFS=$'\t' read -r name file; do
   [ -n "$filter" ] && ! [[ $name =~ $filter ]] && continue
+  nth=$((nth + 1))
+  [ $((nth % shard_n)) = "$shard_i" ] || continue
   if [ -n "$pre" ]; then
     fir=$pre/$name.lowered.fir
     ptx=$pre/$name.ptx
@@ -277,12 +288,6 @@ while IFS=$'\t' read -r name file; do
     [ $diffb = 1 ] && set -- --diff-backends
   fi
   start=$(date +%s%N)
-  # With --ptx, fuser-run takes one fusion at a time: a file of several
-  # fusions runs once per fusion, and fails if any of them does.
-  fusions="-"
-  if [ -n "$pre" ] && [ "$backend" != nvrtc ] && [ "$(grep -c '^fusion @' "$fir")" -gt 1 ]; then
-    fusions=$(sed -n 's/^fusion @\([A-Za-z0-9_.]*\).*/\1/p' "$fir")
-  fi
   rc=0 why=""
   : >"$work/out"
   # the plain run, or one run per sanitizer tool
@@ -294,28 +299,24 @@ while IFS=$'\t' read -r name file; do
       mapfile -t wa < <(san_args "$w")
       pre_cmd=("$san" "${wa[@]}")
     fi
-    for fu in $fusions; do
-      sel=()
-      [ "$fu" = - ] || sel=(--fusion="@$fu")
-      # shellcheck disable=SC2207
-      cmd=("${pre_cmd[@]}" "$run" "$fir" "$@" "${sel[@]}" --check --print-values 0 $(extra_args "$fir"))
-      if [ $dry = 1 ]; then
-        echo "RUN  $name: ${cmd[*]}"
-        continue
-      fi
-      : >"$work/one"
-      timeout "$timeout_s" "${cmd[@]}" >"$work/one" 2>&1 </dev/null
-      r=$?
-      [ "$w" != - ] && echo "--- $w" >>"$work/out"
-      cat "$work/one" >>"$work/out"
-      if [ "$w" != - ] && [ $r = 0 ] && san_reported "$work/one"; then
-        r=86
-      fi
-      if [ $r != 0 ] && [ $rc = 0 ]; then
-        rc=$r
-        [ "$w" != - ] && why=" under $w"
-      fi
-    done
+    # shellcheck disable=SC2207
+    cmd=("${pre_cmd[@]}" "$run" "$fir" "$@" --check --print-values 0 $(extra_args "$fir"))
+    if [ $dry = 1 ]; then
+      echo "RUN  $name: ${cmd[*]}"
+      continue
+    fi
+    : >"$work/one"
+    timeout "$timeout_s" "${cmd[@]}" >"$work/one" 2>&1 </dev/null
+    r=$?
+    [ "$w" != - ] && echo "--- $w" >>"$work/out"
+    cat "$work/one" >>"$work/out"
+    if [ "$w" != - ] && [ $r = 0 ] && san_reported "$work/one"; then
+      r=86
+    fi
+    if [ $r != 0 ] && [ $rc = 0 ]; then
+      rc=$r
+      [ "$w" != - ] && why=" under $w"
+    fi
   done
   [ $dry = 1 ] && continue
   ms=$((($(date +%s%N) - start) / 1000000))
