@@ -242,11 +242,7 @@ san_args() { # tool
   local a=(--tool "$1" --error-exitcode 86 --print-limit 20)
   case "$1" in
     memcheck) a+=(--leak-check full) ;;
-    # cuBLASLt's own GEMM kernels (nvjet_*, in matmul segments) feed shared
-    # memory through TMA and mbarriers, which racecheck does not model: it
-    # reports their producer warp's writes as hazards.  fuser's kernels
-    # are all checked; memcheck and synccheck still check cuBLASLt's.
-    racecheck) a+=(--racecheck-report all --kernel-name-exclude kns=nvjet) ;;
+    racecheck) a+=(--racecheck-report all) ;;
   esac
   printf '%s\n' "${a[@]}"
 }
@@ -255,6 +251,22 @@ san_args() { # tool
 # does not say so (racecheck warnings, a summary of hazards).
 san_reported() { # output file
   grep '^=========' "$1" | grep -Eq '^========= (Invalid|Program hit|Race reported|Barrier error|Leaked|Uninitialized|Malformed|Error:|Warning:)|SUMMARY: [1-9]|[(, ][1-9][0-9]* (errors?|warnings?)\)'
+}
+
+# A racecheck output whose every hazard lies in cuBLASLt's own GEMM kernels
+# (nvjet_*, a matmul segment's): they fill shared memory through TMA and
+# mbarriers, which racecheck does not model, and it reports the producer
+# warp's writes as hazards (excluding those kernels instead makes
+# racecheck fail with an internal error).  Such a run is not fuser's
+# finding; memcheck and synccheck still check those kernels.
+san_library_only() { # output file
+  local threads
+  threads=$(grep -E '^=========  +(Read|Write) Thread ' "$1")
+  [ -n "$threads" ] || return 1
+  ! grep -Ev ' at nvjet_[A-Za-z0-9_]*\+0x[0-9a-f]+' <<<"$threads" | grep -q . || return 1
+  # no report of another kind, and fuser-run itself passed
+  ! grep '^=========' "$1" | grep -Eq '^========= (Invalid|Program hit|Barrier error|Leaked|Uninitialized|Malformed|Internal|Target application returned)' &&
+    ! grep -v '^=========' "$1" | grep -Eq 'error:|: FAIL '
 }
 
 pass=0 fail=0 failed=""
@@ -314,7 +326,11 @@ while IFS=$'\t' read -r name file; do
     r=$?
     [ "$w" != - ] && echo "--- $w" >>"$work/out"
     cat "$work/one" >>"$work/out"
-    if [ "$w" != - ] && [ $r = 0 ] && san_reported "$work/one"; then
+    if [ "$w" = racecheck ] && { [ $r = 86 ] || { [ $r = 0 ] && san_reported "$work/one"; }; } &&
+       san_library_only "$work/one"; then
+      echo "NOTE $name: racecheck hazards only in cuBLASLt's nvjet kernels, not judged (see san_library_only)"
+      r=0
+    elif [ "$w" != - ] && [ $r = 0 ] && san_reported "$work/one"; then
       r=86
     fi
     if [ $r != 0 ] && [ $rc = 0 ]; then
