@@ -21,7 +21,8 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
     [FU_FEATURE_HORIZONTAL] = {"horizontal",
                                "the segmenter's horizontal merges (groups sharing an input, independent groups)"},
     [FU_FEATURE_FAST_PATHS] = {"fast_paths",
-                               "instructions in place of libdevice calls in the llvm backend (sqrt, abs)"},
+                               "instructions in place of libdevice calls in the llvm backend (sqrt, abs), and "
+                               "the f32 reciprocal as rcp.approx (both backends)"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {

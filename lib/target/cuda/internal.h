@@ -35,6 +35,7 @@ typedef enum cu_helper {
   CU_H_CLAMP = 1u << 8,     /* fu_clamp */
   CU_H_INT_BITS = 1u << 9,  /* fu_gcd, fu_shl, fu_shr on ints */
   CU_H_RNG = 1u << 10,      /* fu_philox, fu_rng_f32, fu_rng_f64: uniform and normal (needs FP16 and BF16) */
+  CU_H_RCP = 1u << 11,      /* fu_rcp: the f32 reciprocal's fast path */
 } cu_helper;
 
 /* Writes the includes and helper definitions of `used` (a cu_helper mask). */
@@ -47,6 +48,7 @@ typedef struct cu_module {
   fu_diag_engine *diag;
   fu_arena *arena;  /* names, freed with the call */
   unsigned helpers; /* cu_helper bits the kernels used */
+  bool no_fast_paths; /* fu_target_options.no_fast_paths: IEEE f32 reciprocal */
   bool failed;
 } cu_module;
 

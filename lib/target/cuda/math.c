@@ -66,6 +66,11 @@ static void helper_call(mx *x, const char *fn, uint32_t n, unsigned helper) {
 
 static void binop(mx *x, const char *op) { fu_strbuf_printf(x->e, "%s %s %s", x->a[0], op, x->a[1]); }
 
+/* The f32 reciprocal takes the hardware's approximation, as the LLVM
+ * path's (lib/target/llvm/math.c, reciprocal), unless the fast paths are
+ * off: the two backends stay bit-identical. */
+static bool fast_rcp(const mx *x) { return x->C == FU_DT_F32 && !x->kc->mod->no_fast_paths; }
+
 static bool float_op(mx *x, fu_op_kind op, uint32_t n) {
   const char *m = fu_op_info_of(op)->math;
   if (m && n == (uint32_t)fu_op_info_of(op)->num_operands) {
@@ -90,14 +95,29 @@ static bool float_op(mx *x, fu_op_kind op, uint32_t n) {
   case FU_OP_SET: put(x, a); x->safe = true; return true;
   case FU_OP_ABS: math_call(x, "fabs", 1); return true;
   case FU_OP_NEG: fu_strbuf_printf(x->e, "-%s", a); return true;
-  case FU_OP_RECIPROCAL: lit(x, 1.0); fu_strbuf_printf(x->e, " / %s", a); return true;
+  case FU_OP_RECIPROCAL:
+    if (fast_rcp(x)) {
+      helper_call(x, "fu_rcp", 1, CU_H_RCP);
+      return true;
+    }
+    lit(x, 1.0);
+    fu_strbuf_printf(x->e, " / %s", a);
+    return true;
   case FU_OP_SIGMOID:
   case FU_OP_SILU:
-    if (op == FU_OP_SILU) put(x, a);
-    else lit(x, 1.0);
-    put(x, " / (");
+    if (op == FU_OP_SILU) {
+      put(x, a);
+      put(x, " / (");
+    } else if (fast_rcp(x)) {
+      x->kc->mod->helpers |= CU_H_RCP;
+      put(x, "fu_rcp(");
+    } else {
+      lit(x, 1.0);
+      put(x, " / (");
+    }
     lit(x, 1.0);
     fu_strbuf_printf(x->e, " + %s(-%s))", x->C == FU_DT_F32 ? "expf" : "exp", a);
+    x->safe = op != FU_OP_SILU && fast_rcp(x);
     return true;
   case FU_OP_RELU: /* NaN is not < 0: it stays */
     test_then(x, a, "<", 0.0);

@@ -151,6 +151,14 @@ static const char rng_text[] =
     "  return __fma_rn(n, b, a);\n"
     "}\n";
 
+static const char rcp_text[] =
+    "// 1/x within 1 ulp, subnormals kept (rcp.approx.f32), as the LLVM backend's\n"
+    "__device__ __forceinline__ float fu_rcp(float x) {\n"
+    "  float r;\n"
+    "  asm(\"rcp.approx.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x));\n"
+    "  return r;\n"
+    "}\n";
+
 void cu_prelude_write(fu_strbuf *out, unsigned used) {
   if (used & CU_H_FP16) fu_strbuf_puts(out, "#include <cuda_fp16.h>\n");
   if (used & CU_H_BF16) fu_strbuf_puts(out, "#include <cuda_bf16.h>\n");
@@ -161,7 +169,7 @@ void cu_prelude_write(fu_strbuf *out, unsigned used) {
   } parts[] = {
       {CU_H_VEC, vec_text},   {CU_H_MAXMIN, maxmin_text}, {CU_H_REM_F, rem_f_text}, {CU_H_REM_I, rem_i_text},
       {CU_H_IPOW, ipow_text}, {CU_H_LERP, lerp_text},     {CU_H_CLAMP, clamp_text}, {CU_H_INT_BITS, int_bits_text},
-      {CU_H_RNG, rng_text},
+      {CU_H_RNG, rng_text},   {CU_H_RCP, rcp_text},
   };
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (used & parts[i].bit) {

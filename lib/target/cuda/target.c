@@ -12,6 +12,7 @@ typedef struct cu_target {
   fu_diag_engine *diag;
   cu_nvrtc *nvrtc; /* loaded on the first PTX call */
   bool nvrtc_failed;
+  bool no_fast_paths;
   fu_target_timing timing;
 } cu_target;
 
@@ -22,12 +23,13 @@ static double now_ms(clockid_t clock) {
 }
 
 static fu_status cuda_open(const fu_target_options *o, fu_allocator alloc, fu_diag_engine *diag, void **state) {
-  (void)o; /* no pipeline to choose; the architecture comes with each call */
+  /* no pipeline to choose; the architecture comes with each call */
   cu_target *t = fu_mem_calloc(&alloc, 1, sizeof *t);
   *state = t;
   if (!t) return FU_ERR_NOMEM;
   t->alloc = alloc;
   t->diag = diag;
+  t->no_fast_paths = o && o->no_fast_paths;
   return FU_OK;
 }
 
@@ -50,6 +52,7 @@ static fu_status cuda_emit(void *state, const fu_kernel *const *ks, uint32_t n, 
   memset(&m, 0, sizeof m);
   m.alloc = t->alloc;
   m.diag = t->diag;
+  m.no_fast_paths = t->no_fast_paths;
   m.arena = fu_arena_new(t->alloc);
   if (!m.arena) return FU_ERR_NOMEM;
   fu_strbuf src;
