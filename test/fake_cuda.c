@@ -195,8 +195,14 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
 }
 EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice d) { return CUDA_SUCCESS; }
 EXPORT CUresult cuCtxSetCurrent(CUcontext c) { return CUDA_SUCCESS; }
+/* FAKE_CUDA_MEM_INFO_LIVE=1 counts the live allocations out of the free
+ * bytes, and FAKE_CUDA_MEM_INFO_LOSS=N reports N bytes fewer from the
+ * second call on (a leak the driver would see), for --device-memory. */
 EXPORT CUresult cuMemGetInfo(size_t *f, size_t *t) {
+  static unsigned calls;
   *f = (size_t)256 << 20; /* keeps the copy-bandwidth measurement at 64 MiB */
+  if (env_size("FAKE_CUDA_MEM_INFO_LIVE")) *f -= live_bytes;
+  if (calls++ > 0) *f -= env_size("FAKE_CUDA_MEM_INFO_LOSS");
   *t = (size_t)80 << 30;
   return CUDA_SUCCESS;
 }

@@ -1338,6 +1338,19 @@ static void test_tool_errors(void) {
   CHECK(strstr(g_out, "fusion @h: 2 inputs, 1 output (gpu 0: Fake H100 (host memory), 1 kernel)") != NULL);
   const char *jit = strstr(g_out, "JIT log of @");
   CHECK(jit != NULL && strstr(jit + 1, "JIT log of @") == NULL);
+  /* --device-memory: the driver's free memory is back where it started
+   * after the two fusions; memory the driver still counts is an error. */
+  rc = run_tool("FAKE_CUDA_MEM_INFO_LIVE=1", "low2.fir --ptx k.ptx --check --device-memory --print-values 0", g_out,
+                sizeof g_out);
+  CHECK_EQ_INT(rc, 0);
+  CHECK(strstr(g_out, "device memory: 268435456 bytes free after the context opened, 268435456 at the end: 0 bytes "
+                      "still allocated\n") != NULL);
+  rc = run_tool("FAKE_CUDA_MEM_INFO_LIVE=1 FAKE_CUDA_MEM_INFO_LOSS=4096",
+                "low2.fir --ptx k.ptx --device-memory --print-values 0", g_out, sizeof g_out);
+  CHECK_EQ_INT(rc, 1);
+  CHECK(strstr(g_out, "fuser-run: error: the run left 4096 bytes of device memory allocated") != NULL);
+  rc = run_tool("", "low2.fir --device=kir --device-memory", g_out, sizeof g_out);
+  CHECK_EQ_INT(rc, 2);
   /* A fusion with no kernel at all (an output that is the input) runs. */
   rc = run_tool("", "two.fir --fusion=@a --check --print-values 2", g_out, sizeof g_out);
   CHECK_EQ_INT(rc, 0);

@@ -88,6 +88,9 @@ void fu_rt_mem_free(fu_rt *rt, fu_rt_ptr p);
 fu_status fu_rt_mem_upload(fu_rt *rt, fu_rt_ptr dst, const void *src, size_t bytes);
 fu_status fu_rt_mem_download(fu_rt *rt, void *dst, fu_rt_ptr src, size_t bytes);
 fu_status fu_rt_mem_fill(fu_rt *rt, fu_rt_ptr dst, uint8_t byte, size_t bytes);
+/* The driver's free and total device memory (cuMemGetInfo), for a caller
+ * that checks nothing is left allocated across a run. */
+fu_status fu_rt_mem_info(fu_rt *rt, size_t *free_bytes, size_t *total_bytes);
 /* Waits for everything queued on the runtime's stream. */
 fu_status fu_rt_synchronize(fu_rt *rt);
 

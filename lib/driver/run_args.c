@@ -9,7 +9,7 @@
 typedef enum run_opt {
   R_DEVICE, R_FUSION, R_INPUT, R_RANDOM, R_DEFAULT_EXTENT, R_SEED, R_SAVE_OUTPUTS, R_SAVE_INPUTS, R_PRINT_VALUES,
   R_JSON, R_PASS, R_CHECK, R_RTOL, R_ATOL, R_PTX, R_BENCH, R_ITERS, R_WARMUP, R_NO_FLUSH, R_DUMP, R_GPU,
-  R_DEVICE_INFO, R_HELP, R_DATA_DIR, R_ALLOW_ANY_PATH, R_ERROR_LIMIT, R_BACKEND, R_EXPECT_DIST,
+  R_DEVICE_INFO, R_DEVICE_MEMORY, R_HELP, R_DATA_DIR, R_ALLOW_ANY_PATH, R_ERROR_LIMIT, R_BACKEND, R_EXPECT_DIST,
   R_SAVE_REPRO, R_NO_REPRO, R_DIFF_BACKENDS, R_DISABLE, R_ENABLE,
 } run_opt;
 
@@ -76,6 +76,9 @@ static const fu_cli_option options[] = {
     {"no-flush", R_NO_FLUSH, FU_CLI_NONE, NULL, "do not flush L2 between timed runs"},
     {"gpu", R_GPU, FU_CLI_REQUIRED, "N", "the CUDA device to use (default 0)"},
     {"device-info", R_DEVICE_INFO, FU_CLI_NONE, NULL, "print the GPU's description and exit"},
+    {"device-memory", R_DEVICE_MEMORY, FU_CLI_NONE, NULL,
+     "print the device's free memory after the context opened and at the end,\n"
+     "                               and fail if the run left any of it allocated"},
 };
 
 static void usage(FILE *out, fu_allocator al) {
@@ -261,6 +264,7 @@ static bool apply(run_args *a, run_opt id, const char *v) {
     a->gpu = (int)n;
     return true;
   case R_DEVICE_INFO: a->device_info = true; return true;
+  case R_DEVICE_MEMORY: a->device_memory = true; return true;
   case R_HELP: return true;
   case R_DATA_DIR: a->data_dir = v; return true;
   case R_ALLOW_ANY_PATH: a->allow_any_path = true; return true;
@@ -326,14 +330,14 @@ int run_parse_args(int argc, char *const *argv, run_args *a, FILE *out, FILE *er
     fprintf(err, RUN_TOOL ": %s chooses what compiles the kernels for the GPU: it needs --device=gpu\n", compiles);
     return 2;
   }
-  bool gpu_only = a->ptx || a->bench || a->device_info || a->diff_backends;
+  bool gpu_only = a->ptx || a->bench || a->device_info || a->diff_backends || a->device_memory;
   if (a->device == RUN_DEVICE_CPU && (gpu_only || a->pipeline || a->check)) {
-    fprintf(err, RUN_TOOL ": --ptx, --pass, --check, --bench and --device-info need --device=gpu (--pass and "
-                 "--check: or --device=kir)\n");
+    fprintf(err, RUN_TOOL ": --ptx, --pass, --check, --bench, --device-info and --device-memory need --device=gpu "
+                 "(--pass and --check: or --device=kir)\n");
     return 2;
   }
   if (a->device == RUN_DEVICE_KIR && gpu_only) {
-    fprintf(err, RUN_TOOL ": --ptx, --bench and --device-info need --device=gpu\n");
+    fprintf(err, RUN_TOOL ": --ptx, --bench, --device-info and --device-memory need --device=gpu\n");
     return 2;
   }
   if (!a->file && !a->device_info) {

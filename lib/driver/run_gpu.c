@@ -460,6 +460,23 @@ static int gpu_preflight(const run_args *a, fu_module *m) {
   return 0;
 }
 
+/* --device-memory: the driver's free memory now against right after the
+ * context opened.  Every buffer, workspace and module of the run is freed
+ * by now, so any difference is memory the run leaked on the device (the
+ * stress check of many fusions in one process). */
+static int report_device_memory(const run_args *a, gpu_ctx *g, size_t free_start, int rc) {
+  size_t free_end = 0, total = 0;
+  if (fu_rt_mem_info(g->rt, &free_end, &total) != FU_OK) return 1;
+  long long kept = (long long)free_start - (long long)free_end;
+  fprintf(a->out, "device memory: %zu bytes free after the context opened, %zu at the end: %lld bytes %s\n", free_start,
+          free_end, kept < 0 ? -kept : kept, kept > 0 ? "still allocated" : kept < 0 ? "more free" : "still allocated");
+  if (kept > 0) {
+    fprintf(a->err, RUN_TOOL ": error: the run left %lld bytes of device memory allocated\n", kept);
+    return 1;
+  }
+  return rc;
+}
+
 int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_selected) {
   fu_allocator al = a->alloc;
   gpu_diag gd;
@@ -510,6 +527,11 @@ int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_se
     return 0;
   }
 
+  size_t free_start = 0, total = 0;
+  if (a->device_memory && fu_rt_mem_info(g.rt, &free_start, &total) != FU_OK) {
+    fu_rt_close(g.rt);
+    return 1;
+  }
   char *ptx_text = NULL;
   size_t ptx_len = 0;
   if (a->ptx) {
@@ -545,6 +567,7 @@ int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_se
   fu_compiler_free(&g.comp);
   fu_rt_module_unload(g.ptx_mod);
   if (ptx_text) fu_mem_free(&al, ptx_text, ptx_len + 1);
+  if (a->device_memory) rc = report_device_memory(a, &g, free_start, rc);
   fu_rt_close(g.rt);
   return rc;
 }

@@ -50,6 +50,7 @@ typedef struct run_args {
   const char *ptx;      /* --ptx: PTX of a lowered fusion */
   const char *backend;  /* --backend: the target that makes PTX (NULL: the preferred) */
   bool bench, no_flush, device_info;
+  bool device_memory; /* --device-memory: the driver's free memory before and after */
   bool dump_launch, dump_jit, dump_ptx; /* the GPU's dumps: launch_params or kernel_args, ptxas_verbose, ptx */
   fu_dumps *dumps;          /* FUSER_DUMP and --dump (fuser/dump.h); never NULL after parsing */
   fu_feature_set features;  /* FUSER_DISABLE/ENABLE and --disable/--enable */

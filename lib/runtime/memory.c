@@ -32,6 +32,12 @@ fu_status fu_rt_mem_download(fu_rt *rt, void *dst, fu_rt_ptr src, size_t bytes) 
   return fu_rt_check(rt, rt->api.memcpy_dtoh(dst, (CUdeviceptr)src, bytes), what);
 }
 
+fu_status fu_rt_mem_info(fu_rt *rt, size_t *free_bytes, size_t *total_bytes) {
+  *free_bytes = *total_bytes = 0;
+  if (!rt->api.mem_get_info) return FU_ERR_UNSUPPORTED;
+  return fu_rt_check(rt, rt->api.mem_get_info(free_bytes, total_bytes), "cuMemGetInfo");
+}
+
 fu_status fu_rt_mem_fill(fu_rt *rt, fu_rt_ptr dst, uint8_t byte, size_t bytes) {
   if (!bytes) return FU_OK;
   char what[64];
