@@ -245,6 +245,7 @@ static fu_status pointwise_bound(fu_interp *I, fu_interp *J, fu_op *op) {
   pwb_job P;
   memset(&P, 0, sizeof P);
   fu_host_tensor bv[3];
+  memset(bv, 0, sizeof bv);
   for (uint32_t i = 0; i < op->n_operands; i++) {
     broadcast_view(&I->slots[op->operands[i]->id], rv->rank, rv->shape, &x[i]);
     if (is_value(J, op->operands[i]) && J->slots[op->operands[i]->id].ready) {
@@ -255,30 +256,37 @@ static fu_status pointwise_bound(fu_interp *I, fu_interp *J, fu_op *op) {
     l.in_kinds[i] = FU_CK_F64;
   }
   if (op->kind == FU_OP_WHERE) l.in_kinds[0] = FU_CK_I64;
+  /* dims that every operand and bound repeats: computed once (as the
+   * value itself, interp.c's eval_pointwise) */
+  int64_t cs[FU_MAX_RANK];
+  fu_interp_shared_dims(rv->rank, rv->shape, x, bv, op->n_operands, cs);
   fu_host_tensor *res;
-  fu_status st = fu_interp_alloc_result(J, op, 0, rv->shape, &res);
+  fu_status st = fu_interp_alloc_result(J, op, 0, cs, &res);
   if (st != FU_OK) return fu_interp_op_error(I, op, st, "out of memory for the error bounds of --check");
-  int64_t numel = fu_host_tensor_numel(rv);
-  if (numel == 0) return FU_OK;
+  int64_t numel = fu_host_tensor_numel(res);
+  if (numel == 0) {
+    fu_interp_widen_shared_dims(res, rv->shape);
+    return FU_OK;
+  }
   /* the unit: the outermost dim whose inner part is small enough */
   P.l = &l;
   P.res = res;
   P.rank = rv->rank;
-  P.shape = rv->shape;
+  P.shape = cs;
   int64_t inner = 1; /* elements per row of P.dim */
   P.dim = rv->rank - 1;
-  while (P.dim > 0 && rv->shape[P.dim] <= PWB_ELEMS / inner) inner *= rv->shape[P.dim--];
+  while (P.dim > 0 && cs[P.dim] <= PWB_ELEMS / inner) inner *= cs[P.dim--];
   if (rv->rank == 0) {
     P.dim = 0;
     P.block = P.blocks_per_row = 1;
   } else {
     P.block = PWB_ELEMS / inner > 1 ? PWB_ELEMS / inner : 1;
-    if (P.block > rv->shape[P.dim]) P.block = rv->shape[P.dim];
-    P.blocks_per_row = (rv->shape[P.dim] + P.block - 1) / P.block;
+    if (P.block > cs[P.dim]) P.block = cs[P.dim];
+    P.blocks_per_row = (cs[P.dim] + P.block - 1) / P.block;
   }
   P.unit = (size_t)(P.block * inner);
   int64_t outer = 1;
-  for (int32_t j = 0; j < P.dim; j++) outer *= rv->shape[j];
+  for (int32_t j = 0; j < P.dim; j++) outer *= cs[j];
   int64_t units = outer * P.blocks_per_row;
   uint32_t parts = fu_interp_par_parts(I->threads, units, 1);
   size_t bytes = (size_t)parts * 5 * P.unit * sizeof(double);
@@ -292,6 +300,8 @@ static fu_status pointwise_bound(fu_interp *I, fu_interp *J, fu_op *op) {
   if (!ok) {
     fu_interp_drop_result(J, op, 0);
     mark_lost(J, op);
+  } else {
+    fu_interp_widen_shared_dims(res, rv->shape);
   }
   return FU_OK;
 }

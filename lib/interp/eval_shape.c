@@ -257,7 +257,7 @@ static fu_status eval_cat(fu_interp *I, fu_op *op) {
   }
   fu_status st = fu_interp_check_shape(I, op, 0, rank, shape);
   fu_host_tensor *out;
-  if (st == FU_OK) st = fu_interp_alloc_result_dense(I, op, 0, shape, &out);
+  if (st == FU_OK) st = fu_interp_alloc_result_dense(I, op, 0, shape, &out, NULL);
   if (st != FU_OK) return st;
   int64_t at = 0;
   for (uint32_t i = 0; i < op->n_operands; i++) {
@@ -298,7 +298,7 @@ static fu_status eval_pad(fu_interp *I, fu_op *op, fu_host_tensor *in) {
   fu_status st = same_dtype(I, op, in);
   if (st == FU_OK) st = fu_interp_check_shape(I, op, 0, rank, shape);
   fu_host_tensor *out;
-  if (st == FU_OK) st = fu_interp_alloc_result_dense(I, op, 0, shape, &out);
+  if (st == FU_OK) st = fu_interp_alloc_result_dense(I, op, 0, shape, &out, NULL);
   if (st != FU_OK) return st;
   /* Fill with the pad value (a stride-0 view of the scalar), then copy the
    * operand's surviving region. */

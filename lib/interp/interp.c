@@ -178,9 +178,11 @@ fu_status fu_interp_check_shape(fu_interp *I, fu_op *op, uint32_t r, int32_t ran
   return FU_OK;
 }
 
-/* fu_interp_alloc_result, with the memory zeroed or not. */
+/* fu_interp_alloc_result, with the memory zeroed or not; with `store`,
+ * the sizes are checked for `shape` but the tensor has `store`'s (each
+ * store[d] 1 or shape[d]: fu_interp_shared_dims). */
 static fu_status alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape, fu_host_tensor **view,
-                              bool zero) {
+                              bool zero, const int64_t *store) {
   fu_value *v = op->results[r];
   fu_interp_slot *s = &I->slots[v->id];
   fu_dtype dt = v->type.dtype;
@@ -218,7 +220,13 @@ static fu_status alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int64_t
   if (I->max_bytes && bytes > I->max_bytes)
     return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "a %s%s tensor needs %zu bytes, more than the limit of %zu",
                               fu_dtype_name(dt), sh, bytes, I->max_bytes);
-  fu_contiguous_strides(rank, shape, t->strides);
+  if (store && numel > 0) {
+    for (int32_t d = 0; d < rank; d++) {
+      bytes = bytes / (size_t)shape[d] * (size_t)store[d];
+      t->shape[d] = store[d];
+    }
+  }
+  fu_contiguous_strides(rank, t->shape, t->strides);
   fu_interp_storage *st = fu_mem_alloc(&I->alloc, sizeof *st);
   void *data = !st ? NULL : zero ? fu_mem_calloc(&I->alloc, bytes ? bytes : 1, 1) : fu_mem_alloc(&I->alloc, bytes);
   if (!data) {
@@ -238,12 +246,12 @@ static fu_status alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int64_t
 }
 
 fu_status fu_interp_alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape, fu_host_tensor **view) {
-  return alloc_result(I, op, r, shape, view, true);
+  return alloc_result(I, op, r, shape, view, true, NULL);
 }
 
 fu_status fu_interp_alloc_result_dense(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape,
-                                       fu_host_tensor **view) {
-  return alloc_result(I, op, r, shape, view, false);
+                                       fu_host_tensor **view, const int64_t *store) {
+  return alloc_result(I, op, r, shape, view, false, store);
 }
 
 void fu_interp_drop_result(fu_interp *I, fu_op *op, uint32_t r) { slot_release(I, &I->slots[op->results[r]->id]); }
@@ -294,6 +302,24 @@ static fu_status broadcast_operand(fu_interp *I, fu_op *op, uint32_t i, int32_t 
   return FU_OK;
 }
 
+void fu_interp_shared_dims(int32_t rank, const int64_t *shape, const fu_host_tensor *a, const fu_host_tensor *b,
+                           uint32_t n, int64_t *cshape) {
+  for (int32_t d = 0; d < rank; d++) {
+    bool shared = shape[d] > 1;
+    for (uint32_t i = 0; i < n; i++)
+      if (a[i].strides[d] != 0 || (b && b[i].data && b[i].strides[d] != 0)) shared = false;
+    cshape[d] = shared ? 1 : shape[d];
+  }
+}
+
+void fu_interp_widen_shared_dims(fu_host_tensor *t, const int64_t *shape) {
+  for (int32_t d = 0; d < t->rank; d++)
+    if (t->shape[d] != shape[d]) {
+      t->shape[d] = shape[d];
+      t->strides[d] = 0;
+    }
+}
+
 static fu_status eval_pointwise(fu_interp *I, fu_op *op) {
   fu_value *res = op->results[0];
   int32_t rank = res->type.rank < 0 ? 0 : res->type.rank;
@@ -323,14 +349,21 @@ static fu_status eval_pointwise(fu_interp *I, fu_op *op) {
   }
   fu_dtype rdt = res->type.dtype;
   fu_host_tensor *out;
-  st = fu_interp_alloc_result_dense(I, op, 0, shape, &out);
+  /* A dim every operand repeats (stride 0) repeats in the result too: each
+   * element along it would be the same computation on the same values, so
+   * the result is computed once along it and seen through stride 0. */
+  int64_t cshape[FU_MAX_RANK];
+  fu_interp_shared_dims(rank, shape, ins, NULL, op->n_operands, cshape);
+  st = fu_interp_alloc_result_dense(I, op, 0, shape, &out, cshape);
   if (st != FU_OK) return st;
   fu_pw_loop l;
   fu_interp_pw_loop_init(&l, op->kind, op->operands, op->n_operands, rdt);
   for (uint32_t i = 0; i < op->n_operands; i++) l.in[i] = &ins[i];
   l.out = out;
   l.threads = I->threads;
-  switch (fu_interp_pw_run(&l)) {
+  fu_pw_err e = fu_interp_pw_run(&l);
+  fu_interp_widen_shared_dims(out, shape);
+  switch (e) {
   case FU_PW_OK: return FU_OK;
   case FU_PW_DIV_ZERO: return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "integer division by zero");
   case FU_PW_UNSUPPORTED: break;
@@ -370,7 +403,7 @@ static fu_status eval_reduction(fu_interp *I, fu_op *op) {
   fu_host_tensor *outs[2] = {NULL, NULL};
   for (uint32_t r = 0; r < want_results; r++) {
     st = fu_interp_check_shape(I, op, r, rank, shape);
-    if (st == FU_OK) st = fu_interp_alloc_result_dense(I, op, r, shape, &outs[r]);
+    if (st == FU_OK) st = fu_interp_alloc_result_dense(I, op, r, shape, &outs[r], NULL);
     if (st != FU_OK) return st;
     /* A scalar-typed result (rank -1) still reduces to one element. */
   }

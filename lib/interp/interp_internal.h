@@ -224,9 +224,19 @@ fu_status fu_interp_check_shape(fu_interp *I, fu_op *op, uint32_t r, int32_t ran
 fu_status fu_interp_alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape,
                                  fu_host_tensor **view);
 /* The same without zeroing the memory (page-touching a large tensor twice
- * costs as much as a cheap op), for ops that write every element. */
+ * costs as much as a cheap op), for ops that write every element; with
+ * `store` (NULL: shape), sizes are checked for `shape` but the tensor
+ * gets `store` (fu_interp_shared_dims). */
 fu_status fu_interp_alloc_result_dense(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape,
-                                       fu_host_tensor **view);
+                                       fu_host_tensor **view, const int64_t *store);
+/* The result shape of a pointwise op on operands a[0..n) (and, where
+ * b[i].data is set, b[i]; b may be NULL) seen with `shape`: 1 in each dim
+ * of extent > 1 that every one of them repeats (stride 0), shape[d]
+ * elsewhere.  fu_interp_widen_shared_dims then turns a result computed
+ * with that shape into a view of `shape`, stride 0 along those dims. */
+void fu_interp_shared_dims(int32_t rank, const int64_t *shape, const fu_host_tensor *a, const fu_host_tensor *b,
+                           uint32_t n, int64_t *cshape);
+void fu_interp_widen_shared_dims(fu_host_tensor *t, const int64_t *shape);
 /* Release result r's value again (a result that turned out to have none). */
 void fu_interp_drop_result(fu_interp *I, fu_op *op, uint32_t r);
 /* Make result r a view sharing operand `from`'s memory. */

@@ -231,7 +231,7 @@ fu_status fu_interp_eval_matmul(fu_interp *I, fu_op *op) {
   int32_t rank = op->results[0]->type.rank;
   st = fu_interp_check_shape(I, op, 0, rank, shape);
   fu_host_tensor *out = NULL;
-  if (st == FU_OK) st = fu_interp_alloc_result_dense(I, op, 0, shape, &out);
+  if (st == FU_OK) st = fu_interp_alloc_result_dense(I, op, 0, shape, &out, NULL);
   if (st != FU_OK) return st;
   if (a.shape[a.rank - 1] != (op->kind == FU_OP_LINEAR ? b.shape[b.rank - 1] : b.shape[b.rank >= 2 ? b.rank - 2 : 0]))
     return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "the contracted extents differ");
