@@ -614,7 +614,7 @@ static void test_size_limit(void) {
   CHECK(ti_parse(&p, "fusion @big {\n  %T0 = input f32[4]\n  %T1 = broadcast_in_dim %T0 {broadcast_dims=[1]} : "
                      "f32[1000000000000, 4]\n  %T2 = exp %T1\n  output %T2\n}\n"));
   fu_arg a = ti_tensor(FU_DT_F32, 1, TI_SHAPE(4), TI_VALS(1, 2, 3, 4));
-  fu_interp_options o = {1 << 20};
+  fu_interp_options o = {.max_tensor_bytes = 1 << 20};
   fu_arg *out;
   uint32_t n;
   CHECK_EQ_INT(fu_interp_run(p.f, &a, 1, &o, fu_default_allocator(), &p.diag, &out, &n), FU_ERR_RUNTIME);

@@ -53,4 +53,11 @@ fu_status fu_check_compare(const fu_host_tensor *got, const fu_host_tensor *want
 fu_status fu_check_compare_bounded(const fu_host_tensor *got, const fu_host_tensor *want,
                                    const fu_host_tensor *bound, fu_check_tolerance tol, fu_check_result *out);
 
+/* fu_check_compare_bounded on `threads` threads (0 or 1: one); the result
+ * is the same for every count (counts add up, maxima are maxima, the first
+ * mismatch is the first in row-major order). */
+fu_status fu_check_compare_threads(const fu_host_tensor *got, const fu_host_tensor *want,
+                                   const fu_host_tensor *bound, fu_check_tolerance tol, uint32_t threads,
+                                   fu_check_result *out);
+
 #endif

@@ -2,7 +2,10 @@
  *
  * The interpreter evaluates a fusion op by op on the CPU.  It is the oracle
  * every GPU test compares against, so it favours being obviously right over
- * being fast.  Semantics follow PyTorch (and nvFuser where the two differ):
+ * being fast; what speed it has (typed row loops, the element loops split
+ * over fu_interp_options.threads, a tiled matmul) never changes a bit: each
+ * output element is computed by the same operations in the same order
+ * whatever the thread count.  Semantics follow PyTorch (and nvFuser where the two differ):
  *
  *  - Compute dtype: each pointwise op computes in f64 (double math) when its
  *    compute dtype is f64, in f32 (float math, e.g. expf) for f32, f16 and
@@ -214,6 +217,11 @@ typedef struct fu_interp_options {
   /* Refuse any single tensor larger than this many bytes (0: no limit other
    * than what the address space allows). */
   size_t max_tensor_bytes;
+  /* Threads for the element loops (0 or 1: the calling thread alone).
+   * Results are the same bit for bit for every count: each thread computes
+   * whole output elements, a reduction's terms are folded in the same order
+   * whoever folds them. */
+  uint32_t threads;
 } fu_interp_options;
 
 /* Evaluate every op of `f` in order (descending into segment bodies; ops
@@ -283,6 +291,7 @@ typedef struct fu_input_options {
   uint64_t seed;          /* for inputs made at random without their own seed */
   bool random;            /* the user asked for random inputs: unbound symbols get default_extent */
   int64_t default_extent; /* 0: FU_DEFAULT_EXTENT (fuser/example_sizes.h) */
+  uint32_t threads;       /* for making random data (0 or 1: one); the data do not depend on it */
 } fu_input_options;
 
 /* Make one arg per INPUT op of `f`, in order, from (by priority) an

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run_internal.h"
 
@@ -276,6 +277,26 @@ static bool apply(run_args *a, run_opt id, const char *v) {
   return true;
 }
 
+/* The reference interpreter's threads (input data, --device=cpu, --check):
+ * FUSER_INTERP_THREADS, else the online CPUs up to 16.  Any count gives
+ * the same bits. */
+static bool interp_threads_from_env(run_args *a, FILE *err) {
+  const char *v = getenv("FUSER_INTERP_THREADS");
+  if (v && *v) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 1 || n > 64) {
+      fprintf(err, RUN_TOOL ": FUSER_INTERP_THREADS must be a count from 1 to 64, not '%s'\n", v);
+      return false;
+    }
+    a->interp_threads = (uint32_t)n;
+    return true;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  a->interp_threads = n < 1 ? 1 : n > 16 ? 16 : (uint32_t)n;
+  return true;
+}
+
 int run_parse_args(int argc, char *const *argv, run_args *a, FILE *out, FILE *err) {
   memset(a, 0, sizeof *a);
   a->print_values = 8;
@@ -288,6 +309,7 @@ int run_parse_args(int argc, char *const *argv, run_args *a, FILE *out, FILE *er
   if (!a->dumps) return 2;
   fu_dump_init(a->dumps, RUN_TOOL, err);
   if (!fu_dump_from_env(a->dumps, dump_aliases) || !fu_features_from_env(&a->features, RUN_TOOL, err)) return 2;
+  if (!interp_threads_from_env(a, err)) return 2;
   fu_cli cli = {argc, argv, options, sizeof options / sizeof options[0], RUN_TOOL ": ", err, 1, false};
   const char *v;
   bool help = false;

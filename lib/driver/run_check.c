@@ -59,7 +59,8 @@ fu_status run_check(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t 
   fu_arg *ref = NULL, *bound = NULL;
   uint32_t n_ref = 0;
   *out = NULL;
-  fu_status st = fu_interp_run_bounded(f, in, n_in, NULL, al, diag, &ref, &bound, &n_ref);
+  fu_interp_options o = {.threads = a->interp_threads};
+  fu_status st = fu_interp_run_bounded(f, in, n_in, &o, al, diag, &ref, &bound, &n_ref);
   if (st != FU_OK) {
     fu_note(diag, f->loc, "while computing the reference results of '@%s' for --check", f->name ? f->name : "");
     return st;
@@ -87,7 +88,7 @@ fu_status run_check(const run_args *a, fu_fusion *f, const fu_arg *in, uint32_t 
       if (a->atol >= 0) c->tol.atol = a->atol;
     }
     const fu_host_tensor *b = bound[i].kind == FU_ARG_TENSOR ? &bound[i].tensor : NULL;
-    st = fu_check_compare_bounded(&res[i].tensor, &ref[i].tensor, b, c->tol, &c->r);
+    st = fu_check_compare_threads(&res[i].tensor, &ref[i].tensor, b, c->tol, a->interp_threads, &c->r);
     if (st != FU_OK)
       fu_error(diag, f->loc, "output %u of '@%s' has a different dtype or shape %s than in the interpreter", i,
                f->name ? f->name : "", where);

@@ -8,7 +8,8 @@ int run_cpu_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine
   uint32_t n_in = 0, n_res = 0;
   int rc = 1;
   fu_status st = run_make_inputs(a, f, diag, &in, &n_in);
-  if (st == FU_OK) st = fu_interp_run(f, in, n_in, NULL, al, diag, &res, &n_res);
+  fu_interp_options o = {.threads = a->interp_threads};
+  if (st == FU_OK) st = fu_interp_run(f, in, n_in, &o, al, diag, &res, &n_res);
   if (st == FU_OK) {
     run_fusion_result r = {.f = f, .in = in, .res = res, .n_in = n_in, .n_res = n_res, .device = "cpu",
                            .what = "cpu reference interpreter"};

@@ -68,6 +68,7 @@ fu_status run_make_inputs(const run_args *a, fu_fusion *f, fu_diag_engine *diag,
   io.seed = a->seed;
   io.random = a->random;
   io.default_extent = a->default_extent;
+  io.threads = a->interp_threads;
   fu_status st = fu_interp_make_inputs(f, &io, al, diag, in, n_in);
   if (base) fu_mem_free(&al, base, base_bytes);
   return st;

@@ -63,6 +63,7 @@ typedef struct run_args {
   const fu_source *source; /* the file as read, for the repro's fusion as given */
   const fu_arg *given_in;  /* inputs to use instead of making them (a segment tried alone) */
   uint32_t n_given_in;
+  uint32_t interp_threads; /* FUSER_INTERP_THREADS: threads of the reference interpreter */
   FILE *out, *err;      /* the streams fu_run_main was given */
   fu_allocator alloc;
 } run_args;

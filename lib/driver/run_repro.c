@@ -291,7 +291,8 @@ static fu_status interp_values(const run_args *a, fu_fusion *f, fu_value **vals,
   fu_block_append(&f->body, tmp);
   fu_arg *res = NULL;
   uint32_t n_res = 0;
-  fu_status st = fu_interp_run(f, in, n_in, NULL, a->alloc, diag, &res, &n_res);
+  fu_interp_options o = {.threads = a->interp_threads};
+  fu_status st = fu_interp_run(f, in, n_in, &o, a->alloc, diag, &res, &n_res);
   fu_block_remove(&f->body, tmp);
   if (st != FU_OK) return st;
   /* the last n results are ours; the fusion's own outputs are freed */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fuser/check.h"
+#include "interp_internal.h"
 
 fu_check_tolerance fu_check_default_tolerance(fu_dtype dt) {
   fu_check_tolerance t = {0, 0};
@@ -91,23 +92,32 @@ static double bound_at(const fu_host_tensor *bound, const int64_t *idx, fu_check
   return b;
 }
 
-fu_status fu_check_compare_bounded(const fu_host_tensor *got, const fu_host_tensor *want,
-                                   const fu_host_tensor *bound, fu_check_tolerance tol, fu_check_result *out) {
-  memset(out, 0, sizeof *out);
+/* What the parts of one comparison share. */
+typedef struct cmp_job {
+  const fu_host_tensor *got, *want, *bound;
+  fu_check_tolerance tol;
+  fu_check_result part[FU_INTERP_MAX_THREADS];
+} cmp_job;
+
+/* Elements [lo, hi) in row-major order into the part's result. */
+static void compare_part(void *ctx, uint32_t part, int64_t lo, int64_t hi) {
+  cmp_job *J = ctx;
+  const fu_host_tensor *got = J->got, *want = J->want, *bound = J->bound;
+  fu_check_tolerance tol = J->tol;
+  fu_check_result *out = &J->part[part];
   out->first_mismatch = -1;
-  if (got->dtype != want->dtype || got->rank != want->rank) return FU_ERR_INVALID_ARG;
-  for (int32_t d = 0; d < got->rank; d++)
-    if (got->shape[d] != want->shape[d] || (bound && bound->shape[d] != got->shape[d])) return FU_ERR_INVALID_ARG;
-  if (bound && (bound->dtype != FU_DT_F64 || bound->rank != got->rank)) return FU_ERR_INVALID_ARG;
   out->bounded = bound && fu_dtype_is_float(got->dtype);
-  int64_t n = fu_host_tensor_numel(got);
-  if (n < 0) return FU_ERR_INVALID_ARG;
-  out->n_elements = n;
   fu_dtype dt = got->dtype;
   size_t es = fu_dtype_size(dt);
   bool is_float = fu_dtype_is_float(dt);
   int64_t idx[FU_MAX_RANK] = {0};
-  for (int64_t i = 0; i < n; i++) {
+  if (lo >= hi) return; /* also no element to find the coordinates of */
+  int64_t r = lo;
+  for (int32_t d = got->rank - 1; d >= 0; d--) {
+    idx[d] = r % got->shape[d];
+    r /= got->shape[d];
+  }
+  for (int64_t i = lo; i < hi; i++) {
     int64_t og = 0, ow = 0;
     for (int32_t d = 0; d < got->rank; d++) {
       og += idx[d] * got->strides[d];
@@ -151,6 +161,44 @@ fu_status fu_check_compare_bounded(const fu_host_tensor *got, const fu_host_tens
       if (++idx[d] < got->shape[d]) break;
       idx[d] = 0;
     }
+  }
+}
+
+fu_status fu_check_compare_bounded(const fu_host_tensor *got, const fu_host_tensor *want,
+                                   const fu_host_tensor *bound, fu_check_tolerance tol, fu_check_result *out) {
+  return fu_check_compare_threads(got, want, bound, tol, 1, out);
+}
+
+fu_status fu_check_compare_threads(const fu_host_tensor *got, const fu_host_tensor *want,
+                                   const fu_host_tensor *bound, fu_check_tolerance tol, uint32_t threads,
+                                   fu_check_result *out) {
+  memset(out, 0, sizeof *out);
+  out->first_mismatch = -1;
+  if (got->dtype != want->dtype || got->rank != want->rank) return FU_ERR_INVALID_ARG;
+  for (int32_t d = 0; d < got->rank; d++)
+    if (got->shape[d] != want->shape[d] || (bound && bound->shape[d] != got->shape[d])) return FU_ERR_INVALID_ARG;
+  if (bound && (bound->dtype != FU_DT_F64 || bound->rank != got->rank)) return FU_ERR_INVALID_ARG;
+  out->bounded = bound && fu_dtype_is_float(got->dtype);
+  int64_t n = fu_host_tensor_numel(got);
+  if (n < 0) return FU_ERR_INVALID_ARG;
+  out->n_elements = n;
+  cmp_job J = {.got = got, .want = want, .bound = bound, .tol = tol};
+  uint32_t parts = fu_interp_par_parts(threads, n, FU_INTERP_GRAIN);
+  fu_interp_parallel(parts, n, FU_INTERP_GRAIN, compare_part, &J);
+  /* parts in order: the first mismatch is the first part's that has one */
+  for (uint32_t p = 0; p < parts; p++) {
+    const fu_check_result *r = &J.part[p];
+    if (r->n_mismatch && out->n_mismatch == 0) {
+      out->first_mismatch = r->first_mismatch;
+      out->got_first = r->got_first;
+      out->want_first = r->want_first;
+    }
+    out->n_mismatch += r->n_mismatch;
+    out->n_poison += r->n_poison;
+    out->n_unscaled += r->n_unscaled;
+    if (r->max_abs_err > out->max_abs_err) out->max_abs_err = r->max_abs_err;
+    if (r->max_rel_err > out->max_rel_err) out->max_rel_err = r->max_rel_err;
+    if (r->max_bound_ratio > out->max_bound_ratio) out->max_bound_ratio = r->max_bound_ratio;
   }
   return FU_OK;
 }

@@ -91,41 +91,120 @@ static int64_t elem_i(fu_dtype dt, const void *p, int64_t i, int64_t s) {
   }
 }
 
+/* ---- 16-bit floats and float, bit for bit --------------------------------
+ *
+ * The f32 compute kind meets f16 and bf16 on every load and store.  These
+ * give exactly what the double routes give (half.c's exact widening, then
+ * fu_interp_d2f; the exact widening of the float, then half.c's rounding),
+ * working on the float's bits with no double in between. */
+
+/* fu_interp_d2f turns every NaN into the default NaN of its sign. */
+static float nan_of_sign(uint32_t sign) { return sign ? -NAN : NAN; }
+
+static float bf16_to_f32(uint16_t h) {
+  if ((h & 0x7f80) == 0x7f80 && (h & 0x7f)) return nan_of_sign(h & 0x8000);
+  return fu_interp_f32_of_bits((uint32_t)h << 16);
+}
+
+static float f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  if (exp == 0x1f) return mant ? nan_of_sign(sign) : fu_interp_f32_of_bits(sign | 0x7f800000u);
+  if (exp == 0) return fu_interp_f32_of_bits(sign | fu_interp_f32_bits((float)mant * 0x1p-24f)); /* exact */
+  return fu_interp_f32_of_bits(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+/* Round to nearest even on the float's bits: adding 0x7fff plus the kept
+ * lowest bit carries exactly when the dropped half is above a tie, or a
+ * tie with an odd kept part; a carry out of the mantissa bumps the
+ * exponent (up to infinity), as the rounding of a value does.  A NaN keeps
+ * its sign and top payload bits and gets the quiet bit. */
+static uint16_t f32_to_bf16(float f) {
+  uint32_t b = fu_interp_f32_bits(f);
+  if ((b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu)) return (uint16_t)((b >> 16) | 0x40);
+  return (uint16_t)((b + 0x7fffu + ((b >> 16) & 1)) >> 16);
+}
+
+/* The same for binary16, whose smaller exponent range makes values below
+ * 2^-14 subnormal (units of 2^-24) and values from 65520 up infinite. */
+static uint16_t f32_to_f16(float f) {
+  uint32_t b = fu_interp_f32_bits(f);
+  uint16_t sign = (uint16_t)((b >> 16) & 0x8000);
+  uint32_t a = b & 0x7fffffffu;
+  if (a >= 0x7f800000u) return a == 0x7f800000u ? (uint16_t)(sign | 0x7c00) : (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff));
+  int e = (int)(a >> 23) - 127;
+  if (e > 15) return (uint16_t)(sign | 0x7c00);
+  if ((a >> 23) == 0) return sign; /* float subnormals are far below half of f16's least subnormal */
+  uint32_t m = (a & 0x7fffffu) | 0x800000u;
+  int shift = e >= -14 ? 13 : -1 - e; /* to units of 2^(e-10) when normal, of 2^-24 when subnormal */
+  if (shift > 31) return sign;
+  uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) q++;
+  if (e < -14) return (uint16_t)(sign | q); /* q == 0x400 is the least normal */
+  uint32_t bits = ((uint32_t)(e + 15) << 10) + (q - 0x400);
+  return (uint16_t)(sign | (bits >= 0x7c00 ? 0x7c00 : bits));
+}
+
+/* One typed loop per (dtype, kind): `s == 1` gets its own loop, which the
+ * compiler can keep simple, and nothing inside switches on the dtype. */
+#define ROW_LOOP(T, OUT, EXPR)                                          \
+  do {                                                                  \
+    const char *b_ = p;                                                 \
+    T x_;                                                               \
+    if (s == 1) {                                                       \
+      for (size_t i = 0; i < n; i++) {                                  \
+        memcpy(&x_, b_ + i * sizeof(T), sizeof(T));                     \
+        (OUT)[i] = (EXPR);                                              \
+      }                                                                 \
+    } else {                                                            \
+      for (size_t i = 0; i < n; i++) {                                  \
+        memcpy(&x_, b_ + (size_t)((int64_t)i * s) * sizeof(T), sizeof(T)); \
+        (OUT)[i] = (EXPR);                                              \
+      }                                                                 \
+    }                                                                   \
+  } while (0)
+
 void fu_interp_load(fu_dtype dt, const void *p, int64_t s, size_t n, fu_ck k, void *buf) {
-  float tmp_float;
-  double tmp_double;
   switch (k) {
   case FU_CK_F64: {
     double *o = buf;
-    if (dt == FU_DT_F64) {
-      for (size_t i = 0; i < n; i++) o[i] = RD(double, p, (int64_t)i, s);
-    } else if (dt == FU_DT_F32) {
-      for (size_t i = 0; i < n; i++) o[i] = RD(float, p, (int64_t)i, s);
-    } else if (dt == FU_DT_I64) {
-      for (size_t i = 0; i < n; i++) o[i] = (double)elem_i(dt, p, (int64_t)i, s);
-    } else {
-      for (size_t i = 0; i < n; i++) o[i] = elem_f(dt, p, (int64_t)i, s);
+    switch (dt) {
+    case FU_DT_F64: ROW_LOOP(double, o, x_); return;
+    case FU_DT_F32: ROW_LOOP(float, o, (double)x_); return;
+    case FU_DT_BF16: ROW_LOOP(uint16_t, o, fu_bf16_to_double(x_)); return;
+    case FU_DT_F16: ROW_LOOP(uint16_t, o, fu_f16_to_double(x_)); return;
+    case FU_DT_I64: ROW_LOOP(int64_t, o, (double)x_); return;
+    case FU_DT_I32: ROW_LOOP(int32_t, o, (double)x_); return;
+    case FU_DT_BOOL: ROW_LOOP(uint8_t, o, x_ != 0); return;
+    default: break;
     }
-    break;
+    for (size_t i = 0; i < n; i++) o[i] = 0;
+    return;
   }
   case FU_CK_F32: {
     float *o = buf;
-    if (dt == FU_DT_F32) {
-      for (size_t i = 0; i < n; i++) o[i] = RD(float, p, (int64_t)i, s);
-    } else if (dt == FU_DT_F64) {
-      for (size_t i = 0; i < n; i++) o[i] = fu_interp_d2f(RD(double, p, (int64_t)i, s));
-    } else if (dt == FU_DT_I64) {
-      /* Directly from int64: one rounding. */
-      for (size_t i = 0; i < n; i++) o[i] = (float)elem_i(dt, p, (int64_t)i, s);
-    } else {
-      for (size_t i = 0; i < n; i++) o[i] = fu_interp_d2f(elem_f(dt, p, (int64_t)i, s));
+    switch (dt) {
+    case FU_DT_F32: ROW_LOOP(float, o, x_); return;
+    case FU_DT_F64: ROW_LOOP(double, o, fu_interp_d2f(x_)); return;
+    case FU_DT_BF16: ROW_LOOP(uint16_t, o, bf16_to_f32(x_)); return;
+    case FU_DT_F16: ROW_LOOP(uint16_t, o, f16_to_f32(x_)); return;
+    case FU_DT_I64: ROW_LOOP(int64_t, o, (float)x_); return; /* directly from int64: one rounding */
+    case FU_DT_I32: ROW_LOOP(int32_t, o, (float)x_); return;
+    case FU_DT_BOOL: ROW_LOOP(uint8_t, o, x_ != 0); return;
+    default: break;
     }
-    break;
+    for (size_t i = 0; i < n; i++) o[i] = 0;
+    return;
   }
   case FU_CK_I64: {
     int64_t *o = buf;
+    switch (dt) {
+    case FU_DT_I64: ROW_LOOP(int64_t, o, x_); return;
+    case FU_DT_I32: ROW_LOOP(int32_t, o, x_); return;
+    case FU_DT_BOOL: ROW_LOOP(uint8_t, o, x_ != 0); return;
+    default: break;
+    }
     for (size_t i = 0; i < n; i++) o[i] = elem_i(dt, p, (int64_t)i, s);
-    break;
+    return;
   }
   }
 }
@@ -157,30 +236,62 @@ static void put_i(fu_dtype dt, void *p, int64_t i, int64_t s, int64_t v) {
   }
 }
 
+/* Store loops: ROW_STORE writes EXPR of the buffer's v[i] as a T. */
+#define ROW_STORE(T, EXPR)                                              \
+  do {                                                                  \
+    char *b_ = p;                                                       \
+    if (s == 1) {                                                       \
+      for (size_t i = 0; i < n; i++) {                                  \
+        T w_ = (EXPR);                                                  \
+        memcpy(b_ + i * sizeof(T), &w_, sizeof(T));                     \
+      }                                                                 \
+    } else {                                                            \
+      for (size_t i = 0; i < n; i++) {                                  \
+        T w_ = (EXPR);                                                  \
+        memcpy(b_ + (size_t)((int64_t)i * s) * sizeof(T), &w_, sizeof(T)); \
+      }                                                                 \
+    }                                                                   \
+  } while (0)
+
 void fu_interp_store(fu_dtype dt, void *p, int64_t s, size_t n, fu_ck k, const void *buf) {
   switch (k) {
   case FU_CK_F64: {
     const double *v = buf;
-    if (dt == FU_DT_F64) {
-      for (size_t i = 0; i < n; i++) WR(double, p, (int64_t)i, s, v[i]);
-    } else {
-      for (size_t i = 0; i < n; i++) put_f(dt, p, (int64_t)i, s, v[i]);
+    switch (dt) {
+    case FU_DT_F64: ROW_STORE(double, v[i]); return;
+    case FU_DT_F32: ROW_STORE(float, fu_interp_d2f(v[i])); return;
+    case FU_DT_BF16: ROW_STORE(uint16_t, fu_bf16_from_double(v[i])); return;
+    case FU_DT_F16: ROW_STORE(uint16_t, fu_f16_from_double(v[i])); return;
+    default: break;
     }
-    break;
+    for (size_t i = 0; i < n; i++) put_f(dt, p, (int64_t)i, s, v[i]);
+    return;
   }
   case FU_CK_F32: {
+    /* a float widens to double exactly: put_f's conversions of (double)v[i] */
     const float *v = buf;
-    if (dt == FU_DT_F32) {
-      for (size_t i = 0; i < n; i++) WR(float, p, (int64_t)i, s, v[i]);
-    } else {
-      for (size_t i = 0; i < n; i++) put_f(dt, p, (int64_t)i, s, v[i]);
+    switch (dt) {
+    case FU_DT_F32: ROW_STORE(float, v[i]); return;
+    case FU_DT_F64: ROW_STORE(double, (double)v[i]); return;
+    case FU_DT_BF16: ROW_STORE(uint16_t, f32_to_bf16(v[i])); return;
+    case FU_DT_F16: ROW_STORE(uint16_t, f32_to_f16(v[i])); return;
+    default: break;
     }
-    break;
+    for (size_t i = 0; i < n; i++) put_f(dt, p, (int64_t)i, s, v[i]);
+    return;
   }
   case FU_CK_I64: {
     const int64_t *v = buf;
+    switch (dt) {
+    case FU_DT_I64: ROW_STORE(int64_t, v[i]); return;
+    case FU_DT_I32: ROW_STORE(int32_t, (int32_t)(uint32_t)(uint64_t)v[i]); return; /* wraps */
+    case FU_DT_BOOL: ROW_STORE(uint8_t, (uint8_t)(v[i] != 0)); return;
+    case FU_DT_F32: ROW_STORE(float, (float)v[i]); return;
+    case FU_DT_F64: ROW_STORE(double, (double)v[i]); return;
+    default: break;
+    }
     for (size_t i = 0; i < n; i++) put_i(dt, p, (int64_t)i, s, v[i]);
-    break;
+    return;
   }
   }
 }

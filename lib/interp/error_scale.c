@@ -81,6 +81,7 @@ fu_status fu_interp_bounds_start(fu_interp *I, fu_interp *J) {
   J->diag = I->diag;
   J->n_slots = I->n_slots;
   J->n_outs = I->n_outs;
+  J->threads = I->threads;
   J->slots = fu_mem_calloc(&J->alloc, J->n_slots ? J->n_slots : 1, sizeof *J->slots);
   J->lost = fu_mem_calloc(&J->alloc, J->n_slots ? J->n_slots : 1, sizeof *J->lost);
   J->outs = fu_mem_calloc(&J->alloc, J->n_outs ? J->n_outs : 1, sizeof *J->outs);
@@ -130,7 +131,7 @@ static fu_status three_f64_like(fu_interp *J, const fu_host_tensor *like, fu_hos
 static fu_status set_bound(fu_interp *J, fu_op *op, uint32_t r, const fu_host_tensor *b) {
   fu_host_tensor *view;
   fu_status st = fu_interp_alloc_result(J, op, r, b->shape, &view);
-  if (st == FU_OK) st = fu_host_tensor_copy_into(view, b);
+  if (st == FU_OK) st = fu_interp_copy_into(view, b, J->threads);
   return st;
 }
 
@@ -143,6 +144,106 @@ static void broadcast_view(const fu_interp_slot *s, int32_t rank, const int64_t 
   for (int32_t d = 0; d < rank; d++) {
     out->shape[d] = shape[d];
     out->strides[d] = s->scalar || s->view.shape[d] != shape[d] ? 0 : s->view.strides[d];
+  }
+}
+
+/* A pointwise op's bound is computed a unit at a time: a block of rows of
+ * one dim (the outermost whose inner part holds at most PWB_ELEMS
+ * elements) at fixed coordinates of the dims outside it, with f64
+ * scratch for that unit alone, so that a bound of a large tensor needs
+ * five units of scratch per thread rather than five tensors.  Every
+ * element goes through the same operations as a whole-tensor pass. */
+#define PWB_ELEMS (INT64_C(1) << 16)
+
+typedef struct pwb_job {
+  const fu_pw_loop *l;       /* the op on the whole operands (x) */
+  const fu_host_tensor *b[3]; /* the operands' bounds (NULL: none) */
+  fu_host_tensor *res;       /* the result's bound, in the shadow */
+  int32_t rank, dim;
+  const int64_t *shape;
+  int64_t block, blocks_per_row; /* rows of `dim` per unit, units per outer index */
+  double *scratch;           /* per part: 5 units */
+  size_t unit;               /* elements of a full unit */
+  double approx;             /* an FU_OF_APPROX op's own last bits, relative (approx_relative) */
+  bool ok[FU_INTERP_MAX_THREADS];
+} pwb_job;
+
+/* `t` cut to the unit at outer coordinates `oc` and rows [lo, lo + len)
+ * of dim d. */
+static fu_host_tensor unit_view(const fu_host_tensor *t, int32_t d, const int64_t *oc, int64_t lo, int64_t len) {
+  fu_host_tensor v = *t;
+  v.owned = NULL;
+  if (t->rank == 0) return v;
+  int64_t off = lo * t->strides[d];
+  for (int32_t j = 0; j < d; j++) {
+    off += oc[j] * t->strides[j];
+    v.shape[j] = 1;
+  }
+  v.shape[d] = len;
+  v.data = (char *)t->data + (size_t)off * fu_dtype_size(t->dtype);
+  return v;
+}
+
+static void pwb_part(void *ctx, uint32_t part, int64_t lo, int64_t hi) {
+  pwb_job *P = ctx;
+  const fu_pw_loop *l = P->l;
+  double *scr = P->scratch + (size_t)part * 5 * P->unit;
+  for (int64_t u = lo; u < hi && P->ok[part]; u++) {
+    int64_t o = u / P->blocks_per_row, r0 = u % P->blocks_per_row * P->block;
+    int64_t extent = P->rank ? P->shape[P->dim] : 1;
+    int64_t len = extent - r0 < P->block ? extent - r0 : P->block;
+    int64_t oc[FU_MAX_RANK];
+    for (int32_t j = P->dim - 1; j >= 0; j--) {
+      oc[j] = o % P->shape[j];
+      o /= P->shape[j];
+    }
+    fu_host_tensor x[3], b[3], t[5]; /* y, y+, y-, moved operand, bound */
+    for (uint32_t i = 0; i < l->n_in; i++) {
+      x[i] = unit_view(l->in[i], P->dim, oc, r0, len);
+      if (P->b[i]) b[i] = unit_view(P->b[i], P->dim, oc, r0, len);
+    }
+    fu_host_tensor shape_of = unit_view(P->res, P->dim, oc, r0, len);
+    int64_t n = fu_host_tensor_numel(&shape_of);
+    for (int i = 0; i < 5; i++) {
+      t[i] = shape_of;
+      t[i].dtype = FU_DT_F64;
+      t[i].data = scr + (size_t)i * P->unit;
+      fu_contiguous_strides(t[i].rank, t[i].shape, t[i].strides);
+    }
+    fu_pw_loop base = *l;
+    base.threads = 1;
+    for (uint32_t i = 0; i < l->n_in; i++) base.in[i] = &x[i];
+    base.out = &t[0];
+    bool ok = fu_interp_pw_run(&base) == FU_PW_OK;
+    double *y = t[0].data, *acc = t[4].data;
+    for (int64_t i = 0; i < n; i++) acc[i] = 0;
+    for (uint32_t k = 0; k < l->n_in && ok; k++) {
+      if (!P->b[k]) continue;
+      for (int s = 0; s < 2 && ok; s++) {
+        fu_pw_loop mv = base;
+        mv.op = s ? FU_OP_SUB : FU_OP_ADD;
+        mv.n_in = 2;
+        mv.in[0] = &x[k];
+        mv.in[1] = &b[k];
+        mv.in_kinds[0] = mv.in_kinds[1] = FU_CK_F64;
+        mv.out = &t[3];
+        fu_pw_loop f = base;
+        f.in[k] = &t[3];
+        f.in_kinds[k] = FU_CK_F64;
+        f.out = &t[1 + s];
+        ok = fu_interp_pw_run(&mv) == FU_PW_OK && fu_interp_pw_run(&f) == FU_PW_OK;
+      }
+      const double *yp = t[1].data, *ym = t[2].data;
+      for (int64_t i = 0; i < n && ok; i++) {
+        double dp = fabs(yp[i] - y[i]), dm = fabs(ym[i] - y[i]);
+        acc[i] += isnan(y[i]) ? 0 : isnan(dp) || isnan(dm) ? NAN : dp > dm ? dp : dm;
+      }
+    }
+    /* an infinite result is compared exactly (fu_check_compare_bounded) */
+    for (int64_t i = 0; i < n && ok && P->approx > 0; i++)
+      if (isfinite(y[i])) acc[i] += P->approx * fabs(y[i]);
+    if (ok) ok = fu_interp_copy_into(&shape_of, &t[4], 1) == FU_OK;
+    P->ok[part] = ok;
   }
 }
 
@@ -163,60 +264,75 @@ static fu_status pointwise_bound(fu_interp *I, fu_interp *J, fu_op *op, bool bou
     if (bounded) mark_lost(J, op);
     return FU_OK;
   }
-  double approx = fu_op_has(op->kind, FU_OF_APPROX) ? approx_relative(rv->dtype) : 0;
-  fu_host_tensor x[3], b[3], t[5]; /* y, y+, y-, moved operand, bound */
-  memset(t, 0, sizeof t);
+  fu_host_tensor x[3];
   fu_pw_loop l;
   memset(&l, 0, sizeof l);
   l.op = op->kind;
   l.kind = l.out_kind = FU_CK_F64;
   l.n_in = op->n_operands;
+  pwb_job P;
+  memset(&P, 0, sizeof P);
+  fu_host_tensor bv[3];
+  memset(bv, 0, sizeof bv);
   for (uint32_t i = 0; i < op->n_operands; i++) {
     broadcast_view(&I->slots[op->operands[i]->id], rv->rank, rv->shape, &x[i]);
-    if (is_value(J, op->operands[i]) && J->slots[op->operands[i]->id].ready)
-      broadcast_view(&J->slots[op->operands[i]->id], rv->rank, rv->shape, &b[i]);
-    else
-      b[i].data = NULL;
+    if (is_value(J, op->operands[i]) && J->slots[op->operands[i]->id].ready) {
+      broadcast_view(&J->slots[op->operands[i]->id], rv->rank, rv->shape, &bv[i]);
+      P.b[i] = &bv[i];
+    }
     l.in[i] = &x[i];
     l.in_kinds[i] = FU_CK_F64;
   }
   if (op->kind == FU_OP_WHERE) l.in_kinds[0] = FU_CK_I64;
-  fu_status st = FU_OK;
-  for (int i = 0; i < 5 && st == FU_OK; i++) st = f64_like(J, rv, &t[i]);
-  bool ok = st == FU_OK;
-  int64_t n = fu_host_tensor_numel(rv);
-  l.out = &t[0];
-  if (ok) ok = fu_interp_pw_run(&l) == FU_PW_OK;
-  double *y = t[0].data, *acc = t[4].data;
-  for (uint32_t k = 0; k < op->n_operands && ok; k++) {
-    if (!b[k].data) continue;
-    for (int s = 0; s < 2 && ok; s++) {
-      fu_pw_loop mv = l;
-      mv.op = s ? FU_OP_SUB : FU_OP_ADD;
-      mv.n_in = 2;
-      mv.in[0] = &x[k];
-      mv.in[1] = &b[k];
-      mv.in_kinds[0] = mv.in_kinds[1] = FU_CK_F64;
-      mv.out = &t[3];
-      fu_pw_loop f = l;
-      f.in[k] = &t[3];
-      f.in_kinds[k] = FU_CK_F64;
-      f.out = &t[1 + s];
-      ok = fu_interp_pw_run(&mv) == FU_PW_OK && fu_interp_pw_run(&f) == FU_PW_OK;
-    }
-    const double *yp = t[1].data, *ym = t[2].data;
-    for (int64_t i = 0; i < n && ok; i++) {
-      double dp = fabs(yp[i] - y[i]), dm = fabs(ym[i] - y[i]);
-      acc[i] += isnan(y[i]) ? 0 : isnan(dp) || isnan(dm) ? NAN : dp > dm ? dp : dm;
-    }
+  /* dims that every operand and bound repeats: computed once (as the
+   * value itself, interp.c's eval_pointwise) */
+  int64_t cs[FU_MAX_RANK];
+  fu_interp_shared_dims(rv->rank, rv->shape, x, bv, op->n_operands, cs);
+  fu_host_tensor *res;
+  fu_status st = fu_interp_alloc_result(J, op, 0, cs, &res);
+  if (st != FU_OK) return fu_interp_op_error(I, op, st, "out of memory for the error bounds of --check");
+  int64_t numel = fu_host_tensor_numel(res);
+  if (numel == 0) {
+    fu_interp_widen_shared_dims(res, rv->shape);
+    return FU_OK;
   }
-  /* an infinite result is compared exactly (fu_check_compare_bounded) */
-  for (int64_t i = 0; i < n && ok && approx > 0; i++)
-    if (isfinite(y[i])) acc[i] += approx * fabs(y[i]);
-  if (ok) st = set_bound(J, op, 0, &t[4]);
-  else if (st == FU_OK) mark_lost(J, op);
-  for (int i = 0; i < 5; i++) fu_host_tensor_free(&t[i]);
-  return st;
+  /* the unit: the outermost dim whose inner part is small enough */
+  P.l = &l;
+  P.res = res;
+  P.approx = fu_op_has(op->kind, FU_OF_APPROX) ? approx_relative(rv->dtype) : 0;
+  P.rank = rv->rank;
+  P.shape = cs;
+  int64_t inner = 1; /* elements per row of P.dim */
+  P.dim = rv->rank - 1;
+  while (P.dim > 0 && cs[P.dim] <= PWB_ELEMS / inner) inner *= cs[P.dim--];
+  if (rv->rank == 0) {
+    P.dim = 0;
+    P.block = P.blocks_per_row = 1;
+  } else {
+    P.block = PWB_ELEMS / inner > 1 ? PWB_ELEMS / inner : 1;
+    if (P.block > cs[P.dim]) P.block = cs[P.dim];
+    P.blocks_per_row = (cs[P.dim] + P.block - 1) / P.block;
+  }
+  P.unit = (size_t)(P.block * inner);
+  int64_t outer = 1;
+  for (int32_t j = 0; j < P.dim; j++) outer *= cs[j];
+  int64_t units = outer * P.blocks_per_row;
+  uint32_t parts = fu_interp_par_parts(I->threads, units, 1);
+  size_t bytes = (size_t)parts * 5 * P.unit * sizeof(double);
+  P.scratch = fu_mem_alloc(&J->alloc, bytes);
+  if (!P.scratch) return fu_interp_op_error(I, op, FU_ERR_NOMEM, "out of memory for the error bounds of --check");
+  for (uint32_t p = 0; p < parts; p++) P.ok[p] = true;
+  fu_interp_parallel(parts, units, 1, pwb_part, &P);
+  fu_mem_free(&J->alloc, P.scratch, bytes);
+  bool ok = true;
+  for (uint32_t p = 0; p < parts; p++) ok = ok && P.ok[p];
+  if (!ok) {
+    fu_interp_drop_result(J, op, 0);
+    mark_lost(J, op);
+  } else {
+    fu_interp_widen_shared_dims(res, rv->shape);
+  }
+  return FU_OK;
 }
 
 /* A shape op on the bounds: the shadow runs it, with a zero bound for
@@ -288,14 +404,15 @@ static fu_status reduction_bound(fu_interp *I, fu_interp *J, fu_op *op) {
   fu_host_tensor mag, prop, bt;
   fu_status st = three_f64_like(J, rv, &mag, &prop, &bt);
   if (st == FU_OK && op->kind != FU_OP_MAX && op->kind != FU_OP_MIN)
-    fu_interp_reduce_magnitude(variance, in, reduce, &mag);
+    fu_interp_reduce_magnitude(variance, in, reduce, &mag, J->threads);
   if (st == FU_OK && has_b) {
     const fu_host_tensor *bin = &J->slots[v->id].view;
     const char *why;
     if (variance)
-      fu_interp_reduce_magnitude(true, bin, reduce, &prop);
+      fu_interp_reduce_magnitude(true, bin, reduce, &prop, J->threads);
     else
-      st = fu_interp_reduce(op->kind == FU_OP_SUM ? FU_OP_SUM : FU_OP_MAX, bin, reduce, 0, &prop, NULL, J->alloc, &why);
+      st = fu_interp_reduce(op->kind == FU_OP_SUM ? FU_OP_SUM : FU_OP_MAX, bin, reduce, 0, &prop, NULL, J->alloc,
+                           J->threads, &why);
   }
   int64_t m = fu_host_tensor_numel(rv);
   double *mg = mag.data, *pr = prop.data, *out = bt.data;
@@ -340,12 +457,12 @@ static fu_status matmul_bound(fu_interp *I, fu_interp *J, fu_op *op) {
   double k = FU_BOUND_C * 0x1p-24 * sqrt(kk > 1 ? kk : 1);
   fu_host_tensor mag, prop, bt;
   fu_status st = three_f64_like(J, rv, &mag, &prop, &bt);
-  if (st == FU_OK) st = fu_interp_matmul_compute(op, x[0], x[1], NULL, true, &mag, J->alloc);
+  if (st == FU_OK) st = fu_interp_matmul_compute(op, x[0], x[1], NULL, true, &mag, J->alloc, J->threads);
   int64_t m = fu_host_tensor_numel(rv);
   double *mg = mag.data, *pr = prop.data, *out = bt.data;
   for (int side = 0; side < 2 && st == FU_OK; side++) {
     if (!bx[side]) continue;
-    st = fu_interp_matmul_compute(op, side ? x[0] : bx[0], side ? bx[1] : x[1], NULL, true, &prop, J->alloc);
+    st = fu_interp_matmul_compute(op, side ? x[0] : bx[0], side ? bx[1] : x[1], NULL, true, &prop, J->alloc, J->threads);
     for (int64_t i = 0; i < m && st == FU_OK; i++) out[i] += pr[i];
   }
   if (st == FU_OK && bx[2]) {
@@ -357,7 +474,16 @@ static fu_status matmul_bound(fu_interp *I, fu_interp *J, fu_op *op) {
   /* the product's own rounding to a 16-bit dtype: cuBLASLt skips it when
    * the epilogue that follows is fused (it rounds once, at the end) */
   double u_out = rv->dtype == FU_DT_BF16 ? 0x1p-8 : rv->dtype == FU_DT_F16 ? 0x1p-11 : 0;
-  for (int64_t i = 0; i < m && st == FU_OK; i++) out[i] += k * mg[i] + u_out * fabs(fu_host_tensor_get_flat(rv, i));
+  fu_chunk y;
+  bool dense = fu_host_tensor_is_contiguous(rv);
+  for (int64_t i0 = 0; i0 < m && st == FU_OK; i0 += FU_INTERP_CHUNK) {
+    int64_t n = m - i0 < FU_INTERP_CHUNK ? m - i0 : FU_INTERP_CHUNK;
+    for (int64_t i = 0; i < n; i++) /* a row of the result as fu_host_tensor_get_flat reads it */
+      if (!dense) y.f64[i] = fu_host_tensor_get_flat(rv, i0 + i);
+    if (dense) fu_interp_load(rv->dtype, (const char *)rv->data + (size_t)i0 * fu_dtype_size(rv->dtype), 1, (size_t)n,
+                              FU_CK_F64, y.f64);
+    for (int64_t i = 0; i < n; i++) out[i0 + i] += k * mg[i0 + i] + u_out * fabs(y.f64[i]);
+  }
   if (st == FU_OK) st = set_bound(J, op, 0, &bt);
   fu_host_tensor_free(&mag);
   fu_host_tensor_free(&prop);
@@ -379,7 +505,7 @@ static fu_status output_bounds(fu_interp *I, fu_interp *J, fu_op *op) {
     if (J->lost[v->id]) {
       for (int64_t e = 0, n = fu_host_tensor_numel(&t); e < n; e++) ((double *)t.data)[e] = NAN;
     } else {
-      fu_host_tensor_copy_into(&t, &J->slots[v->id].view);
+      fu_interp_copy_into(&t, &J->slots[v->id].view, J->threads);
     }
     *a = fu_arg_tensor(t);
   }

@@ -223,7 +223,7 @@ static fu_status eval_reshape(fu_interp *I, fu_op *op, fu_interp_slot *s, fu_hos
   tmp.data = out->data;
   tmp.owned = NULL;
   fu_contiguous_strides(in->rank, in->shape, tmp.strides);
-  if (fu_host_tensor_copy_into(&tmp, in) != FU_OK)
+  if (fu_interp_copy_into(&tmp, in, I->threads) != FU_OK)
     return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "copy failed while materializing");
   return FU_OK;
 }
@@ -257,14 +257,14 @@ static fu_status eval_cat(fu_interp *I, fu_op *op) {
   }
   fu_status st = fu_interp_check_shape(I, op, 0, rank, shape);
   fu_host_tensor *out;
-  if (st == FU_OK) st = fu_interp_alloc_result(I, op, 0, shape, &out);
+  if (st == FU_OK) st = fu_interp_alloc_result_dense(I, op, 0, shape, &out, NULL);
   if (st != FU_OK) return st;
   int64_t at = 0;
   for (uint32_t i = 0; i < op->n_operands; i++) {
     fu_host_tensor dst = *out;
     dst.shape[dim] = in[i].shape[dim];
     dst.data = offset_data(out, at * out->strides[dim], any_zero(rank, dst.shape));
-    if (fu_host_tensor_copy_into(&dst, &in[i]) != FU_OK)
+    if (fu_interp_copy_into(&dst, &in[i], I->threads) != FU_OK)
       return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "copy of operand %u failed", i);
     at += in[i].shape[dim];
   }
@@ -298,7 +298,7 @@ static fu_status eval_pad(fu_interp *I, fu_op *op, fu_host_tensor *in) {
   fu_status st = same_dtype(I, op, in);
   if (st == FU_OK) st = fu_interp_check_shape(I, op, 0, rank, shape);
   fu_host_tensor *out;
-  if (st == FU_OK) st = fu_interp_alloc_result(I, op, 0, shape, &out);
+  if (st == FU_OK) st = fu_interp_alloc_result_dense(I, op, 0, shape, &out, NULL);
   if (st != FU_OK) return st;
   /* Fill with the pad value (a stride-0 view of the scalar), then copy the
    * operand's surviving region. */
@@ -306,7 +306,7 @@ static fu_status eval_pad(fu_interp *I, fu_op *op, fu_host_tensor *in) {
   fillv.dtype = val->view.dtype;
   fillv.data = val->raw;
   for (int32_t d = 0; d < rank; d++) fillv.strides[d] = 0;
-  if (fu_host_tensor_copy_into(out, &fillv) != FU_OK)
+  if (fu_interp_copy_into(out, &fillv, I->threads) != FU_OK)
     return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "fill failed");
   fu_host_tensor src = *in, dst = *out;
   int64_t soff = 0, doff = 0;
@@ -321,7 +321,7 @@ static fu_status eval_pad(fu_interp *I, fu_op *op, fu_host_tensor *in) {
   }
   src.data = offset_data(in, soff, false);
   dst.data = offset_data(out, doff, false);
-  if (fu_host_tensor_copy_into(&dst, &src) != FU_OK)
+  if (fu_interp_copy_into(&dst, &src, I->threads) != FU_OK)
     return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "copy failed");
   return FU_OK;
 }

@@ -412,6 +412,71 @@ static void generate(const input_plan *p, uint32_t pos, fu_host_tensor *t) {
   }
 }
 
+/* randn of a float tensor on threads.  fu_rng_normal turns each pair of
+ * draws into two values, the cosine one first: element 2i takes draws 2i
+ * and 2i + 1 and its neighbour the sine of the same pair.  The draws are
+ * made in order on the calling thread, a block at a time; the logs, roots
+ * and trigonometry, which cost far more, run in parallel, each pair by
+ * the very expressions fu_rng_normal uses. */
+typedef struct randn_block {
+  const input_plan *p;
+  fu_host_tensor *t;
+  const uint64_t *draws; /* 2 per pair of the block */
+  int64_t first, n;      /* the block's first element, and the tensor's element count */
+} randn_block;
+
+static void randn_part(void *ctx, uint32_t part, int64_t lo, int64_t hi) {
+  const randn_block *B = ctx;
+  fu_dtype dt = B->t->dtype;
+  size_t es = fu_dtype_size(dt);
+  fu_chunk buf;
+  for (int64_t q = lo; q < hi; q += FU_INTERP_CHUNK / 2) {
+    int64_t pairs = hi - q < FU_INTERP_CHUNK / 2 ? hi - q : FU_INTERP_CHUNK / 2;
+    int64_t e0 = B->first + 2 * q;
+    size_t m = 0;
+    for (int64_t k = q; k < q + pairs; k++) {
+      double u1 = 1.0 - (double)(B->draws[2 * k] >> 11) * 0x1.0p-53;
+      double u2 = (double)(B->draws[2 * k + 1] >> 11) * 0x1.0p-53;
+      double rad = sqrt(-2.0 * log(u1));
+      double th = 6.283185307179586 * u2;
+      double s = rad * sin(th), c = rad * cos(th);
+      buf.f64[m++] = c;
+      if (e0 + (int64_t)m < B->n) buf.f64[m++] = s;
+    }
+    if (B->p->nonzero)
+      for (size_t k = 0; k < m; k++)
+        if (rounds_to_zero(dt, buf.f64[k])) buf.f64[k] = smallest_normal(dt);
+    fu_interp_store(dt, (char *)B->t->data + (size_t)e0 * es, 1, m, FU_CK_F64, &buf);
+  }
+}
+
+/* Pairs of draws made per block. */
+#define RANDN_BLOCK_PAIRS (INT64_C(1) << 16)
+
+/* generate() for randn floats when threads help; false (nothing done)
+ * when they would not or the block buffer cannot be had. */
+static bool generate_randn_par(const input_plan *p, uint32_t pos, fu_host_tensor *t, uint32_t threads,
+                               fu_allocator alloc) {
+  int64_t n = fu_host_tensor_numel(t);
+  if (p->init != FU_INIT_RANDN || !fu_dtype_is_float(t->dtype) || fu_interp_par_parts(threads, n, FU_INTERP_GRAIN) < 2)
+    return false;
+  size_t bytes = (size_t)(2 * RANDN_BLOCK_PAIRS) * sizeof(uint64_t);
+  uint64_t *draws = fu_mem_alloc(&alloc, bytes);
+  if (!draws) return false;
+  fu_rng r;
+  seed_for_input(&r, p->seed, pos);
+  randn_block B = {p, t, draws, 0, n};
+  int64_t pairs_total = (n + 1) / 2;
+  for (int64_t q0 = 0; q0 < pairs_total; q0 += RANDN_BLOCK_PAIRS) {
+    int64_t pairs = pairs_total - q0 < RANDN_BLOCK_PAIRS ? pairs_total - q0 : RANDN_BLOCK_PAIRS;
+    for (int64_t k = 0; k < 2 * pairs; k++) draws[k] = fu_rng_next(&r);
+    B.first = 2 * q0;
+    fu_interp_parallel(threads, pairs, FU_INTERP_GRAIN / 2, randn_part, &B);
+  }
+  fu_mem_free(&alloc, draws, bytes);
+  return true;
+}
+
 static fu_status make_scalar(const input_plan *p, uint32_t pos, fu_arg *out, fu_allocator alloc,
                              fu_diag_engine *diag) {
   fu_dtype dt = p->op->results[0]->type.dtype;
@@ -467,8 +532,8 @@ static fu_status make_tensor(const input_plan *p, uint32_t pos, fu_bindings *b, 
   if (st != FU_OK)
     return input_error(diag, op, st, st == FU_ERR_NOMEM ? "out of memory (or size overflow)" : "bad shape");
   if (p->init == FU_INIT_NPY)
-    st = fu_host_tensor_copy_into(&dense, &p->npy);
-  else
+    st = fu_interp_copy_into(&dense, &p->npy, o->threads);
+  else if (!generate_randn_par(p, pos, &dense, o->threads, alloc))
     generate(p, pos, &dense);
   if (st != FU_OK) {
     fu_host_tensor_free(&dense);
@@ -476,10 +541,14 @@ static fu_status make_tensor(const input_plan *p, uint32_t pos, fu_bindings *b, 
   }
   int64_t cstr[FU_MAX_RANK];
   fu_contiguous_strides(t->rank, shape, cstr);
+  /* The same addresses as row-major (strides differ at most on extent-1
+   * dims, and so address nothing): the dense data with the stated strides
+   * (kept exactly: a stated 0 stride on an extent-1 dim stays 0). */
   bool same = true;
   for (int32_t d = 0; d < t->rank; d++)
-    if (strides[d] != cstr[d]) same = false; /* exact: keep a stated 0 stride on an extent-1 dim */
+    if (strides[d] != cstr[d] && shape[d] != 1) same = false;
   if (same) {
+    for (int32_t d = 0; d < t->rank; d++) dense.strides[d] = strides[d];
     *out = fu_arg_tensor(dense);
     return FU_OK;
   }
@@ -497,7 +566,7 @@ static fu_status make_tensor(const input_plan *p, uint32_t pos, fu_bindings *b, 
     for (size_t k = 1; k < target.nbytes / es; k++)
       memcpy((char *)target.data + k * es, target.data, es);
   }
-  st = fu_host_tensor_copy_into(&target, &dense);
+  st = fu_interp_copy_into(&target, &dense, o->threads);
   fu_host_tensor_free(&dense);
   if (st != FU_OK) {
     fu_host_tensor_free(&target);

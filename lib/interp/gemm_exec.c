@@ -28,7 +28,7 @@ fu_status fu_interp_gemm_run(const fu_op *seg, const fu_host_tensor *a, const fu
   fu_host_tensor p;
   fu_status st = fu_host_tensor_alloc(&p, alloc, FU_DT_F64, d->rank, d->shape);
   if (st != FU_OK) return st;
-  st = fu_interp_matmul_compute(mm, a, b, NULL, false, &p, alloc);
+  st = fu_interp_matmul_compute(mm, a, b, NULL, false, &p, alloc, 1);
   int64_t n = fu_host_tensor_numel(&p), nn = d->rank >= 1 ? d->shape[d->rank - 1] : 1;
   double *pv = p.data;
   int64_t idx[FU_MAX_RANK] = {0};

@@ -78,25 +78,41 @@ static uint16_t round_to_small(double x, small_fmt f) {
   return sign | (uint16_t)q; /* q == 2^mbits becomes the smallest normal */
 }
 
-/* Exact widening: the small format's values are all doubles. */
+/* Exact widening: the small format's values are all doubles.  The double
+ * is assembled from its fields (a subnormal as its integer significand
+ * times a power of two, both exact), without ldexp's call. */
 static double widen_small(uint16_t h, small_fmt f) {
-  int sign = (h >> (f.mbits + f.ebits)) & 1;
+  uint64_t sign = (uint64_t)((h >> (f.mbits + f.ebits)) & 1) << 63;
   int exp = (h >> f.mbits) & ((1 << f.ebits) - 1);
   uint64_t mant = h & ((1u << f.mbits) - 1);
   int bias = (1 << (f.ebits - 1)) - 1;
-  double v;
-  if (exp == (1 << f.ebits) - 1) {
-    uint64_t b = ((uint64_t)sign << 63) | (UINT64_C(0x7ff) << 52) | (mant << (52 - f.mbits));
-    return bits_double(b); /* inf, or NaN with the payload kept */
+  if (exp == (1 << f.ebits) - 1)
+    return bits_double(sign | (UINT64_C(0x7ff) << 52) | (mant << (52 - f.mbits))); /* inf, or NaN with the payload kept */
+  if (exp == 0) {
+    /* mant * 2^(1 - bias - mbits): both factors and the product are exact */
+    double unit = bits_double((uint64_t)(1023 + 1 - bias - f.mbits) << 52);
+    return bits_double(sign | double_bits((double)mant * unit));
   }
-  if (exp == 0)
-    v = ldexp((double)mant, 1 - bias - f.mbits);
-  else
-    v = ldexp((double)(mant | (UINT64_C(1) << f.mbits)), exp - bias - f.mbits);
-  return sign ? -v : v;
+  return bits_double(sign | ((uint64_t)(exp - bias + 1023) << 52) | (mant << (52 - f.mbits)));
 }
 
 uint16_t fu_f16_from_double(double x) { return round_to_small(x, F16); }
 double fu_f16_to_double(uint16_t h) { return widen_small(h, F16); }
-uint16_t fu_bf16_from_double(double x) { return round_to_small(x, BF16); }
+/* bfloat16 shares float's exponent range, so a double whose exponent lies
+ * in bf16's normal range rounds on its own bits: adding 2^44 - 1 plus the
+ * lowest kept bit carries into bit 45 exactly when round_to_small would
+ * round up (a carry out of the mantissa bumps the exponent, to infinity
+ * at the top), and rebasing the exponent field from 1023 to 127 gives the
+ * bf16 pattern.  Everything else (zero, subnormal results, infinities,
+ * NaN, overflow before rounding) takes round_to_small. */
+uint16_t fu_bf16_from_double(double x) {
+  uint64_t b = double_bits(x);
+  uint64_t a = b & ~(UINT64_C(1) << 63);
+  uint64_t e = a >> 52;
+  if (e < 1023 - 126 || e > 1023 + 127) return round_to_small(x, BF16);
+  uint64_t q = (a + ((UINT64_C(1) << 44) - 1) + ((a >> 45) & 1)) >> 45;
+  uint64_t bits = q - ((uint64_t)(1023 - 127) << 7);
+  if (bits >= 0x7f80) bits = 0x7f80;
+  return (uint16_t)(((b >> 48) & 0x8000) | bits);
+}
 double fu_bf16_to_double(uint16_t h) { return widen_small(h, BF16); }

@@ -178,15 +178,19 @@ fu_status fu_interp_check_shape(fu_interp *I, fu_op *op, uint32_t r, int32_t ran
   return FU_OK;
 }
 
-fu_status fu_interp_alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape, fu_host_tensor **view) {
+/* fu_interp_alloc_result, with the memory zeroed or not; with `store`,
+ * the sizes are checked for `shape` but the tensor has `store`'s (each
+ * store[d] 1 or shape[d]: fu_interp_shared_dims). */
+static fu_status alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape, fu_host_tensor **view,
+                              bool zero, const int64_t *store) {
   fu_value *v = op->results[r];
   fu_interp_slot *s = &I->slots[v->id];
   fu_dtype dt = v->type.dtype;
   if (dt <= FU_DT_NONE || dt >= FU_DT_COUNT)
     return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "result %u has no dtype (was the fusion verified?)", r);
   if (fu_type_is_scalar(&v->type)) {
-    int64_t zero = 0;
-    slot_set_scalar(s, dt, FU_CK_I64, &zero);
+    int64_t z = 0;
+    slot_set_scalar(s, dt, FU_CK_I64, &z);
     *view = &s->view;
     return FU_OK;
   }
@@ -216,9 +220,15 @@ fu_status fu_interp_alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int6
   if (I->max_bytes && bytes > I->max_bytes)
     return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "a %s%s tensor needs %zu bytes, more than the limit of %zu",
                               fu_dtype_name(dt), sh, bytes, I->max_bytes);
-  fu_contiguous_strides(rank, shape, t->strides);
+  if (store && numel > 0) {
+    for (int32_t d = 0; d < rank; d++) {
+      bytes = bytes / (size_t)shape[d] * (size_t)store[d];
+      t->shape[d] = store[d];
+    }
+  }
+  fu_contiguous_strides(rank, t->shape, t->strides);
   fu_interp_storage *st = fu_mem_alloc(&I->alloc, sizeof *st);
-  void *data = st ? fu_mem_calloc(&I->alloc, bytes ? bytes : 1, 1) : NULL;
+  void *data = !st ? NULL : zero ? fu_mem_calloc(&I->alloc, bytes ? bytes : 1, 1) : fu_mem_alloc(&I->alloc, bytes);
   if (!data) {
     fu_mem_free(&I->alloc, st, sizeof *st);
     return fu_interp_op_error(I, op, FU_ERR_NOMEM, "out of memory allocating %zu bytes for a %s%s tensor", bytes,
@@ -234,6 +244,17 @@ fu_status fu_interp_alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int6
   *view = t;
   return FU_OK;
 }
+
+fu_status fu_interp_alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape, fu_host_tensor **view) {
+  return alloc_result(I, op, r, shape, view, true, NULL);
+}
+
+fu_status fu_interp_alloc_result_dense(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape,
+                                       fu_host_tensor **view, const int64_t *store) {
+  return alloc_result(I, op, r, shape, view, false, store);
+}
+
+void fu_interp_drop_result(fu_interp *I, fu_op *op, uint32_t r) { slot_release(I, &I->slots[op->results[r]->id]); }
 
 void fu_interp_alias_result(fu_interp *I, fu_op *op, uint32_t r, const fu_interp_slot *from,
                             const fu_host_tensor *view) {
@@ -281,6 +302,24 @@ static fu_status broadcast_operand(fu_interp *I, fu_op *op, uint32_t i, int32_t 
   return FU_OK;
 }
 
+void fu_interp_shared_dims(int32_t rank, const int64_t *shape, const fu_host_tensor *a, const fu_host_tensor *b,
+                           uint32_t n, int64_t *cshape) {
+  for (int32_t d = 0; d < rank; d++) {
+    bool shared = shape[d] > 1;
+    for (uint32_t i = 0; i < n; i++)
+      if (a[i].strides[d] != 0 || (b && b[i].data && b[i].strides[d] != 0)) shared = false;
+    cshape[d] = shared ? 1 : shape[d];
+  }
+}
+
+void fu_interp_widen_shared_dims(fu_host_tensor *t, const int64_t *shape) {
+  for (int32_t d = 0; d < t->rank; d++)
+    if (t->shape[d] != shape[d]) {
+      t->shape[d] = shape[d];
+      t->strides[d] = 0;
+    }
+}
+
 static fu_status eval_pointwise(fu_interp *I, fu_op *op) {
   fu_value *res = op->results[0];
   int32_t rank = res->type.rank < 0 ? 0 : res->type.rank;
@@ -310,13 +349,21 @@ static fu_status eval_pointwise(fu_interp *I, fu_op *op) {
   }
   fu_dtype rdt = res->type.dtype;
   fu_host_tensor *out;
-  st = fu_interp_alloc_result(I, op, 0, shape, &out);
+  /* A dim every operand repeats (stride 0) repeats in the result too: each
+   * element along it would be the same computation on the same values, so
+   * the result is computed once along it and seen through stride 0. */
+  int64_t cshape[FU_MAX_RANK];
+  fu_interp_shared_dims(rank, shape, ins, NULL, op->n_operands, cshape);
+  st = fu_interp_alloc_result_dense(I, op, 0, shape, &out, cshape);
   if (st != FU_OK) return st;
   fu_pw_loop l;
   fu_interp_pw_loop_init(&l, op->kind, op->operands, op->n_operands, rdt);
   for (uint32_t i = 0; i < op->n_operands; i++) l.in[i] = &ins[i];
   l.out = out;
-  switch (fu_interp_pw_run(&l)) {
+  l.threads = I->threads;
+  fu_pw_err e = fu_interp_pw_run(&l);
+  fu_interp_widen_shared_dims(out, shape);
+  switch (e) {
   case FU_PW_OK: return FU_OK;
   case FU_PW_DIV_ZERO: return fu_interp_op_error(I, op, FU_ERR_RUNTIME, "integer division by zero");
   case FU_PW_UNSUPPORTED: break;
@@ -356,13 +403,13 @@ static fu_status eval_reduction(fu_interp *I, fu_op *op) {
   fu_host_tensor *outs[2] = {NULL, NULL};
   for (uint32_t r = 0; r < want_results; r++) {
     st = fu_interp_check_shape(I, op, r, rank, shape);
-    if (st == FU_OK) st = fu_interp_alloc_result(I, op, r, shape, &outs[r]);
+    if (st == FU_OK) st = fu_interp_alloc_result_dense(I, op, r, shape, &outs[r], NULL);
     if (st != FU_OK) return st;
     /* A scalar-typed result (rank -1) still reduces to one element. */
   }
   const char *why = NULL;
   st = fu_interp_reduce(op->kind, &in, reduce, variance ? op->u.variance.correction : 0, outs[0], outs[1], I->alloc,
-                        &why);
+                        I->threads, &why);
   if (st != FU_OK) return fu_interp_op_error(I, op, st, "%s", why ? why : "reduction failed");
   return FU_OK;
 }
@@ -392,6 +439,28 @@ static fu_status eval_input(fu_interp *I, fu_op *op) {
   return FU_OK;
 }
 
+/* An output that is the last use of a row-major value owning all of its
+ * storage moves that storage into the result instead of copying it (half
+ * the memory for a large output, and no copy). */
+static bool take_storage(fu_interp *I, fu_interp_slot *s, fu_host_tensor *t) {
+  fu_interp_storage *st = s->st;
+  int64_t numel = fu_host_tensor_numel(&s->view);
+  if (!st || st->refs != 1 || s->uses != 1 || numel <= 0 || s->view.data != st->base ||
+      !fu_host_tensor_is_contiguous(&s->view) || (uint64_t)numel * fu_dtype_size(s->view.dtype) != st->bytes)
+    return false;
+  memset(t, 0, sizeof *t);
+  t->dtype = s->view.dtype;
+  t->rank = s->view.rank;
+  for (int32_t d = 0; d < t->rank; d++) t->shape[d] = s->view.shape[d];
+  fu_contiguous_strides(t->rank, t->shape, t->strides);
+  t->data = t->owned = st->base;
+  t->nbytes = st->bytes;
+  t->alloc = I->alloc;
+  st->base = NULL; /* the slot's release frees only the record */
+  st->bytes = 0;
+  return true;
+}
+
 static fu_status eval_output(fu_interp *I, fu_op *op) {
   for (uint32_t i = 0; i < op->n_operands; i++) {
     fu_interp_slot *s = fu_interp_operand(I, op, i);
@@ -411,7 +480,13 @@ static fu_status eval_output(fu_interp *I, fu_op *op) {
       }
     } else {
       fu_host_tensor t;
-      fu_status st = fu_host_tensor_copy_contiguous(&s->view, I->alloc, &t);
+      if (take_storage(I, s, &t)) {
+        *a = fu_arg_tensor(t);
+        I->next_out++;
+        continue;
+      }
+      fu_status st = fu_host_tensor_alloc(&t, I->alloc, s->view.dtype, s->view.rank, s->view.shape);
+      if (st == FU_OK && (st = fu_interp_copy_into(&t, &s->view, I->threads)) != FU_OK) fu_host_tensor_free(&t);
       if (st != FU_OK) {
         fu_interp_vstr vs;
         return fu_interp_op_error(I, op, st, "out of memory copying output %s",
@@ -580,6 +655,7 @@ fu_status fu_interp_run_bounded(fu_fusion *f, const fu_arg *inputs, uint32_t n_i
   I.alloc = alloc;
   I.diag = diag;
   I.max_bytes = opts ? opts->max_tensor_bytes : 0;
+  I.threads = opts ? opts->threads : 0;
   I.inputs = inputs;
   I.n_inputs = n_inputs;
   fu_bindings_init(&I.b, alloc);

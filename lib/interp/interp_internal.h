@@ -31,6 +31,10 @@ typedef union fu_chunk {
 void fu_interp_load(fu_dtype dt, const void *p, int64_t stride, size_t n, fu_ck k, void *buf);
 void fu_interp_store(fu_dtype dt, void *p, int64_t stride, size_t n, fu_ck k, const void *buf);
 
+/* A float's bit pattern and back. */
+static inline uint32_t fu_interp_f32_bits(float f) { return ((union { float f; uint32_t u; }){.f = f}).u; }
+static inline float fu_interp_f32_of_bits(uint32_t u) { return ((union { uint32_t u; float f; }){.u = u}).f; }
+
 /* Saturating, truncating float-to-int conversions (NaN gives 0). */
 int64_t fu_interp_f2i64(double d);
 int32_t fu_interp_f2i32(double d);
@@ -68,6 +72,25 @@ float fu_interp_d2f(double d);
 #define FU_INTERP_CASE_IF_NOT_PW_RNG(id) case FU_OP_##id:
 #define FU_INTERP_CASE_IF_NOT_PW_SCAN(id) case FU_OP_##id:
 
+/* ---- threads (parallel.c) ------------------------------------------------ */
+
+/* At most this many threads share one loop. */
+#define FU_INTERP_MAX_THREADS 64
+
+/* One part [lo, hi) of a split loop; `part` numbers it from 0. */
+typedef void (*fu_interp_par_fn)(void *ctx, uint32_t part, int64_t lo, int64_t hi);
+
+/* How many parts fu_interp_parallel cuts [0, n) into: at most `threads`
+ * (capped at FU_INTERP_MAX_THREADS), each of `grain` or more elements, 1
+ * when that leaves no room for two. */
+uint32_t fu_interp_par_parts(uint32_t threads, int64_t n, int64_t grain);
+/* Run fn over [0, n) cut into fu_interp_par_parts contiguous parts of
+ * near-equal size, on that many threads, and wait for all of them. */
+void fu_interp_parallel(uint32_t threads, int64_t n, int64_t grain, fu_interp_par_fn fn, void *ctx);
+
+/* Elements below which a loop is not worth a thread. */
+#define FU_INTERP_GRAIN 32768
+
 /* Outcome of a row kernel. */
 typedef enum fu_pw_err {
   FU_PW_OK = 0,
@@ -97,6 +120,7 @@ typedef struct fu_pw_loop {
   const fu_host_tensor *in[3];
   fu_ck in_kinds[3];
   fu_host_tensor *out;
+  uint32_t threads; /* 0 or 1: the calling thread alone */
 } fu_pw_loop;
 
 fu_pw_err fu_interp_pw_run(const fu_pw_loop *l);
@@ -115,11 +139,16 @@ int64_t fu_interp_literal_i64(const fu_value *v);
  * `out2` (VAR_MEAN only) the mean.  FU_ERR_NOMEM or FU_ERR_RUNTIME
  * (max/min over zero elements) with *why set to a message. */
 fu_status fu_interp_reduce(fu_op_kind k, const fu_host_tensor *in, const bool *reduce, int64_t correction,
-                           fu_host_tensor *out, fu_host_tensor *out2, fu_allocator alloc, const char **why);
+                           fu_host_tensor *out, fu_host_tensor *out2, fu_allocator alloc, uint32_t threads,
+                           const char **why);
 
 /* Sum |x| (or x^2 with `squares`) of `in` over the dims with reduce[d]
  * into the zeroed f64 tensor `out` (laid out as fu_interp_reduce's). */
-void fu_interp_reduce_magnitude(bool squares, const fu_host_tensor *in, const bool *reduce, fu_host_tensor *out);
+void fu_interp_reduce_magnitude(bool squares, const fu_host_tensor *in, const bool *reduce, fu_host_tensor *out,
+                                uint32_t threads);
+
+/* fu_host_tensor_copy_into on `threads` threads. */
+fu_status fu_interp_copy_into(fu_host_tensor *dst, const fu_host_tensor *src, uint32_t threads);
 
 /* Offsets of logical row-major index `i` of a tensor, in elements. */
 int64_t fu_interp_flat_offset(const fu_host_tensor *t, int64_t i);
@@ -159,6 +188,7 @@ typedef struct fu_interp {
   fu_allocator alloc;
   fu_diag_engine *diag;
   size_t max_bytes;
+  uint32_t threads; /* fu_interp_options.threads */
   fu_bindings b;
   fu_interp_slot *slots;
   uint32_t n_slots;
@@ -193,6 +223,22 @@ fu_status fu_interp_check_shape(fu_interp *I, fu_op *op, uint32_t r, int32_t ran
  * bytes for a scalar result); *view receives the writable view. */
 fu_status fu_interp_alloc_result(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape,
                                  fu_host_tensor **view);
+/* The same without zeroing the memory (page-touching a large tensor twice
+ * costs as much as a cheap op), for ops that write every element; with
+ * `store` (NULL: shape), sizes are checked for `shape` but the tensor
+ * gets `store` (fu_interp_shared_dims). */
+fu_status fu_interp_alloc_result_dense(fu_interp *I, fu_op *op, uint32_t r, const int64_t *shape,
+                                       fu_host_tensor **view, const int64_t *store);
+/* The result shape of a pointwise op on operands a[0..n) (and, where
+ * b[i].data is set, b[i]; b may be NULL) seen with `shape`: 1 in each dim
+ * of extent > 1 that every one of them repeats (stride 0), shape[d]
+ * elsewhere.  fu_interp_widen_shared_dims then turns a result computed
+ * with that shape into a view of `shape`, stride 0 along those dims. */
+void fu_interp_shared_dims(int32_t rank, const int64_t *shape, const fu_host_tensor *a, const fu_host_tensor *b,
+                           uint32_t n, int64_t *cshape);
+void fu_interp_widen_shared_dims(fu_host_tensor *t, const int64_t *shape);
+/* Release result r's value again (a result that turned out to have none). */
+void fu_interp_drop_result(fu_interp *I, fu_op *op, uint32_t r);
 /* Make result r a view sharing operand `from`'s memory. */
 void fu_interp_alias_result(fu_interp *I, fu_op *op, uint32_t r, const fu_interp_slot *from,
                             const fu_host_tensor *view);
@@ -221,7 +267,7 @@ fu_status fu_interp_eval_shape_op(fu_interp *I, fu_op *op);
 fu_status fu_interp_eval_matmul(fu_interp *I, fu_op *op);
 fu_status fu_interp_matmul_compute(const fu_op *op, const fu_host_tensor *a, const fu_host_tensor *b,
                                    const fu_host_tensor *bias, bool magnitude, fu_host_tensor *out,
-                                   fu_allocator alloc);
+                                   fu_allocator alloc, uint32_t threads);
 /* uniform and normal (eval_rng.c). */
 fu_status fu_interp_eval_rng(fu_interp *I, fu_op *op);
 /* cumsum, cumprod, cummax, cummin (scan.c). */

@@ -309,61 +309,95 @@ static int coalesce(int rank, int64_t *shape, int n_arr, int64_t strides[][FU_MA
   return w + 1;
 }
 
-/* Iterate rows (the innermost coalesced dim) with an odometer over the
- * outer dims; each row goes through in chunks: load every input into a
- * buffer of its kind, run the kernel, store the result with conversion. */
-fu_pw_err fu_interp_pw_run(const fu_pw_loop *l) {
-  fu_host_tensor *out = l->out;
-  int n_arr = 1 + (int)l->n_in;
+/* A pointwise loop once coalesced: what every part of it shares. */
+typedef struct pw_plan {
+  const fu_pw_loop *l;
+  int n_arr, rank;
   int64_t shape[FU_MAX_RANK];
   int64_t strides[PW_MAX_ARRAYS][FU_MAX_RANK];
   char *base[PW_MAX_ARRAYS];
   size_t esize[PW_MAX_ARRAYS];
   fu_dtype dts[PW_MAX_ARRAYS];
-  int rank = out->rank;
-  for (int d = 0; d < rank; d++) {
-    if (out->shape[d] == 0) return FU_PW_OK;
-    shape[d] = out->shape[d];
-    strides[0][d] = out->strides[d];
-    for (uint32_t i = 0; i < l->n_in; i++) strides[1 + i][d] = l->in[i]->strides[d];
-  }
-  base[0] = out->data;
-  dts[0] = out->dtype;
-  for (uint32_t i = 0; i < l->n_in; i++) {
-    base[1 + i] = l->in[i]->data;
-    dts[1 + i] = l->in[i]->dtype;
-  }
-  for (int a = 0; a < n_arr; a++) esize[a] = fu_dtype_size(dts[a]);
-  rank = coalesce(rank, shape, n_arr, strides);
-  int64_t row = rank ? shape[rank - 1] : 1;
-  int outer = rank ? rank - 1 : 0;
+  fu_pw_err err[FU_INTERP_MAX_THREADS];
+} pw_plan;
 
+/* Elements [lo, hi) of the coalesced iteration space in row-major order:
+ * rows (the innermost dim) go through in chunks, with an odometer over the
+ * outer dims; per chunk, load every input into a buffer of its kind, run
+ * the kernel, store the result with conversion. */
+static void pw_part(void *ctx, uint32_t part, int64_t lo, int64_t hi) {
+  pw_plan *P = ctx;
+  const fu_pw_loop *l = P->l;
+  int rank = P->rank;
+  int64_t row = rank ? P->shape[rank - 1] : 1;
+  int outer = rank ? rank - 1 : 0;
+  int64_t idx[FU_MAX_RANK] = {0};
+  int64_t r = lo / row, j0 = lo % row;
+  for (int d = outer - 1; d >= 0; d--) {
+    idx[d] = r % P->shape[d];
+    r /= P->shape[d];
+  }
   fu_chunk bufs[PW_MAX_ARRAYS];
   void *in_bufs[3] = {NULL, NULL, NULL};
   for (uint32_t i = 0; i < l->n_in; i++) in_bufs[i] = &bufs[1 + i];
-  int64_t idx[FU_MAX_RANK] = {0};
-  for (;;) {
+  int64_t left = hi - lo;
+  while (left > 0) {
     int64_t off[PW_MAX_ARRAYS];
-    for (int a = 0; a < n_arr; a++) {
+    for (int a = 0; a < P->n_arr; a++) {
       off[a] = 0;
-      for (int d = 0; d < outer; d++) off[a] += idx[d] * strides[a][d];
+      for (int d = 0; d < outer; d++) off[a] += idx[d] * P->strides[a][d];
     }
-    for (int64_t j = 0; j < row; j += FU_INTERP_CHUNK) {
-      size_t n = (size_t)(row - j < FU_INTERP_CHUNK ? row - j : FU_INTERP_CHUNK);
+    int64_t end = row - j0 < left ? row : j0 + left;
+    for (int64_t j = j0; j < end; j += FU_INTERP_CHUNK) {
+      size_t n = (size_t)(end - j < FU_INTERP_CHUNK ? end - j : FU_INTERP_CHUNK);
       for (uint32_t i = 0; i < l->n_in; i++) {
-        int64_t s = rank ? strides[1 + i][rank - 1] : 0;
-        const char *p = base[1 + i] + (size_t)(off[1 + i] + j * s) * esize[1 + i];
-        fu_interp_load(dts[1 + i], p, s, n, l->in_kinds[i], &bufs[1 + i]);
+        int64_t s = rank ? P->strides[1 + i][rank - 1] : 0;
+        const char *p = P->base[1 + i] + (size_t)(off[1 + i] + j * s) * P->esize[1 + i];
+        fu_interp_load(P->dts[1 + i], p, s, n, l->in_kinds[i], &bufs[1 + i]);
       }
       fu_pw_err e = fu_interp_pw_apply(l->op, l->kind, l->rdt, in_bufs, &bufs[0], n);
-      if (e != FU_PW_OK) return e;
-      int64_t s = rank ? strides[0][rank - 1] : 0;
-      fu_interp_store(dts[0], base[0] + (size_t)(off[0] + j * s) * esize[0], s, n, l->out_kind, &bufs[0]);
+      if (e != FU_PW_OK) {
+        P->err[part] = e;
+        return;
+      }
+      int64_t s = rank ? P->strides[0][rank - 1] : 0;
+      fu_interp_store(P->dts[0], P->base[0] + (size_t)(off[0] + j * s) * P->esize[0], s, n, l->out_kind, &bufs[0]);
     }
+    left -= end - j0;
+    j0 = 0;
     int d = outer - 1;
-    while (d >= 0 && ++idx[d] == shape[d]) idx[d--] = 0;
-    if (d < 0) break;
+    while (d >= 0 && ++idx[d] == P->shape[d]) idx[d--] = 0;
   }
+}
+
+/* Coalesce, then run the parts (on l->threads threads); the first part's
+ * error wins, as one thread walking the same order would meet it first. */
+fu_pw_err fu_interp_pw_run(const fu_pw_loop *l) {
+  fu_host_tensor *out = l->out;
+  pw_plan P;
+  P.l = l;
+  P.n_arr = 1 + (int)l->n_in;
+  int rank = out->rank;
+  for (int d = 0; d < rank; d++) {
+    if (out->shape[d] == 0) return FU_PW_OK;
+    P.shape[d] = out->shape[d];
+    P.strides[0][d] = out->strides[d];
+    for (uint32_t i = 0; i < l->n_in; i++) P.strides[1 + i][d] = l->in[i]->strides[d];
+  }
+  P.base[0] = out->data;
+  P.dts[0] = out->dtype;
+  for (uint32_t i = 0; i < l->n_in; i++) {
+    P.base[1 + i] = l->in[i]->data;
+    P.dts[1 + i] = l->in[i]->dtype;
+  }
+  for (int a = 0; a < P.n_arr; a++) P.esize[a] = fu_dtype_size(P.dts[a]);
+  P.rank = coalesce(rank, P.shape, P.n_arr, P.strides);
+  int64_t total = 1;
+  for (int d = 0; d < P.rank; d++) total *= P.shape[d];
+  for (uint32_t p = 0; p < FU_INTERP_MAX_THREADS; p++) P.err[p] = FU_PW_OK;
+  fu_interp_parallel(l->threads, total, FU_INTERP_GRAIN, pw_part, &P);
+  for (uint32_t p = 0; p < FU_INTERP_MAX_THREADS; p++)
+    if (P.err[p] != FU_PW_OK) return P.err[p];
   return FU_PW_OK;
 }
 

@@ -108,6 +108,45 @@ static void run_pass(const red_ctx *c, pass_mode m) {
   }
 }
 
+/* A pass split over threads: each part takes a range of one kept dim,
+ * whose output elements are its alone, and folds them in the same order
+ * as the whole pass does. */
+typedef struct red_par {
+  const red_ctx *c;
+  pass_mode m;
+  int dim;
+} red_par;
+
+static void red_part(void *ctx, uint32_t part, int64_t lo, int64_t hi) {
+  const red_par *P = ctx;
+  red_ctx sub = *P->c;
+  fu_host_tensor in = *P->c->in;
+  int d = P->dim;
+  in.shape[d] = hi - lo;
+  in.data = (char *)in.data + (size_t)(lo * in.strides[d]) * fu_dtype_size(in.dtype);
+  sub.in = &in;
+  sub.acc = (char *)sub.acc + (size_t)(lo * sub.ostr[d]) * 8;
+  if (sub.mean) sub.mean += lo * sub.ostr[d];
+  run_pass(&sub, P->m);
+}
+
+/* run_pass on `threads` threads, split along the kept dim of largest
+ * extent (the outermost of equals). */
+static void run_pass_par(const red_ctx *c, pass_mode m, uint32_t threads) {
+  const fu_host_tensor *in = c->in;
+  int dim = -1;
+  for (int d = 0; d < in->rank; d++)
+    if (c->ostr[d] != 0 && (dim < 0 || in->shape[d] > in->shape[dim])) dim = d;
+  int64_t numel = fu_host_tensor_numel(in);
+  if (threads <= 1 || dim < 0 || numel <= 0) {
+    run_pass(c, m);
+    return;
+  }
+  int64_t per = numel / in->shape[dim];
+  red_par P = {c, m, dim};
+  fu_interp_parallel(threads, in->shape[dim], FU_INTERP_GRAIN / per + 1, red_part, &P);
+}
+
 static void fill(fu_ck kind, void *acc, int64_t n, double f, int64_t i) {
   for (int64_t j = 0; j < n; j++) {
     if (kind == FU_CK_F64)
@@ -118,7 +157,8 @@ static void fill(fu_ck kind, void *acc, int64_t n, double f, int64_t i) {
 }
 
 fu_status fu_interp_reduce(fu_op_kind k, const fu_host_tensor *in, const bool *reduce, int64_t correction,
-                           fu_host_tensor *out, fu_host_tensor *out2, fu_allocator alloc, const char **why) {
+                           fu_host_tensor *out, fu_host_tensor *out2, fu_allocator alloc, uint32_t threads,
+                           const char **why) {
   *why = NULL;
   bool variance = k == FU_OP_VAR || k == FU_OP_VAR_MEAN;
   red_ctx c;
@@ -154,29 +194,29 @@ fu_status fu_interp_reduce(fu_op_kind k, const fu_host_tensor *in, const bool *r
   }
   c.acc = acc;
   switch (k) {
-  case FU_OP_SUM: run_pass(&c, P_SUM); break;
+  case FU_OP_SUM: run_pass_par(&c, P_SUM, threads); break;
   case FU_OP_PROD:
     fill(c.kind, acc, n_out, 1.0, 1);
-    run_pass(&c, P_PROD);
+    run_pass_par(&c, P_PROD, threads);
     break;
   case FU_OP_MAX:
     fill(c.kind, acc, n_out, -INFINITY, INT64_MIN);
-    run_pass(&c, P_MAX);
+    run_pass_par(&c, P_MAX, threads);
     break;
   case FU_OP_MIN:
     fill(c.kind, acc, n_out, INFINITY, INT64_MAX);
-    run_pass(&c, P_MIN);
+    run_pass_par(&c, P_MIN, threads);
     break;
   default: {
     /* Two passes: the mean, then the sum of squared deviations from it. */
     double *a = acc;
-    run_pass(&c, P_SUM);
+    run_pass_par(&c, P_SUM, threads);
     for (int64_t i = 0; i < n_out; i++) {
       mean[i] = a[i] / (double)count;
       a[i] = 0;
     }
     c.mean = mean;
-    run_pass(&c, P_M2);
+    run_pass_par(&c, P_M2, threads);
     double denom = (double)count - (double)correction;
     if (denom < 0) denom = 0;
     for (int64_t i = 0; i < n_out; i++) a[i] = a[i] / denom; /* 0/0 is NaN, x/0 inf, as PyTorch */
@@ -193,7 +233,8 @@ fu_status fu_interp_reduce(fu_op_kind k, const fu_host_tensor *in, const bool *r
 /* The magnitude of a reduction's terms, which bounds its rounding error
  * (error_scale.c): the same walk as the reduction, in f64 whatever the
  * dtype, into the f64 tensor `out` laid out as fu_interp_reduce's. */
-void fu_interp_reduce_magnitude(bool squares, const fu_host_tensor *in, const bool *reduce, fu_host_tensor *out) {
+void fu_interp_reduce_magnitude(bool squares, const fu_host_tensor *in, const bool *reduce, fu_host_tensor *out,
+                                uint32_t threads) {
   red_ctx c;
   memset(&c, 0, sizeof c);
   c.in = in;
@@ -203,5 +244,5 @@ void fu_interp_reduce_magnitude(bool squares, const fu_host_tensor *in, const bo
     if (!reduce[d] || out->rank == in->rank) j++;
     c.ostr[d] = reduce[d] ? 0 : out->strides[j - 1];
   }
-  run_pass(&c, squares ? P_SQ : P_ABS);
+  run_pass_par(&c, squares ? P_SQ : P_ABS, threads);
 }

@@ -157,14 +157,18 @@ int64_t fu_host_tensor_get_flat_i64(const fu_host_tensor *t, int64_t i) {
 /* A copy is the pointwise `set` with conversion on store: loading in the
  * source's kind keeps every value exact until the one rounding at the
  * store. */
-fu_status fu_host_tensor_copy_into(fu_host_tensor *dst, const fu_host_tensor *src) {
+fu_status fu_interp_copy_into(fu_host_tensor *dst, const fu_host_tensor *src, uint32_t threads) {
   if (dst->rank != src->rank) return FU_ERR_INVALID_ARG;
   for (int32_t d = 0; d < dst->rank; d++)
     if (dst->shape[d] != src->shape[d]) return FU_ERR_INVALID_ARG;
   fu_ck k = fu_interp_ck(src->dtype);
   /* i64 -> float stores from i64 directly; f64 -> f16 from double. */
-  fu_pw_loop l = {FU_OP_SET, k, k, dst->dtype, 1, {src, NULL, NULL}, {k, k, k}, dst};
+  fu_pw_loop l = {FU_OP_SET, k, k, dst->dtype, 1, {src, NULL, NULL}, {k, k, k}, dst, threads};
   return fu_interp_pw_run(&l) == FU_PW_OK ? FU_OK : FU_ERR_RUNTIME;
+}
+
+fu_status fu_host_tensor_copy_into(fu_host_tensor *dst, const fu_host_tensor *src) {
+  return fu_interp_copy_into(dst, src, 1);
 }
 
 fu_status fu_host_tensor_copy_contiguous(const fu_host_tensor *src, fu_allocator alloc, fu_host_tensor *dst) {
