@@ -89,6 +89,11 @@ static fu_status optimize(fu_backend *be, bk_module *m, LLVMTargetMachineRef tm)
     LLVMDisposeErrorMessage(msg);
     return FU_ERR_INVALID_ARG;
   }
+  fu_status st = bk_fix_nvptx_lowering(m);
+  if (st != FU_OK) {
+    bk_error(be, "internal error: a bool-to-float conversion of more than 64 lanes after optimization");
+    return st;
+  }
   return be->llvm_error ? FU_ERR_UNSUPPORTED : FU_OK;
 }
 

@@ -82,6 +82,11 @@ LLVMValueRef bk_libdevice_function(bk_module *m, const char *name);
 /* Applies BK_INLINE_BUDGET to every kernel of the module (before optimizing). */
 fu_status bk_limit_inlining(bk_module *m);
 
+/* ---- nvptx_fixes.c: optimized IR that NVPTX would lower wrongly ---- */
+/* Rewrites `sitofp i1` (true is -1.0; LLVM 19's NVPTX gives +1.0) as a
+ * select; run after the optimization pipeline, before code generation. */
+fu_status bk_fix_nvptx_lowering(bk_module *m);
+
 /* ---- types.c: dtypes in registers and in memory, conversions ---- */
 LLVMTypeRef bk_reg_type(bk_module *m, fu_dtype t); /* bool: i1 */
 LLVMTypeRef bk_mem_type(bk_module *m, fu_dtype t); /* bool: i8 */
