@@ -1351,6 +1351,18 @@ static void test_tool_errors(void) {
   CHECK(strstr(g_out, "fuser-run: error: the run left 4096 bytes of device memory allocated") != NULL);
   rc = run_tool("", "low2.fir --device=kir --device-memory", g_out, sizeof g_out);
   CHECK_EQ_INT(rc, 2);
+  /* A fusion that fails its check leaves the context usable: the next
+   * one runs; after a kernel fault none does, and that is said once. */
+  rc = run_tool("FUSER_TEST_CORRUPT_OUTPUT=T1", "low2.fir --ptx k.ptx --check --no-repro --print-values 0", g_out,
+                sizeof g_out);
+  CHECK_EQ_INT(rc, 1);
+  CHECK(strstr(g_out, "fusion @f:") != NULL && strstr(g_out, "fusion @h:") != NULL);
+  rc = run_tool("FAKE_CUDA_LAUNCH_FAULT=1", "low2.fir --ptx k.ptx --check --no-repro --print-values 0", g_out,
+                sizeof g_out);
+  CHECK_EQ_INT(rc, 1);
+  CHECK(strstr(g_out, "fuser-run: error: the GPU context is unusable after the fault above; fusion '@h' and the ones "
+                      "after it do not run") != NULL);
+  CHECK(strstr(g_out, "fusion @h:") == NULL);
   /* A fusion with no kernel at all (an output that is the input) runs. */
   rc = run_tool("", "two.fir --fusion=@a --check --print-values 2", g_out, sizeof g_out);
   CHECK_EQ_INT(rc, 0);

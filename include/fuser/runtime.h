@@ -74,6 +74,9 @@ typedef struct fu_rt_device_info {
 fu_status fu_rt_open(const fu_rt_options *opts, fu_allocator alloc, fu_diag_engine *diag, fu_rt **out);
 void fu_rt_close(fu_rt *rt);
 const fu_rt_device_info *fu_rt_device(const fu_rt *rt);
+/* Whether a kernel left a sticky error in the context (an illegal address,
+ * ...): every later driver call fails, so nothing more can run in it. */
+bool fu_rt_faulted(const fu_rt *rt);
 /* Human-readable lines: name, compute capability, SMs, memory, L2,
  * theoretical bandwidth, limits. */
 void fu_rt_device_print(fu_strbuf *out, const fu_rt_device_info *d);

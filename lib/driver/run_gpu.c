@@ -111,6 +111,7 @@ typedef struct gpu_ctx {
   fu_compiler *active;  /* the one that compiles now (--diff-backends: either), NULL: comp */
   fu_module *m;
   const fu_source *src;
+  bool fault_said; /* the fusions skipped after a fault are said once */
 } gpu_ctx;
 
 /* The PTX for f: the --ptx file, or the backend's for f's kernels. */
@@ -399,6 +400,16 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
  * error at the op that stayed; any other runs. */
 static int gpu_fusion(void *ctx, const run_args *a, fu_fusion *f, bool several, fu_strbuf *out, bool first) {
   gpu_ctx *g = ctx;
+  if (fu_rt_faulted(g->rt)) {
+    /* a fusion that failed its check leaves the context usable, and the
+     * rest run on; a kernel fault does not */
+    if (!g->fault_said)
+      fprintf(a->err, RUN_TOOL ": error: the GPU context is unusable after the fault above; fusion '@%s' and the "
+                      "ones after it do not run\n",
+              f->name ? f->name : "");
+    g->fault_said = true;
+    return 1;
+  }
   const fu_op *why = NULL;
   if (!fu_rt_fusion_is_lowered(f, &why)) {
     if (why->kind == FU_OP_SEGMENT)
@@ -563,7 +574,7 @@ int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_se
   uint32_t own = (1u << FU_DUMP_PTX) | (1u << FU_DUMP_PTXAS_VERBOSE) | (1u << FU_DUMP_LAUNCH_PARAMS) |
                  (1u << FU_DUMP_KERNEL_ARGS) | (1u << FU_DUMP_EFF_BANDWIDTH);
   if (!rc) rc = run_dump_compiled(a, m, src, own, &diag);
-  if (!rc) rc = run_each_fusion(a, m, n_selected, true, gpu_fusion, &g);
+  if (!rc) rc = run_each_fusion(a, m, n_selected, false, gpu_fusion, &g);
   fu_compiler_free(&g.comp);
   fu_rt_module_unload(g.ptx_mod);
   if (ptx_text) fu_mem_free(&al, ptx_text, ptx_len + 1);

@@ -69,6 +69,8 @@ static bool sticky(CUresult r) {
          r == CUDA_ERROR_INVALID_ADDRESS_SPACE || r == CUDA_ERROR_INVALID_PC || r == CUDA_ERROR_LAUNCH_FAILED;
 }
 
+bool fu_rt_faulted(const fu_rt *rt) { return rt->fault != CUDA_SUCCESS; }
+
 /* After a kernel fault, the cleanup's frees and syncs fail with the same
  * error: it is reported once, where it surfaced (with the kernel's name),
  * not once per buffer freed. */
