@@ -58,8 +58,9 @@
 # so that N runs side by side share the suite (sanitizer runs are slow);
 # FUSER_GPU_TEST_TIMEOUT (seconds per case, default 180; 4 times that per
 # tool under --sanitizer: the slowest passing case took 31 s on an H200,
-# and one large real fusion's host-side check ran past 420 s, a whole
-# lent-machine call).  A line `// gpu-tests: ARGS` in a .fir file adds
+# and the largest real fusion's, issue2275_repro1, 31 s with the threaded
+# reference interpreter, where it ran past 520 s single-threaded).  A
+# line `// gpu-tests: ARGS` in a .fir file adds
 # ARGS to its fuser-run command.
 set -u
 
@@ -67,7 +68,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(dirname "$here")
 
 usage() {
-  sed -n '2,60p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,64p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
