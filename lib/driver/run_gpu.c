@@ -114,9 +114,13 @@ typedef struct gpu_ctx {
   bool fault_said; /* the fusions skipped after a fault are said once */
 } gpu_ctx;
 
+/* Whether the kernels come from the --ptx file (not a backend compiling
+ * now, as --diff-backends' second one does). */
+static bool from_ptx_file(const gpu_ctx *g) { return g->ptx_text && !g->active; }
+
 /* The PTX for f: the --ptx file, or the backend's for f's kernels. */
 static fu_status ptx_for(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_strbuf *own, const char **ptx, size_t *len) {
-  if (g->ptx_text && !g->active) {
+  if (from_ptx_file(g)) {
     *ptx = g->ptx_text;
     *len = g->ptx_len;
     return FU_OK;
@@ -207,7 +211,7 @@ static void dump_eff_bandwidth(const run_args *a, const fu_fusion *f, const fu_r
  * module with all their kernels (named after their fusions), so a batch of
  * fusions pays one JIT and one module, not one per fusion. */
 static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_rt_module **mod) {
-  if (g->ptx_mod && !g->active) {
+  if (g->ptx_mod && from_ptx_file(g)) {
     *mod = g->ptx_mod;
     return FU_OK;
   }
@@ -234,7 +238,7 @@ static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_rt_mod
     st = fu_dump_write(a->dumps, FU_DUMP_PTXAS_VERBOSE, fn, "the JIT's info log", log.data, log.len);
     fu_strbuf_free(&log);
   }
-  if (st == FU_OK && g->ptx_text && !g->active) g->ptx_mod = *mod;
+  if (st == FU_OK && from_ptx_file(g)) g->ptx_mod = *mod;
   fu_strbuf_free(&ptx_buf);
   return st;
 }
@@ -480,7 +484,7 @@ static int report_device_memory(const run_args *a, gpu_ctx *g, size_t free_start
   if (fu_rt_mem_info(g->rt, &free_end, &total) != FU_OK) return 1;
   long long kept = (long long)free_start - (long long)free_end;
   fprintf(a->out, "device memory: %zu bytes free after the context opened, %zu at the end: %lld bytes %s\n", free_start,
-          free_end, kept < 0 ? -kept : kept, kept > 0 ? "still allocated" : kept < 0 ? "more free" : "still allocated");
+          free_end, kept < 0 ? -kept : kept, kept < 0 ? "more free" : "still allocated");
   if (kept > 0) {
     fprintf(a->err, RUN_TOOL ": error: the run left %lld bytes of device memory allocated\n", kept);
     return 1;

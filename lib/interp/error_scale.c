@@ -478,10 +478,11 @@ static fu_status matmul_bound(fu_interp *I, fu_interp *J, fu_op *op) {
   bool dense = fu_host_tensor_is_contiguous(rv);
   for (int64_t i0 = 0; i0 < m && st == FU_OK; i0 += FU_INTERP_CHUNK) {
     int64_t n = m - i0 < FU_INTERP_CHUNK ? m - i0 : FU_INTERP_CHUNK;
-    for (int64_t i = 0; i < n; i++) /* a row of the result as fu_host_tensor_get_flat reads it */
-      if (!dense) y.f64[i] = fu_host_tensor_get_flat(rv, i0 + i);
-    if (dense) fu_interp_load(rv->dtype, (const char *)rv->data + (size_t)i0 * fu_dtype_size(rv->dtype), 1, (size_t)n,
-                              FU_CK_F64, y.f64);
+    if (dense) /* a row of the result as fu_host_tensor_get_flat reads it */
+      fu_interp_load(rv->dtype, (const char *)rv->data + (size_t)i0 * fu_dtype_size(rv->dtype), 1, (size_t)n,
+                     FU_CK_F64, y.f64);
+    else
+      for (int64_t i = 0; i < n; i++) y.f64[i] = fu_host_tensor_get_flat(rv, i0 + i);
     for (int64_t i = 0; i < n; i++) out[i0 + i] += k * mg[i0 + i] + u_out * fabs(y.f64[i]);
   }
   if (st == FU_OK) st = set_bound(J, op, 0, &bt);

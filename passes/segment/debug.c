@@ -151,6 +151,14 @@ static void put_axes(fu_strbuf *sb, const fu_int_list *l) {
   fu_strbuf_putc(sb, ']');
 }
 
+/* "<op> mid <op2> tail": a refusal that names two ops. */
+static void put_op_pair(fu_strbuf *sb, const fu_op *op, const char *mid, const fu_op *op2, const char *tail) {
+  fu_seg_put_op(sb, op);
+  fu_strbuf_puts(sb, mid);
+  fu_seg_put_op(sb, op2);
+  fu_strbuf_puts(sb, tail);
+}
+
 /* "%T19 reduces axes [0, 1] of %T4" */
 static void put_reduces(fu_strbuf *sb, const fu_op *op) {
   put_name(sb, op);
@@ -273,32 +281,22 @@ void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *vd,
     fu_strbuf_puts(sb, ", a different iteration space");
     return;
   case FU_SEG_WHY_DOWN_BAD:
-    fu_seg_put_op(sb, op);
-    fu_strbuf_puts(sb, " follows ");
-    fu_seg_put_op(sb, op2);
-    fu_strbuf_puts(sb, " in neither the reduction's input nor its output iteration space");
+    put_op_pair(sb, op, " follows ", op2, " in neither the reduction's input nor its output iteration space");
     return;
   case FU_SEG_WHY_DOWN_SKEW:
-    fu_seg_put_op(sb, op);
-    fu_strbuf_puts(sb, " broadcasts the result of ");
-    fu_seg_put_op(sb, op2);
-    fu_strbuf_puts(sb, " into a shape other than its operand's, which the kernel's loops do not reach");
+    put_op_pair(sb, op, " broadcasts the result of ", op2,
+                " into a shape other than its operand's, which the kernel's loops do not reach");
     return;
   case FU_SEG_WHY_SHIFT_PAD_OUTPUTS:
     fu_seg_put_op(sb, op);
     fu_strbuf_puts(sb, " shifts coordinates but keeps the element count: a segment with it has one output");
     return;
   case FU_SEG_WHY_OUT_BEFORE_CLAMP:
-    fu_seg_put_op(sb, op);
-    fu_strbuf_puts(sb, " leaves the segment but feeds ");
-    fu_seg_put_op(sb, op2);
-    fu_strbuf_puts(sb, ", which reads it at clamped coordinates: it would be stored there");
+    put_op_pair(sb, op, " leaves the segment but feeds ", op2,
+                ", which reads it at clamped coordinates: it would be stored there");
     return;
   case FU_SEG_WHY_DOWN_IN:
-    fu_seg_put_op(sb, op);
-    fu_strbuf_puts(sb, " follows ");
-    fu_seg_put_op(sb, op2);
-    fu_strbuf_puts(sb, " in the reduction's input iteration space (a persistent kernel's pattern)");
+    put_op_pair(sb, op, " follows ", op2, " in the reduction's input iteration space (a persistent kernel's pattern)");
     return;
   case FU_SEG_WHY_NO_DOWN_IN:
     fu_strbuf_puts(sb, "nothing after ");
@@ -321,10 +319,8 @@ void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *vd,
     fu_strbuf_puts(sb, " and another)");
     return;
   case FU_SEG_WHY_NOT_EPILOGUE:
-    fu_seg_put_op(sb, op);
-    fu_strbuf_puts(sb, " is not in the epilogue cuBLASLt fuses into ");
-    fu_seg_put_op(sb, op2);
-    fu_strbuf_puts(sb, " (bias, relu, gelu, scaling by a literal, output cast)");
+    put_op_pair(sb, op, " is not in the epilogue cuBLASLt fuses into ", op2,
+                " (bias, relu, gelu, scaling by a literal, output cast)");
     return;
   case FU_SEG_WHY_OTHER_EPILOGUE:
     fu_strbuf_puts(sb, "it holds ops of another product's epilogue than ");

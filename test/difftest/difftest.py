@@ -133,16 +133,33 @@ def precompile_case(a, seed, work):
         os.remove(src)
 
 
+def gpu_command(a, ptx):
+    """fuser-run --check on the GPU with the carried PTX, or compiled there
+    by a.gpu_backend; the lowered file comes last."""
+    src = ["--ptx", ptx] if a.gpu_backend == "llvm" else ["--backend=" + a.gpu_backend]
+    return [a.run, "--check", "--print-values", "0"] + src + a.run_args
+
+
+def gpu_verdict(seed, rc, out, stage):
+    """A GPU run's case: pass (host if no kernel ran), no kernel, or FAIL."""
+    if rc == 0:
+        return Case(seed, "host" if re.search(r", 0 kernels\)$", out, re.M) else "pass")
+    if rc == 1 and NO_KERNEL.search(out):
+        return Case(seed, "nokernel")
+    return Case(seed, "fail", "%s (%s)" % (stage, describe(rc)), out)
+
+
+def gpu_stage(a, alone=False):
+    backend = "" if a.gpu_backend == "llvm" else " --backend=" + a.gpu_backend
+    return "fuser-run --check%s on the GPU%s" % (backend, ", alone" if alone else "")
+
+
 def gpu_case(a, seed, work):
     """One precompiled seed on the GPU."""
     low = os.path.join(a.precompiled, "seed-%d.lowered.fir" % seed)
     ptx = os.path.join(a.precompiled, "seed-%d.ptx" % seed)
-    rc, out = run([a.run, "--check", "--print-values", "0", "--ptx", ptx] + a.run_args + [low], a.timeout)
-    if rc == 0:
-        return Case(seed, "pass")
-    if rc == 1 and NO_KERNEL.search(out):
-        return Case(seed, "nokernel")
-    return Case(seed, "fail", "fuser-run --check on the GPU (%s)" % describe(rc), out)
+    rc, out = run(gpu_command(a, ptx) + [low], a.timeout)
+    return gpu_verdict(seed, rc, out, gpu_stage(a))
 
 
 def batch_seeds(text):
@@ -217,8 +234,7 @@ def gpu_batch(a, first, work):
     ptx = os.path.join(a.precompiled, "batch-%d.ptx" % first)
     with open(low) as f:
         seeds = batch_seeds(f.read())
-    src = ["--ptx", ptx] if a.gpu_backend == "llvm" else ["--backend=" + a.gpu_backend]
-    base = [a.run, "--check", "--print-values", "0", "--no-repro"] + src + a.run_args
+    base = gpu_command(a, ptx) + ["--no-repro"]
     rc, out = run(base + ["--error-limit=0", low], a.timeout * max(1, len(seeds) // 4))
     passed = clean_passes(out) if rc != "timeout" else {}
     cases = []
@@ -227,28 +243,10 @@ def gpu_batch(a, first, work):
             cases.append(Case(s, "pass" if passed[s] else "host"))
             continue
         rc, out = run(base + ["--fusion=@difftest_%d" % s, low], a.timeout)
-        if rc == 0:
-            cases.append(Case(s, "host" if re.search(r", 0 kernels\)$", out, re.M) else "pass"))
-        elif rc == 1 and NO_KERNEL.search(out):
-            cases.append(Case(s, "nokernel"))
-        else:
-            c = Case(s, "fail", "fuser-run --check on the GPU, alone (%s)" % describe(rc), out)
-            c.batch = low
-            cases.append(c)
+        c = gpu_verdict(s, rc, out, gpu_stage(a, alone=True))
+        c.batch = low
+        cases.append(c)
     return cases
-
-
-def gpu_case_backend(a, seed):
-    """One precompiled seed on the GPU, its lowered file compiled by
-    a.gpu_backend on the GPU host."""
-    low = os.path.join(a.precompiled, "seed-%d.lowered.fir" % seed)
-    rc, out = run([a.run, "--check", "--print-values", "0", "--backend=" + a.gpu_backend] + a.run_args + [low],
-                  a.timeout)
-    if rc == 0:
-        return Case(seed, "pass")
-    if rc == 1 and NO_KERNEL.search(out):
-        return Case(seed, "nokernel")
-    return Case(seed, "fail", "fuser-run --check --backend=%s on the GPU (%s)" % (a.gpu_backend, describe(rc)), out)
 
 
 def signature(c):
@@ -405,9 +403,7 @@ def drive(a, work):
         seeds = sorted(int(m.group(1)) for m in
                        (re.match(r"seed-(\d+)\.lowered\.fir$", n) for n in names) if m)
         units = [[s] for s in seeds]
-        one = gpu_case if a.gpu_backend == "llvm" else \
-            (lambda a, s, work: gpu_case_backend(a, s))
-        fns = [lambda u: [one(a, u[0], work)]] * len(units)
+        fns = [lambda u: [gpu_case(a, u[0], work)]] * len(units)
         for first in sorted(int(m.group(1)) for m in
                             (re.match(r"batch-(\d+)\.lowered\.fir$", n) for n in names) if m):
             units.append(first)

@@ -104,21 +104,21 @@ static bool float_op(mx *x, fu_op_kind op, uint32_t n) {
     fu_strbuf_printf(x->e, " / %s", a);
     return true;
   case FU_OP_SIGMOID:
-  case FU_OP_SILU:
-    if (op == FU_OP_SILU) {
-      put(x, a);
-      put(x, " / (");
-    } else if (fast_rcp(x)) {
+  case FU_OP_SILU: {
+    bool rcp = op == FU_OP_SIGMOID && fast_rcp(x); /* fu_rcp(1 + exp(-x)) */
+    if (rcp) {
       x->kc->mod->helpers |= CU_H_RCP;
       put(x, "fu_rcp(");
     } else {
-      lit(x, 1.0);
+      if (op == FU_OP_SILU) put(x, a);
+      else lit(x, 1.0);
       put(x, " / (");
     }
     lit(x, 1.0);
     fu_strbuf_printf(x->e, " + %s(-%s))", x->C == FU_DT_F32 ? "expf" : "exp", a);
-    x->safe = op != FU_OP_SILU && fast_rcp(x);
+    x->safe = rcp;
     return true;
+  }
   case FU_OP_RELU: /* NaN is not < 0: it stays */
     test_then(x, a, "<", 0.0);
     fu_strbuf_printf(x->e, " : %s", a);
