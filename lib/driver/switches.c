@@ -23,6 +23,9 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
     [FU_FEATURE_FAST_PATHS] = {"fast_paths",
                                "instructions in place of libdevice calls in the llvm backend (sqrt, abs), and "
                                "the f32 reciprocal as rcp.approx (both backends)"},
+    [FU_FEATURE_RECOMPUTE] = {"recompute",
+                              "the segmenter's copies of cheap prologues into the segments that read them, in "
+                              "place of passing the values through global memory"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {

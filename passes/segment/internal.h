@@ -12,7 +12,8 @@
  *   merge.c       the algorithm (steps 1-4)
  *   debug.c       the --debug=segment explanation
  *   dot.c         Graphviz output
- *   extract.c     one segment as a standalone fusion */
+ *   extract.c     one segment as a standalone fusion
+ *   recompute.c   cheap prologues copied into the groups that read them */
 #ifndef FUSER_SEGMENT_INTERNAL_H
 #define FUSER_SEGMENT_INTERNAL_H
 
@@ -412,6 +413,12 @@ fu_status fu_seg_merge_epilogues(fu_seg_env *env, fu_seg_merge_fn merge);
 
 /* merge.c */
 fu_status fu_seg_partition(fu_seg_env *env);
+/* recompute.c: after a partition, copies each short, cheap chain that one
+ * group computes and another reads (where its leaves are narrower than the
+ * value) next to the reader, and deletes the originals left unused;
+ * *n_cloned_ops says how many ops were copied (0: the fusion is unchanged).
+ * The env describes the fusion before the copies: partition again. */
+fu_status fu_seg_recompute(fu_seg_env *env, uint32_t *n_cloned_ops);
 /* analysis.c: members of root r, sorted by node index, into out (cleared
  * first). */
 fu_status fu_seg_members_sorted(fu_seg_env *env, uint32_t r, fu_seg_vec *out);

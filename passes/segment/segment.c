@@ -280,6 +280,29 @@ static fu_status rewrite(fu_seg_env *env) {
   return st;
 }
 
+/* Step 5 (recompute.c): where copying cheap prologues into their readers'
+ * groups changed the fusion, the partition is made again on the new ops;
+ * the second one is final. */
+static fu_status partition_again_after_copies(fu_seg_env *env) {
+  uint32_t n_copied = 0;
+  fu_status st = fu_seg_recompute(env, &n_copied);
+  if (st != FU_OK || n_copied == 0) return st;
+  fu_fusion *f = env->f;
+  fu_diag_engine *diag = env->diag;
+  FILE *dbg = env->dbg;
+  const fu_feature_set *features = env->features;
+  fu_seg_env_free(env);
+  st = fu_seg_env_init(env, f, diag, dbg);
+  env->features = features;
+  if (st == FU_OK && dbg) {
+    fu_strbuf_clear(&env->sb);
+    fu_strbuf_printf(&env->sb, "[segment] partition again: %u op%s copied, %u compute ops", n_copied,
+                     n_copied == 1 ? "" : "s", env->n_compute);
+    fu_seg_debug_line(env);
+  }
+  return st == FU_OK ? fu_seg_partition(env) : st;
+}
+
 fu_status fu_segment_fusion(fu_fusion *f, fu_diag_engine *diag, FILE *debug, fu_segment_stats *stats) {
   return fu_segment_fusion_with(f, diag, debug, NULL, stats);
 }
@@ -311,6 +334,7 @@ fu_status fu_segment_fusion_with(fu_fusion *f, fu_diag_engine *diag, FILE *debug
     }
   } else if (st == FU_OK) {
     st = fu_seg_partition(&env);
+    if (st == FU_OK && !(features && (features->off & (1u << FU_FEATURE_RECOMPUTE)))) st = partition_again_after_copies(&env);
     if (st == FU_OK) st = rewrite(&env);
   }
   if (st == FU_ERR_NOMEM && diag) fu_error(diag, f->loc, "segment: out of memory while segmenting '@%s'", f->name ? f->name : "");
