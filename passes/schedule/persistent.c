@@ -311,6 +311,16 @@ static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
   for (int32_t d = 0; d < run; d++) gathered |= reduced[d];
   int64_t budget = gathered ? GATHER_BYTES : REG_BYTES;
   bool regs = row_const && per >= 1 && per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= (double)budget;
+  /* a row over the budget at "about 4 vectors" a thread may fit with more
+   * threads per row (a layer-norm backward reads two bf16 rows of 4096:
+   * 128 threads hold 256 bytes each, 256 threads 128) */
+  while (!regs && !warp && row_const && per > 1 && tx * 2 <= (int64_t)dev->max_threads_per_block) {
+    tx *= 2;
+    ty = tx < 256 ? 256 / tx : 1;
+    if (kept_const && ty > pow2_ceil((double)m)) ty = pow2_ceil((double)m);
+    per = ((int64_t)vecs + tx - 1) / tx;
+    regs = per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= (double)budget;
+  }
   /* a row that did not fit a block's registers: every pass rereads it
    * with REREAD_THREADS threads (at 1024, the 64 registers a thread may
    * have spill a little) */
