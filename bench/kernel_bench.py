@@ -11,7 +11,7 @@ Two steps, because the GPU host has no LLVM:
       ones that did not compile, with the reason.
 
   kernel_bench.py run BUILD OUT [--iters N] [--warmup N] [--peers FILE.json]...
-                     [--no-check]
+                     [--no-check] [--json FILE]
       On the GPU host: `fuser-run --bench --check --json` on every
       precompiled case (L2 flushed, CUDA events, median, GB/s and % of the
       copy bandwidth measured in the same process), then one Markdown table.
@@ -21,6 +21,8 @@ Two steps, because the GPU host has no LLVM:
       `// peer: NAME` line.  --no-check times without the reference
       interpreter's check, which on full-size inputs costs far more host time
       than the timing itself (check those kernels on smaller shapes).
+      --json writes the rows (fuser's time, bytes and GB/s, the copy
+      bandwidth, each peer's time) for bench/plot_norms.py.
 
 A case names its peer row with a line `// peer: NAME` (in a .py: `# peer:
 NAME`); the row's name is the `case` field of the peers' JSON.
@@ -91,7 +93,7 @@ def load_peers(paths):
     return table
 
 
-def run(build, out, iters, warmup, peer_files, check=True):
+def run(build, out, iters, warmup, peer_files, check=True, json_out=None):
     with open(os.path.join(out, "cases.json")) as f:
         listing = json.load(f)
     peers = load_peers(peer_files)
@@ -139,6 +141,13 @@ def run(build, out, iters, warmup, peer_files, check=True):
         print("| " + " | ".join(row) + " |")
     for x in listing["failed"]:
         print(f"| {x['case']} | not compiled: {' '.join(x['why']) if isinstance(x['why'], list) else x['why']} |")
+    if json_out:
+        rows = [dict(case=name, peer=peer, us=b["total"]["median_us"], gbs=b["total"]["gbs"],
+                     bytes=b["total"]["gbs"] * b["total"]["median_us"] * 1e3, copy_gbs=b["copy_gbs"], gpu=fz["gpu"],
+                     check=ok, peers=peers.get(peer, {}) if peer else {})
+                for name, peer, fz, b, ok in results]
+        with open(json_out, "w") as f:
+            json.dump(dict(rows=rows), f, indent=1)
     return status
 
 
@@ -146,7 +155,7 @@ def main(argv):
     if len(argv) >= 4 and argv[1] == "precompile":
         return precompile(argv[2], argv[3], argv[4:], os.environ.get("FUSER_GPU_DEVICE", "h100"))
     if len(argv) >= 4 and argv[1] == "run":
-        iters, warmup, peers, check, rest = 100, 10, [], True, argv[4:]
+        iters, warmup, peers, check, json_out, rest = 100, 10, [], True, None, argv[4:]
         while rest:
             opt = rest.pop(0)
             if opt == "--iters" and rest:
@@ -157,10 +166,12 @@ def main(argv):
                 peers.append(rest.pop(0))
             elif opt == "--no-check":
                 check = False
+            elif opt == "--json" and rest:
+                json_out = rest.pop(0)
             else:
                 print(f"kernel_bench: unknown argument {opt}", file=sys.stderr)
                 return 2
-        return run(argv[2], argv[3], iters, warmup, peers, check)
+        return run(argv[2], argv[3], iters, warmup, peers, check, json_out)
     print(__doc__, file=sys.stderr)
     return 2
 
