@@ -159,6 +159,11 @@ static int64_t vector_width(fu_fusion *f, const fu_op *seg, const fu_value *ref,
     for (int32_t d = 0; k >= seg->n_operands && d < ref->type.rank; d++)
       full &= fu_extent_equal(v->type.dims[d], ref->type.dims[d]);
     if (!full) continue;
+    /* a tensor of extent 1 along the vectorized dims (the mean and rstd of
+     * a norm's backward, [rows, 1]) is read once per row, not in vectors */
+    bool along = false;
+    for (int32_t d = lo; d < hi && d < v->type.rank; d++) along |= !fu_extent_is_one(v->type.dims[d]);
+    if (!along) continue;
     if (v->type.dtype == FU_DT_BOOL) return 1;
     size_t sz = fu_dtype_size(v->type.dtype);
     if (sz > widest) widest = sz;
