@@ -196,6 +196,27 @@ static void test_param_growth(void) {
   fu_module_free(m);
 }
 
+/* Dynamic shared arrays are laid out one after another from 16-byte
+ * boundaries, and the kernel's dynamic shared memory grows to cover them. */
+static void test_dynamic_arrays(void) {
+  fu_module *m = fu_module_new(fu_default_allocator());
+  fu_kernel *k = fu_kernel_new(m, "dyn");
+  fu_kval *a = fu_kernel_dynamic_array(m, k, "a", FU_DT_BF16, 65536);
+  fu_kval *b = fu_kernel_dynamic_array(m, k, "b", FU_DT_F32, 3);
+  fu_kval *c = fu_kernel_dynamic_array(m, k, "c", FU_DT_F64, 1);
+  CHECK(a && b && c);
+  CHECK(a->dynamic && a->space == FU_MEM_SHARED && a->length == 65536);
+  CHECK_EQ_INT(a->offset, 0);
+  CHECK_EQ_INT(b->offset, 131072);
+  CHECK_EQ_INT(c->offset, 131088); /* 131072 + 12, rounded up to 16 */
+  CHECK_EQ_INT(k->smem_bytes, 131096);
+  CHECK(fu_kernel_dynamic_array(m, k, "bad", FU_DT_F32, 0) == NULL);
+  CHECK(fu_kernel_dynamic_array(m, k, "huge", FU_DT_F32, (int64_t)1 << 31) == NULL);
+  CHECK_EQ_INT(k->smem_bytes, 131096);
+  CHECK(!fu_kval_new_array(m, k, "s", FU_DT_F32, FU_MEM_SHARED, 4)->dynamic);
+  fu_module_free(m);
+}
+
 /* ---- launch expressions --------------------------------------------------- */
 
 static void test_lexpr_eval(void) {
@@ -449,5 +470,6 @@ static void test_parse_at_with_scope(void) {
 }
 
 FU_TEST_MAIN(FU_TEST(test_build_and_print), FU_TEST(test_print_unique_names), FU_TEST(test_param_growth),
+             FU_TEST(test_dynamic_arrays),
              FU_TEST(test_lexpr_eval), FU_TEST(test_verify_errors), FU_TEST(test_parse_list_and_errors),
              FU_TEST(test_parse_at_with_scope))

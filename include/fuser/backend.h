@@ -19,7 +19,8 @@
  * parameter is a 64-bit global pointer; a scalar parameter is its dtype's
  * size (bool: one byte 0/1, f16/bf16: two bytes).  The block size is
  * k->block, the grid is k->grid evaluated on the host, and k->smem_bytes of
- * dynamic shared memory.  Shared arrays declared in the kernel are static. */
+ * dynamic shared memory, which the kernel's `dynamic` shared arrays index
+ * (the others are static). */
 #ifndef FUSER_BACKEND_H
 #define FUSER_BACKEND_H
 

@@ -88,6 +88,12 @@ typedef struct fu_kval {
   /* FU_KV_ARRAY */
   fu_mem_space space;
   int64_t length;
+  /* a shared array in the kernel's dynamic shared memory (printed
+   * `dynamic=OFFSET`): it starts at byte `offset` (a multiple of 16) of the
+   * `smem_bytes` the launch gives.  The way past the 48 KiB that static
+   * shared declarations may take; false: a static array */
+  bool dynamic;
+  uint32_t offset;
 } fu_kval;
 
 /* ---- instructions ------------------------------------------------------- */
@@ -204,6 +210,11 @@ fu_kval *fu_kval_new_mutable(fu_module *m, fu_kernel *k, const char *name, fu_dt
 /* A fixed-size array in shared or local memory (`length` elements, > 0). */
 fu_kval *fu_kval_new_array(fu_module *m, fu_kernel *k, const char *name, fu_dtype dtype,
                            fu_mem_space space, int64_t length);
+
+/* A shared array of `length` elements in k's dynamic shared memory, at the
+ * first 16-byte boundary after what is there: k->smem_bytes grows to cover
+ * it.  NULL when the arena fails, length <= 0, or the bytes pass 4 GiB. */
+fu_kval *fu_kernel_dynamic_array(fu_module *m, fu_kernel *k, const char *name, fu_dtype dtype, int64_t length);
 
 /* An instruction with copies of `args` and `results`; not linked anywhere. */
 fu_kinst *fu_kinst_new(fu_module *m, fu_kinst_kind kind, fu_kval *const *args, uint32_t n_args,

@@ -132,9 +132,12 @@ const char *fu_reduce_mode_name(fu_reduce_mode r);
  * there): registers: each thread loads its part of the row once into
  * registers (the reduced loops other than threadIdx.x are unroll and
  * vectorize of constant extent) and every later pass reads them there;
- * reread: every pass reads the row from global memory again (any row
- * length, symbolic included). */
-typedef enum fu_persist_mode { FU_PM_NONE, FU_PM_REGISTERS, FU_PM_REREAD } fu_persist_mode;
+ * smem: the first pass that loads an input the schedule lists as
+ * `tensor %X {memory=shared}` also stores it to shared memory, where the
+ * later passes read it (a constant row, the staged rows within the
+ * device's shared memory per block); reread: every pass reads the row from
+ * global memory again (any row length, symbolic included). */
+typedef enum fu_persist_mode { FU_PM_NONE, FU_PM_REGISTERS, FU_PM_SMEM, FU_PM_REREAD } fu_persist_mode;
 const char *fu_persist_mode_name(fu_persist_mode p);
 
 typedef struct fu_schedule {
@@ -223,6 +226,22 @@ typedef struct fu_reduction_info {
 } fu_reduction_info;
 bool fu_schedule_reduction(const fu_op *seg, const fu_schedule *s, fu_reduction_info *ri, fu_diag_engine *diag);
 bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag_engine *diag);
+
+/* The shared memory of a persist=smem block (lib/analysis/persist_smem.c):
+ * each staged input is an array of `rows` rows (the block's rows) of
+ * fu_persist_stage_stride(row) elements (the row rounded up to 16, so
+ * every row starts on a vector boundary) in the input's dtype, from a
+ * 16-byte boundary; the reductions' own shared slots take at most
+ * fu_persist_slot_bytes.  Their sum must fit the device's smem_per_block.
+ * fu_persist_device: the device a schedule names, the preset of its
+ * `device=` or else of its `arch=` (false when neither is a preset), which
+ * the verifier checks against; fu_persist_smem_limit: what a scheduler
+ * for `dev` may use, dev's smem_per_block but no more than that preset's. */
+int64_t fu_persist_stage_stride(int64_t row);
+int64_t fu_persist_stage_bytes(fu_dtype dtype, int64_t rows, int64_t row);
+int64_t fu_persist_slot_bytes(uint32_t n_reductions, int64_t threads);
+bool fu_persist_device(const fu_schedule *s, fu_device *out);
+uint32_t fu_persist_smem_limit(const fu_device *dev);
 
 /* The tile of a transpose schedule (lib/analysis/transpose_tile.c): a
  * schedule with a tensor of access=tile has the form

@@ -95,16 +95,65 @@ static int64_t any_extent(const fu_schedule *s, uint32_t a) {
   return x->out[1] == a ? x->factor : in > 0 ? (in + x->factor - 1) / x->factor : 0;
 }
 
+/* persist=smem: a constant row, at least one staged input, and the
+ * staged rows with the reductions' slots within the shared memory a block
+ * may have on the device the schedule names (when it names a preset, by
+ * device or arch). */
+static bool smem_check(const fu_op *seg, const fu_schedule *s, const bool *ra, const fu_reduction_info *ri,
+                       fu_diag_engine *diag) {
+  int64_t row = 1, rows = 1, threads = 1, staged = 0;
+  const fu_value *ref = s->reference;
+  for (int32_t d = 0; d < ref->type.rank; d++) {
+    if (!ri->reduced_dim[d]) continue;
+    if (!fu_extent_is_const(ref->type.dims[d])) {
+      fu_error(diag, s->loc, "persist=smem needs rows of constant length, and dim %d of '%%%s' is symbolic", (int)d,
+               ref->name ? ref->name : "?");
+      return false;
+    }
+    row *= ref->type.dims[d].value;
+  }
+  for (uint32_t i = 0; i < s->n_loops; i++) {
+    const fu_sloop *l = &s->loops[i];
+    if (l->ptype != FU_PT_THREAD_X && l->ptype != FU_PT_THREAD_Y) continue;
+    threads *= const_extent(s, l->axis);
+    if (l->ptype == FU_PT_THREAD_Y && !ra[l->axis]) rows = const_extent(s, l->axis);
+  }
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->n_tensors; i++)
+    if (s->tensors[i].memory == FU_MEM_SHARED) {
+      staged += fu_persist_stage_bytes(s->tensors[i].value->type.dtype, rows, row);
+      n++;
+    }
+  if (!n) {
+    fu_error(diag, s->loc, "persist=smem stages no input of segment '@%s': name one 'tensor %%X {memory=shared}'",
+             seg_name(seg));
+    return false;
+  }
+  fu_device dev;
+  int64_t slots = fu_persist_slot_bytes(ri->n_ops, threads);
+  if (fu_persist_device(s, &dev) && staged + slots > (int64_t)dev.smem_per_block) {
+    fu_error(diag, s->loc,
+             "persist=smem needs %lld bytes of shared memory per block (%lld for %u staged row(s) of %lld "
+             "elements, at most %lld for the reductions' slots), more than the %u bytes a block may have on %s",
+             (long long)(staged + slots), (long long)staged, n * (unsigned)rows, (long long)row, (long long)slots,
+             dev.smem_per_block, dev.name);
+    return false;
+  }
+  return true;
+}
+
 /* What a persistent schedule adds to a reduction schedule's rules: it
  * says where rows stay (persist=), combines within a block (no
  * reduce=grid: a row's passes need its statistic in every thread), keeps
  * no kept axis in a serial loop (the passes run once per row), and with
  * persist=registers its reduced loops besides threadIdx.x are unroll and
- * vectorize only, at most FU_PERSIST_MAX_CACHED elements per thread. */
-static bool persistent_check(const fu_op *seg, const fu_schedule *s, const bool *ra, fu_diag_engine *diag) {
+ * vectorize only, at most FU_PERSIST_MAX_CACHED elements per thread;
+ * persist=smem adds smem_check's rules. */
+static bool persistent_check(const fu_op *seg, const fu_schedule *s, const bool *ra, const fu_reduction_info *ri,
+                             fu_diag_engine *diag) {
   if (s->persist == FU_PM_NONE) {
     fu_error(diag, s->loc,
-             "the schedule of persistent segment '@%s' must say where rows stay: persist=registers or reread",
+             "the schedule of persistent segment '@%s' must say where rows stay: persist=registers, smem or reread",
              seg_name(seg));
     return false;
   }
@@ -131,6 +180,7 @@ static bool persistent_check(const fu_op *seg, const fu_schedule *s, const bool 
      * the product stops growing once over the limit */
     if (cached <= FU_PERSIST_MAX_CACHED) cached *= e > 0 ? e : FU_PERSIST_MAX_CACHED + 1;
   }
+  if (s->persist == FU_PM_SMEM) return smem_check(seg, s, ra, ri, diag);
   if (cached > FU_PERSIST_MAX_CACHED) {
     fu_error(diag, s->loc, "persist=registers keeps %lld elements of a row per thread, more than %d",
              (long long)cached, FU_PERSIST_MAX_CACHED);
@@ -164,7 +214,7 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
   fu_reduction_info ri = {.reduced_axis = ra};
   memset(ra, 0, sizeof ra);
   if (!fu_schedule_reduction(seg, s, &ri, diag)) return false;
-  if (persistent && !persistent_check(seg, s, ra, diag)) return false;
+  if (persistent && !persistent_check(seg, s, ra, &ri, diag)) return false;
   bool ok = true, in_reduction = false, on_tx = false, on_by = false, tx_red = false;
   for (uint32_t i = 0; i < s->n_loops; i++)
     if (s->loops[i].ptype == FU_PT_THREAD_X && ra[s->loops[i].axis]) tx_red = true;

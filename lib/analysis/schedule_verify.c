@@ -100,9 +100,14 @@ static bool verify_structure_in(fu_op *seg, const fu_schedule *s, fu_diag_engine
       continue;
     }
     bool global = is_segment_input(seg, t->value) || is_segment_output(seg, t->value);
-    if (global && t->memory != FU_MEM_GLOBAL) {
-      fu_error(diag, t->loc, "'%%%s' is an input or output of the segment: its memory is global",
-               t->value->name ? t->value->name : "?");
+    /* an input a persist=smem schedule stages in shared memory */
+    bool staged = t->memory == FU_MEM_SHARED && s->persist == FU_PM_SMEM && is_segment_input(seg, t->value);
+    if (global && t->memory != FU_MEM_GLOBAL && !staged) {
+      fu_error(diag, t->loc, "'%%%s' is an input or output of the segment: its memory is global%s",
+               t->value->name ? t->value->name : "?",
+               t->memory == FU_MEM_SHARED && is_segment_input(seg, t->value)
+                   ? " (shared stages an input of a persist=smem schedule only)"
+                   : "");
       ok = false;
     }
     if (!global && t->memory != FU_MEM_LOCAL) {

@@ -128,6 +128,17 @@ fu_kval *fu_kval_new_array(fu_module *m, fu_kernel *k, const char *name, fu_dtyp
   return v;
 }
 
+fu_kval *fu_kernel_dynamic_array(fu_module *m, fu_kernel *k, const char *name, fu_dtype dtype, int64_t length) {
+  uint64_t at = ((uint64_t)k->smem_bytes + 15u) / 16u * 16u;
+  if (length <= 0 || (uint64_t)length > (UINT32_MAX - at) / fu_dtype_size(dtype)) return NULL;
+  fu_kval *v = fu_kval_new_array(m, k, name, dtype, FU_MEM_SHARED, length);
+  if (!v) return NULL;
+  v->dynamic = true;
+  v->offset = (uint32_t)at;
+  k->smem_bytes = (uint32_t)(at + (uint64_t)length * fu_dtype_size(dtype));
+  return v;
+}
+
 /* ---- instructions ---------------------------------------------------------- */
 
 fu_kinst *fu_kinst_new(fu_module *m, fu_kinst_kind kind, fu_kval *const *args, uint32_t n_args,

@@ -212,6 +212,27 @@ static void verify_math(kverifier *v, const fu_kinst *in) {
          fu_dtype_name(in->args[0]->dtype));
 }
 
+/* A dynamic shared array lies inside the launch's dynamic shared memory,
+ * 16-byte aligned (so any vector access of it is aligned). */
+static bool dynamic_fits(kverifier *v, const fu_kinst *in, const fu_kval *mem) {
+  char b[32];
+  uint64_t end = mem->offset + (uint64_t)mem->length * fu_dtype_size(mem->dtype);
+  if (mem->space != FU_MEM_SHARED) {
+    verr(v, in, "dynamic array '%%%s' must be in shared memory", vname(mem, b, sizeof b));
+    return false;
+  }
+  if (mem->offset % 16 != 0) {
+    verr(v, in, "dynamic array '%%%s' starts at byte %u, not a multiple of 16", vname(mem, b, sizeof b), mem->offset);
+    return false;
+  }
+  if (end > v->k->smem_bytes) {
+    verr(v, in, "dynamic array '%%%s' ends at byte %llu, past the kernel's smem=%u", vname(mem, b, sizeof b),
+         (unsigned long long)end, v->k->smem_bytes);
+    return false;
+  }
+  return true;
+}
+
 /* LOAD and STORE share the memory operand rules. */
 static bool verify_mem(kverifier *v, const fu_kinst *in, bool is_store) {
   char b[32];
@@ -257,6 +278,7 @@ static bool verify_mem(kverifier *v, const fu_kinst *in, bool is_store) {
     verr(v, in, "stores to read-only tensor '%%%s'", vname(mem, b, sizeof b));
     return false;
   }
+  if (mem->kind == FU_KV_ARRAY && mem->dynamic && !dynamic_fits(v, in, mem)) return false;
   if (mem->kind == FU_KV_ARRAY && mem->length % w != 0) {
     verr(v, in, "width %u does not divide the length %lld of '%%%s'", w, (long long)mem->length,
          vname(mem, b, sizeof b));

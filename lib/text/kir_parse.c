@@ -878,6 +878,17 @@ static bool parse_assignment(kparser *p, fu_kblock *b, bool top, fu_loc loc) {
     if (!parse_dtype(p, &a->dtype) || !expect_punct(p, '[') ||
         !parse_int(p, 1, INT64_MAX / 16, "array length", &a->length) || !expect_punct(p, ']'))
       return false;
+    if (!tok_is(p, T_IDENT, "dynamic")) return true;
+    /* `dynamic=OFFSET`: in the launch's dynamic shared memory */
+    if (a->space != FU_MEM_SHARED) {
+      perr(p, p->tok.loc, "only a shared array may be 'dynamic'");
+      return false;
+    }
+    int64_t off = 0;
+    next(p);
+    if (!expect_punct(p, '=') || !parse_int(p, 0, UINT32_MAX, "dynamic offset", &off)) return false;
+    a->dynamic = true;
+    a->offset = (uint32_t)off;
     return true;
   }
 

@@ -409,11 +409,14 @@ static void print_block(kprinter *p, const fu_kblock *b, int indent) {
 static void print_decl(kprinter *p, const fu_kval *v, int indent) {
   indent_to(p->out, indent);
   put_ref(p, v);
-  if (v->kind == FU_KV_MUTABLE)
+  if (v->kind == FU_KV_MUTABLE) {
     fu_strbuf_printf(p->out, " = mutable %s\n", dtname(v->dtype));
-  else
-    fu_strbuf_printf(p->out, " = array %s %s[%lld]\n", v->space == FU_MEM_SHARED ? "shared" : "local",
-                     dtname(v->dtype), (long long)v->length);
+    return;
+  }
+  fu_strbuf_printf(p->out, " = array %s %s[%lld]", v->space == FU_MEM_SHARED ? "shared" : "local", dtname(v->dtype),
+                   (long long)v->length);
+  if (v->dynamic) fu_strbuf_printf(p->out, " dynamic=%u", v->offset);
+  fu_strbuf_putc(p->out, '\n');
 }
 
 void fu_kernel_print_indented(fu_strbuf *out, const fu_kernel *k, int indent) {

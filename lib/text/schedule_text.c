@@ -401,7 +401,7 @@ static void header_attrs(sparser *p, fu_schedule *s) {
       s->persist = FU_PM_NONE;
       for (fu_persist_mode r = FU_PM_REGISTERS; r <= FU_PM_REREAD; r++)
         if (is_word(&a[i].value, fu_persist_mode_name(r))) s->persist = r;
-      if (s->persist == FU_PM_NONE) bad_attr_value(p, &a[i], "registers or reread");
+      if (s->persist == FU_PM_NONE) bad_attr_value(p, &a[i], "registers, smem or reread");
     } else {
       serr(p, &a[i].name, "unknown attribute '%.*s' for 'schedule'; valid: device, arch, index, kind, reduce, persist",
            (int)a[i].name.len, a[i].name.p);

@@ -19,8 +19,11 @@
  * unrolled here, one copy per iteration (a chunk), and the first pass that
  * reads an input at a chunk keeps the loaded vector in mutables (registers
  * after promotion) that the later passes read instead of global memory:
- * the row is read once.  With persist=reread each pass loops and loads
- * again.  Only the inputs a pass reaches are loaded in it (layer norm's
+ * the row is read once.  With persist=smem the loops stay kernel loops
+ * and the staged inputs (`tensor %X {memory=shared}`) live in dynamic
+ * shared arrays: the first pass that loads one stores it there, the later
+ * passes load it from there.  With persist=reread each pass loops and
+ * loads again.  Only the inputs a pass reaches are loaded in it (layer norm's
  * weight and bias in the last pass only).  Reduction results, once
  * combined, are memoized for the rest of the kernel, so the ops after them
  * (x - mean, exp(x - max), rsqrt(var + eps)) evaluate per element with the
@@ -53,6 +56,12 @@ typedef struct prow {
   uint32_t n_acc;
   fu_kval **cache;
   bool *loaded;
+  /* persist=smem, per load access: its shared array (NULL: not staged),
+   * the current point's element in it, whether an earlier pass stored it
+   * there, and whether the pass being emitted does */
+  fu_kval **stage;
+  const fu_ix **stage_at;
+  bool *staged, *storing;
   /* the pass being emitted */
   pass_kind kind;
   bool *need;   /* by value id: inputs the pass reads */
@@ -104,12 +113,45 @@ static bool reads_result(const rl *L, const fu_value *v, const fu_op *red) {
   return false;
 }
 
+/* One vector load of access x from global memory at the current point. */
+static void load_global(rl *L, const fu_iaccess *x, int64_t V, fu_kval **vals) {
+  fu_kval *at = fu_rl_emit_ix(L, x->offset);
+  const char *nm = x->value->name ? x->value->name : "x";
+  if (at && !fu_kb_load(&L->b, nm, L->tparam[x->value->id], at, (uint32_t)V, x->value->type.dtype, vals))
+    fu_rl_chk(L, NULL);
+}
+
+/* A staged access (persist=smem): from its shared array when an earlier
+ * pass stored it, else from global memory, stored to the shared array for
+ * the passes after this one.  A thread reads back only the elements it
+ * stored, so no barrier separates the passes. */
+static void load_staged(prow *P, uint32_t a, int64_t V, fu_kval **vals) {
+  rl *L = LL(P);
+  const fu_iaccess *x = fu_igraph_access(L->g, a);
+  fu_kval *at = fu_rl_emit_ix(L, P->stage_at[a]);
+  if (!at) return;
+  if (P->staged[a]) {
+    char nm[48];
+    snprintf(nm, sizeof nm, "%s_s", x->value->name ? x->value->name : "x");
+    if (!fu_kb_load(&L->b, nm, P->stage[a], at, (uint32_t)V, x->value->type.dtype, vals)) fu_rl_chk(L, NULL);
+    return;
+  }
+  load_global(L, x, V, vals);
+  if (P->kind == PASS_OUTPUT || L->failed) return; /* no later pass reads it */
+  if (!fu_kb_store(&L->b, P->stage[a], at, vals, (uint32_t)V)) fu_rl_chk(L, NULL);
+  P->storing[a] = true;
+}
+
 /* The vector values of load access `a` at the current point (lane 0
- * bound): from the cache when an earlier pass loaded them at this chunk,
- * else one vector load (kept in the cache at `chunk` >= 0 for the passes
- * after it). */
+ * bound): staged in shared memory (persist=smem), or from the cache when
+ * an earlier pass loaded them at this chunk, else one vector load (kept in
+ * the cache at `chunk` >= 0 for the passes after it). */
 static void load_access(prow *P, uint32_t a, int64_t V, int32_t chunk, fu_kval **vals) {
   rl *L = LL(P);
+  if (P->stage && P->stage[a]) {
+    load_staged(P, a, V, vals);
+    return;
+  }
   const fu_iaccess *x = fu_igraph_access(L->g, a);
   fu_kval **slot = chunk >= 0 ? &P->cache[((size_t)a * MAX_CHUNKS + (size_t)chunk) * MAX_V] : NULL;
   bool *done = chunk >= 0 ? &P->loaded[(size_t)a * MAX_CHUNKS + (size_t)chunk] : NULL;
@@ -118,10 +160,8 @@ static void load_access(prow *P, uint32_t a, int64_t V, int32_t chunk, fu_kval *
     return;
   }
   if (P->kind == PASS_OUTPUT) done = NULL; /* no later pass reads it */
-  fu_kval *at = fu_rl_emit_ix(L, x->offset);
   const char *nm = x->value->name ? x->value->name : "x";
-  if (at && !fu_kb_load(&L->b, nm, L->tparam[x->value->id], at, (uint32_t)V, x->value->type.dtype, vals))
-    fu_rl_chk(L, NULL);
+  load_global(L, x, V, vals);
   for (int64_t j = 0; done && j < V && !L->failed; j++) {
     char cn[48];
     snprintf(cn, sizeof cn, "%s_c%d_%d", nm, (int)chunk, (int)j);
@@ -371,6 +411,7 @@ static void fold_row(prow *P, const fu_op *const *orig, uint32_t pass, const cha
   P->acc = acc;
   P->reverse = pass % 2 == 1;
   row_loops(P, 0, 0);
+  for (uint32_t a = 0; P->stage && a < P->n_acc; a++) P->staged[a] |= P->storing[a];
   fu_rl_read_states(L, acc, v);
   if (L->s->reduce != FU_RM_SERIAL && !L->failed) fu_rl_combine_threads(L, v, P->tx, tag);
 }
@@ -383,6 +424,22 @@ static fu_kval *row_count(rl *L, fu_dtype t) {
   for (int32_t d = 0; d < ref->type.rank; d++)
     if (L->ri.reduced_dim[d]) n = fu_ix_mul(L->ix, n, fu_ix_extent(L->ix, ref->type.dims[d]));
   return fu_rl_cast(L, fu_rl_emit_ix(L, n), t);
+}
+
+/* Whether every input op's operand reads is on chip after the first pass
+ * (every one with persist=registers; the staged ones with persist=smem),
+ * so that a second pass over the row costs no global read. */
+static bool on_chip(prow *P, const fu_op *op) {
+  rl *L = LL(P);
+  if (P->registers) return true;
+  if (!P->stage) return false;
+  memset(P->need, 0, L->f->next_value_id * sizeof *P->need);
+  mark_inputs(P, op->operands[0]);
+  for (uint32_t a = 0; a < P->n_acc; a++) {
+    const fu_iaccess *x = fu_igraph_access(L->g, a);
+    if (!x->is_store && P->need[x->value->id] && is_seg_input(L, x->value) && !P->stage[a]) return false;
+  }
+  return true;
 }
 
 /* One pass that folds the reductions ops[0..n) (none reading another),
@@ -404,7 +461,7 @@ static void reduce_pass(prow *P, const fu_op **ops, uint32_t n, uint32_t pass) {
   for (uint32_t j = 0; j < n; j++) {
     L->ri.ops[j] = ops[j];
     P->fold[j] = FOLD_OP;
-    if (P->registers && fu_welford_op(ops[j])) {
+    if (fu_welford_op(ops[j]) && on_chip(P, ops[j])) {
       sums[j] = *ops[j];
       sums[j].kind = FU_OP_SUM;
       L->ri.ops[j] = &sums[j];
@@ -415,6 +472,10 @@ static void reduce_pass(prow *P, const fu_op **ops, uint32_t n, uint32_t pass) {
       if (all.ops[k] == ops[j]) L->shift[j] = shifts[k];
   }
   L->ri.n_ops = n;
+  /* one state per reduction of the pass (not one per reduction of the
+   * segment: the others would be copies, with their own shared slots) */
+  uint32_t all_states = L->n_states;
+  L->n_states = n;
   rstate v[FU_MAX_SEG_REDUCTIONS], w[FU_MAX_SEG_REDUCTIONS];
   fold_row(P, ops, pass, "", v);
   if (two && !L->failed) {
@@ -442,9 +503,11 @@ static void reduce_pass(prow *P, const fu_op **ops, uint32_t n, uint32_t pass) {
       at[m++] = j;
     }
     L->ri.n_ops = m;
+    L->n_states = m;
     fold_row(P, dev_ops, pass, "_dev", w);
     for (uint32_t k = 0; k < m; k++) v[at[k]][1] = w[k][0];
     L->ri = first;
+    L->n_states = n;
     memcpy(L->shift, first_shift, sizeof first_shift);
   }
   for (uint32_t j = 0; j < n && !L->failed; j++) {
@@ -462,7 +525,54 @@ static void reduce_pass(prow *P, const fu_op **ops, uint32_t n, uint32_t pass) {
     }
   }
   L->ri = all;
+  L->n_states = all_states;
   memcpy(L->shift, shifts, sizeof shifts);
+}
+
+/* persist=smem: a dynamic shared array per staged input (the schedule's
+ * `tensor %X {memory=shared}`; its first vector access, or any access
+ * when nothing vectorizes), of the block's rows of the row rounded up to
+ * 16 elements (fu_persist_stage_stride), in the input's dtype.  A point's
+ * element is its row within the block (the kept threadIdx.y) times that
+ * stride plus its linear index in the row (the reference's reduced
+ * coordinates), so a thread's vector i of the row sits at vector i *
+ * threads + threadIdx.x: consecutive threads, consecutive 16 bytes. */
+static void setup_stage(prow *P) {
+  rl *L = LL(P);
+  const fu_schedule *s = L->s;
+  const fu_value *ref = s->reference;
+  const fu_ix *const *c = fu_igraph_coords(L->g, ref);
+  const fu_ix *lin = fu_ix_const(L->ix, 0), *ty = fu_ix_const(L->ix, 0);
+  int64_t row = 1, rows = 1, width = 1;
+  for (int32_t d = 0; c && d < ref->type.rank; d++) {
+    if (!L->ri.reduced_dim[d]) continue;
+    row *= ref->type.dims[d].value; /* constant: the verifier's check */
+    lin = fu_ix_add(L->ix, fu_ix_mul(L->ix, lin, fu_ix_extent(L->ix, ref->type.dims[d])), c[d]);
+  }
+  for (uint32_t i = 0; i < s->n_loops; i++)
+    if (s->loops[i].ptype == FU_PT_THREAD_Y && !L->ra[s->loops[i].axis]) {
+      ty = fu_igraph_loop_var(L->g, i);
+      rows = L->k->block[1];
+    }
+  if (!c) {
+    fu_rl_fail(L, s->loc, "the reference is not reached");
+    return;
+  }
+  int64_t stride = fu_persist_stage_stride(row);
+  const fu_ix *at = fu_ix_add(L->ix, fu_ix_mul(L->ix, ty, fu_ix_const(L->ix, stride)), lin);
+  bool vector = fu_igraph_lane_var(L->g, &width) != NULL;
+  for (uint32_t a = 0; a < P->n_acc && !L->failed; a++) {
+    const fu_iaccess *x = fu_igraph_access(L->g, a);
+    const fu_stensor *t = fu_schedule_tensor(s, x->value);
+    if (x->is_store || !t || t->memory != FU_MEM_SHARED || (vector && x->mode != FU_AM_VECTOR)) continue;
+    bool first = true;
+    for (uint32_t b = 0; b < a; b++) first &= !P->stage[b] || fu_igraph_access(L->g, b)->value != x->value;
+    if (!first) continue;
+    char nm[48];
+    snprintf(nm, sizeof nm, "%s_row", x->value->name ? x->value->name : "x");
+    P->stage[a] = fu_rl_chk(L, fu_kernel_dynamic_array(L->m, L->k, nm, x->value->type.dtype, rows * stride));
+    P->stage_at[a] = at;
+  }
 }
 
 /* The kernel body (fu_rl_lower's callback). */
@@ -492,9 +602,17 @@ static void persistent_body(rl *L) {
   P.cache = fu_mem_calloc(&L->m->alloc, n_cache * MAX_V + 1, sizeof *P.cache);
   P.loaded = fu_mem_calloc(&L->m->alloc, n_cache + 1, sizeof *P.loaded);
   P.need = fu_mem_calloc(&L->m->alloc, nv, sizeof *P.need);
-  if (!P.cache || !P.loaded || !P.need) {
+  size_t n_st = s->persist == FU_PM_SMEM ? (size_t)P.n_acc + 1 : 0;
+  if (n_st) {
+    P.stage = fu_mem_calloc(&L->m->alloc, n_st, sizeof *P.stage);
+    P.stage_at = fu_mem_calloc(&L->m->alloc, n_st, sizeof *P.stage_at);
+    P.staged = fu_mem_calloc(&L->m->alloc, n_st, sizeof *P.staged);
+    P.storing = fu_mem_calloc(&L->m->alloc, n_st, sizeof *P.storing);
+  }
+  if (!P.cache || !P.loaded || !P.need || (n_st && (!P.stage || !P.stage_at || !P.staged || !P.storing))) {
     fu_rl_chk(L, NULL);
   } else {
+    if (n_st) setup_stage(&P);
     fu_rl_welford_shifts(L);
     /* passes: the reductions in order, a new pass at the first that reads
      * a result of the current one */
@@ -531,6 +649,10 @@ static void persistent_body(rl *L) {
   if (P.cache) fu_mem_free(&L->m->alloc, P.cache, (n_cache * MAX_V + 1) * sizeof *P.cache);
   if (P.loaded) fu_mem_free(&L->m->alloc, P.loaded, (n_cache + 1) * sizeof *P.loaded);
   if (P.need) fu_mem_free(&L->m->alloc, P.need, nv * sizeof *P.need);
+  fu_mem_free(&L->m->alloc, P.stage, n_st * sizeof *P.stage);
+  fu_mem_free(&L->m->alloc, P.stage_at, n_st * sizeof *P.stage_at);
+  fu_mem_free(&L->m->alloc, P.staged, n_st * sizeof *P.staged);
+  fu_mem_free(&L->m->alloc, P.storing, n_st * sizeof *P.storing);
 }
 
 fu_status fu_lower_persistent(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {

@@ -38,4 +38,25 @@ typedef fu_status (*fu_schedule_width_fn)(fu_fusion *f, fu_op *seg, const fu_dev
 fu_status fu_schedule_narrowed(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                fu_schedule_width_fn build, fu_schedule **out);
 
+/* The inputs a persist=smem schedule stages (passes/schedule/persist_stage.c):
+ * of the full-size inputs `full` (in operand order), those that more than
+ * one pass reads, while their `rows` rows (per block) of `row` elements
+ * and the slots of the reductions of a block of `threads` threads fit the
+ * device's shared memory per block; the others that more than one pass
+ * reads are `left` (reread from global memory). */
+enum { FU_STAGE_MAX = 16 };
+typedef struct fu_stage_plan {
+  const fu_value *staged[FU_STAGE_MAX];
+  uint32_t n_staged;
+  const fu_value *left[FU_STAGE_MAX];
+  int64_t left_bytes[FU_STAGE_MAX];
+  uint32_t n_left;
+  int64_t rows, row; /* rows per block, elements per row */
+  int64_t bytes; /* of the staged rows */
+  int64_t slots; /* at most, of the reductions' slots */
+  int64_t limit; /* the shared memory a block may have (fu_persist_smem_limit) */
+} fu_stage_plan;
+fu_status fu_schedule_stage_plan(fu_fusion *f, const fu_op *seg, const fu_value *const *full, uint32_t n_full,
+                                 int64_t rows, int64_t row, int64_t threads, const fu_device *dev, fu_stage_plan *out);
+
 #endif

@@ -25,10 +25,16 @@
  *     that is rows of up to 32768 elements with one full-size input (ptxas
  *     keeps them without spilling: 64 registers per thread at 1024
  *     threads; 64 elements per thread spill);
- *   - persist=reread otherwise (a symbolic row, or a longer one): every
- *     pass reads the row from global memory again (from L2 when the rows
- *     in flight fit it), a serial loop of any trip count, 512 threads per
- *     row, correct for any length.
+ *   - persist=smem otherwise, for a constant row whose inputs that several
+ *     passes read fit in shared memory (staged in their dtype, beside the
+ *     reductions' slots, within the device's smem_per_block: a bf16 row of
+ *     65536 is 128 KiB of the H100's 227 KiB): the first pass stores them
+ *     there, the later ones read them there; those that do not fit are
+ *     reread (passes/schedule/persist_stage.c picks them);
+ *   - persist=reread otherwise (a symbolic row, or one too long for shared
+ *     memory too): every pass reads the row from global memory again (from
+ *     L2 when the rows in flight fit it), a serial loop of any trip count,
+ *     512 threads per row, correct for any length.
  * Rows longer than the segmenter's limit (FU_SEG_PERSISTENT_MAX_ELEMS)
  * never reach this scheduler: they become a reduction kernel and a
  * pointwise kernel. */
@@ -45,7 +51,8 @@ enum {
   GATHER_BYTES = 112, /* the same where the row gathers runs apart (batch norm NCHW): its index math takes more */
   WARP_VECS = 128,    /* rows of at most this many vectors take a warp or less */
   VECS_PER_THREAD = 4, /* the target number of vectors (loads in flight) per thread */
-  REREAD_THREADS = 512 /* threads per row with persist=reread */
+  REREAD_THREADS = 512, /* threads per row with persist=reread */
+  SMEM_UNROLL = 16      /* persist=smem unrolls the row loop up to this many vectors per thread */
 };
 
 typedef struct pbuild {
@@ -151,11 +158,14 @@ static bool same_elems(const fu_value *a, const fu_value *b, bool views) {
 
 /* The full-size tensors of the segment (inputs and outputs of the
  * reference's elements): their widest dtype (*widest bytes, 0 when bool is
- * among them), and the bytes per element of the inputs among them (the
- * inputs a registers schedule caches). */
-static void full_size_bytes(const fu_op *seg, const fu_value *ref, bool views, size_t *widest, size_t *cached) {
+ * among them), the bytes per element of the inputs among them (the
+ * inputs a registers schedule caches), and those inputs (the first
+ * FU_STAGE_MAX, in operand order: what a shared-memory schedule may stage). */
+static void full_size_bytes(const fu_op *seg, const fu_value *ref, bool views, size_t *widest, size_t *cached,
+                            const fu_value **inputs, uint32_t *n_inputs) {
   *widest = 0;
   *cached = 0;
+  *n_inputs = 0;
   bool any_bool = false;
   const fu_segment_info *si = &seg->u.segment;
   for (uint32_t pass = 0; pass < 2; pass++)
@@ -169,6 +179,7 @@ static void full_size_bytes(const fu_op *seg, const fu_value *ref, bool views, s
        * bf16 in f32: the conversion of a cached vector is computed once
        * and kept, by common subexpression elimination) */
       if (!pass) *cached += sz < 4 ? 4 : sz;
+      if (!pass && *n_inputs < FU_STAGE_MAX) inputs[(*n_inputs)++] = v;
     }
   if (any_bool) *widest = 0;
   if (!*cached) *cached = 4;
@@ -183,7 +194,8 @@ static int64_t pow2_ceil(double x) {
 /* The schedule `b` describes, in the module's arena, with its index type
  * decided from the index graph. */
 static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, const pbuild *b,
-                        const fu_value *ref, fu_reduce_mode mode, fu_persist_mode pm, fu_schedule **out) {
+                        const fu_value *ref, fu_reduce_mode mode, fu_persist_mode pm, fu_stage_plan *sp,
+                        fu_schedule **out) {
   fu_module *m = f->module;
   fu_schedule *s = fu_arena_calloc(m->arena, 1, sizeof *s);
   if (!s) return FU_ERR_NOMEM;
@@ -204,8 +216,8 @@ static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_
   s->index_dtype = fu_igraph_index_dtype(g);
   /* a tensor that cannot be a vector along the row (a column-major or
    * strided input) is read or written element by element */
-  uint32_t n_acc = fu_igraph_num_accesses(g);
-  s->tensors = n_acc ? fu_arena_calloc(m->arena, n_acc, sizeof *s->tensors) : NULL;
+  uint32_t n_acc = fu_igraph_num_accesses(g), cap = n_acc + (pm == FU_PM_SMEM ? sp->n_staged : 0);
+  s->tensors = cap ? fu_arena_calloc(m->arena, cap, sizeof *s->tensors) : NULL;
   for (uint32_t i = 0; s->tensors && i < n_acc; i++) {
     const fu_iaccess *a = fu_igraph_access(g, i);
     if (a->mode == FU_AM_VECTOR || !a->why_not_vector || fu_schedule_tensor(s, a->value)) continue;
@@ -213,7 +225,22 @@ static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_
                                               .inline_pos = -1, .access = FU_ACCESS_SCALAR, .loc = fu_loc_none()};
   }
   fu_igraph_free(g);
-  if (n_acc && !s->tensors) return FU_ERR_NOMEM;
+  if (cap && !s->tensors) return FU_ERR_NOMEM;
+  /* the staged inputs (not one read element by element: the lowering
+   * stages whole vectors; it leaves the plan); none left: reread */
+  uint32_t kept = 0;
+  for (uint32_t k = 0; pm == FU_PM_SMEM && k < sp->n_staged; k++) {
+    const fu_value *v = sp->staged[k];
+    if (fu_schedule_tensor(s, v)) {
+      sp->bytes -= fu_persist_stage_bytes(v->type.dtype, sp->rows, sp->row);
+      continue;
+    }
+    s->tensors[s->n_tensors++] = (fu_stensor){.value = (fu_value *)v, .memory = FU_MEM_SHARED, .inline_pos = -1,
+                                              .loc = fu_loc_none()};
+    sp->staged[kept++] = v;
+  }
+  if (pm == FU_PM_SMEM) sp->n_staged = kept;
+  if (pm == FU_PM_SMEM && !kept) s->persist = FU_PM_REREAD;
   *out = s;
   return FU_OK;
 }
@@ -228,10 +255,39 @@ static const fu_op *first_reduction(const fu_op *seg) {
   return NULL;
 }
 
+/* The reason, for --debug=schedule, of a constant row that did not fit
+ * the registers (regs_why says why): staged in shared memory (`staged`),
+ * or reread, with what did not fit (`planned`: the plan staged inputs,
+ * which finish() dropped as read element by element). */
+static void explain_smem(fu_strbuf *out, const fu_stage_plan *sp, bool staged, bool planned, const char *regs_why) {
+  if (staged) {
+    fu_strbuf_puts(out, "the row stays in shared memory: ");
+    for (uint32_t k = 0; k < sp->n_staged; k++)
+      fu_strbuf_printf(out, "%s%%%s", k ? ", " : "", sp->staged[k]->name ? sp->staged[k]->name : "?");
+    fu_strbuf_printf(out, " staged (%lld bytes, and at most %lld for the reductions' slots, of %lld per block)",
+                     (long long)sp->bytes, (long long)sp->slots, (long long)sp->limit);
+    for (uint32_t k = 0; k < sp->n_left; k++)
+      fu_strbuf_printf(out, ", %%%s reread (%lld bytes more do not fit)", sp->left[k]->name ? sp->left[k]->name : "?",
+                       (long long)sp->left_bytes[k]);
+    fu_strbuf_printf(out, "; in registers, %s", regs_why);
+    return;
+  }
+  fu_strbuf_printf(out, "the row is reread from global memory by every pass: %s", regs_why);
+  if (planned)
+    fu_strbuf_puts(out, ", and the inputs that shared memory would keep are read element by element");
+  else if (sp->n_left)
+    fu_strbuf_printf(out, ", and %lld row(s) of %%%s in shared memory (%lld bytes, and at most %lld for the reductions' "
+                          "slots) are more than the %lld bytes of a block",
+                     (long long)sp->rows, sp->left[0]->name ? sp->left[0]->name : "?", (long long)sp->left_bytes[0],
+                     (long long)sp->slots, (long long)sp->limit);
+}
+
 /* The schedule with vectors of at most `cap` elements; *vw_out: the width
- * it chose. */
-static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug, int64_t cap,
-                       int64_t *vw_out, fu_schedule **out) {
+ * it chose.  With `scalar_staged`, no shared memory: an earlier try
+ * staged inputs that the schedule reads element by element, which the
+ * lowering does not stage (then *retry asks for that try). */
+static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                            int64_t cap, bool scalar_staged, int64_t *vw_out, fu_schedule **out, bool *retry) {
   *out = NULL;
   const char *sname = seg->u.segment.name ? seg->u.segment.name : "?";
   const fu_op *red = first_reduction(seg);
@@ -272,7 +328,9 @@ static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
   int64_t n = 1;
   for (int32_t d = run; row_const && d < rank; d++) n *= ref->type.dims[d].value;
   size_t widest, cached;
-  full_size_bytes(seg, ref, row_const && row > 1, &widest, &cached);
+  const fu_value *full[FU_STAGE_MAX];
+  uint32_t n_full;
+  full_size_bytes(seg, ref, row_const && row > 1, &widest, &cached, full, &n_full);
   /* the vector: 16 bytes of the widest full-size tensor, dividing a
    * constant row (a symbolic row, or bool tensors: scalar) */
   int64_t vw = widest && row_const ? (int64_t)(16 / widest) : 1;
@@ -321,11 +379,19 @@ static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
     per = ((int64_t)vecs + tx - 1) / tx;
     regs = per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= (double)budget;
   }
-  /* a row that did not fit a block's registers: every pass rereads it
-   * with REREAD_THREADS threads (at 1024, the 64 registers a thread may
-   * have spill a little) */
+  /* a row that did not fit a block's registers: its inputs that several
+   * passes read go to shared memory, as many as fit with the reductions'
+   * slots (the same threads and rows per block) */
+  fu_stage_plan sp = {0};
+  if (!regs && row_const && per >= 1 && !scalar_staged) {
+    fu_status pst = fu_schedule_stage_plan(f, seg, full, n_full, ty, (int64_t)row, tx * ty, dev, &sp);
+    if (pst != FU_OK) return pst;
+  }
+  bool smem = sp.n_staged > 0;
+  /* else every pass rereads it with REREAD_THREADS threads (at 1024, the
+   * 64 registers a thread may have spill a little) */
   int64_t tried = tx; /* the threads the registers schedule would have had */
-  if (!regs && !warp) {
+  if (!regs && !smem && !warp) {
     tx = (uint32_t)REREAD_THREADS < dev->max_threads_per_block ? REREAD_THREADS : dev->max_threads_per_block;
     ty = 1;
   }
@@ -344,33 +410,41 @@ static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
     bind(&b, i, FU_PT_BLOCK_X);
   }
   bind(&b, rx, FU_PT_THREAD_X);
-  bind(&b, rs, regs ? FU_PT_UNROLL : FU_PT_SERIAL);
+  /* shared memory: up to 16 loads of the first pass in flight per thread */
+  bind(&b, rs, regs || (smem && per <= SMEM_UNROLL) ? FU_PT_UNROLL : FU_PT_SERIAL);
   if (rv != UINT32_MAX) bind(&b, rv, FU_PT_VECTORIZE);
   fu_reduce_mode mode = warp ? FU_RM_WARP : FU_RM_BLOCK;
-  fu_persist_mode pm = regs ? FU_PM_REGISTERS : FU_PM_REREAD;
-  fu_status st = finish(f, seg, dev, diag, &b, ref, mode, pm, out);
+  fu_persist_mode pm = regs ? FU_PM_REGISTERS : smem ? FU_PM_SMEM : FU_PM_REREAD;
+  fu_status st = finish(f, seg, dev, diag, &b, ref, mode, pm, &sp, out);
+  if (st == FU_OK && smem && (*out)->persist != FU_PM_SMEM) {
+    *retry = true;
+    return FU_OK;
+  }
   if (st == FU_OK && debug) {
-    char vwhy[64], where[200];
+    char vwhy[64], regs_why[160];
     if (vw > 1) snprintf(vwhy, sizeof vwhy, "%lld-element vector loads", (long long)vw);
     else
       snprintf(vwhy, sizeof vwhy, "scalar loads (%s)",
                !row_const ? "symbolic row" : cap < 8 ? "wider vectors do not fit every access" : "no vector divides the row");
+    snprintf(regs_why, sizeof regs_why,
+             "at %lld threads per row, %lld elements per thread would need %lld bytes of registers, more than %d",
+             (long long)tried, (long long)(per * vw), (long long)(per * vw * (int64_t)cached), (int)budget);
+    fu_strbuf where;
+    fu_strbuf_init(&where, f->module->alloc);
     if (regs)
-      snprintf(where, sizeof where, "the row stays in registers: %lld vector(s) per thread, %lld bytes of input",
-               (long long)per, (long long)(per * vw * (int64_t)cached));
-    else if (row_const)
-      snprintf(where, sizeof where,
-               "the row is reread from global memory by every pass: at %lld threads per row, %lld elements per "
-               "thread would need %lld bytes of registers, more than %d",
-               (long long)tried, (long long)(per * vw), (long long)(per * vw * (int64_t)cached), (int)budget);
+      fu_strbuf_printf(&where, "the row stays in registers: %lld vector(s) per thread, %lld bytes of input",
+                       (long long)per, (long long)(per * vw * (int64_t)cached));
+    else if (!row_const)
+      fu_strbuf_puts(&where, "the row is reread from global memory by every pass: its length is symbolic");
     else
-      snprintf(where, sizeof where, "the row is reread from global memory by every pass: its length is symbolic");
+      explain_smem(&where, &sp, smem, scalar_staged, regs_why);
     fprintf(debug,
             "schedule: @%s: persistent normalization of %%%s, reduce=%s, persist=%s: rows of %.0f elements, %.0f "
             "row(s), %lld thread(s) per row (%s), %lld row(s) per block, %s; %s, index %s\n",
-            sname, ref->name ? ref->name : "?", fu_reduce_mode_name(mode), fu_persist_mode_name(pm), row, rows,
-            (long long)tx, warp ? "shuffles within the warp" : "shuffles then shared memory", (long long)ty, vwhy,
-            where, fu_dtype_name((*out)->index_dtype));
+            sname, ref->name ? ref->name : "?", fu_reduce_mode_name(mode), fu_persist_mode_name((*out)->persist), row,
+            rows, (long long)tx, warp ? "shuffles within the warp" : "shuffles then shared memory", (long long)ty, vwhy,
+            where.data ? where.data : "", fu_dtype_name((*out)->index_dtype));
+    fu_strbuf_free(&where);
   }
   return st;
 }
@@ -378,6 +452,17 @@ static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
 /* The persistent schedule with the widest vectors that verify: the width
  * above judges the row length and the dtypes only (a permuted input can
  * make a vector cross a dim boundary; passes/schedule/narrow.c). */
+/* The ladder at vector width `cap` (fu_schedule_width_fn): again without
+ * shared memory when its staged inputs turned out to be read element by
+ * element. */
+static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug, int64_t cap,
+                       int64_t *vw_out, fu_schedule **out) {
+  bool retry = false;
+  fu_status st = build_tier(f, seg, dev, diag, debug, cap, false, vw_out, out, &retry);
+  if (st == FU_OK && retry) st = build_tier(f, seg, dev, diag, debug, cap, true, vw_out, out, &retry);
+  return st;
+}
+
 fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                  fu_schedule **out) {
   return fu_schedule_narrowed(f, seg, dev, diag, debug, build, out);

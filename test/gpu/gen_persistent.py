@@ -10,10 +10,17 @@ cast to f32 for compute and back) and one row length:
                                   symbolic [M, N] (7 x 4099 by example):
                                   the GPU runs them, and so does the CPU
                                   kernel path (lit/run/persistent-kir.test);
-  persistent_large.fir            rows of 32768 and 65536 (persist=reread for
-                                  f32) and 1048576 (longer than the segmenter
-                                  keeps on chip: a reduction kernel and a
-                                  pointwise kernel): GPU only;
+  persistent_large.fir            rows of 32768 (registers; shared memory for
+                                  two-input patterns) and 1048576 (longer than
+                                  the segmenter keeps on chip: a reduction
+                                  kernel and a pointwise kernel): GPU only;
+  persistent_smem.fir             rows of 65536 and an odd 40961 (2 rows
+                                  each): persist=smem on the H100 (bf16 and
+                                  f16 rows of 65536, every dtype at 40961),
+                                  persist=reread where the row does not fit
+                                  a block's shared memory (f32 at 65536); the
+                                  GPU runs them, and so does the CPU kernel
+                                  path (lit/run/persistent-smem-kir.test);
   persistent_symbolic_long.fir    unbound [2, N] rows, run with N = 1048576 on
                                   the GPU: persist=reread at a length known
                                   only at run time.
@@ -24,7 +31,8 @@ import sys
 
 DTYPES = ("f32", "bf16", "f16")
 SMALL = (1, 3, 7, 33, 256, 1000, 4099)
-LARGE = (32768, 65536, 1048576)
+LARGE = (32768, 1048576)
+SMEM = (65536, 40961)
 
 
 def rows_for(n):
@@ -254,7 +262,17 @@ def main():
                 body.append(make(pname, fn, dt, rows_for(n), n, seed))
                 seed += 10
     with open(os.path.join(out, "persistent_large.fir"), "w") as fh:
-        fh.write(head + "// GPU-only row lengths (too slow for the kernel-IR interpreter): 32768, 65536 and 1048576.\n")
+        fh.write(head + "// GPU-only row lengths (too slow for the kernel-IR interpreter): 32768 and 1048576.\n")
+        fh.write("".join(body))
+    body = []
+    for pname, fn in PATTERNS:
+        for dt in DTYPES:
+            for n in SMEM:
+                body.append(make(pname, fn, dt, 2, n, seed))
+                seed += 10
+    with open(os.path.join(out, "persistent_smem.fir"), "w") as fh:
+        fh.write(head + "// Rows of 65536 and 40961: the shared-memory tier (persist=smem) where a block's shared memory\n")
+        fh.write("// holds them (bf16 and f16 at 65536, every dtype at 40961), reread where not (f32 at 65536).\n")
         fh.write("".join(body))
     body = []
     for pname, fn in PATTERNS:

@@ -420,12 +420,22 @@ static fu_status emit_storage(cu_kernel *kc) {
   bool *seen = fu_mem_calloc(&kc->mod->alloc, kc->n_ids, sizeof *seen);
   if (!seen) return FU_ERR_NOMEM;
   collect_storage(kc, &kc->k->body, seen);
+  bool dyn = false;
   for (uint32_t id = 0; id < kc->n_ids; id++) {
     const fu_kval *v = kc->vals[id];
     if (!seen[id] || !v) continue;
     cu_use_dtype(kc->mod, v->dtype);
+    if (v->kind == FU_KV_ARRAY && v->dynamic && !dyn) {
+      /* the launch's dynamic shared memory, which the dynamic arrays index */
+      indent(kc);
+      fu_strbuf_puts(kc->out, "extern __shared__ __align__(16) unsigned char fu_dynamic_smem[];\n");
+      dyn = true;
+    }
     indent(kc);
-    if (v->kind == FU_KV_MUTABLE)
+    if (v->kind == FU_KV_ARRAY && v->dynamic)
+      fu_strbuf_printf(kc->out, "%s *const %s = (%s *)(fu_dynamic_smem + %u);\n", cu_mem_type(v->dtype),
+                       cu_name(kc, v), cu_mem_type(v->dtype), v->offset);
+    else if (v->kind == FU_KV_MUTABLE)
       fu_strbuf_printf(kc->out, "%s %s;\n", cu_reg_type(v->dtype), cu_name(kc, v));
     else
       fu_strbuf_printf(kc->out, "%s__align__(16) %s %s[%lld];\n", v->space == FU_MEM_SHARED ? "__shared__ " : "",

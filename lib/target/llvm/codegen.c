@@ -285,6 +285,21 @@ static void emit_block(bk_kernel *kc, const fu_kblock *b) {
 
 /* ---- storage of mutables and arrays ---------------------------------------------- */
 
+/* Byte `offset` of the launch's dynamic shared memory: one external
+ * zero-length shared array per module (`.extern .shared .b8 []` in PTX),
+ * which every kernel's dynamic arrays index; the launch gives its size. */
+static LLVMValueRef dynamic_smem(bk_module *m, uint32_t offset) {
+  static const char name[] = "__fu_dynamic_smem"; /* kernels may not start with "__" */
+  LLVMValueRef g = LLVMGetNamedGlobal(m->M, name);
+  if (!g) {
+    g = LLVMAddGlobalInAddressSpace(m->M, LLVMArrayType2(m->t_i8, 0), name, 3);
+    LLVMSetLinkage(g, LLVMExternalLinkage);
+    LLVMSetAlignment(g, 16);
+  }
+  LLVMValueRef off = LLVMConstInt(m->t_i64, offset, 0);
+  return LLVMConstInBoundsGEP2(m->t_i8, g, &off, 1);
+}
+
 static void alloc_storage(bk_kernel *kc, const fu_kblock *b) {
   bk_module *m = kc->mod;
   for (const fu_kinst *in = b->first; in; in = in->next) {
@@ -296,7 +311,9 @@ static void alloc_storage(bk_kernel *kc, const fu_kblock *b) {
         continue;
       }
       LLVMTypeRef at = LLVMArrayType2(bk_mem_type(m, v->dtype), (uint64_t)v->length);
-      if (v->space == FU_MEM_SHARED) {
+      if (v->dynamic) {
+        kc->vals[v->id] = dynamic_smem(m, v->offset);
+      } else if (v->space == FU_MEM_SHARED) {
         char name[160];
         snprintf(name, sizeof name, "%.70s.%.70s", kc->k->name, v->name ? v->name : "smem");
         LLVMValueRef g = LLVMAddGlobalInAddressSpace(m->M, at, name, 3);
