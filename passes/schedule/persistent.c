@@ -204,16 +204,9 @@ static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_
   s->index_dtype = fu_igraph_index_dtype(g);
   /* a tensor that cannot be a vector along the row (a column-major or
    * strided input) is read or written element by element */
-  uint32_t n_acc = fu_igraph_num_accesses(g);
-  s->tensors = n_acc ? fu_arena_calloc(m->arena, n_acc, sizeof *s->tensors) : NULL;
-  for (uint32_t i = 0; s->tensors && i < n_acc; i++) {
-    const fu_iaccess *a = fu_igraph_access(g, i);
-    if (a->mode == FU_AM_VECTOR || !a->why_not_vector || fu_schedule_tensor(s, a->value)) continue;
-    s->tensors[s->n_tensors++] = (fu_stensor){.value = (fu_value *)a->value, .memory = FU_MEM_GLOBAL,
-                                              .inline_pos = -1, .access = FU_ACCESS_SCALAR, .loc = fu_loc_none()};
-  }
+  st = fu_schedule_mark_scalar(m, g, s);
   fu_igraph_free(g);
-  if (n_acc && !s->tensors) return FU_ERR_NOMEM;
+  if (st != FU_OK) return st;
   *out = s;
   return FU_OK;
 }
