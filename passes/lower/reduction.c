@@ -662,27 +662,88 @@ static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const 
  * in place: the butterfly (reduce=warp|block|grid), then for block and
  * grid lane 0 of each warp stores to a shared slot, sync, and every thread
  * combines its row's slots in slot order.  `tag` names the slot arrays. */
+/* Whether state j is a Welford state whose count is carried (moved by
+ * shuffles, slots and workspaces rather than computed). */
+static bool carried_count(rl *L, uint32_t j) {
+  const fu_op *op = op_of(L, j);
+  return fu_welford_op(op) && stored_parts(L, op) == parts(op);
+}
+
+/* The weights of every step of a butterfly (masks top, top / 2, .., 1)
+ * of a carried Welford count n, step k's in n[k], wa[k], wc[k]: the
+ * counts are data-free, so all their shuffles and reciprocals are emitted
+ * before the means move, and the data's chain of shuffle, subtract and
+ * multiply-add per step waits on no reciprocal. */
+typedef struct wsteps {
+  fu_kval *n[6], *wa[6], *wc[6];
+} wsteps;
+
+static void count_butterfly(rl *L, fu_kval *n, uint32_t top, wsteps *w) {
+  uint32_t k = 0;
+  for (uint32_t mask = top; mask >= 1 && n && !L->failed; mask /= 2, k++) {
+    fu_kval *nb = chk(L, fu_kb_shfl_xor(&L->b, NULL, n, mask));
+    if (nb && !fu_welford_weights(&L->b, n, nb, true, &w->n[k], &w->wa[k], &w->wc[k])) chk(L, NULL);
+    n = w->n[k];
+  }
+}
+
+/* The butterfly over masks top .. 1 of every state of v, in place: each
+ * step shuffles the parts not known (a known count is the same in the
+ * partner lane) and combines; carried Welford counts go first, all their
+ * steps (count_butterfly). */
+static void butterfly(rl *L, rstate *v, uint32_t top) {
+  wsteps w[MAX_STATES];
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
+    if (carried_count(L, j)) count_butterfly(L, v[j][FU_WELFORD_PARTS - 1], top, &w[j]);
+  uint32_t k = 0;
+  for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2, k++)
+    for (uint32_t j = 0; j < L->n_states; j++) {
+      const fu_op *op = op_of(L, j);
+      bool pre = carried_count(L, j);
+      rstate o = {NULL};
+      for (uint32_t p = 0; p < parts(op); p++)
+        o[p] = !v[j][p] || p >= stored_parts(L, op) || (pre && p == FU_WELFORD_PARTS - 1)
+                   ? v[j][p]
+                   : chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask));
+      if (!pre) combine_state(L, op, v[j], o, v[j]);
+      else if (!fu_welford_combine_weighted(&L->b, v[j], o, w[j].n[k], w[j].wa[k], w[j].wc[k], v[j])) chk(L, NULL);
+    }
+}
+
 /* The second stage of a block combine of state j, for a power-of-two
- * number of warps: lane w < warps of every warp reads warp w's slot (the
- * others take the identity, a Welford state of count 0), then a butterfly
- * over the whole warp gives every lane the combination of all the warps'
- * partials.  Five shuffle steps instead of `warps` combines one after
- * another: a Welford combine with a computed count divides twice, and 16
- * of them in a row were most of a small grid reduction's time (seed002). */
+ * number of warps (2..32): lane l of every warp reads warp (l mod warps)'s
+ * slot, so each group of `warps` adjacent lanes holds every warp's partial,
+ * then a butterfly over masks warps/2 .. 1 gives every lane the
+ * combination of all of them.  log2(warps) shuffle steps (3 for 8 warps)
+ * instead of `warps` combines one after another: a combine with a carried
+ * count sits on the dependent chain, and 16 of them in a row were most of
+ * a small grid reduction's time (seed002); nor five steps over a whole
+ * warp, most of whose lanes would hold nothing. */
 static void combine_warp_slots(rl *L, uint32_t j, fu_kval **v, fu_kval *const *arr, fu_kval *row, fu_kval *lane,
                                uint32_t warps) {
   const fu_op *op = op_of(L, j);
-  fu_kval *last = chk(L, fu_kb_const_i(&L->b, NULL, L->idx, (int64_t)warps - 1));
-  fu_kval *has = lane && last ? chk(L, fu_kb_binary(&L->b, "has_slot", FU_OP_LE, FU_DT_BOOL, lane, last)) : NULL;
-  fu_kval *w = lane && last ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MINIMUM, L->idx, lane, last)) : NULL;
+  fu_kval *mod = chk(L, fu_kb_const_i(&L->b, NULL, L->idx, (int64_t)warps));
+  fu_kval *w = lane && mod ? chk(L, fu_kb_binary(&L->b, "slot", FU_OP_FMOD, L->idx, lane, mod)) : NULL;
   fu_kval *at = w && row ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, row, w)) : NULL;
-  load_combine(L, j, arr, at, NULL, true, v);
-  for (uint32_t p = 0; p < parts(op) && !L->failed; p++) {
-    fu_kval *id = fu_welford_op(op) ? chk(L, fu_kb_const_f(&L->b, NULL, acc_dtype(op), 0.0)) : identity(L, op);
-    fu_kval *args[3] = {has, v[p], id};
-    v[p] = has && v[p] && id ? chk(L, fu_kb_math(&L->b, NULL, FU_OP_WHERE, acc_dtype(op), args, 3)) : NULL;
+  if (carried_count(L, j)) {
+    /* the count's slot and steps first, then mean and m2 (butterfly) */
+    fu_kval *n = NULL;
+    if (at && !fu_kb_load(&L->b, NULL, arr[FU_WELFORD_PARTS - 1], at, 1, acc_dtype(op), &n)) chk(L, NULL);
+    wsteps ws;
+    count_butterfly(L, n, warps / 2, &ws);
+    for (uint32_t q = 0; q + 1 < FU_WELFORD_PARTS; q++)
+      if (at && !fu_kb_load(&L->b, NULL, arr[q], at, 1, acc_dtype(op), &v[q])) chk(L, NULL);
+    v[FU_WELFORD_PARTS - 1] = n;
+    uint32_t k = 0;
+    for (uint32_t mask = warps / 2; mask >= 1 && !L->failed; mask /= 2, k++) {
+      rstate o = {NULL};
+      for (uint32_t q = 0; q + 1 < FU_WELFORD_PARTS; q++) o[q] = v[q] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[q], mask)) : NULL;
+      if (!fu_welford_combine_weighted(&L->b, v, o, ws.n[k], ws.wa[k], ws.wc[k], v)) chk(L, NULL);
+    }
+    return;
   }
-  for (uint32_t mask = 16; mask >= 1 && !L->failed; mask /= 2) {
+  load_combine(L, j, arr, at, NULL, true, v);
+  for (uint32_t mask = warps / 2; mask >= 1 && !L->failed; mask /= 2) {
     rstate o = {NULL};
     for (uint32_t p = 0; p < parts(op); p++) o[p] = v[p] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[p], mask)) : NULL;
     combine_state(L, op, v, o, v);
@@ -697,15 +758,7 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
   /* reduce=warp: the row's threads are a power of two (2..32) of one
    * warp, so masks below that count stay within the row */
   uint32_t top = L->s->reduce == FU_RM_WARP && L->k->block[0] < 32 ? L->k->block[0] / 2 : 16;
-  for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2)
-    for (uint32_t j = 0; j < L->n_states; j++) {
-      /* a known count is the same in the partner lane */
-      rstate o = {NULL};
-      for (uint32_t p = 0; p < parts(op_of(L, j)); p++)
-        o[p] = !v[j][p] || p >= stored_parts(L, op_of(L, j)) ? v[j][p]
-                                                               : chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask));
-      combine_state(L, op_of(L, j), v[j], o, v[j]);
-    }
+  butterfly(L, v, top);
   if ((L->s->reduce == FU_RM_BLOCK || L->s->reduce == FU_RM_GRID) && !L->failed) {
     uint32_t warps = L->k->block[0] / 32, rows = L->k->block[1];
     const fu_ix *ty = NULL;
