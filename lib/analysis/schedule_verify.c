@@ -248,10 +248,24 @@ static bool verify_indexing(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_d
   if (ok && fu_igraph_peel_var(g, &pv) && pv) {
     const char *why = "it is not read along the vector";
     bool vec = false;
-    for (uint32_t i = 0; i < fu_igraph_num_accesses(g) && !vec; i++) {
+    const fu_ix *first = NULL;
+    fu_ix_ctx *ixc = fu_igraph_ix(g);
+    for (uint32_t i = 0; i < fu_igraph_num_accesses(g); i++) {
       const fu_iaccess *a = fu_igraph_access(g, i);
       if (a->value != pv || a->is_store) continue;
-      vec = a->mode == FU_AM_VECTOR;
+      if (a->mode == FU_AM_VECTOR && first) {
+        /* the shift aligns the first vector load's index; another one must
+         * lie a whole number of vectors from it */
+        int64_t d = 0;
+        const fu_ix *diff = fu_ix_simplify_linear(ixc, fu_ix_add(ixc, a->offset, fu_ix_mul(ixc, first, fu_ix_const(ixc, -1))));
+        if (!fu_ix_is_const(diff, &d) || d % width != 0) {
+          vec = false;
+          why = "it is read at two places along the vector that the one shift cannot both align";
+          break;
+        }
+      }
+      if (a->mode == FU_AM_VECTOR && !first) first = a->offset;
+      vec |= a->mode == FU_AM_VECTOR;
       if (a->mode == FU_AM_UNIFORM) why = "it is the same element in every lane";
       else if (a->why_not_vector) why = a->why_not_vector;
     }
