@@ -202,9 +202,16 @@ const fu_ix *fu_igraph_axis_index(const fu_igraph *g, uint32_t axis);
 const fu_ix *fu_igraph_lane_var(const fu_igraph *g, int64_t *width);
 
 /* Predicates: iteration is valid iff pred_index[i] < pred_extent[i] for
- * every i (one per guarded merged axis of the reference). */
+ * every i (one per guarded merged axis of the reference, and with a
+ * peeled split one more for its lower bound, p - (outer * V + inner) < 1,
+ * which decreases along the lane). */
 uint32_t fu_igraph_num_predicates(const fu_igraph *g);
 void fu_igraph_predicate(const fu_igraph *g, uint32_t i, const fu_ix **index, const fu_ix **extent);
+/* A peeled split's (tail=peel) shift variable p, in [0, V), which the
+ * lowering binds per run so that the vectors of *value (the schedule's
+ * access=vector tensor, or NULL when it names none) start on 16-byte
+ * boundaries; NULL without a peeled split. */
+const fu_ix *fu_igraph_peel_var(const fu_igraph *g, const fu_value **value);
 
 /* The coordinates of every tensor value of the segment (one ix per dim),
  * as first reached from the reference; NULL for values not reached. */
@@ -236,7 +243,8 @@ fu_dtype fu_igraph_index_dtype(const fu_igraph *g);
 
 /* The run-time stride variables an offset may use: tensor `value` dim `dim`
  * (tag FU_IG_VAR_STRIDE).  Variable tags: */
-enum { FU_IG_VAR_LOOP = 1, FU_IG_VAR_STRIDE = 2, FU_IG_VAR_TAIL = 3, FU_IG_VAR_RESIZE = 4, FU_IG_VAR_GATHER = 5 };
+enum { FU_IG_VAR_LOOP = 1, FU_IG_VAR_STRIDE = 2, FU_IG_VAR_TAIL = 3, FU_IG_VAR_RESIZE = 4, FU_IG_VAR_GATHER = 5,
+       FU_IG_VAR_PEEL = 6 };
 
 /* A pad's or a cat's operand is read at a clamped coordinate: a variable
  * (tag FU_IG_VAR_RESIZE, named by its formula, bound below `extent`)

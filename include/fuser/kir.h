@@ -111,6 +111,8 @@ typedef enum fu_kinst_kind {
   FU_KI_SYNC,    /* block-wide barrier */
   FU_KI_ATOM_ADD,/* results[0] = old value of global args[0] at index args[1]; that element += args[2] */
   FU_KI_FENCE,   /* memory fence at scope u.fence */
+  FU_KI_MISALIGN,/* results[0] = (address of tensor param args[0]) / element size, mod u.misalign (a power of
+                    two, 2..16): how many elements its base lies past a boundary of that many elements */
   FU_KI_FOR,     /* for results[0] in [args[0], args[1]) step args[2] { u.loop.body } */
   FU_KI_IF,      /* if args[0] { u.branch.then_body } else { u.branch.else_body } */
 } fu_kinst_kind;
@@ -150,6 +152,7 @@ typedef struct fu_kinst {
     struct { uint32_t width; fu_mem_space space; bool predicated_by_parent; } mem; /* LOAD/STORE */
     uint32_t shfl_mask;                             /* SHFL_XOR */
     fu_fence_scope fence;                           /* FENCE */
+    uint32_t misalign;                              /* MISALIGN: the modulus, in elements */
     struct { fu_loop_kind kind; fu_kblock body; } loop; /* FOR */
     struct { fu_kblock then_body, else_body; } branch;  /* IF */
   } u;
@@ -261,6 +264,10 @@ fu_kinst *fu_kb_sync(fu_kbuilder *b);
  * int dtype); the result is the element's old value. */
 fu_kval *fu_kb_atom_add(fu_kbuilder *b, const char *name, fu_kval *mem, fu_kval *index, fu_kval *value);
 fu_kinst *fu_kb_fence(fu_kbuilder *b, fu_fence_scope scope);
+/* (the address of tensor parameter `mem`, in elements) mod `modulus`, as
+ * an integer of `dtype`: a peeled split's shift is computed from it
+ * (docs/ir.md, "Peeled vector splits"). */
+fu_kval *fu_kb_misalign(fu_kbuilder *b, const char *name, fu_kval *mem, uint32_t modulus, fu_dtype dtype);
 /* `for %name = start to end step step`; the induction variable has start's
  * dtype.  Continue building inside with fu_kbuilder_at(m, k, &inst->u.loop.body). */
 fu_kinst *fu_kb_for(fu_kbuilder *b, const char *name, fu_kval *start, fu_kval *end, fu_kval *step,

@@ -61,7 +61,15 @@ fu_ptype fu_ptype_from_name(const char *name, size_t len);
 typedef enum fu_tail {
   FU_TAIL_EXACT, /* the factor divides the extent (proved) */
   FU_TAIL_GUARD, /* iterations past the extent are predicated off */
+  /* alignment peeling (docs/ir.md, "Peeled vector splits"): the inner
+   * output is the vectorize axis, and each run of the split axis is shifted
+   * at run time by p in [0, factor), so that the vectors of the one tensor
+   * with access=vector start on 16-byte boundaries: index = outer * factor
+   * + inner - p, guarded on both sides; the first p elements (the head)
+   * and the partial last vector (the tail) go element by element */
+  FU_TAIL_PEEL,
 } fu_tail;
+const char *fu_tail_name(fu_tail t);
 
 typedef enum fu_sxform_kind { FU_SX_MERGE, FU_SX_SPLIT } fu_sxform_kind;
 

@@ -59,6 +59,10 @@ struct fu_igraph {
   const fu_ix **loop_var;
   const fu_ix *lane;
   int64_t width;
+  /* a peeled split (tail=peel): its run-time shift variable, and the tensor
+   * whose vectors it aligns (the schedule's one access=vector tensor) */
+  const fu_ix *peel;
+  const fu_value *peel_value;
   uint32_t n_preds;
   const fu_ix **pred_idx, **pred_ext;
   /* accesses */
@@ -731,7 +735,10 @@ static bool build_loops(fu_igraph *g) {
       g->axis_ext[x->out[0]] = fu_ix_mul(g->ix, g->axis_ext[x->in[0]], g->axis_ext[x->in[1]]);
     } else {
       const fu_ix *f = fu_ix_const(g->ix, x->factor);
-      g->axis_ext[x->out[0]] = fu_ix_ceildiv(g->ix, g->axis_ext[x->in[0]], f);
+      /* peeled: a shift of up to factor - 1 can start one more vector */
+      const fu_ix *e = x->tail == FU_TAIL_PEEL ? fu_ix_add(g->ix, g->axis_ext[x->in[0]], fu_ix_const(g->ix, x->factor - 1))
+                                               : g->axis_ext[x->in[0]];
+      g->axis_ext[x->out[0]] = fu_ix_ceildiv(g->ix, e, f);
       g->axis_ext[x->out[1]] = f;
     }
     if (overflowed(g, x->loc, "the extent of axis", s->axes[x->out[0]].name, false) || !split_domain_fits(g, x))
@@ -761,6 +768,7 @@ static bool build_loops(fu_igraph *g) {
     }
   }
   /* indices, backward; predicates where a guarded split may overrun */
+  const fu_ix *peel_lo = NULL;
   for (uint32_t t = s->n_xforms; t-- > 0;) {
     const fu_sxform *x = &s->xforms[t];
     if (x->kind == FU_SX_SPLIT) {
@@ -768,9 +776,18 @@ static bool build_loops(fu_igraph *g) {
       if (!o || !in) continue;
       /* in linear canonical form, the form offsets and reshapes produce,
        * so that equal indices reached two ways are one ix */
-      g->axis_idx[x->in[0]] =
-          fu_ix_simplify_linear(g->ix, fu_ix_add(g->ix, fu_ix_mul(g->ix, o, fu_ix_const(g->ix, x->factor)), in));
-      bool exact = fu_ix_divides(fu_ix_const(g->ix, x->factor), g->axis_ext[x->in[0]]);
+      const fu_ix *lin = fu_ix_add(g->ix, fu_ix_mul(g->ix, o, fu_ix_const(g->ix, x->factor)), in);
+      bool peeled = x->tail == FU_TAIL_PEEL && !g->peel;
+      if (peeled) {
+        /* index = o * V + in - p, p in [0, V) set by the lowering; the
+         * lower bound index >= 0 is the predicate p - (o * V + in) < 1 */
+        g->peel = fu_ix_var(g->ix, "peel", FU_IG_VAR_PEEL, x, 0, x->factor);
+        const fu_ix *neg = fu_ix_mul(g->ix, g->peel, fu_ix_const(g->ix, -1));
+        peel_lo = fu_ix_simplify_linear(g->ix, fu_ix_add(g->ix, g->peel, fu_ix_mul(g->ix, lin, fu_ix_const(g->ix, -1))));
+        lin = fu_ix_add(g->ix, lin, neg);
+      }
+      g->axis_idx[x->in[0]] = fu_ix_simplify_linear(g->ix, lin);
+      bool exact = !peeled && fu_ix_divides(fu_ix_const(g->ix, x->factor), g->axis_ext[x->in[0]]);
       if (!exact) pred[x->in[0]] = true;
     } else {
       const fu_ix *m = g->axis_idx[x->out[0]];
@@ -795,6 +812,14 @@ static bool build_loops(fu_igraph *g) {
     g->pred_ext[g->n_preds] = g->axis_ext[a];
     g->n_preds++;
   }
+  if (peel_lo) {
+    /* at most one peeled split, so na + 1 entries suffice */
+    g->pred_idx[g->n_preds] = peel_lo;
+    g->pred_ext[g->n_preds] = fu_ix_const(g->ix, 1);
+    g->n_preds++;
+  }
+  for (uint32_t i = 0; g->peel && i < s->n_tensors; i++)
+    if (s->tensors[i].access == FU_ACCESS_VECTOR && !g->peel_value) g->peel_value = s->tensors[i].value;
   for (uint32_t a = 0; a < na; a++)
     if (!g->axis_idx[a] || !g->axis_ext[a]) {
       fu_error(g->diag, s->axes[a].loc, "axis '%s' is not reached from the loop axes", s->axes[a].name);
@@ -1528,7 +1553,13 @@ fu_amode fu_igraph_access_mode(fu_igraph *g, const fu_value *v, const fu_ix *off
     if (why) *why = "it is not contiguous along the vector (stride along the vectorized axis is not 1)";
     return FU_AM_LANES;
   }
-  if (a.align != 0 && a.align % g->width != 0) {
+  bool peeled = g->peel && fu_ix_subst(g->ix, offset, g->peel, fu_ix_const(g->ix, 0)) != offset;
+  if (peeled && v != g->peel_value) {
+    if (why) *why = "the peeled split (tail=peel) aligns the vectors of its access=vector tensor only";
+    return FU_AM_LANES;
+  }
+  /* the peeled tensor's vectors are aligned at run time by the peel */
+  if (!peeled && a.align != 0 && a.align % g->width != 0) {
     if (why) *why = "its vectors are not aligned (the index of lane 0 is not a multiple of the vector width)";
     return FU_AM_LANES;
   }
@@ -1620,7 +1651,9 @@ static bool build_accesses(fu_igraph *g) {
 }
 
 /* i32 when every access's largest offset, every axis index and every
- * extent provably stays below 2^31. */
+ * extent provably stays below 2^31.  A peel shift enters offsets only
+ * subtracted (through sums, products with strides and divisions, all
+ * non-decreasing), so the offset at shift 0 bounds it. */
 static fu_dtype choose_index(fu_igraph *g) {
   const int64_t lim = (int64_t)1 << 31;
   for (uint32_t a = 0; g->s && a < g->s->n_axes; a++) {
@@ -1638,7 +1671,8 @@ static fu_dtype choose_index(fu_igraph *g) {
     if (n < 0 || n >= lim) return FU_DT_I64;
   }
   for (uint32_t i = 0; i < g->n_acc; i++) {
-    int64_t u = fu_ix_upper(g->acc[i].offset);
+    const fu_ix *off = g->acc[i].offset;
+    int64_t u = fu_ix_upper(g->peel ? fu_ix_subst(g->ix, off, g->peel, fu_ix_const(g->ix, 0)) : off);
     if (u < 0 || u >= lim) return FU_DT_I64;
   }
   return FU_DT_I32;
@@ -1743,6 +1777,10 @@ const fu_ix *fu_igraph_lane_var(const fu_igraph *g, int64_t *width) {
   return g->lane;
 }
 uint32_t fu_igraph_num_predicates(const fu_igraph *g) { return g->n_preds; }
+const fu_ix *fu_igraph_peel_var(const fu_igraph *g, const fu_value **value) {
+  if (value) *value = g->peel_value;
+  return g->peel;
+}
 void fu_igraph_predicate(const fu_igraph *g, uint32_t i, const fu_ix **index, const fu_ix **extent) {
   *index = i < g->n_preds ? g->pred_idx[i] : NULL;
   *extent = i < g->n_preds ? g->pred_ext[i] : NULL;

@@ -248,6 +248,38 @@ static bool verify_indexing(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_d
       ok = false;
     }
   }
+  /* a peel is computed from its tensor's vector load along the lane */
+  const fu_value *pv = NULL;
+  if (ok && fu_igraph_peel_var(g, &pv) && pv) {
+    const char *why = "it is not read along the vector";
+    bool vec = false;
+    const fu_ix *first = NULL;
+    fu_ix_ctx *ixc = fu_igraph_ix(g);
+    for (uint32_t i = 0; i < fu_igraph_num_accesses(g); i++) {
+      const fu_iaccess *a = fu_igraph_access(g, i);
+      if (a->value != pv || a->is_store) continue;
+      if (a->mode == FU_AM_VECTOR && first) {
+        /* the shift aligns the first vector load's index; another one must
+         * lie a whole number of vectors from it */
+        int64_t d = 0;
+        const fu_ix *diff = fu_ix_simplify_linear(ixc, fu_ix_add(ixc, a->offset, fu_ix_mul(ixc, first, fu_ix_const(ixc, -1))));
+        if (!fu_ix_is_const(diff, &d) || d % width != 0) {
+          vec = false;
+          why = "it is read at two places along the vector that the one shift cannot both align";
+          break;
+        }
+      }
+      if (a->mode == FU_AM_VECTOR && !first) first = a->offset;
+      vec |= a->mode == FU_AM_VECTOR;
+      if (a->mode == FU_AM_UNIFORM) why = "it is the same element in every lane";
+      else if (a->why_not_vector) why = a->why_not_vector;
+    }
+    const fu_stensor *t = fu_schedule_tensor(s, pv);
+    if (!vec) {
+      fu_error(diag, t ? t->loc : s->loc, "the peeled split cannot align '%%%s': %s", pv->name ? pv->name : "?", why);
+      ok = false;
+    }
+  }
   if (s->index_dtype == FU_DT_I32 && fu_igraph_index_dtype(g) == FU_DT_I64) {
     bool all_const = true;
     for (uint32_t a = 0; a < s->n_axes; a++)
@@ -274,6 +306,60 @@ static bool verify_tile(const fu_op *seg, const fu_schedule *s, fu_diag_engine *
   return fu_schedule_transpose_tile(s, &t, diag);
 }
 
+/* `tail=peel` (docs/ir.md, "Peeled vector splits"): one split, whose inner
+ * axis is the vectorize loop, in a reduction segment (the lowering that
+ * binds the shift), aligning exactly one segment input: the tensor with
+ * access=vector, from whose address and run start the shift is computed. */
+static bool verify_peel(const fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
+  const fu_sxform *peel = NULL;
+  bool ok = true;
+  for (uint32_t t = 0; t < s->n_xforms; t++) {
+    const fu_sxform *x = &s->xforms[t];
+    if (x->kind != FU_SX_SPLIT || x->tail != FU_TAIL_PEEL) continue;
+    if (peel) {
+      fu_error(diag, x->loc, "a second split with tail=peel: a schedule peels one axis");
+      fu_note(diag, peel->loc, "the first is here");
+      return false;
+    }
+    peel = x;
+  }
+  if (!peel) return true;
+  int32_t vl = fu_schedule_loop_of(s, FU_PT_VECTORIZE);
+  if (vl < 0 || s->loops[vl].axis != peel->out[1]) {
+    fu_error(diag, peel->loc, "the split of '%s' has tail=peel, but its inner axis '%s' is not the vectorize axis",
+             s->axes[peel->in[0]].name, s->axes[peel->out[1]].name);
+    return false;
+  }
+  if (seg->u.segment.kind != FU_SK_REDUCTION) {
+    fu_error(diag, peel->loc, "tail=peel is lowered in reduction segments only; '@%s' is a %s segment", seg_name(seg),
+             fu_sched_kind_name(seg->u.segment.kind));
+    return false;
+  }
+  const fu_stensor *vec = NULL;
+  for (uint32_t i = 0; i < s->n_tensors; i++) {
+    const fu_stensor *t = &s->tensors[i];
+    if (t->access != FU_ACCESS_VECTOR) continue;
+    if (vec) {
+      fu_error(diag, t->loc, "a peeled split aligns one tensor, but '%%%s' is access=vector too",
+               t->value->name ? t->value->name : "?");
+      fu_note(diag, vec->loc, "the first is here");
+      ok = false;
+    } else if (!is_segment_input(seg, t->value)) {
+      fu_error(diag, t->loc, "a peeled split aligns the loads of a segment input; '%%%s' is not one",
+               t->value->name ? t->value->name : "?");
+      ok = false;
+    }
+    vec = vec ? vec : t;
+  }
+  if (!vec) {
+    fu_error(diag, peel->loc,
+             "the split of '%s' has tail=peel, but no tensor has access=vector: name the input whose vectors it aligns",
+             s->axes[peel->in[0]].name);
+    ok = false;
+  }
+  return ok;
+}
+
 fu_status fu_schedule_verify(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_diag_engine *diag) {
   if (!f || !seg || !s || seg->kind != FU_OP_SEGMENT) return FU_ERR_INVALID_ARG;
   if (!s->reference) {
@@ -296,6 +382,7 @@ fu_status fu_schedule_verify(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_
   if (!verify_structure(seg, s, diag)) return FU_ERR_VERIFY;
   if (!fu_schedule_reduction_check(seg, s, diag)) return FU_ERR_VERIFY;
   if (!verify_tile(seg, s, diag)) return FU_ERR_VERIFY;
+  if (!verify_peel(seg, s, diag)) return FU_ERR_VERIFY;
   return verify_indexing(f, seg, s, diag) ? FU_OK : FU_ERR_VERIFY;
 }
 

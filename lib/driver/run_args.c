@@ -11,7 +11,7 @@ typedef enum run_opt {
   R_DEVICE, R_FUSION, R_INPUT, R_RANDOM, R_DEFAULT_EXTENT, R_SEED, R_SAVE_OUTPUTS, R_SAVE_INPUTS, R_PRINT_VALUES,
   R_JSON, R_PASS, R_CHECK, R_RTOL, R_ATOL, R_PTX, R_BENCH, R_ITERS, R_WARMUP, R_NO_FLUSH, R_DUMP, R_GPU,
   R_DEVICE_INFO, R_DEVICE_MEMORY, R_HELP, R_DATA_DIR, R_ALLOW_ANY_PATH, R_ERROR_LIMIT, R_BACKEND, R_EXPECT_DIST,
-  R_SAVE_REPRO, R_NO_REPRO, R_DIFF_BACKENDS, R_DISABLE, R_ENABLE,
+  R_SAVE_REPRO, R_NO_REPRO, R_DIFF_BACKENDS, R_DISABLE, R_ENABLE, R_INPUT_OFFSET,
 } run_opt;
 
 static const fu_cli_option options[] = {
@@ -54,6 +54,9 @@ static const fu_cli_option options[] = {
      "the passes that compile the fusion (default: all, scheduled for the GPU\n"
      "                               found; for kir, the passes' default device); on the GPU only in\n"
      "                               builds with the LLVM backend"},
+    {"input-offset", R_INPUT_OFFSET, FU_CLI_REQUIRED, "N",
+     "kir: each tensor input's data starts N elements past its buffer's (16-byte\n"
+     "                               aligned) start, as a view into a larger buffer: a misaligned base"},
     {"check", R_CHECK, FU_CLI_NONE, NULL,
      "run the reference interpreter on the same inputs and compare every output\n"
      "                               (GPU outputs are poisoned with 0xFF bytes first)"},
@@ -205,6 +208,7 @@ static bool apply(run_args *a, run_opt id, const char *v) {
     }
     return true;
   case R_FUSION: a->fusion = v[0] == '@' ? v + 1 : v; return true;
+  case R_INPUT_OFFSET: return parse_int(a, v, "--input-offset", 0, &a->input_offset);
   case R_INPUT: return add_override(a, v);
   case R_RANDOM: a->random = true; return true;
   case R_DEFAULT_EXTENT:

@@ -33,6 +33,7 @@ typedef struct run_args {
   uint64_t seed;
   bool random;
   int64_t default_extent;
+  int64_t input_offset; /* --input-offset: kir inputs this many elements into their buffers */
   const char *save_outputs;
   const char *save_inputs;
   const char *data_dir;  /* --data-dir: npy="..." may also read under DIR */

@@ -39,6 +39,30 @@ static bool all_lowered(fu_fusion *f, fu_diag_engine *diag) {
   return true;
 }
 
+/* --input-offset: every tensor input moved `off` elements into a fresh
+ * buffer (the allocator's, 16-byte aligned), so that its data starts off
+ * a 16-byte boundary as a view into a larger tensor's storage does; the
+ * kernels must not assume an aligned base (docs/ir.md, "Peeled vector
+ * splits"). */
+static fu_status offset_inputs(fu_arg *in, uint32_t n, int64_t off, fu_allocator al) {
+  for (uint32_t i = 0; off > 0 && i < n; i++) {
+    fu_host_tensor *t = &in[i].tensor;
+    if (in[i].kind != FU_ARG_TENSOR || !t->data || !t->owned) continue;
+    size_t shift = (size_t)off * fu_dtype_size(t->dtype), bytes = t->nbytes + shift;
+    unsigned char *p = fu_mem_alloc(&al, bytes ? bytes : 1);
+    if (!p) return FU_ERR_NOMEM;
+    memset(p, 0, shift);
+    size_t used = t->nbytes - (size_t)((unsigned char *)t->data - (unsigned char *)t->owned);
+    if (used) memcpy(p + shift, t->data, used);
+    fu_mem_free(&t->alloc, t->owned, t->nbytes);
+    t->owned = p;
+    t->data = p + shift;
+    t->nbytes = bytes;
+    t->alloc = al;
+  }
+  return FU_OK;
+}
+
 /* run_try_fn for the kir path: the standalone fusion compiled for the
  * passes' default device and run on the kernel-IR interpreter. */
 static int kir_try(void *ctx, const run_args *a, fu_module *m) {
@@ -64,6 +88,7 @@ int run_kir_fusion(const run_args *a, fu_fusion *f, bool several, fu_diag_engine
   memset(&stats, 0, sizeof stats);
   int rc = 1;
   fu_status st = run_make_inputs(a, f, diag, &in, &n_in);
+  if (st == FU_OK) st = offset_inputs(in, n_in, a->input_offset, al);
   if (st == FU_OK) run_dump_kir(a, f, in, n_in, diag);
   if (st == FU_OK) st = fu_kir_run_fusion(f, in, n_in, al, diag, &res, &n_res, &stats);
   if (st == FU_OK) st = run_test_corrupt_outputs(f, res, n_res);

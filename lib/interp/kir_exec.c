@@ -363,6 +363,18 @@ static void exec(kexec *x, const fu_kinst *in) {
     return;
   }
   case FU_KI_FENCE: return; /* blocks run one after another: every write is already visible */
+  case FU_KI_MISALIGN: {
+    /* the host address of the bound memory, as the GPU sees its own */
+    const fu_kval *m = in->args[0];
+    int32_t p = m->id < x->k->next_kval_id ? x->param_of[m->id] : -1;
+    if (p < 0) {
+      kerr(x, "'%%%s' is not a parameter", kname(m));
+      return;
+    }
+    uintptr_t a = (uintptr_t)x->args[p].data / fu_dtype_size(m->dtype);
+    set_int(x, in->results[0], (int64_t)(a & (in->u.misalign - 1)));
+    return;
+  }
   default: kerr(x, "unexpected instruction in straight-line code"); return;
   }
 }

@@ -323,6 +323,15 @@ fu_kval *fu_kb_atom_add(fu_kbuilder *b, const char *name, fu_kval *mem, fu_kval 
   return r;
 }
 
+fu_kval *fu_kb_misalign(fu_kbuilder *b, const char *name, fu_kval *mem, uint32_t modulus, fu_dtype dtype) {
+  fu_kval *r = NULL;
+  if (!mem) return NULL;
+  fu_kinst *in = emit1(b, FU_KI_MISALIGN, name, dtype, &mem, 1, &r);
+  if (!in) return NULL;
+  in->u.misalign = modulus;
+  return r;
+}
+
 fu_kinst *fu_kb_fence(fu_kbuilder *b, fu_fence_scope scope) {
   fu_kinst *in = fu_kinst_new(b->m, FU_KI_FENCE, NULL, 0, NULL, 0);
   if (!in) return NULL;

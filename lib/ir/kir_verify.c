@@ -19,6 +19,7 @@ typedef struct kverifier {
   bool *visible;         /* LOCAL defined and in scope */
   bool *defined;         /* LOCAL defined anywhere so far */
   bool *is_param;        /* a parameter of this kernel */
+  uint32_t *peeled;      /* tensor params: bytes of the widest `misalign` of it so far (its vectors peeled) */
   uint32_t *scope;       /* ids defined in the open blocks, innermost last */
   uint32_t n_scope, scope_cap;
   unsigned errors;
@@ -43,6 +44,7 @@ static const char *inst_name(const fu_kinst *in) {
   case FU_KI_SYNC: return "sync";
   case FU_KI_ATOM_ADD: return "atom.add";
   case FU_KI_FENCE: return "fence";
+  case FU_KI_MISALIGN: return "misalign";
   case FU_KI_FOR: return "for";
   case FU_KI_IF: return "if";
   }
@@ -264,9 +266,12 @@ static bool verify_mem(kverifier *v, const fu_kinst *in, bool is_store) {
     return false;
   }
   uint32_t bytes = w * (uint32_t)fu_dtype_size(mem->dtype);
-  if (mem->kind == FU_KV_TENSOR_PARAM && w > 1 && mem->align < bytes) {
-    verr(v, in, "a %u-byte vector access needs '%%%s' to have align >= %u, not %u", bytes, vname(mem, b, sizeof b),
-         bytes, mem->align);
+  /* a base aligned less than the vector: only where an earlier misalign
+   * of it computes a peel (the lowering aligns the index; the kernel-IR
+   * interpreter checks every vector address) */
+  if (mem->kind == FU_KV_TENSOR_PARAM && w > 1 && mem->align < bytes && v->peeled[mem->id] < bytes) {
+    verr(v, in, "a %u-byte vector access needs '%%%s' to have align >= %u, not %u (or a misalign of it before)",
+         bytes, vname(mem, b, sizeof b), bytes, mem->align);
     return false;
   }
   if (!use_scalar(v, in, in->args[1], "index")) return false;
@@ -396,6 +401,21 @@ static void verify_inst(kverifier *v, const fu_kinst *in, unsigned depth) {
     if (in->u.fence != FU_FENCE_BLOCK && in->u.fence != FU_FENCE_GPU) verr(v, in, "has an unknown scope");
     return;
   case FU_KI_ATOM_ADD: verify_atom(v, in); return;
+  case FU_KI_MISALIGN: {
+    uint32_t w = in->u.misalign;
+    if (in->n_args != 1 || in->n_results != 1 || !in->args[0]) {
+      verr(v, in, "needs a tensor parameter and one result");
+      return;
+    }
+    if (!check_id(v, in, in->args[0])) return;
+    if (in->args[0]->kind != FU_KV_TENSOR_PARAM) verr(v, in, "'%%%s' is not a tensor parameter", vname(in->args[0], b, sizeof b));
+    if (w < 2 || w > 16 || (w & (w - 1)) != 0) verr(v, in, "modulus %u is not 2, 4, 8 or 16", w);
+    else if (in->args[0]->kind == FU_KV_TENSOR_PARAM && w * fu_dtype_size(in->args[0]->dtype) > v->peeled[in->args[0]->id])
+      v->peeled[in->args[0]->id] = w * (uint32_t)fu_dtype_size(in->args[0]->dtype);
+    define(v, in, in->results[0]);
+    if (in->results[0] && !is_index_dtype(in->results[0]->dtype)) verr(v, in, "the result must be i32 or i64");
+    return;
+  }
   case FU_KI_FOR: {
     if (in->n_args != 3 || in->n_results != 1) {
       verr(v, in, "needs start, end, step and an induction variable");
@@ -517,8 +537,9 @@ fu_status fu_kernel_verify(const fu_kernel *k, fu_diag_engine *diag, const fu_ki
   v.visible = fu_mem_calloc(&v.alloc, n, sizeof *v.visible);
   v.defined = fu_mem_calloc(&v.alloc, n, sizeof *v.defined);
   v.is_param = fu_mem_calloc(&v.alloc, n, sizeof *v.is_param);
+  v.peeled = fu_mem_calloc(&v.alloc, n, sizeof *v.peeled);
   fu_status st = FU_OK;
-  if (!v.by_id || !v.visible || !v.defined || !v.is_param) {
+  if (!v.by_id || !v.visible || !v.defined || !v.is_param || !v.peeled) {
     st = FU_ERR_NOMEM;
     goto done;
   }
@@ -538,6 +559,7 @@ done:
   fu_mem_free(&v.alloc, v.visible, n * sizeof *v.visible);
   fu_mem_free(&v.alloc, v.defined, n * sizeof *v.defined);
   fu_mem_free(&v.alloc, v.is_param, n * sizeof *v.is_param);
+  fu_mem_free(&v.alloc, v.peeled, n * sizeof *v.peeled);
   fu_mem_free(&v.alloc, v.scope, v.scope_cap * sizeof *v.scope);
   return st;
 }

@@ -14,6 +14,10 @@ static const char *const reduce_names[] = {"none", "serial", "warp", "block", "g
 
 const char *fu_reduce_mode_name(fu_reduce_mode r) { return (unsigned)r <= FU_RM_GRID ? reduce_names[r] : "?"; }
 
+static const char *const tail_names[] = {"exact", "guard", "peel"};
+
+const char *fu_tail_name(fu_tail t) { return (unsigned)t <= FU_TAIL_PEEL ? tail_names[t] : "?"; }
+
 static const char *const persist_names[] = {"none", "registers", "smem", "reread"};
 
 const char *fu_persist_mode_name(fu_persist_mode p) { return (unsigned)p <= FU_PM_REREAD ? persist_names[p] : "?"; }

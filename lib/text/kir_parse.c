@@ -822,6 +822,23 @@ static bool parse_result_type(kparser *p, fu_kval *const *res, uint32_t n) {
   return true;
 }
 
+/* The rest of `%r = OP %x, INT : dtype` (shfl.xor's lane mask, misalign's
+ * modulus, in [lo, hi] into *n): the instruction with its operand and
+ * typed result, NULL after an error. */
+static fu_kinst *parse_value_int(kparser *p, fu_kinst_kind kind, fu_kval **res, int64_t lo, int64_t hi,
+                                 const char *what, uint32_t *n) {
+  fu_kval *x = use_value(p);
+  int64_t v = 0;
+  if (!x || !expect_punct(p, ',') || !parse_int(p, lo, hi, what, &v)) return NULL;
+  fu_kinst *in = fu_kinst_new(p->m, kind, &x, 1, res, 1);
+  if (!in) {
+    oom(p);
+    return NULL;
+  }
+  *n = (uint32_t)v;
+  return parse_result_type(p, res, 1) ? in : NULL;
+}
+
 /* `%a, %b = <rhs>`, where the right-hand side decides how many results
  * there may be.  Declarations (`mutable`, `array`) also take this form. */
 static bool parse_assignment(kparser *p, fu_kblock *b, bool top, fu_loc loc) {
@@ -934,13 +951,13 @@ static bool parse_assignment(kparser *p, fu_kblock *b, bool top, fu_loc loc) {
     if (!in) return oom(p);
     if (!parse_result_type(p, res, 1)) return false;
   } else if (word_is(&op, "shfl.xor")) {
-    fu_kval *x = use_value(p);
-    int64_t mask = 0;
-    if (!x || !expect_punct(p, ',') || !parse_int(p, 1, 31, "lane mask", &mask)) return false;
-    in = fu_kinst_new(p->m, FU_KI_SHFL_XOR, &x, 1, res, 1);
-    if (!in) return oom(p);
-    in->u.shfl_mask = (uint32_t)mask;
-    if (!parse_result_type(p, res, 1)) return false;
+    uint32_t mask = 0;
+    if (!(in = parse_value_int(p, FU_KI_SHFL_XOR, res, 1, 31, "lane mask", &mask))) return false;
+    in->u.shfl_mask = mask;
+  } else if (word_is(&op, "misalign")) {
+    uint32_t mod = 0;
+    if (!(in = parse_value_int(p, FU_KI_MISALIGN, res, 2, 16, "misalign modulus", &mod))) return false;
+    in->u.misalign = mod;
   } else if (word_is(&op, "atom.add")) {
     fu_kval *mem, *index, *x;
     bool pred;

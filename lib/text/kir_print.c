@@ -288,6 +288,15 @@ static void print_result_type(kprinter *p, const fu_kinst *in) {
   fu_strbuf_printf(p->out, " : %s", in->n_results && in->results[0] ? dtname(in->results[0]->dtype) : "none");
 }
 
+/* `%r = OP %x, N : dtype` (shfl.xor's lane mask, misalign's modulus). */
+static void print_value_int(kprinter *p, const fu_kinst *in, const char *op, uint32_t n) {
+  print_results(p, in);
+  fu_strbuf_printf(p->out, "%s ", op);
+  print_args(p, in, 0);
+  fu_strbuf_printf(p->out, ", %u", n);
+  print_result_type(p, in);
+}
+
 static void print_mem_op(kprinter *p, const char *op, const fu_kinst *in) {
   fu_strbuf_puts(p->out, op);
   if (in->u.mem.width != 1) fu_strbuf_printf(p->out, ".v%u", in->u.mem.width);
@@ -353,14 +362,9 @@ static void print_inst(kprinter *p, const fu_kinst *in, int indent) {
     fu_strbuf_puts(out, "assign ");
     print_args(p, in, 0);
     break;
-  case FU_KI_SHFL_XOR:
-    print_results(p, in);
-    fu_strbuf_puts(out, "shfl.xor ");
-    print_args(p, in, 0);
-    fu_strbuf_printf(out, ", %u", in->u.shfl_mask);
-    print_result_type(p, in);
-    break;
+  case FU_KI_SHFL_XOR: print_value_int(p, in, "shfl.xor", in->u.shfl_mask); break;
   case FU_KI_SYNC: fu_strbuf_puts(out, "sync"); break;
+  case FU_KI_MISALIGN: print_value_int(p, in, "misalign", in->u.misalign); break;
   case FU_KI_FENCE: fu_strbuf_puts(out, in->u.fence == FU_FENCE_GPU ? "fence gpu" : "fence block"); break;
   case FU_KI_ATOM_ADD:
     print_results(p, in);

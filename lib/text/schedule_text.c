@@ -5,7 +5,7 @@
  *   schedule ::= 'schedule' attrs? '{' stmt* '}'
  *   stmt     ::= 'reference' VALUE '[' AXIS (',' AXIS)* ']'
  *              | 'merge' AXIS ',' AXIS '->' AXIS
- *              | 'split' AXIS ',' INT '->' AXIS ',' AXIS attrs?      {tail=exact|guard}
+ *              | 'split' AXIS ',' INT '->' AXIS ',' AXIS attrs?      {tail=exact|guard|peel}
  *              | 'loop' '[' (AXIS ':' PTYPE attrs? (',' ...)*)? ']'  {grid=direct|stride}
  *              | 'tensor' VALUE attrs?               {memory=..., inline=N, access=...}
  *   attrs    ::= '{' IDENT '=' (IDENT | INT | STRING) (',' ...)* '}'
@@ -127,7 +127,7 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
                        axis_name(s, x->out[0]));
     } else {
       fu_strbuf_printf(out, "split %s, %lld -> %s, %s {tail=%s}\n", axis_name(s, x->in[0]), (long long)x->factor,
-                       axis_name(s, x->out[0]), axis_name(s, x->out[1]), x->tail == FU_TAIL_EXACT ? "exact" : "guard");
+                       axis_name(s, x->out[0]), axis_name(s, x->out[1]), fu_tail_name(x->tail));
     }
   }
   indent_to(out, indent + 2);
@@ -497,8 +497,11 @@ static bool parse_split(sparser *p, const fu_token *kw) {
         x->tail = FU_TAIL_EXACT;
       } else if (is_word(&a[i].value, "guard")) {
         x->tail = FU_TAIL_GUARD;
+      } else if (is_word(&a[i].value, "peel")) {
+        x->tail = FU_TAIL_PEEL;
       } else {
-        serr(p, &a[i].value, "unknown tail strategy '%.*s'; valid: exact, guard", (int)a[i].value.len, a[i].value.p);
+        serr(p, &a[i].value, "unknown tail strategy '%.*s'; valid: exact, guard, peel", (int)a[i].value.len,
+             a[i].value.p);
       }
     }
   }

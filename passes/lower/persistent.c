@@ -197,7 +197,7 @@ static void accumulate_lane(prow *P) {
     rstate a = {NULL}, n = {NULL};
     for (uint32_t p = 0; p < fu_rl_parts(op); p++) a[p] = fu_rl_chk(L, fu_kb_read(&L->b, NULL, P->acc[j][p]));
     if (!fu_welford_op(op)) n[0] = fu_rl_combine(L, op, a[0], v);
-    else if (v && a[0] && a[1] && a[2] && !fu_welford_update(&L->b, a, v, n)) fu_rl_chk(L, NULL);
+    else if (v && a[0] && a[1] && a[2] && !fu_welford_update(&L->b, a, v, n, false)) fu_rl_chk(L, NULL);
     for (uint32_t p = 0; p < fu_rl_parts(op); p++)
       if (n[p] && !fu_kb_assign(&L->b, P->acc[j][p], n[p])) fu_rl_chk(L, NULL);
   }

@@ -148,6 +148,7 @@ static fu_kval *literal(rl *L, const fu_value *v) {
 }
 
 static fu_kval *eval(rl *L, const fu_value *v, const fu_ix *const *c);
+static void bind_peel(rl *L);
 
 static bool is_view(const fu_op *op) {
   fu_op_class k = fu_op_info_of(op->kind)->cls;
@@ -352,7 +353,7 @@ static void combine_state(rl *L, const fu_op *op, fu_kval *const *a, fu_kval *co
       return;
     }
   if (!fu_welford_op(op)) out[0] = combine(L, op, a[0], b[0]);
-  else if (!fu_welford_combine(&L->b, a, b, out)) out[0] = chk(L, NULL);
+  else if (!fu_welford_combine(&L->b, a, b, out, stored_parts(L, op) == parts(op))) out[0] = chk(L, NULL);
 }
 
 /* Every part of every state of `acc` read into v; a known count is a
@@ -430,7 +431,8 @@ static void accumulate_point(rl *L, fu_kval *cond, rstate *acc, uint32_t lane) {
     for (uint32_t p = 0; p < stored_parts(L, op); p++) a[p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
     if (stored_parts(L, op) < parts(op)) a[FU_WELFORD_PARTS - 1] = count_of(L, op, L->lin);
     if (!fu_welford_op(op)) n[0] = combine(L, op, a[0], v);
-    else if (v && a[0] && a[1] && a[2] && !fu_welford_update(&L->b, a, v, n)) chk(L, NULL);
+    else if (v && a[0] && a[1] && a[2] && !fu_welford_update(&L->b, a, v, n, stored_parts(L, op) == parts(op)))
+      chk(L, NULL);
     for (uint32_t p = 0; p < stored_parts(L, op); p++)
       if (n[p] && !fu_kb_assign(&L->b, acc[j][p], n[p])) chk(L, NULL);
   }
@@ -439,10 +441,11 @@ static void accumulate_point(rl *L, fu_kval *cond, rstate *acc, uint32_t lane) {
 }
 
 /* The predicates, split by whether they depend on variable `lane`: the
- * conjunction of those that do not (*ind), and of those that do, taken at
- * lane `last` (*full).  False when a lane-dependent one is not affine,
- * increasing along the lane (then lane `last` in range does not put the
- * lanes before it in range). */
+ * conjunction of those that do not (*ind), and of those that do, each
+ * taken at the lane where it is tightest (*full): lane `last` for one
+ * increasing along the lane, lane 0 for one decreasing (a peeled split's
+ * lower bound).  False when a lane-dependent one is not affine (then no
+ * single lane in range puts every lane in range). */
 static bool lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, fu_kval **full) {
   *ind = *full = NULL;
   bool ok = true;
@@ -451,9 +454,9 @@ static bool lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, f
     fu_igraph_predicate(L->g, i, &idx, &ext);
     bool dep = fu_ix_subst(L->ix, idx, lane, fu_ix_const(L->ix, 0)) != idx;
     fu_ix_lane a = dep ? fu_ix_lane_analyze(idx, lane, last + 1) : (fu_ix_lane){.ok = true};
-    if (dep && (!a.ok || a.stride < 0)) ok = false;
+    if (dep && !a.ok) ok = false;
     uint32_t mark = fu_lix_mark(&L->lix);
-    if (dep) ixv_set(L, lane, emit_ix(L, fu_ix_const(L->ix, last)));
+    if (dep) ixv_set(L, lane, emit_ix(L, fu_ix_const(L->ix, a.ok && a.stride < 0 ? 0 : last)));
     fu_kval *x = emit_ix(L, idx), *e = emit_ix(L, ext);
     fu_kval *p = x && e ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LT, FU_DT_BOOL, x, e)) : NULL;
     fu_lix_pop(&L->lix, mark);
@@ -552,7 +555,10 @@ static void accumulate_rows(rl *L, int64_t vec, rstate *acc) {
   uint32_t rows = L->klane_rows ? L->n_lanes : 1;
   for (uint32_t k = 0; k < rows && !L->failed; k++) {
     uint32_t mark = fu_lix_mark(&L->lix);
-    if (L->klane_rows) ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, k)));
+    if (L->klane_rows) {
+      ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, k)));
+      bind_peel(L);
+    }
     L->cur_lane = k;
     if (vec >= 0) {
       accumulate_vector(L, (uint32_t)vec, acc);
@@ -656,27 +662,88 @@ static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const 
  * in place: the butterfly (reduce=warp|block|grid), then for block and
  * grid lane 0 of each warp stores to a shared slot, sync, and every thread
  * combines its row's slots in slot order.  `tag` names the slot arrays. */
+/* Whether state j is a Welford state whose count is carried (moved by
+ * shuffles, slots and workspaces rather than computed). */
+static bool carried_count(rl *L, uint32_t j) {
+  const fu_op *op = op_of(L, j);
+  return fu_welford_op(op) && stored_parts(L, op) == parts(op);
+}
+
+/* The weights of every step of a butterfly (masks top, top / 2, .., 1)
+ * of a carried Welford count n, step k's in n[k], wa[k], wc[k]: the
+ * counts are data-free, so all their shuffles and reciprocals are emitted
+ * before the means move, and the data's chain of shuffle, subtract and
+ * multiply-add per step waits on no reciprocal. */
+typedef struct wsteps {
+  fu_kval *n[6], *wa[6], *wc[6];
+} wsteps;
+
+static void count_butterfly(rl *L, fu_kval *n, uint32_t top, wsteps *w) {
+  uint32_t k = 0;
+  for (uint32_t mask = top; mask >= 1 && n && !L->failed; mask /= 2, k++) {
+    fu_kval *nb = chk(L, fu_kb_shfl_xor(&L->b, NULL, n, mask));
+    if (nb && !fu_welford_weights(&L->b, n, nb, true, &w->n[k], &w->wa[k], &w->wc[k])) chk(L, NULL);
+    n = w->n[k];
+  }
+}
+
+/* The butterfly over masks top .. 1 of every state of v, in place: each
+ * step shuffles the parts not known (a known count is the same in the
+ * partner lane) and combines; carried Welford counts go first, all their
+ * steps (count_butterfly). */
+static void butterfly(rl *L, rstate *v, uint32_t top) {
+  wsteps w[MAX_STATES];
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
+    if (carried_count(L, j)) count_butterfly(L, v[j][FU_WELFORD_PARTS - 1], top, &w[j]);
+  uint32_t k = 0;
+  for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2, k++)
+    for (uint32_t j = 0; j < L->n_states; j++) {
+      const fu_op *op = op_of(L, j);
+      bool pre = carried_count(L, j);
+      rstate o = {NULL};
+      for (uint32_t p = 0; p < parts(op); p++)
+        o[p] = !v[j][p] || p >= stored_parts(L, op) || (pre && p == FU_WELFORD_PARTS - 1)
+                   ? v[j][p]
+                   : chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask));
+      if (!pre) combine_state(L, op, v[j], o, v[j]);
+      else if (!fu_welford_combine_weighted(&L->b, v[j], o, w[j].n[k], w[j].wa[k], w[j].wc[k], v[j])) chk(L, NULL);
+    }
+}
+
 /* The second stage of a block combine of state j, for a power-of-two
- * number of warps: lane w < warps of every warp reads warp w's slot (the
- * others take the identity, a Welford state of count 0), then a butterfly
- * over the whole warp gives every lane the combination of all the warps'
- * partials.  Five shuffle steps instead of `warps` combines one after
- * another: a Welford combine with a computed count divides twice, and 16
- * of them in a row were most of a small grid reduction's time (seed002). */
+ * number of warps (2..32): lane l of every warp reads warp (l mod warps)'s
+ * slot, so each group of `warps` adjacent lanes holds every warp's partial,
+ * then a butterfly over masks warps/2 .. 1 gives every lane the
+ * combination of all of them.  log2(warps) shuffle steps (3 for 8 warps)
+ * instead of `warps` combines one after another: a combine with a carried
+ * count sits on the dependent chain, and 16 of them in a row were most of
+ * a small grid reduction's time (seed002); nor five steps over a whole
+ * warp, most of whose lanes would hold nothing. */
 static void combine_warp_slots(rl *L, uint32_t j, fu_kval **v, fu_kval *const *arr, fu_kval *row, fu_kval *lane,
                                uint32_t warps) {
   const fu_op *op = op_of(L, j);
-  fu_kval *last = chk(L, fu_kb_const_i(&L->b, NULL, L->idx, (int64_t)warps - 1));
-  fu_kval *has = lane && last ? chk(L, fu_kb_binary(&L->b, "has_slot", FU_OP_LE, FU_DT_BOOL, lane, last)) : NULL;
-  fu_kval *w = lane && last ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MINIMUM, L->idx, lane, last)) : NULL;
+  fu_kval *mod = chk(L, fu_kb_const_i(&L->b, NULL, L->idx, (int64_t)warps));
+  fu_kval *w = lane && mod ? chk(L, fu_kb_binary(&L->b, "slot", FU_OP_FMOD, L->idx, lane, mod)) : NULL;
   fu_kval *at = w && row ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, row, w)) : NULL;
-  load_combine(L, j, arr, at, NULL, true, v);
-  for (uint32_t p = 0; p < parts(op) && !L->failed; p++) {
-    fu_kval *id = fu_welford_op(op) ? chk(L, fu_kb_const_f(&L->b, NULL, acc_dtype(op), 0.0)) : identity(L, op);
-    fu_kval *args[3] = {has, v[p], id};
-    v[p] = has && v[p] && id ? chk(L, fu_kb_math(&L->b, NULL, FU_OP_WHERE, acc_dtype(op), args, 3)) : NULL;
+  if (carried_count(L, j)) {
+    /* the count's slot and steps first, then mean and m2 (butterfly) */
+    fu_kval *n = NULL;
+    if (at && !fu_kb_load(&L->b, NULL, arr[FU_WELFORD_PARTS - 1], at, 1, acc_dtype(op), &n)) chk(L, NULL);
+    wsteps ws;
+    count_butterfly(L, n, warps / 2, &ws);
+    for (uint32_t q = 0; q + 1 < FU_WELFORD_PARTS; q++)
+      if (at && !fu_kb_load(&L->b, NULL, arr[q], at, 1, acc_dtype(op), &v[q])) chk(L, NULL);
+    v[FU_WELFORD_PARTS - 1] = n;
+    uint32_t k = 0;
+    for (uint32_t mask = warps / 2; mask >= 1 && !L->failed; mask /= 2, k++) {
+      rstate o = {NULL};
+      for (uint32_t q = 0; q + 1 < FU_WELFORD_PARTS; q++) o[q] = v[q] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[q], mask)) : NULL;
+      if (!fu_welford_combine_weighted(&L->b, v, o, ws.n[k], ws.wa[k], ws.wc[k], v)) chk(L, NULL);
+    }
+    return;
   }
-  for (uint32_t mask = 16; mask >= 1 && !L->failed; mask /= 2) {
+  load_combine(L, j, arr, at, NULL, true, v);
+  for (uint32_t mask = warps / 2; mask >= 1 && !L->failed; mask /= 2) {
     rstate o = {NULL};
     for (uint32_t p = 0; p < parts(op); p++) o[p] = v[p] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[p], mask)) : NULL;
     combine_state(L, op, v, o, v);
@@ -691,15 +758,7 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
   /* reduce=warp: the row's threads are a power of two (2..32) of one
    * warp, so masks below that count stay within the row */
   uint32_t top = L->s->reduce == FU_RM_WARP && L->k->block[0] < 32 ? L->k->block[0] / 2 : 16;
-  for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2)
-    for (uint32_t j = 0; j < L->n_states; j++) {
-      /* a known count is the same in the partner lane */
-      rstate o = {NULL};
-      for (uint32_t p = 0; p < parts(op_of(L, j)); p++)
-        o[p] = !v[j][p] || p >= stored_parts(L, op_of(L, j)) ? v[j][p]
-                                                               : chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask));
-      combine_state(L, op_of(L, j), v[j], o, v[j]);
-    }
+  butterfly(L, v, top);
   if ((L->s->reduce == FU_RM_BLOCK || L->s->reduce == FU_RM_GRID) && !L->failed) {
     uint32_t warps = L->k->block[0] / 32, rows = L->k->block[1];
     const fu_ix *ty = NULL;
@@ -894,6 +953,43 @@ static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
   L->b = outer;
 }
 
+/* A peeled split's shift p for the current run, the kept coordinates
+ * bound (docs/ir.md, "Peeled vector splits"): the peeled input's address
+ * in elements plus the offset of the run's first element, mod V, so that
+ * vector o, at offset start + o * V - p, starts on a V-element (16-byte)
+ * boundary whatever the pointer and the row length.  Bound until the
+ * current scope closes. */
+static void bind_peel(rl *L) {
+  const fu_value *pv = NULL;
+  const fu_ix *p = fu_igraph_peel_var(L->g, &pv);
+  if (!p || L->failed) return;
+  const fu_ix *off = NULL;
+  for (uint32_t i = 0; pv && i < fu_igraph_num_accesses(L->g) && !off; i++) {
+    const fu_iaccess *a = fu_igraph_access(L->g, i);
+    if (a->value == pv && !a->is_store && a->mode == FU_AM_VECTOR) off = a->offset;
+  }
+  if (!off || !L->tparam[pv->id]) {
+    fail(L, L->s->loc, "a peeled split without a vector load of its access=vector input");
+    return;
+  }
+  const fu_ix *zero = fu_ix_const(L->ix, 0);
+  off = fu_ix_subst(L->ix, off, p, zero);
+  for (uint32_t i = 0; i < L->n_rvars; i++) off = fu_ix_subst(L->ix, off, L->rvars[i], zero);
+  fu_kval *start = emit_ix(L, off), *vm = emit_ix(L, fu_ix_const(L->ix, p->bound));
+  fu_kval *mis = chk(L, fu_kb_misalign(&L->b, "misalign", L->tparam[pv->id], (uint32_t)p->bound, L->idx));
+  fu_kval *sum = start && mis ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, mis, start)) : NULL;
+  fu_kval *pk = sum && vm ? chk(L, fu_kb_binary(&L->b, "peel", FU_OP_FMOD, L->idx, sum, vm)) : NULL;
+  if (pk) ixv_set(L, p, pk);
+}
+
+/* With a peeled split and the reduced loop variables bound to 0, the
+ * vector lane set to the shift, so that the coordinates are the run's
+ * first element (index o * V + lane - p = 0). */
+static void peel_first(rl *L) {
+  const fu_ix *p = fu_igraph_peel_var(L->g, NULL), *lane = fu_igraph_lane_var(L->g, NULL);
+  if (p && lane) ixv_set(L, lane, emit_ix(L, p));
+}
+
 /* By value id: whether the value reads a reduction's result in the
  * segment (a persistent segment's later pass reduces such values: their
  * first element is not known before the pass, so they keep shift 0);
@@ -939,6 +1035,7 @@ static void welford_shifts(rl *L) {
       chk(L, NULL);
   }
   memo_clear(L);
+  if (!L->klane_rows) peel_first(L);
   /* the guards hold at reduced coordinate 0 unless a reduced extent is 0
    * (those of kept lanes are taken per lane below) */
   fu_kval *cond = L->klane ? NULL : guards(L, true);
@@ -963,8 +1060,12 @@ static void welford_shifts(rl *L) {
     uint32_t lmark = fu_lix_mark(&L->lix);
     fu_kval *c = cond;
     if (L->klane) {
-      /* the lane's own kept guards */
+      /* the lane's own kept guards (and peel: rows side by side have their own) */
       ixv_set(L, L->klane, emit_ix(L, fu_ix_const(L->ix, lane)));
+      if (L->klane_rows) {
+        bind_peel(L);
+        peel_first(L);
+      }
       fu_kval *g = guards(L, true);
       c = c && g ? chk(L, fu_kb_binary(&L->b, "nonempty", FU_OP_LOGICAL_AND, FU_DT_BOOL, c, g)) : g ? g : c;
     }
@@ -1099,6 +1200,7 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
     return;
   }
   rstate acc[MAX_STATES];
+  if (!L->klane_rows) bind_peel(L);
   welford_counts(L, red0);
   new_accumulators(L, "acc", acc);
   welford_shifts(L);
@@ -1112,6 +1214,8 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
 /* Whether input v is read with vector loads (its parameter is then
  * declared 16-byte aligned, which the runtime checks). */
 static bool read_with_vectors(const rl *L, const fu_value *v) {
+  /* a peeled input's base is not aligned: its vectors are, by the peel */
+  if (fu_igraph_peel_var(L->g, NULL)) return false;
   int64_t width = 1;
   const fu_ix *lane = fu_igraph_lane_var(L->g, &width);
   bool last = L->s->n_loops && L->s->loops[L->s->n_loops - 1].ptype == FU_PT_VECTORIZE;
@@ -1257,3 +1361,4 @@ void fu_rl_combine_threads(rl *L, rstate *v, const fu_ix *tx, const char *tag) {
   combine_threads(L, v, tx, false, tag);
 }
 void fu_rl_welford_shifts(rl *L) { welford_shifts(L); }
+void fu_rl_bind_peel(rl *L) { bind_peel(L); }

@@ -129,5 +129,11 @@ void fu_rl_store_outputs(rl *L, bool reduced);
 void fu_rl_combine_threads(rl *L, rstate *v, const fu_ix *tx, const char *tag);
 /* The Welford shifts (the first element of each row), in L->shift. */
 void fu_rl_welford_shifts(rl *L);
+/* A peeled split's shift (tail=peel) for the current row, its kept
+ * coordinates bound: from the peeled input's address and the row's first
+ * element; nothing without a peeled split.  A lowering that reduces a
+ * peeled row binds it before the row's loops (the persistent lowering may,
+ * once its scheduler peels). */
+void fu_rl_bind_peel(rl *L);
 
 #endif

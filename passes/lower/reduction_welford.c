@@ -37,13 +37,24 @@ static fu_kval *if_finite(fu_kbuilder *b, fu_kval *p, fu_kval *q, fu_kval *a, fu
   return both && (!q || fq) ? fu_kb_math(b, NULL, FU_OP_WHERE, a->dtype, args, 3) : NULL;
 }
 
-bool fu_welford_update(fu_kbuilder *b, fu_kval *const *st, fu_kval *x, fu_kval **out) {
+/* 1 / n for a count n: a division, which folds away where n is known at
+ * compile time; where it is carried (`carried`), the `reciprocal` op, which
+ * the backends give the hardware's rcp.approx.f32 (within 1 ulp, no slow
+ * path; IEEE again under --disable=fast_paths).  A carried count's
+ * reciprocal sits on the dependent chain of every shuffle level of a
+ * combine: the IEEE one is a subroutine of a dozen instructions there. */
+static fu_kval *inverse(fu_kbuilder *b, fu_kval *one, fu_kval *n, bool carried) {
+  if (!carried) return bin(b, FU_OP_DIV, one, n);
+  return n && one ? fu_kb_unary(b, NULL, FU_OP_RECIPROCAL, n->dtype, n) : NULL;
+}
+
+bool fu_welford_update(fu_kbuilder *b, fu_kval *const *st, fu_kval *x, fu_kval **out, bool carried) {
   fu_kval *one = fu_kb_const_f(b, NULL, x->dtype, 1.0);
   fu_kval *n = bin(b, FU_OP_ADD, st[2], one);
   fu_kval *d = bin(b, FU_OP_SUB, x, st[0]);
   /* d * (1 / n'): with a count known at compile time the reciprocal
    * folds to a constant, and no division is left in the loop */
-  fu_kval *rn = bin(b, FU_OP_DIV, one, n);
+  fu_kval *rn = inverse(b, one, n, carried);
   fu_kval *mean = if_finite(b, st[0], NULL, bin(b, FU_OP_ADD, st[0], bin(b, FU_OP_MUL, d, rn)),
                             bin(b, FU_OP_ADD, st[0], bin(b, FU_OP_MUL, x, rn)));
   fu_kval *m2 = bin(b, FU_OP_ADD, st[1], bin(b, FU_OP_MUL, d, bin(b, FU_OP_SUB, x, mean)));
@@ -53,20 +64,32 @@ bool fu_welford_update(fu_kbuilder *b, fu_kval *const *st, fu_kval *x, fu_kval *
   return mean && m2 && n;
 }
 
-bool fu_welford_combine(fu_kbuilder *b, fu_kval *const *a, fu_kval *const *c, fu_kval **out) {
-  fu_dtype t = a[0]->dtype;
+bool fu_welford_weights(fu_kbuilder *b, fu_kval *na, fu_kval *nc, bool carried, fu_kval **n, fu_kval **wa,
+                        fu_kval **wc) {
+  fu_dtype t = na->dtype;
   fu_kval *zero = fu_kb_const_f(b, NULL, t, 0.0), *one = fu_kb_const_f(b, NULL, t, 1.0);
-  fu_kval *n = bin(b, FU_OP_ADD, a[2], c[2]);
-  fu_kval *empty = n && zero ? fu_kb_binary(b, NULL, FU_OP_EQ, FU_DT_BOOL, n, zero) : NULL;
-  fu_kval *args[3] = {empty, one, n};
+  *n = bin(b, FU_OP_ADD, na, nc);
+  fu_kval *empty = *n && zero ? fu_kb_binary(b, NULL, FU_OP_EQ, FU_DT_BOOL, *n, zero) : NULL;
+  fu_kval *args[3] = {empty, one, *n};
   fu_kval *safe = empty && one ? fu_kb_math(b, NULL, FU_OP_WHERE, t, args, 3) : NULL;
-  fu_kval *delta = bin(b, FU_OP_SUB, c[0], a[0]);
   /* one division per combine: both weights from 1 / n (within an ulp of
    * n_c / n and n_a / n); a combine sits on the critical path of every
    * shuffle and shared-memory level, and a division is a dozen dependent
    * instructions there */
-  fu_kval *rn = bin(b, FU_OP_DIV, one, safe);
-  fu_kval *wc = bin(b, FU_OP_MUL, c[2], rn), *wa = bin(b, FU_OP_MUL, a[2], rn);
+  fu_kval *rn = inverse(b, one, safe, carried);
+  *wc = bin(b, FU_OP_MUL, nc, rn);
+  *wa = bin(b, FU_OP_MUL, na, rn);
+  return *n && *wa && *wc;
+}
+
+bool fu_welford_combine(fu_kbuilder *b, fu_kval *const *a, fu_kval *const *c, fu_kval **out, bool carried) {
+  fu_kval *n = NULL, *wa = NULL, *wc = NULL;
+  return fu_welford_weights(b, a[2], c[2], carried, &n, &wa, &wc) && fu_welford_combine_weighted(b, a, c, n, wa, wc, out);
+}
+
+bool fu_welford_combine_weighted(fu_kbuilder *b, fu_kval *const *a, fu_kval *const *c, fu_kval *n, fu_kval *wa,
+                                 fu_kval *wc, fu_kval **out) {
+  fu_kval *delta = bin(b, FU_OP_SUB, c[0], a[0]);
   fu_kval *dw = bin(b, FU_OP_MUL, delta, wc);
   fu_kval *plain = bin(b, FU_OP_ADD, bin(b, FU_OP_MUL, a[0], wa), bin(b, FU_OP_MUL, c[0], wc));
   fu_kval *mean = if_finite(b, a[0], c[0], bin(b, FU_OP_ADD, a[0], dw), plain);

@@ -28,6 +28,10 @@ void fu_schedule_exact_tails(fu_igraph *g, fu_schedule *s);
  * (passes/schedule/resize.c). */
 bool fu_schedule_resize_scalar(const fu_op *seg);
 
+/* Appends to s a `tensor ... {access=scalar}` line for every access that
+ * g, the index graph of s, cannot make a vector (passes/schedule/accesses.c). */
+fu_status fu_schedule_mark_scalar(fu_module *m, fu_igraph *g, fu_schedule *s);
+
 /* A scheduler whose vectors are at most `cap` elements wide; *vw_used: the
  * width it chose (1: scalar). */
 typedef fu_status (*fu_schedule_width_fn)(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,

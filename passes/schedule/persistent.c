@@ -216,18 +216,17 @@ static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_
   s->index_dtype = fu_igraph_index_dtype(g);
   /* a tensor that cannot be a vector along the row (a column-major or
    * strided input) is read or written element by element */
-  uint32_t n_acc = fu_igraph_num_accesses(g), cap = n_acc + (pm == FU_PM_SMEM ? sp->n_staged : 0);
-  s->tensors = cap ? fu_arena_calloc(m->arena, cap, sizeof *s->tensors) : NULL;
-  for (uint32_t i = 0; s->tensors && i < n_acc; i++) {
-    const fu_iaccess *a = fu_igraph_access(g, i);
-    if (a->mode == FU_AM_VECTOR || !a->why_not_vector || fu_schedule_tensor(s, a->value)) continue;
-    s->tensors[s->n_tensors++] = (fu_stensor){.value = (fu_value *)a->value, .memory = FU_MEM_GLOBAL,
-                                              .inline_pos = -1, .access = FU_ACCESS_SCALAR, .loc = fu_loc_none()};
-  }
+  st = fu_schedule_mark_scalar(m, g, s);
   fu_igraph_free(g);
-  if (cap && !s->tensors) return FU_ERR_NOMEM;
+  if (st != FU_OK) return st;
   /* the staged inputs (not one read element by element: the lowering
    * stages whole vectors; it leaves the plan); none left: reread */
+  if (pm == FU_PM_SMEM && sp->n_staged) {
+    fu_stensor *t = fu_arena_calloc(m->arena, s->n_tensors + sp->n_staged, sizeof *t);
+    if (!t) return FU_ERR_NOMEM;
+    for (uint32_t i = 0; i < s->n_tensors; i++) t[i] = s->tensors[i];
+    s->tensors = t;
+  }
   uint32_t kept = 0;
   for (uint32_t k = 0; pm == FU_PM_SMEM && k < sp->n_staged; k++) {
     const fu_value *v = sp->staged[k];

@@ -45,6 +45,7 @@ typedef struct rbuild {
   fu_sloop loops[8];
   uint32_t n_axes, n_xf, n_loops;
   const fu_value *ref;
+  const fu_value *peel; /* the input a peeled split aligns (access=vector), or NULL */
 } rbuild;
 
 static uint32_t new_axis(rbuild *b, const char *name, int32_t ref_dim) {
@@ -65,6 +66,7 @@ static int64_t axis_const(const rbuild *b, uint32_t a) {
   const fu_sxform *t = &b->xf[x->def];
   if (t->kind == FU_SX_SPLIT) {
     int64_t in = axis_const(b, t->in[0]);
+    if (in && t->tail == FU_TAIL_PEEL) in += t->factor - 1; /* the shift can start one more vector */
     return t->out[1] == a ? t->factor : in ? (in + t->factor - 1) / t->factor : 0;
   }
   return axis_const(b, t->in[0]) * axis_const(b, t->in[1]);
@@ -174,6 +176,24 @@ static int64_t vector_width(fu_fusion *f, const fu_op *seg, const fu_value *ref,
   if (one_row) return w;
   while (w > 1 && row % w != 0) w /= 2;
   return w;
+}
+
+/* The segment input a peeled split of the reduced run would align: the
+ * first one of the reference's shape (not bool), whose vectors then start
+ * on 16-byte boundaries whatever its address and row length; its width
+ * (16 bytes of it, at most 8) in *w.  NULL when there is none. */
+static const fu_value *peel_anchor(const fu_op *seg, const fu_value *ref, int64_t *w) {
+  for (uint32_t k = 0; k < seg->n_operands; k++) {
+    const fu_value *v = seg->operands[k];
+    if (!fu_type_is_tensor(&v->type) || v->type.rank != ref->type.rank || v->type.dtype == FU_DT_BOOL) continue;
+    bool full = true;
+    for (int32_t d = 0; d < ref->type.rank; d++) full &= fu_extent_equal(v->type.dims[d], ref->type.dims[d]);
+    if (!full) continue;
+    *w = (int64_t)(16 / fu_dtype_size(v->type.dtype));
+    if (*w > 8) *w = 8;
+    return v;
+  }
+  return NULL;
 }
 
 /* Why vector_width gave 1 along dims [lo, hi), for --debug=schedule:
@@ -369,17 +389,35 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
      * reduced dims, contiguous in memory and innermost in `r`) */
     int32_t run = rank;
     while (run > 0 && reduced[run - 1]) run--;
-    int64_t vw = vector_width(f, seg, ref, run, rank);
+    int64_t vw = vector_width(f, seg, ref, run, rank), pw = 0;
     if (vw > max_vw) vw = max_vw;
+    /* rows whose length (or start) does not let every vector be whole and
+     * aligned: peel them at run time (tail=peel) when an input of the
+     * reference's shape can carry the vectors and the rows are long (a
+     * short row's head and tail would be most of it), or it is one row */
+    const fu_value *anchor = peel_anchor(seg, ref, &pw);
+    if (pw > max_vw) pw = max_vw;
+    bool peel = anchor && vw <= 1 && pw > 1 && (row > SHORT_ROW || i == UINT32_MAX) && row >= 4.0 * (double)pw;
+    char vwhy[256] = "";
+    if (peel) {
+      snprintf(vwhy, sizeof vwhy,
+               "; %lld-element vector loads of %%%s, peeled at run time (%s): each row a scalar head up to its "
+               "first 16-byte boundary, whole vectors, a scalar tail (tail=peel)",
+               (long long)pw, anchor->name ? anchor->name : "?", no_vector_why(ref, run, rank, false));
+      vw = pw;
+    }
     *vw_used = vw;
     if (vw > 1) split_axis(b, r, vw, "ro", "rv", &ro, &rv);
     else ro = r;
+    if (peel) b->xf[b->n_xf - 1].tail = FU_TAIL_PEEL;
+    b->peel = peel ? anchor : NULL;
     double vecs = row / (double)vw; /* vector loads per row */
-    char vwhy[96] = "";
-    if (vw > 1) snprintf(vwhy, sizeof vwhy, "; %lld-element vector loads", (long long)vw);
-    else
+    if (!peel && vw > 1) {
+      snprintf(vwhy, sizeof vwhy, "; %lld-element vector loads", (long long)vw);
+    } else if (!peel) {
       snprintf(vwhy, sizeof vwhy, "; scalar loads (%s)",
                max_vw < 2 ? "wider vectors do not fit every access" : no_vector_why(ref, run, rank, false));
+    }
     if (row <= SHORT_ROW && i != UINT32_MAX) {
       /* a group of tx <= 32 threads per row, about two vectors (or
        * elements) each so that two loads are in flight, several rows per
@@ -549,9 +587,19 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     s->arch = fu_arena_strdup(m->arena, arch);
     if (!s->axes || !s->loops || (b->n_xf && !s->xforms) || !s->device || !s->arch) st = FU_ERR_NOMEM;
   }
+  if (st == FU_OK && b->peel) {
+    /* the peeled input's vectors are aligned by the peel: access=vector */
+    if (!(s->tensors = fu_arena_calloc(m->arena, 1, sizeof *s->tensors))) st = FU_ERR_NOMEM;
+    else s->tensors[s->n_tensors++] = (fu_stensor){.value = (fu_value *)b->peel, .memory = FU_MEM_GLOBAL,
+                                                   .inline_pos = -1, .access = FU_ACCESS_VECTOR, .loc = fu_loc_none()};
+  }
+  bool peeled = b->peel != NULL;
   fu_mem_free(&m->alloc, b, sizeof *b);
   fu_igraph *g = NULL;
   if (st == FU_OK) st = fu_igraph_build(f, seg, s, m->alloc, diag, &g);
+  /* under a peel every other input and full-size output goes element by element */
+  if (st == FU_OK && peeled) st = fu_schedule_mark_scalar(m, g, s);
+  if (st != FU_OK) fu_igraph_free(g);
   if (st == FU_OK) {
     s->index_dtype = fu_igraph_index_dtype(g);
     fu_igraph_free(g);

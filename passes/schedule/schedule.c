@@ -55,17 +55,23 @@ static void ignore_diag(void *user, const fu_diagnostic *d) {
 }
 
 /* Rewrites the parallel types of a schedule that has loop axes of type
- * `from` to `to`; false (and nothing changed) when the result does not
- * verify, so that a schedule that needs the type (a persistent row kept in
- * registers needs its unrolled loops) keeps it. */
+ * `from` to `to` (from vectorize: a peeled split becomes a guarded one,
+ * its lanes scalar loads); false (and nothing changed) when the result
+ * does not verify, so that a schedule that needs the type (a persistent
+ * row kept in registers needs its unrolled loops) keeps it. */
 static bool retype_loops(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_ptype from, fu_ptype to, fu_allocator alloc) {
   bool any = false;
   for (uint32_t i = 0; i < s->n_loops; i++) any |= s->loops[i].ptype == from;
   if (!any) return true;
   fu_ptype *saved_p = fu_mem_alloc(&alloc, (s->n_loops + 1) * sizeof *saved_p);
   fu_access *saved_a = fu_mem_alloc(&alloc, (s->n_tensors + 1) * sizeof *saved_a);
-  bool ok = saved_p && saved_a;
+  fu_tail *saved_t = fu_mem_alloc(&alloc, (s->n_xforms + 1) * sizeof *saved_t);
+  bool ok = saved_p && saved_a && saved_t;
   if (ok) {
+    for (uint32_t i = 0; i < s->n_xforms; i++) {
+      saved_t[i] = s->xforms[i].tail;
+      if (from == FU_PT_VECTORIZE && s->xforms[i].tail == FU_TAIL_PEEL) s->xforms[i].tail = FU_TAIL_GUARD;
+    }
     for (uint32_t i = 0; i < s->n_loops; i++) {
       saved_p[i] = s->loops[i].ptype;
       if (s->loops[i].ptype == from) s->loops[i].ptype = to;
@@ -81,8 +87,10 @@ static bool retype_loops(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_ptype from
     if (!ok) {
       for (uint32_t i = 0; i < s->n_loops; i++) s->loops[i].ptype = saved_p[i];
       for (uint32_t i = 0; i < s->n_tensors; i++) s->tensors[i].access = saved_a[i];
+      for (uint32_t i = 0; i < s->n_xforms; i++) s->xforms[i].tail = saved_t[i];
     }
   }
+  if (saved_t) fu_mem_free(&alloc, saved_t, (s->n_xforms + 1) * sizeof *saved_t);
   if (saved_p) fu_mem_free(&alloc, saved_p, (s->n_loops + 1) * sizeof *saved_p);
   if (saved_a) fu_mem_free(&alloc, saved_a, (s->n_tensors + 1) * sizeof *saved_a);
   return ok;

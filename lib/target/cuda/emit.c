@@ -243,6 +243,7 @@ static bool dead(const cu_kernel *kc, const fu_kinst *in) {
   case FU_KI_CONST:
   case FU_KI_MATH:
   case FU_KI_SPECIAL:
+  case FU_KI_MISALIGN:
   case FU_KI_READ: return !used(kc, in->results[0]);
   case FU_KI_LOAD:
     for (uint32_t i = 0; i < in->n_results; i++)
@@ -324,6 +325,12 @@ static void emit_inst(cu_kernel *kc, const fu_kinst *in) {
     fu_strbuf_puts(kc->out, "__syncthreads();\n");
     return;
   case FU_KI_ATOM_ADD: emit_atom_add(kc, in); return;
+  case FU_KI_MISALIGN:
+    /* the base address in elements, modulo a power of two */
+    declare(kc, in->results[0]);
+    fu_strbuf_printf(kc->out, "(%s)(((unsigned long long)%s / %zu) & %uu);\n", cu_reg_type(in->results[0]->dtype),
+                     cu_name(kc, in->args[0]), fu_dtype_size(in->args[0]->dtype), in->u.misalign - 1);
+    return;
   case FU_KI_FENCE:
     indent(kc);
     fu_strbuf_puts(kc->out, in->u.fence == FU_FENCE_GPU ? "__threadfence();\n" : "__threadfence_block();\n");

@@ -269,6 +269,18 @@ static void emit_inst(bk_kernel *kc, const fu_kinst *in) {
     bk_call_intrinsic(m, in->u.fence == FU_FENCE_GPU ? "llvm.nvvm.membar.gl" : "llvm.nvvm.membar.cta", NULL, 0, NULL,
                       0);
     return;
+  case FU_KI_MISALIGN: {
+    /* (address / element size) & (modulus - 1): the parameter's align
+     * attribute must not claim more than the element, or this folds */
+    unsigned es = (unsigned)fu_dtype_size(in->args[0]->dtype), sh = 0;
+    while ((1u << sh) < es) sh++;
+    LLVMValueRef a = LLVMBuildPtrToInt(B, kc->vals[in->args[0]->id], m->t_i64, "");
+    if (sh) a = LLVMBuildLShr(B, a, LLVMConstInt(m->t_i64, sh, 0), "");
+    a = LLVMBuildAnd(B, a, LLVMConstInt(m->t_i64, in->u.misalign - 1, 0), "");
+    if (in->results[0]->dtype != FU_DT_I64) a = LLVMBuildTrunc(B, a, m->t_i32, "");
+    kc->vals[in->results[0]->id] = a;
+    return;
+  }
   case FU_KI_ATOM_ADD:
     /* relaxed at system scope: NVPTX emits atom.global.add; ordering comes from `fence` */
     kc->vals[in->results[0]->id] = LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpAdd, element_ptr(kc, in->args[0], in->args[1]),
