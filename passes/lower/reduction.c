@@ -42,8 +42,9 @@
 #include "reduction_welford.h"
 
 /* GRID_UNROLL: the partials a thread of a grid reduction's last block loads
- * before it combines them (combine_partials). */
-enum { GRID_UNROLL = 4 };
+ * before it combines them (combine_partials); TREE_ROWS: the threadIdx.y
+ * extent from which the rows' slots fold in a tree (fold_rows). */
+enum { GRID_UNROLL = 4, TREE_ROWS = 64 };
 
 static bool fail(rl *L, fu_loc loc, const char *what) {
   if (!L->failed) fu_error(L->diag, loc, "cannot lower reduction segment '@%s': %s", L->seg->u.segment.name, what);
@@ -636,10 +637,41 @@ static void known_counts(rl *L, rstate *v, fu_kval **cnt) {
     cnt[j] = stored_parts(L, op_of(L, j)) < parts(op_of(L, j)) ? v[j][FU_WELFORD_PARTS - 1] : NULL;
 }
 
+/* Rows [0, ny) of the slot arrays arr (slot [ty][tx] at `at`) folded
+ * into row 0 by halving: rows ty < s combine row ty + s into their own
+ * slot, for s = ny / 2, ..., 1, a sync after each step.  log2(ny) steps
+ * where the serial walk takes ny loads and combines a thread, one after
+ * another: a tall reduction with few columns has up to 512 rows a block.
+ * The order is fixed by ny alone, so results stay deterministic. */
+static void fold_rows(rl *L, rstate *arr, fu_kval *at, const fu_ix *ty, uint32_t nx, uint32_t ny) {
+  fu_kval *t = emit_ix(L, ty);
+  for (uint32_t s = ny / 2; s >= 1 && t && at && !L->failed; s /= 2) {
+    fu_kval *sv = emit_ix(L, fu_ix_const(L->ix, s));
+    fu_kval *low = sv ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_LT, FU_DT_BOOL, t, sv)) : NULL;
+    if (!low) return;
+    fu_kbuilder saved = open_if(L, low);
+    uint32_t mark = fu_lix_mark(&L->lix);
+    fu_kval *off = emit_ix(L, fu_ix_const(L->ix, (int64_t)s * nx));
+    fu_kval *up = off ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, at, off)) : NULL;
+    for (uint32_t j = 0; j < L->n_states && up && !L->failed; j++) {
+      rstate p = {NULL};
+      load_combine(L, j, arr[j], at, NULL, true, p);
+      load_combine(L, j, arr[j], up, NULL, false, p);
+      for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++)
+        if (!p[q] || !fu_kb_store(&L->b, arr[j][q], at, &p[q], 1)) chk(L, NULL);
+    }
+    fu_lix_pop(&L->lix, mark);
+    L->b = saved;
+    if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
+  }
+}
+
 /* The combine across threadIdx.y (the reduced thread axis `ty` of an
  * outer reduction, threadIdx.x keeping columns): every thread stores its
  * value to slot [ty][tx] of shared memory, sync, and every thread combines
- * its column's slots in threadIdx.y order. */
+ * its column's slots in threadIdx.y order; from TREE_ROWS rows (a power of
+ * two, every state's count in its slots) the rows fold in a tree first
+ * (fold_rows) and every thread reads row 0. */
 static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const char *tag) {
   uint32_t nx = L->k->block[0], ny = L->k->block[1];
   const fu_ix *kx = L->kx ? L->kx : fu_ix_const(L->ix, 0);
@@ -649,8 +681,11 @@ static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const 
   known_counts(L, v, cnt);
   new_slots(L, tag, (int64_t)(nx * ny), at, v, arr);
   if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
+  bool tree = ny >= TREE_ROWS && (ny & (ny - 1)) == 0;
+  for (uint32_t j = 0; j < L->n_states; j++) tree &= !cnt[j];
+  if (tree) fold_rows(L, arr, at, ty, nx, ny);
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
-    for (uint32_t w = 0; w < ny && !L->failed; w++)
+    for (uint32_t w = 0; w < (tree ? 1 : ny) && !L->failed; w++)
       load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx)), cnt[j],
                    w == 0, v[j]);
   if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
@@ -789,6 +824,7 @@ static fu_kbuilder combine_partials(rl *L, rstate *part, fu_kval **cnt, rstate *
   }
   here = L->b;
   L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
+  uint32_t mark = fu_lix_mark(&L->lix); /* index values made in the body stay there */
   fu_kval *g0 = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, L->idx, lp->results[0], stepv));
   g0 = g0 ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, g0, t)) : NULL;
   rstate p[GRID_UNROLL][MAX_STATES];
@@ -798,6 +834,7 @@ static fu_kbuilder combine_partials(rl *L, rstate *part, fu_kval **cnt, rstate *
     load_partials(L, part, cnt, g, ystride, base, p[u]);
   }
   for (uint32_t u = 0; u < GRID_UNROLL && !L->failed; u++) fold_partials(L, acc, p[u]);
+  fu_lix_pop(&L->lix, mark);
   L->b = here;
   /* the rest, from t + steps * U * nr */
   fu_kval *rest = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, L->idx, steps, stepv));
@@ -810,8 +847,10 @@ static fu_kbuilder combine_partials(rl *L, rstate *part, fu_kval **cnt, rstate *
   here = L->b;
   L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
   rstate q[MAX_STATES];
+  mark = fu_lix_mark(&L->lix);
   load_partials(L, part, cnt, lp->results[0], ystride, base, q);
   fold_partials(L, acc, q);
+  fu_lix_pop(&L->lix, mark);
   return here;
 }
 

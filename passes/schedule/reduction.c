@@ -506,26 +506,32 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       /* deep: a warp spans 32 columns (128-byte lines), OUTER_TY warps of
        * a block split the rows (threadIdx.y, combined through shared
        * memory), the serial loop unrolled by 4 (2 with vectors: as many
-       * bytes in flight in fewer registers); with vectors, tx threads
-       * of 16 bytes span the columns (8 to 32, the power of two at least
-       * the column vectors, so a warp reads whole lines of one or more
-       * rows) and 512 / tx rows split over threadIdx.y; too few column
+       * bytes in flight in fewer registers); with vectors, or fewer
+       * than 32 columns, tx threads span the columns (1 to 32, the power
+       * of two at least the column vectors, so a warp reads whole lines
+       * of one or more rows) and 512 / tx rows split over threadIdx.y;
+       * too few column
        * blocks to fill the device: the rows split over blockIdx.y too
        * (reduce=grid) */
       int64_t tx = 32, ty = OUTER_TY, unroll = vw > 1 ? 2 : 4;
-      if (vw > 1) {
+      if (vw > 1 || vcols < 32) {
+        /* fewer column vectors (or columns) than a warp: tx threads, the
+         * power of two at least their count, so no thread idles on a
+         * column that is not there, and a warp reads 32 / tx rows (whole
+         * lines where rows are contiguous); up to 512 rows a block, their
+         * slots folded in a tree (the lowering's fold_rows) */
         tx = pow2_at_least(vcols);
-        if (tx < 8) tx = 8;
         if (tx > dev->warp_size) tx = dev->warp_size;
         ty = 512 / tx;
       }
+      int64_t ty0 = ty;
       /* every thread's states (vw of them with vectors) take a shared
        * slot in the threadIdx.y combine, and again in a grid's last block:
        * fewer rows per block while that passes SMEM_BUDGET */
       char swhy[96] = "";
       int64_t smem = 2 * state_bytes(seg) * vw * tx;
       while (ty > 2 && tx * ty > 32 && smem * ty > SMEM_BUDGET) ty /= 2;
-      if (ty != (vw > 1 ? 512 / tx : OUTER_TY))
+      if (ty != ty0)
         snprintf(swhy, sizeof swhy, " (%lld rows a block: the states' shared slots stay within %d bytes)",
                  (long long)ty, SMEM_BUDGET);
       uint32_t rs, rt;
