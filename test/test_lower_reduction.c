@@ -163,7 +163,10 @@ static void test_outer_split(void) {
   with("sum", "f32", "[1031, 70]", "[0]", "[70]", "grid", "ry: blockIdx.y");
   with("sum", "f32", "[5003, 3]", "[0]", "[3]", "grid", "rsu: unroll");
   with("max", "f16", "[999, 40]", "[0]", "[40]", "grid", "ry: blockIdx.y");
-  with("sum", "f64", "[700, 1]", "[0]", "[1]", "grid", "ry: blockIdx.y");
+  /* one column: a 1 x 512 block (fewer columns than a warp), so 700
+   * rows are one block and 9001 a grid with a tree over threadIdx.y */
+  with("sum", "f64", "[700, 1]", "[0]", "[1]", "block", "rt: threadIdx.y");
+  with("sum", "f64", "[9001, 1]", "[0]", "[1]", "grid", "ry: blockIdx.y");
   with("sum", "f32", "[3, 300, 17]", "[0, 1]", "[17]", "grid", "rt: threadIdx.y");
 }
 
@@ -195,7 +198,8 @@ static void test_ops_and_dtypes(void) {
   one("prod", "f64", "[23, 5]", "[0]", "[5]", "f64", "serial");
   one("sum", "i32", "[7, 300]", "[1]", "[7]", "i64", "block");
   one("max", "i32", "[7, 300]", "[1]", "[7]", "i32", "block");
-  one("min", "i64", "[300, 7]", "[0]", "[7]", "i64", "grid");
+  one("min", "i64", "[300, 7]", "[0]", "[7]", "i64", "block"); /* 8 x 64 threads: one block */
+  one("min", "i64", "[1100, 7]", "[0]", "[7]", "i64", "grid");
   one("sum", "bool", "[7, 70]", "[1]", "[7]", "i64", "warp");
 }
 

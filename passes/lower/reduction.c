@@ -41,6 +41,11 @@
 #include "reduction_internal.h"
 #include "reduction_welford.h"
 
+/* GRID_UNROLL: the partials a thread of a grid reduction's last block loads
+ * before it combines them (combine_partials); TREE_ROWS: the threadIdx.y
+ * extent from which the rows' slots fold in a tree (fold_rows). */
+enum { GRID_UNROLL = 4, TREE_ROWS = 64 };
+
 static bool fail(rl *L, fu_loc loc, const char *what) {
   if (!L->failed) fu_error(L->diag, loc, "cannot lower reduction segment '@%s': %s", L->seg->u.segment.name, what);
   L->failed = true;
@@ -638,10 +643,41 @@ static void known_counts(rl *L, rstate *v, fu_kval **cnt) {
     cnt[j] = stored_parts(L, op_of(L, j)) < parts(op_of(L, j)) ? v[j][FU_WELFORD_PARTS - 1] : NULL;
 }
 
+/* Rows [0, ny) of the slot arrays arr (slot [ty][tx] at `at`) folded
+ * into row 0 by halving: rows ty < s combine row ty + s into their own
+ * slot, for s = ny / 2, ..., 1, a sync after each step.  log2(ny) steps
+ * where the serial walk takes ny loads and combines a thread, one after
+ * another: a tall reduction with few columns has up to 512 rows a block.
+ * The order is fixed by ny alone, so results stay deterministic. */
+static void fold_rows(rl *L, rstate *arr, fu_kval *at, const fu_ix *ty, uint32_t nx, uint32_t ny) {
+  fu_kval *t = emit_ix(L, ty);
+  for (uint32_t s = ny / 2; s >= 1 && t && at && !L->failed; s /= 2) {
+    fu_kval *sv = emit_ix(L, fu_ix_const(L->ix, s));
+    fu_kval *low = sv ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_LT, FU_DT_BOOL, t, sv)) : NULL;
+    if (!low) return;
+    fu_kbuilder saved = open_if(L, low);
+    uint32_t mark = fu_lix_mark(&L->lix);
+    fu_kval *off = emit_ix(L, fu_ix_const(L->ix, (int64_t)s * nx));
+    fu_kval *up = off ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, at, off)) : NULL;
+    for (uint32_t j = 0; j < L->n_states && up && !L->failed; j++) {
+      rstate p = {NULL};
+      load_combine(L, j, arr[j], at, NULL, true, p);
+      load_combine(L, j, arr[j], up, NULL, false, p);
+      for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++)
+        if (!p[q] || !fu_kb_store(&L->b, arr[j][q], at, &p[q], 1)) chk(L, NULL);
+    }
+    fu_lix_pop(&L->lix, mark);
+    L->b = saved;
+    if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
+  }
+}
+
 /* The combine across threadIdx.y (the reduced thread axis `ty` of an
  * outer reduction, threadIdx.x keeping columns): every thread stores its
  * value to slot [ty][tx] of shared memory, sync, and every thread combines
- * its column's slots in threadIdx.y order. */
+ * its column's slots in threadIdx.y order; from TREE_ROWS rows (a power of
+ * two, every state's count in its slots) the rows fold in a tree first
+ * (fold_rows) and every thread reads row 0. */
 static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const char *tag) {
   uint32_t nx = L->k->block[0], ny = L->k->block[1];
   const fu_ix *kx = L->kx ? L->kx : fu_ix_const(L->ix, 0);
@@ -651,8 +687,11 @@ static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const 
   known_counts(L, v, cnt);
   new_slots(L, tag, (int64_t)(nx * ny), at, v, arr);
   if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
+  bool tree = ny >= TREE_ROWS && (ny & (ny - 1)) == 0;
+  for (uint32_t j = 0; j < L->n_states; j++) tree &= !cnt[j];
+  if (tree) fold_rows(L, arr, at, ty, nx, ny);
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
-    for (uint32_t w = 0; w < ny && !L->failed; w++)
+    for (uint32_t w = 0; w < (tree ? 1 : ny) && !L->failed; w++)
       load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx)), cnt[j],
                    w == 0, v[j]);
   if (in_loop && !fu_kb_sync(&L->b)) chk(L, NULL);
@@ -788,6 +827,92 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
   }
 }
 
+/* Index of partial g of a group in the grid workspaces: g * ystride +
+ * base (ystride NULL: 1). */
+static fu_kval *partial_at(rl *L, fu_kval *g, fu_kval *ystride, fu_kval *base) {
+  fu_kval *y = g && ystride ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, L->idx, g, ystride)) : g;
+  return y && base ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, base, y)) : NULL;
+}
+
+/* Partial g of every state loaded into p[j] (a known count added). */
+static void load_partials(rl *L, rstate *part, fu_kval **cnt, fu_kval *g, fu_kval *ystride, fu_kval *base,
+                          rstate *p) {
+  fu_kval *at = partial_at(L, g, ystride, base);
+  for (uint32_t j = 0; j < L->n_states && at && !L->failed; j++) load_combine(L, j, part[j], at, cnt[j], true, p[j]);
+}
+
+/* acc[j] = acc[j] combined with p[j], for every state. */
+static void fold_partials(rl *L, rstate *acc, rstate *p) {
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
+    const fu_op *op = op_of(L, j);
+    rstate a = {NULL};
+    for (uint32_t q = 0; q < parts(op); q++) a[q] = chk(L, fu_kb_read(&L->b, NULL, acc[j][q]));
+    combine_state(L, op, a, p[j], p[j]);
+    for (uint32_t q = 0; q < parts(op) && !L->failed; q++)
+      if (p[j][q] && !fu_kb_assign(&L->b, acc[j][q], p[j][q])) chk(L, NULL);
+  }
+}
+
+/* The last block's walk over the partials: thread t folds partials t, t +
+ * nr, t + 2 nr, ... (below gridDim.y) into acc, in that order.  The first
+ * c - c % GRID_UNROLL of its c partials go GRID_UNROLL a step, all of a
+ * step's loads issued before its combines; the rest one a step.  A plain
+ * loop waits one L2 round trip per partial: 512 blocks' partials over 32
+ * threads were 16 round trips in a row.  The order, and so the result, is
+ * the same either way.  Returns the builder after the loops. */
+static fu_kbuilder combine_partials(rl *L, rstate *part, fu_kval **cnt, rstate *acc, fu_kval *t, fu_kval *gdy,
+                                    uint32_t nr, fu_kval *ystride, fu_kval *base) {
+  fu_kbuilder here = L->b;
+  fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
+  fu_kval *nrv = emit_ix(L, fu_ix_const(L->ix, nr)), *nr1 = emit_ix(L, fu_ix_const(L->ix, (int64_t)nr - 1));
+  fu_kval *uv = emit_ix(L, fu_ix_const(L->ix, GRID_UNROLL));
+  fu_kval *stepv = emit_ix(L, fu_ix_const(L->ix, (int64_t)nr * GRID_UNROLL));
+  if (L->failed || !zero || !one || !nrv || !nr1 || !uv || !stepv) {
+    chk(L, NULL);
+    return here;
+  }
+  /* c = (gdy + nr - 1 - t) / nr partials (t < nr), c / U steps of U */
+  fu_kval *c = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, gdy, nr1));
+  c = c ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, L->idx, c, t)) : NULL;
+  c = c ? chk(L, fu_kb_binary(&L->b, "mine", FU_OP_DIV, L->idx, c, nrv)) : NULL;
+  fu_kval *steps = c ? chk(L, fu_kb_binary(&L->b, "steps", FU_OP_DIV, L->idx, c, uv)) : NULL;
+  fu_kinst *lp = steps ? fu_kb_for(&L->b, "gu", zero, steps, one, FU_LOOP_SERIAL) : NULL;
+  if (!lp) {
+    chk(L, NULL);
+    return here;
+  }
+  here = L->b;
+  L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
+  uint32_t mark = fu_lix_mark(&L->lix); /* index values made in the body stay there */
+  fu_kval *g0 = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, L->idx, lp->results[0], stepv));
+  g0 = g0 ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, g0, t)) : NULL;
+  rstate p[GRID_UNROLL][MAX_STATES];
+  for (uint32_t u = 0; u < GRID_UNROLL && g0 && !L->failed; u++) {
+    fu_kval *du = u ? emit_ix(L, fu_ix_const(L->ix, (int64_t)u * nr)) : NULL;
+    fu_kval *g = u ? (du ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, g0, du)) : NULL) : g0;
+    load_partials(L, part, cnt, g, ystride, base, p[u]);
+  }
+  for (uint32_t u = 0; u < GRID_UNROLL && !L->failed; u++) fold_partials(L, acc, p[u]);
+  fu_lix_pop(&L->lix, mark);
+  L->b = here;
+  /* the rest, from t + steps * U * nr */
+  fu_kval *rest = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, L->idx, steps, stepv));
+  rest = rest ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, rest, t)) : NULL;
+  lp = rest ? fu_kb_for(&L->b, "g", rest, gdy, nrv, FU_LOOP_SERIAL) : NULL;
+  if (!lp) {
+    chk(L, NULL);
+    return here;
+  }
+  here = L->b;
+  L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
+  rstate q[MAX_STATES];
+  mark = fu_lix_mark(&L->lix);
+  load_partials(L, part, cnt, lp->results[0], ystride, base, q);
+  fold_partials(L, acc, q);
+  fu_lix_pop(&L->lix, mark);
+  return here;
+}
+
 /* reduce=grid: the blocks of a row (blockIdx.y) combine through global
  * workspaces (docs/ir.md, "Reductions across blocks"):
  *
@@ -796,9 +921,16 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
  *   (shared through a flag); sync
  *   if (last) {                        -- the builder is left in here
  *     fence gpu
- *     thread t combines partials t, t + blockDim.x, ... in order, then the
- *     block combine; thread 0 resets sem[row] to 0
+ *     thread t combines partials t, t + blockDim.x, ... in order (GRID_UNROLL
+ *     of them loaded before they are combined), then the block combine;
+ *     thread 0 resets sem[row] to 0
  *   }
+ *
+ * An outer reduction (rows on threadIdx.y) keeps its partials block-major,
+ * partials[blockIdx.y * (gridDim.x * blockDim.x) + column], so that the
+ * last block's threads, consecutive columns on threadIdx.x, read
+ * consecutive words; an inner one row-major, partials[row * gridDim.y +
+ * blockIdx.y], its threads reading consecutive blocks of one row.
  *
  * Whatever order the blocks run in, the last one combines the partials in
  * the same fixed order, so results are deterministic (no floating-point
@@ -842,8 +974,16 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   fu_kval *k0 = L->ty_red && L->kx ? emit_ix(L, L->kx) : zero, *nkv = emit_ix(L, fu_ix_const(L->ix, nk));
   fu_kval *slot = k0 && nkv ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, L->idx, bx, nkv)) : NULL;
   slot = slot ? chk(L, fu_kb_binary(&L->b, "group", FU_OP_ADD, L->idx, slot, k0)) : NULL;
-  fu_kval *base = slot ? chk(L, fu_kb_binary(&L->b, "row_base", FU_OP_MUL, L->idx, slot, gdy)) : NULL;
-  fu_kval *mine = base ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, base, by)) : NULL;
+  /* partial g of the group is at g * ystride + base (see above) */
+  fu_kval *ystride = NULL, *base = NULL;
+  if (L->ty_red) {
+    fu_kval *gdx = chk(L, fu_kb_special(&L->b, NULL, FU_SP_NCTAID_X, L->idx));
+    ystride = gdx && nkv ? chk(L, fu_kb_binary(&L->b, "columns", FU_OP_MUL, L->idx, gdx, nkv)) : NULL;
+    base = slot;
+  } else {
+    base = slot ? chk(L, fu_kb_binary(&L->b, "row_base", FU_OP_MUL, L->idx, slot, gdy)) : NULL;
+  }
+  fu_kval *mine = partial_at(L, by, ystride, base);
   fu_kval *t0 = chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero));
   fu_kval *k00 = k0 ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_EQ, FU_DT_BOOL, k0, zero)) : NULL;
   fu_kval *first = t0 && k00 ? chk(L, fu_kb_binary(&L->b, "first", FU_OP_LOGICAL_AND, FU_DT_BOOL, t0, k00)) : NULL;
@@ -882,24 +1022,8 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   L->known_count = false;
   rstate acc[MAX_STATES];
   new_accumulators(L, "gacc", acc);
-  fu_kval *step = emit_ix(L, fu_ix_const(L->ix, nr));
-  fu_kinst *lp = step && !L->failed ? fu_kb_for(&L->b, "g", t, gdy, step, FU_LOOP_SERIAL) : NULL;
-  if (!lp) {
-    chk(L, NULL);
-    return;
-  }
-  fu_kbuilder here = L->b;
-  L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
-  fu_kval *at = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, base, lp->results[0]));
-  for (uint32_t j = 0; j < L->n_states && at && !L->failed; j++) {
-    const fu_op *op = op_of(L, j);
-    rstate a = {NULL}, n = {NULL};
-    load_combine(L, j, part[j], at, cnt[j], true, n);
-    for (uint32_t q = 0; q < parts(op); q++) a[q] = chk(L, fu_kb_read(&L->b, NULL, acc[j][q]));
-    combine_state(L, op, a, n, n);
-    for (uint32_t q = 0; q < parts(op) && !L->failed; q++)
-      if (n[q] && !fu_kb_assign(&L->b, acc[j][q], n[q])) chk(L, NULL);
-  }
+  fu_kbuilder here = combine_partials(L, part, cnt, acc, t, gdy, nr, ystride, base);
+  if (L->failed) return;
   L->b = here;
   read_states(L, acc, v);
   combine_threads(L, v, tx, false, "grid_partials");

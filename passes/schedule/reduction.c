@@ -35,8 +35,11 @@
 
 /* SMEM_BUDGET: the bytes of shared slots a block's combines may take
  * (static shared memory stops at 48 KB a block); ROW_BYTES: the bytes a
- * thread of a short-row reduction should have in flight. */
-enum { MAX_AXES = 48, SHORT_ROW = 256, OUTER_TY = 16, SMEM_BUDGET = 40 * 1024, ROW_BYTES = 64 };
+ * thread of a short-row reduction should have in flight; OUTER_GRID_REGS:
+ * the registers a thread of a tall outer grid reduction is assumed to
+ * take (resident_blocks). */
+enum { MAX_AXES = 48, SHORT_ROW = 256, OUTER_TY = 16, SMEM_BUDGET = 40 * 1024, ROW_BYTES = 64,
+       OUTER_GRID_REGS = 40 };
 
 typedef struct rbuild {
   fu_saxis axes[MAX_AXES];
@@ -205,6 +208,21 @@ static const char *no_vector_why(const fu_value *ref, int32_t lo, int32_t hi, bo
                : "the row length is not a multiple of 2 elements, or an input is bool";
 }
 
+/* The blocks of `threads` threads that one SM holds at once when each
+ * thread takes `regs` registers (allocated in warps of 256-register
+ * units), at least 1.  The scheduler cannot know what ptxas will use; an
+ * outer grid reduction's kernel took 32 to 40 on sm_90, and with 40 the
+ * thread limit's 4 blocks of 512 would be 3. */
+static uint32_t resident_blocks(const fu_device *dev, int64_t threads, int regs) {
+  uint32_t by_threads = dev->max_threads_per_sm / (uint32_t)threads;
+  uint32_t warps = (uint32_t)((threads + dev->warp_size - 1) / dev->warp_size);
+  uint32_t per_warp = ((uint32_t)regs * dev->warp_size + 255) / 256 * 256;
+  uint32_t by_regs = dev->regs_per_sm / (per_warp * warps);
+  uint32_t n = by_threads < by_regs ? by_threads : by_regs;
+  if (dev->max_blocks_per_sm && n > dev->max_blocks_per_sm) n = dev->max_blocks_per_sm;
+  return n ? n : 1;
+}
+
 /* When `groups` blocks (rows, or column blocks) of `threads` cannot fill
  * the device (fewer than half of SMs x blocks per SM) and each thread has
  * at least 4 unrolled iterations (`*per`, of serial axis *rs), splits *rs
@@ -216,9 +234,12 @@ static const char *no_vector_why(const fu_value *ref, int32_t lo, int32_t hi, bo
  * against 40 us with 512, the last block's combine growing with the
  * partials (docs/performance.md).  With per_sm (an outer reduction, whose
  * last block combines a whole column block of partials, blockDim.x values
- * each) and fewer than 4 column blocks, the target is one block an SM:
- * [262144,64].sum(0) took 34.9 us in 512 blocks, 29.4 in 128 and 35.4 in
- * 64 on the H200; with 128 column blocks (seed000's bias gradient of
+ * each) and fewer than 4 column blocks, the target is the blocks that are
+ * resident at once when a thread takes OUTER_GRID_REGS registers
+ * (resident_blocks), not the thread limit: [262144,64].sum(0) took 34.9 us
+ * in 512 blocks of 512 threads, which at 34 registers were 1.3 waves of 3
+ * blocks an SM, and 29.4 in 128 (one an SM, 16 warps: too few loads in
+ * flight); with 128 column blocks (seed000's bias gradient of
  * [8192,4096]) one block an SM was slower, 162.7 us against 144.0.
  * Updates *rs and *per to the chunk and says why in `why`.  var/var_mean
  * split the same way: their Welford states go through the workspace. */
@@ -227,19 +248,25 @@ static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double 
                        size_t cap) {
   double wave = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
   if (groups >= wave / 2 || *per < 4.0 * (double)unroll) return false;
-  bool one_per_sm = per_sm && groups < 4;
-  double want = one_per_sm ? (double)dev->n_sms : wave;
+  bool few = per_sm && groups < 4;
+  uint32_t per_sm_blocks = few ? resident_blocks(dev, threads, OUTER_GRID_REGS) : 0;
+  double want = few ? (double)dev->n_sms * per_sm_blocks : wave;
   int64_t chunk = pow2_at_least(*per / ceil(want / groups));
   if (chunk < unroll) chunk = unroll;
   double blocks = groups * ceil(*per / (double)chunk);
   uint32_t ry, rss;
   split_axis(b, *rs, chunk, "ry", "rss", &ry, &rss);
   add_loop(b, ry, FU_PT_BLOCK_Y);
+  char fwhy[160] = "";
+  if (few)
+    snprintf(fwhy, sizeof fwhy,
+             "; at most %u blocks an SM (%d registers a thread), the last block combining a column block's partials",
+             per_sm_blocks, OUTER_GRID_REGS);
   snprintf(why, cap,
            "; %.0f %s cannot fill %u SMs: %.0f %s on blockIdx.y, %lld iterations each (%.0f blocks, %.1f waves of "
            "%.0f%s), combined through a workspace (reduce=grid)",
-           groups, gname, dev->n_sms, ceil(*per / (double)chunk), bname, (long long)chunk, blocks, blocks / wave, wave,
-           one_per_sm ? "; about one block an SM: the last block combines a column block's partials" : "");
+           groups, gname, dev->n_sms, ceil(*per / (double)chunk), bname, (long long)chunk, blocks,
+           blocks / (few ? want : wave), few ? want : wave, fwhy);
   *rs = rss;
   *per = (double)chunk;
   return true;
@@ -474,7 +501,7 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
        * row over blockIdx.y too, each block a contiguous chunk of `per`
        * iterations (a power of two, at least the unroll), the blocks'
        * partials combined through a workspace by the last to finish */
-      char gwhy[256] = "";
+      char gwhy[384] = "";
       if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, false, &rs, &per, gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, rx, FU_PT_THREAD_X);
@@ -522,33 +549,39 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       /* deep: a warp spans 32 columns (128-byte lines), OUTER_TY warps of
        * a block split the rows (threadIdx.y, combined through shared
        * memory), the serial loop unrolled by 4 (2 with vectors: as many
-       * bytes in flight in fewer registers); with vectors, tx threads
-       * of 16 bytes span the columns (8 to 32, the power of two at least
-       * the column vectors, so a warp reads whole lines of one or more
-       * rows) and 512 / tx rows split over threadIdx.y; too few column
+       * bytes in flight in fewer registers); with vectors, or fewer
+       * than 32 columns, tx threads span the columns (1 to 32, the power
+       * of two at least the column vectors, so a warp reads whole lines
+       * of one or more rows) and 512 / tx rows split over threadIdx.y;
+       * too few column
        * blocks to fill the device: the rows split over blockIdx.y too
        * (reduce=grid) */
       int64_t tx = 32, ty = OUTER_TY, unroll = vw > 1 ? 2 : 4;
-      if (vw > 1) {
+      if (vw > 1 || vcols < 32) {
+        /* fewer column vectors (or columns) than a warp: tx threads, the
+         * power of two at least their count, so no thread idles on a
+         * column that is not there, and a warp reads 32 / tx rows (whole
+         * lines where rows are contiguous); up to 512 rows a block, their
+         * slots folded in a tree (the lowering's fold_rows) */
         tx = pow2_at_least(vcols);
-        if (tx < 8) tx = 8;
         if (tx > dev->warp_size) tx = dev->warp_size;
         ty = 512 / tx;
       }
+      int64_t ty0 = ty;
       /* every thread's states (vw of them with vectors) take a shared
        * slot in the threadIdx.y combine, and again in a grid's last block:
        * fewer rows per block while that passes SMEM_BUDGET */
       char swhy[96] = "";
       int64_t smem = 2 * state_bytes(seg) * vw * tx;
       while (ty > 2 && tx * ty > 32 && smem * ty > SMEM_BUDGET) ty /= 2;
-      if (ty != (vw > 1 ? 512 / tx : OUTER_TY))
+      if (ty != ty0)
         snprintf(swhy, sizeof swhy, " (%lld rows a block: the states' shared slots stay within %d bytes)",
                  (long long)ty, SMEM_BUDGET);
       uint32_t rs, rt;
       split_axis(b, io, tx, "ib", "ix", &ib, &ix);
       split_axis(b, r, ty, "rs", "rt", &rs, &rt);
       double colblocks = ceil(vcols / (double)tx), per = depth / (double)ty;
-      char gwhy[256] = "";
+      char gwhy[384] = "";
       mode = FU_RM_BLOCK;
       add_loop(b, ib, FU_PT_BLOCK_X);
       if (grid_split(b, dev, tx * ty, colblocks, "column block(s)", "blocks down", unroll, true, &rs, &per,
