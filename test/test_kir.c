@@ -214,6 +214,18 @@ static void test_dynamic_arrays(void) {
   CHECK(fu_kernel_dynamic_array(m, k, "huge", FU_DT_F32, (int64_t)1 << 31) == NULL);
   CHECK_EQ_INT(k->smem_bytes, 131096);
   CHECK(!fu_kval_new_array(m, k, "s", FU_DT_F32, FU_MEM_SHARED, 4)->dynamic);
+  /* blocks per SM by shared memory: 233472 / (131096 + 1024) on sm_90 is
+   * 1, fewer than the threads allow; none for an unknown sm, none where
+   * the threads are the limit */
+  k->block[0] = 1024;
+  CHECK_EQ_INT(fu_kernel_smem_blocks_per_sm(k, 90), 1);
+  CHECK_EQ_INT(fu_kernel_smem_blocks_per_sm(k, 75), 0);
+  fu_kernel *small = fu_kernel_new(m, "small");
+  small->block[0] = 1024;
+  CHECK(fu_kernel_dynamic_array(m, small, "r", FU_DT_F32, 1024) != NULL);
+  CHECK_EQ_INT(fu_kernel_smem_blocks_per_sm(small, 90), 0);
+  small->smem_bytes = 0;
+  CHECK_EQ_INT(fu_kernel_smem_blocks_per_sm(small, 90), 0);
   fu_module_free(m);
 }
 

@@ -219,6 +219,15 @@ fu_kval *fu_kval_new_array(fu_module *m, fu_kernel *k, const char *name, fu_dtyp
  * it.  NULL when the arena fails, length <= 0, or the bytes pass 4 GiB. */
 fu_kval *fu_kernel_dynamic_array(fu_module *m, fu_kernel *k, const char *name, fu_dtype dtype, int64_t length);
 
+/* How many blocks of k fit on one SM of compute capability `sm` (90, 80:
+ * the preset of sm_<sm>) by shared memory (the dynamic bytes, the static
+ * shared arrays and the 1 KiB the driver keeps per block), when that is
+ * fewer than its threads allow (at least 1); 0 when shared memory is not
+ * the limit or sm has no preset.  The backends tell ptxas
+ * (`.minnctapersm`), which otherwise may keep a 1024-thread kernel at 32
+ * registers, for two blocks per SM that the shared memory rules out. */
+uint32_t fu_kernel_smem_blocks_per_sm(const fu_kernel *k, uint32_t sm);
+
 /* An instruction with copies of `args` and `results`; not linked anywhere. */
 fu_kinst *fu_kinst_new(fu_module *m, fu_kinst_kind kind, fu_kval *const *args, uint32_t n_args,
                        fu_kval *const *results, uint32_t n_results);

@@ -1,5 +1,6 @@
 /* fuser: kernel IR construction and launch-expression evaluation. */
 #include "fuser/kir.h"
+#include "fuser/device.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -137,6 +138,45 @@ fu_kval *fu_kernel_dynamic_array(fu_module *m, fu_kernel *k, const char *name, f
   v->offset = (uint32_t)at;
   k->smem_bytes = (uint32_t)(at + (uint64_t)length * fu_dtype_size(dtype));
   return v;
+}
+
+enum { MAX_STATIC_SEEN = 64 };
+
+/* The bytes of the static shared arrays used in b, each counted once
+ * (seen: those counted so far; past MAX_STATIC_SEEN arrays, repeats may
+ * count again: an upper bound). */
+static uint64_t static_smem(const fu_kblock *b, const fu_kval **seen, uint32_t *n_seen) {
+  uint64_t bytes = 0;
+  for (const fu_kinst *in = b->first; in; in = in->next) {
+    for (uint32_t i = 0; i < in->n_args; i++) {
+      const fu_kval *v = in->args[i];
+      if (v->kind != FU_KV_ARRAY || v->space != FU_MEM_SHARED || v->dynamic) continue;
+      bool known = false;
+      for (uint32_t j = 0; j < *n_seen && !known; j++) known = seen[j] == v;
+      if (known) continue;
+      if (*n_seen < MAX_STATIC_SEEN) seen[(*n_seen)++] = v;
+      bytes += ((uint64_t)v->length * fu_dtype_size(v->dtype) + 15) / 16 * 16;
+    }
+    if (in->kind == FU_KI_FOR) bytes += static_smem(&in->u.loop.body, seen, n_seen);
+    if (in->kind == FU_KI_IF)
+      bytes += static_smem(&in->u.branch.then_body, seen, n_seen) + static_smem(&in->u.branch.else_body, seen, n_seen);
+  }
+  return bytes;
+}
+
+uint32_t fu_kernel_smem_blocks_per_sm(const fu_kernel *k, uint32_t sm) {
+  char name[16];
+  snprintf(name, sizeof name, "sm_%u", sm);
+  fu_device dev;
+  uint64_t threads = (uint64_t)k->block[0] * k->block[1] * k->block[2];
+  if (!k->smem_bytes || !threads || !fu_device_preset(name, &dev)) return 0;
+  const fu_kval *seen[MAX_STATIC_SEEN];
+  uint32_t n_seen = 0;
+  uint64_t per_block = k->smem_bytes + static_smem(&k->body, seen, &n_seen) + 1024;
+  uint64_t by_smem = dev.smem_per_sm / per_block, by_threads = dev.max_threads_per_sm / threads;
+  if (by_threads > dev.max_blocks_per_sm) by_threads = dev.max_blocks_per_sm;
+  if (by_smem >= by_threads) return 0;
+  return by_smem ? (uint32_t)by_smem : 1;
 }
 
 /* ---- instructions ---------------------------------------------------------- */

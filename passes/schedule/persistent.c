@@ -409,8 +409,11 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
     bind(&b, i, FU_PT_BLOCK_X);
   }
   bind(&b, rx, FU_PT_THREAD_X);
-  /* shared memory: up to 16 loads of the first pass in flight per thread */
-  bind(&b, rs, regs || (smem && per <= SMEM_UNROLL) ? FU_PT_UNROLL : FU_PT_SERIAL);
+  /* shared memory: the first pass's loads in flight, up to 16 per thread,
+   * where one full-size input is read (with two, the unrolled loads of a
+   * 1024-thread block spill at its 64 registers: a bf16 residual add plus
+   * layer norm over rows of 65536 spilled 168 bytes, 0 as a loop) */
+  bind(&b, rs, regs || (smem && per <= SMEM_UNROLL && n_full == 1) ? FU_PT_UNROLL : FU_PT_SERIAL);
   if (rv != UINT32_MAX) bind(&b, rv, FU_PT_VECTORIZE);
   fu_reduce_mode mode = warp ? FU_RM_WARP : FU_RM_BLOCK;
   fu_persist_mode pm = regs ? FU_PM_REGISTERS : smem ? FU_PM_SMEM : FU_PM_REREAD;

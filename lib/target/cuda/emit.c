@@ -12,6 +12,7 @@
  * compile until this file says how to write it. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -389,8 +390,11 @@ static void emit_signature(cu_kernel *kc) {
   }
   fu_strbuf_printf(o, "], block [%u, %u, %u], %u bytes of dynamic shared memory, %s indexing\n", k->block[0],
                    k->block[1], k->block[2], k->smem_bytes, fu_dtype_name(k->index_dtype));
-  fu_strbuf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%u) %s(", k->block[0] * k->block[1] * k->block[2],
-                   k->name);
+  /* a second bound where shared memory limits the blocks per SM */
+  uint32_t min_blocks = fu_kernel_smem_blocks_per_sm(k, kc->mod->sm);
+  fu_strbuf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%u", k->block[0] * k->block[1] * k->block[2]);
+  if (min_blocks) fu_strbuf_printf(o, ", %u", min_blocks);
+  fu_strbuf_printf(o, ") %s(", k->name);
   if (!k->n_params) fu_strbuf_puts(o, ") {\n");
   for (uint32_t i = 0; i < k->n_params; i++) {
     const fu_kval *p = k->params[i];
@@ -499,6 +503,8 @@ fu_status cu_emit_module(cu_module *m, const fu_kernel *const *ks, uint32_t n, c
       }
   }
   if (st != FU_OK) return st;
+  const char *a = arch ? arch : FU_DEFAULT_ARCH;
+  m->sm = strncmp(a, "sm_", 3) == 0 ? (uint32_t)strtoul(a + 3, NULL, 10) : 0;
   fu_strbuf body;
   fu_strbuf_init(&body, m->alloc);
   for (uint32_t i = 0; i < n && st == FU_OK; i++) {

@@ -49,6 +49,7 @@ typedef struct cu_module {
   fu_arena *arena;  /* names, freed with the call */
   unsigned helpers; /* cu_helper bits the kernels used */
   bool no_fast_paths; /* fu_target_options.no_fast_paths: IEEE f32 reciprocal */
+  uint32_t sm;        /* of the arch emitted for (90 for sm_90 and sm_90a), 0 if unknown */
   bool failed;
 } cu_module;
 

@@ -392,6 +392,8 @@ fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k) {
   annotate(m, fn, "maxntidx", k->block[0]);
   annotate(m, fn, "maxntidy", k->block[1]);
   annotate(m, fn, "maxntidz", k->block[2]);
+  uint32_t min_blocks = fu_kernel_smem_blocks_per_sm(k, (uint32_t)m->sm);
+  if (min_blocks) annotate(m, fn, "minctasm", min_blocks);
 
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->C, fn, "entry");
   LLVMPositionBuilderAtEnd(m->B, entry);
