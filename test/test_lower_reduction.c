@@ -128,9 +128,10 @@ static void test_inner_vectors(void) {
   with("sum", "f64", "[3, 1030]", "[1]", "[3]", "block", "split d1, 2 -> ro, rv");
   with("min", "i32", "[6, 300]", "[1]", "[6]", "block", "split d1, 4 -> ro, rv");
   with("sum", "f32", "[8196]", "[0]", "[]", "block", "rv: vectorize");       /* every dim */
-  /* an odd row: peeled (tail=peel), a scalar head and tail around aligned vectors */
-  with("sum", "f32", "[3, 1023]", "[1]", "[3]", "block", "split d1, 4 -> ro, rv {tail=peel}");
-  with("max", "bf16", "[5, 4097]", "[1]", "[5]", "block", "split d1, 8 -> ro, rv {tail=peel}");
+  /* an odd row of a constant length: scalar, unrolled by 4 (peeling it ran
+   * slower on the H100); symbolic rows are peeled (lit/schedule/reduction-peel.fir) */
+  with("sum", "f32", "[3, 1023]", "[1]", "[3]", "block", "rsu: unroll");
+  with("max", "bf16", "[5, 4097]", "[1]", "[5]", "block", "rsu: unroll");
   with("sum", "f32", "[3, 3, 401]", "[0, 1, 2]", "[]", "block", "split r, 4 -> ro, rv {tail=peel}"); /* every dim */
   /* bool rows cannot be vectors: scalar, unrolled by 4 */
   one_with("sum", "bool", "[3, 1023]", "[1]", "[3]", "i64", "block", "rsu: unroll");
