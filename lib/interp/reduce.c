@@ -28,16 +28,16 @@ static void fold_f(pass_mode m, double *acc, int64_t os, const double *v, size_t
     switch (m) {
     case P_SUM: *a += x; break;
     case P_PROD: *a *= x; break;
-    case P_MAX:
+    case P_MAX: /* -0 below +0, as the kernels' max (lib/interp/pw_float.inc) */
       if (isnan(x) || isnan(*a))
         *a = NAN;
-      else if (x > *a)
+      else if (x > *a || (x == *a && !signbit(x)))
         *a = x;
       break;
     case P_MIN:
       if (isnan(x) || isnan(*a))
         *a = NAN;
-      else if (x < *a)
+      else if (x < *a || (x == *a && signbit(x)))
         *a = x;
       break;
     case P_M2: {
