@@ -43,14 +43,7 @@ static fu_value *emit(fu_fusion *f, fu_op *at, fu_op_kind kind, fu_value *const 
   snprintf(name, sizeof name, "%s_%s%u", base, what, v->id);
   fu_value_set_name(f->module, v, name);
   if (!v->name) return NULL;
-  op->parent = at->parent;
-  op->next = at;
-  op->prev = at->prev;
-  if (at->prev)
-    at->prev->next = op;
-  else
-    at->parent->first = op;
-  at->prev = op;
+  fu_block_insert_before(at, op);
   return v;
 }
 

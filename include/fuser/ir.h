@@ -420,6 +420,8 @@ uint32_t fu_module_num_fusions(const fu_module *m);
 fu_op *fu_op_new(fu_fusion *f, fu_op_kind kind, fu_value *const *operands, uint32_t n_operands,
                  uint32_t n_results, fu_loc loc);
 void fu_block_append(fu_block *b, fu_op *op);
+/* Links op into the block holding `at`, just before it. */
+void fu_block_insert_before(fu_op *at, fu_op *op);
 void fu_block_remove(fu_block *b, fu_op *op);
 
 /* A literal constant operand. */

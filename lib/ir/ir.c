@@ -151,6 +151,17 @@ void fu_block_append(fu_block *b, fu_op *op) {
   b->last = op;
 }
 
+void fu_block_insert_before(fu_op *at, fu_op *op) {
+  op->parent = at->parent;
+  op->next = at;
+  op->prev = at->prev;
+  if (at->prev)
+    at->prev->next = op;
+  else
+    at->parent->first = op;
+  at->prev = op;
+}
+
 void fu_block_remove(fu_block *b, fu_op *op) {
   if (op->prev)
     op->prev->next = op->next;

@@ -191,6 +191,15 @@ static int64_t pow2_ceil(double x) {
   return p;
 }
 
+/* Rows a block takes at tx threads a row: 256 threads a block below 256
+ * threads a row, and, with few rows (constant kept dims, m of them), no
+ * more than there are, to a power of two. */
+static int64_t rows_per_block(int64_t tx, bool kept_const, int64_t m) {
+  int64_t ty = tx < 256 ? 256 / tx : 1;
+  if (kept_const && ty > pow2_ceil((double)m)) ty = pow2_ceil((double)m);
+  return ty;
+}
+
 /* The schedule `b` describes, in the module's arena, with its index type
  * decided from the index graph. */
 static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, const pbuild *b,
@@ -344,7 +353,6 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   if (warp && tx > (int64_t)dev->warp_size) tx = dev->warp_size;
   if (!warp && tx < 64) tx = 64;
   if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
-  int64_t ty = tx < 256 ? 256 / tx : 1;
   /* the kept rows, when constant (none kept: one row) */
   int64_t m = 1;
   bool kept_const = true;
@@ -357,7 +365,7 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
    * and a short row's thread group widened until the block is whole warps
    * (the reductions shuffle across full warps; the extra threads are the
    * guarded tail of rx) */
-  if (kept_const && ty > pow2_ceil((double)m)) ty = pow2_ceil((double)m);
+  int64_t ty = rows_per_block(tx, kept_const, m);
   if (tx * ty < (int64_t)dev->warp_size) tx = (int64_t)dev->warp_size / ty;
   int64_t per = row_const ? ((int64_t)vecs + tx - 1) / tx : 0; /* vectors per thread */
   /* (an empty row has nothing to keep: reread, which loops 0 times) */
@@ -373,8 +381,7 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
    * 128 threads hold 256 bytes each, 256 threads 128) */
   while (!regs && !warp && row_const && per > 1 && tx * 2 <= (int64_t)dev->max_threads_per_block) {
     tx *= 2;
-    ty = tx < 256 ? 256 / tx : 1;
-    if (kept_const && ty > pow2_ceil((double)m)) ty = pow2_ceil((double)m);
+    ty = rows_per_block(tx, kept_const, m);
     per = ((int64_t)vecs + tx - 1) / tx;
     regs = per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= (double)budget;
   }

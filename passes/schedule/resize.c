@@ -31,24 +31,22 @@ bool fu_schedule_resize_scalar(const fu_op *seg) {
 }
 
 /* The 1-D schedule of a segment with a pad or cat at vector width V (1:
- * none): every reference dim merged, split by V, the block and the unroll
- * factor (consecutive threads on consecutive vectors of the reference, so
- * every access that is contiguous along it is coalesced); tails, grid,
+ * none): every reference dim merged, split by V and the block
+ * (consecutive threads on consecutive vectors of the reference, so every
+ * access that is contiguous along it is coalesced); tails, grid,
  * index type and the tensors read lane by lane (access=scalar) from the
  * index graph.  *usable is false when an output would not be stored as
  * whole vectors; *lanewise when a clamped coordinate varies within a
  * vector (its loads then go lane by lane). */
-static fu_status one_d(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, const fu_value *ref,
+static fu_status one_d(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, const fu_value *ref,
                        double n, int64_t V, fu_schedule **out, bool *usable, bool *lanewise) {
   fu_module *m = f->module;
   *out = NULL;
   *usable = false;
-  /* no unroll: one vector a thread.  On the H100 unrolling by 4 cost 1.5-3
-   * us on cat, pad and seed004's rotation (cat of two f32[8192, 4096]:
-   * 184.6 us against 181.7, the same at 256 or 512 threads), as the
+  /* one vector a thread, no unroll loop: on the H100 unrolling by 4 cost
+   * 1.5-3 us on cat, pad and seed004's rotation (cat of two f32[8192,
+   * 4096]: 184.6 us against 181.7, the same at 256 or 512 threads), as the
    * pointwise kernels' 16 bytes a thread already keep enough in flight */
-  int64_t unroll = 1;
-  (void)dev;
   enum { MAXA = FU_MAX_RANK + 10 };
   fu_saxis axes[MAXA];
   fu_sxform xf[MAXA];
@@ -62,11 +60,11 @@ static fu_status one_d(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
     axes[na] = (fu_saxis){names[na], -1, (int32_t)nx++, fu_loc_none()};
     cur = na++;
   }
-  /* splits by the vector width, the block, the unroll factor */
-  const int64_t factor[3] = {V, BLOCK, unroll};
-  const char *o[3][2] = {{"s0", "v"}, {unroll > 1 ? "s1" : "bx", "tx"}, {"bx", "u"}};
-  uint32_t inner[3] = {0, 0, 0};
-  for (int k = 0; k < 3; k++) {
+  /* splits by the vector width, then the block */
+  const int64_t factor[2] = {V, BLOCK};
+  const char *o[2][2] = {{"s0", "v"}, {"bx", "tx"}};
+  uint32_t inner[2] = {0, 0};
+  for (int k = 0; k < 2; k++) {
     if (factor[k] <= 1 && k != 1) continue;
     xf[nx] = (fu_sxform){FU_SX_SPLIT, {cur, 0}, {na, na + 1}, factor[k], FU_TAIL_GUARD, fu_loc_none()};
     for (int j = 0; j < 2; j++) {
@@ -79,7 +77,6 @@ static fu_status one_d(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
     inner[k] = na - 1;
   }
   loops[nl++] = (fu_sloop){cur, FU_PT_BLOCK_X, false, fu_loc_none()};
-  if (unroll > 1) loops[nl++] = (fu_sloop){inner[2], FU_PT_UNROLL, false, fu_loc_none()};
   loops[nl++] = (fu_sloop){inner[1], FU_PT_THREAD_X, false, fu_loc_none()};
   if (V > 1) loops[nl++] = (fu_sloop){inner[0], FU_PT_VECTORIZE, false, fu_loc_none()};
   fu_schedule *s = fu_schedule_assemble(m, ref, axes, na, xf, nx, loops, nl);
@@ -133,7 +130,7 @@ static fu_status scalar_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev,
   bool usable = false, lanewise = false;
   int64_t V = (int64_t)(16 / widest);
   for (; V >= 1; V /= 2) {
-    fu_status st = one_d(f, seg, dev, diag, ref, n, V, &s, &usable, &lanewise);
+    fu_status st = one_d(f, seg, diag, ref, n, V, &s, &usable, &lanewise);
     if (st != FU_OK) return st;
     if (debug && V > 1)
       fprintf(debug, "schedule: @%s: resize: width %lld: %s\n", seg->u.segment.name ? seg->u.segment.name : "?",

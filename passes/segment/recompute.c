@@ -63,13 +63,12 @@ static bool collect_chain(rc_state *s, const fu_value *v, uint32_t g) {
   return true;
 }
 
-/* Where a copy pays: the leaves' bytes (read again by the reader's kernel)
- * below the value's (written by one kernel and read by the other). */
-static bool chain_pays(const rc_state *s, const fu_value *v) {
-  const fu_seg_env *env = s->env;
-  uint64_t leaf_bytes = 0;
-  for (uint32_t i = 0; i < s->leaves.n; i++) leaf_bytes += env->v_bytes[s->leaves.v[i]];
-  return leaf_bytes < env->v_bytes[v->id];
+/* The bytes of the collected chain's leaves: what the reader's kernel
+ * reads again in place of the value. */
+static uint64_t leaf_bytes(const rc_state *s) {
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < s->leaves.n; i++) bytes += s->env->v_bytes[s->leaves.v[i]];
+  return bytes;
 }
 
 /* A copy of v's chain for readers in group g, inserted before `at`; the
@@ -99,13 +98,7 @@ static fu_value *clone_value(rc_state *s, fu_value *v, uint32_t g, fu_op *at) {
     snprintf(name, sizeof name, "%s_r%u", v->name, (unsigned)r->id); /* ids are unique: copies for two groups differ */
     fu_value_set_name(m, r, name);
   }
-  /* insert n before `at` in the fusion body */
-  fu_block *b = at->parent;
-  n->parent = b;
-  n->next = at;
-  n->prev = at->prev;
-  if (at->prev) at->prev->next = n; else b->first = n;
-  at->prev = n;
+  fu_block_insert_before(at, n);
   s->clone_of[v->id] = r;
   s->clone_grp[v->id] = g;
   s->n_cloned_ops++;
@@ -116,14 +109,13 @@ static fu_value *clone_value(rc_state *s, fu_value *v, uint32_t g, fu_op *at) {
 static void explain(rc_state *s, const fu_value *v, const fu_op *reader) {
   fu_seg_env *env = s->env;
   if (!env->dbg) return;
-  uint64_t leaf_bytes = 0;
-  for (uint32_t i = 0; i < s->leaves.n; i++) leaf_bytes += env->v_bytes[s->leaves.v[i]];
+  uint64_t leaves = leaf_bytes(s);
   fu_strbuf_clear(&env->sb);
   fu_strbuf_printf(&env->sb, "[segment] recompute %%%s (%u op%s) for ", v->name ? v->name : "?", s->chain.n,
                    s->chain.n == 1 ? "" : "s");
   fu_seg_put_op(&env->sb, reader);
   fu_strbuf_puts(&env->sb, " in its own segment: reads ");
-  fu_seg_put_bytes(&env->sb, leaf_bytes);
+  fu_seg_put_bytes(&env->sb, leaves);
   fu_strbuf_puts(&env->sb, " instead of passing ");
   fu_seg_put_bytes(&env->sb, env->v_bytes[v->id]);
   fu_strbuf_puts(&env->sb, " through global memory");
@@ -190,7 +182,9 @@ static fu_status recompute_reads(rc_state *s) {
       if (gd == gi || env->host_group[gd] || !absorbing_kind(env->kind[gd])) continue;
       s->stamp++;
       s->chain.n = s->leaves.n = 0;
-      if (!collect_chain(s, v, gd) || !chain_pays(s, v)) continue;
+      /* a copy pays when the leaves take fewer bytes than the value, which
+       * one kernel writes and the other reads */
+      if (!collect_chain(s, v, gd) || leaf_bytes(s) >= env->v_bytes[v->id]) continue;
       for (uint32_t c = 0; c < s->chain.n; c++) s->seen[s->chain.v[c]] = s->stamp;
       uint32_t before = s->n_cloned_ops;
       fu_value *copy = clone_value(s, v, gi, reader);
