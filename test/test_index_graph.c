@@ -81,6 +81,25 @@ static void test_ix_linear(void) {
   CHECK_STR(ixs(fu_ix_simplify_linear(c, fu_ix_add(c, fu_ix_mul(c, g, fu_ix_const(c, 2)), fu_ix_mul(c, g, fu_ix_const(c, 3)))), b,
                 sizeof b),
             "g * 5");
+  /* NCHW read along a merged (N, H, W) axis: H and W are adjacent in
+   * memory, so (g / 28 % 28) * 28 + g % 28 is g % 784, and the divisions
+   * of a chain combine: g / 28 / 28 is g / 784 */
+  const fu_ix *c28 = fu_ix_const(c, 28);
+  CHECK(fu_ix_div(c, fu_ix_div(c, g, c28), c28) == fu_ix_div(c, g, fu_ix_const(c, 784)));
+  const fu_ix *hw = fu_ix_add(c, fu_ix_mul(c, fu_ix_mod(c, fu_ix_div(c, g, c28), c28), c28), fu_ix_mod(c, g, c28));
+  CHECK(fu_ix_simplify_linear(c, hw) == fu_ix_mod(c, g, fu_ix_const(c, 784)));
+  /* scaled by a stride of 4 (a permuted layout): (g % 30) * 4 */
+  const fu_ix *c6 = fu_ix_const(c, 6);
+  const fu_ix *perm = fu_ix_add(c, fu_ix_mul(c, fu_ix_mod(c, fu_ix_div(c, g, c6), fu_ix_const(c, 5)), fu_ix_const(c, 24)),
+                                fu_ix_mul(c, fu_ix_mod(c, g, c6), fu_ix_const(c, 4)));
+  CHECK_STR(ixs(fu_ix_simplify_linear(c, perm), b, sizeof b), "g % 30 * 4");
+  /* symbolic radices: (g / W % H) * W + g % W = g % (H * W) */
+  const fu_ix *hh = fu_ix_sym(c, "H"), *ww = fu_ix_sym(c, "W");
+  const fu_ix *shw = fu_ix_add(c, fu_ix_mul(c, fu_ix_mod(c, fu_ix_div(c, g, ww), hh), ww), fu_ix_mod(c, g, ww));
+  CHECK(fu_ix_simplify_linear(c, shw) == fu_ix_mod(c, g, fu_ix_mul(c, hh, ww)));
+  /* a digit with the wrong weight stays */
+  const fu_ix *bad = fu_ix_add(c, fu_ix_mul(c, fu_ix_mod(c, fu_ix_div(c, g, c28), c28), fu_ix_const(c, 27)), fu_ix_mod(c, g, c28));
+  CHECK(fu_ix_simplify_linear(c, bad) != fu_ix_mod(c, g, fu_ix_const(c, 784)));
   fu_ix_ctx_free(c);
 }
 

@@ -441,6 +441,13 @@ static const fu_ix *div_or_mod(fu_ix_ctx *c, fu_ix_kind k, const fu_ix *a, const
       return lo ? fu_ix_add(c, hi, div_or_mod(c, k, lo, b)) : hi;
     }
   }
+  /* (y / p) / q = y / (p * q): one division for dims merged in memory
+   * order (indices are never negative, so floor division composes) */
+  mono mp, pq;
+  bool too_big = false;
+  if (k == FU_IX_DIV && a->kind == FU_IX_DIV && to_mono(a->b, &mp) && mp.c > 0 && to_mono(b, &mq) && mq.c > 0 &&
+      mono_mul(&mp, &mq, &pq, &too_big))
+    return div_or_mod(c, k, a->a, from_mono(c, &pq));
   /* (x % q) % q = x % q */
   if (k == FU_IX_MOD && a->kind == FU_IX_MOD && a->b == b) return a;
   return intern(c, k, 0, NULL, a, b);
@@ -539,27 +546,70 @@ static void flatten(const fu_ix *x, const mono *k, terms *t) {
   add_term(t, x, k);
 }
 
-/* Folds pairs q*c*(y / q) + c*(y % q) into c*y until none is left. */
-static void fold_pairs(terms *t) {
+/* x as a chain of divisions y / q1 / q2 / ... by monomials: *base = y,
+ * *q = q1 * q2 * ... (1 and x itself when x is no division). */
+static bool div_chain(const fu_ix *x, const fu_ix **base, mono *q) {
+  mono one = {1, 0, {NULL}};
+  *q = one;
+  *base = x;
+  while (*base && (*base)->kind == FU_IX_DIV) {
+    mono d, p;
+    bool overflow = false;
+    if (!to_mono((*base)->b, &d) || d.c <= 0 || !mono_mul(q, &d, &p, &overflow)) return false;
+    *q = p;
+    *base = (*base)->a;
+  }
+  return true;
+}
+
+/* The divisor of y % q as a monomial (q > 0), and y in *y. */
+static bool mod_of(const fu_ix *x, const fu_ix **y, mono *q) {
+  if (!x || x->kind != FU_IX_MOD || !to_mono(x->b, q) || q->c <= 0) return false;
+  *y = x->a;
+  return true;
+}
+
+/* Whether terms i and j fold, two digits of one mixed-radix number: i is
+ * q*c*(y / q) or q*c*((y / q) % b), j is c*(y % q), where y / q may be a
+ * chain of divisions whose divisors multiply to q.  *merged gets y
+ * (first form) or y % (q*b) (second form), which replaces both with
+ * coefficient c.  Indices are never negative, so floor division holds. */
+static bool digit_pair(fu_ix_ctx *c, const terms *t, uint32_t i, uint32_t j, const fu_ix **merged) {
+  const fu_ix *hi = t->v[i].atom, *y, *qy, *inner = hi;
+  mono q, qd, b, want, qb;
+  bool too_big = false, with_mod = false;
+  if (!mod_of(t->v[j].atom, &y, &q)) return false;
+  if (hi && hi->kind == FU_IX_MOD) {
+    if (!mod_of(hi, &inner, &b)) return false;
+    with_mod = true;
+  }
+  if (!inner || inner->kind != FU_IX_DIV || !div_chain(inner, &qy, &qd)) return false;
+  if (qy != y || !mono_equal(&qd, &q)) return false;
+  if (!mono_mul(&t->v[j].coef, &q, &want, &too_big) || !mono_equal(&want, &t->v[i].coef)) return false;
+  if (!with_mod) {
+    *merged = y;
+    return true;
+  }
+  if (!mono_mul(&q, &b, &qb, &too_big)) return false;
+  *merged = fu_ix_mod(c, y, from_mono(c, &qb));
+  return *merged != NULL;
+}
+
+/* Folds pairs of mixed-radix digits (digit_pair) until none is left:
+ * q*c*(y / q) + c*(y % q) becomes c*y, and q*c*((y / q) % b) + c*(y % q)
+ * becomes c*(y % (q*b)), the offset of dims merged in memory order. */
+static void fold_pairs(fu_ix_ctx *c, terms *t) {
   for (bool again = true; again && !t->overflow;) {
     again = false;
     for (uint32_t i = 0; i < t->n && !again; i++) {
-      const fu_ix *d = t->v[i].atom;
-      if (!d || d->kind != FU_IX_DIV) continue;
-      mono mq;
-      if (!to_mono(d->b, &mq)) continue;
       for (uint32_t j = 0; j < t->n; j++) {
-        const fu_ix *r = t->v[j].atom;
-        if (!r || r->kind != FU_IX_MOD || r->a != d->a || r->b != d->b) continue;
-        mono want;
-        bool too_big = false; /* then no pair: the terms stay as they are */
-        if (!mono_mul(&t->v[j].coef, &mq, &want, &too_big) || !mono_equal(&want, &t->v[i].coef)) continue;
+        const fu_ix *merged = NULL;
+        if (i == j || !digit_pair(c, t, i, j, &merged)) continue;
         mono k = t->v[j].coef;
-        const fu_ix *y = d->a;
         uint32_t hi = i > j ? i : j, lo = i > j ? j : i;
         t->v[hi] = t->v[--t->n];
         t->v[lo] = t->v[--t->n];
-        flatten(y, &k, t);
+        flatten(merged, &k, t);
         again = true;
         break;
       }
@@ -588,7 +638,7 @@ const fu_ix *fu_ix_simplify_linear(fu_ix_ctx *c, const fu_ix *x) {
   t->overflow = false;
   mono one = {1, 0, {NULL}};
   flatten(x, &one, t);
-  fold_pairs(t);
+  fold_pairs(c, t);
   const fu_ix *r = x;
   if (!t->overflow) {
     /* Terms whose atom is itself foldable after the pairs (y / q where y
