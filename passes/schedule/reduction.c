@@ -223,6 +223,29 @@ static uint32_t resident_blocks(const fu_device *dev, int64_t threads, int regs)
   return n ? n : 1;
 }
 
+/* The registers a thread of an outer grid reduction is assumed to take
+ * with vw-element vectors: OUTER_GRID_REGS for plain accumulators (sum,
+ * max, ...: 34 to 40 on sm_90 at 4 lanes), and 20 a lane for each
+ * Welford state (var, var_mean: mean, m2, count and the lane's shift,
+ * four partials of each at a step of the last block's combine), which
+ * ptxas gave 80 registers at 4 lanes (a batch norm's NHWC statistics).
+ * At a flat 40 the heuristic planned 6 blocks an SM where 3 fit: 784
+ * blocks, two waves, and twice the partials for the last block, whose
+ * combine is most of a small batch norm's time (on the H100 the NHWC bf16
+ * [32, 28, 28, 64] statistics took 25.1 us in 784 blocks, 17.3 in 392). */
+static int outer_thread_regs(const fu_op *seg, int64_t vw) {
+  int64_t lanes = vw > 1 ? vw : 1, regs = 0;
+  bool plain = false;
+  for (const fu_op *op = seg->u.segment.body->first; op; op = op->next) {
+    if (!fu_op_has(op->kind, FU_OF_REDUCTION)) continue;
+    if (op->kind == FU_OP_VAR || op->kind == FU_OP_VAR_MEAN) regs += 20 * lanes;
+    else plain = true;
+  }
+  if (plain) regs += OUTER_GRID_REGS;
+  if (regs < OUTER_GRID_REGS) regs = OUTER_GRID_REGS;
+  return regs > 255 ? 255 : (int)regs;
+}
+
 /* When `groups` blocks (rows, or column blocks) of `threads` cannot fill
  * the device (fewer than half of SMs x blocks per SM) and each thread has
  * at least 4 unrolled iterations (`*per`, of serial axis *rs), splits *rs
@@ -232,11 +255,11 @@ static uint32_t resident_blocks(const fu_device *dev, int64_t threads, int regs)
  * (reduce=grid).  Two waves or more (four times the blocks) measured
  * slower on the H100: [262144,64].sum(0) took 72 us with 2048 blocks
  * against 40 us with 512, the last block's combine growing with the
- * partials (docs/performance.md).  With per_sm (an outer reduction, whose
- * last block combines a whole column block of partials, blockDim.x values
- * each) and fewer than 4 column blocks, the target is the blocks that are
- * resident at once when a thread takes OUTER_GRID_REGS registers
- * (resident_blocks), not the thread limit: [262144,64].sum(0) took 34.9 us
+ * partials (docs/performance.md).  With per_sm_regs > 0 (an outer
+ * reduction, whose last block combines a whole column block of partials,
+ * blockDim.x values each) and fewer than 4 column blocks, the target is
+ * the blocks that are resident at once when a thread takes per_sm_regs
+ * registers (resident_blocks, outer_thread_regs), not the thread limit: [262144,64].sum(0) took 34.9 us
  * in 512 blocks of 512 threads, which at 34 registers were 1.3 waves of 3
  * blocks an SM, and 29.4 in 128 (one an SM, 16 warps: too few loads in
  * flight); with 128 column blocks (seed000's bias gradient of
@@ -244,12 +267,13 @@ static uint32_t resident_blocks(const fu_device *dev, int64_t threads, int regs)
  * Updates *rs and *per to the chunk and says why in `why`.  var/var_mean
  * split the same way: their Welford states go through the workspace. */
 static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double groups, const char *gname,
-                       const char *bname, int64_t unroll, bool per_sm, uint32_t *rs, double *per, char *why,
+                       const char *bname, int64_t unroll, int per_sm_regs, uint32_t *rs, double *per, char *why,
                        size_t cap) {
+  bool per_sm = per_sm_regs > 0;
   double wave = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
   if (groups >= wave / 2 || *per < 4.0 * (double)unroll) return false;
   bool few = per_sm && groups < 4;
-  uint32_t per_sm_blocks = few ? resident_blocks(dev, threads, OUTER_GRID_REGS) : 0;
+  uint32_t per_sm_blocks = few ? resident_blocks(dev, threads, per_sm_regs) : 0;
   double want = few ? (double)dev->n_sms * per_sm_blocks : wave;
   int64_t chunk = pow2_at_least(*per / ceil(want / groups));
   if (chunk < unroll) chunk = unroll;
@@ -261,7 +285,7 @@ static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double 
   if (few)
     snprintf(fwhy, sizeof fwhy,
              "; at most %u blocks an SM (%d registers a thread), the last block combining a column block's partials",
-             per_sm_blocks, OUTER_GRID_REGS);
+             per_sm_blocks, per_sm_regs);
   snprintf(why, cap,
            "; %.0f %s cannot fill %u SMs: %.0f %s on blockIdx.y, %lld iterations each (%.0f blocks, %.1f waves of "
            "%.0f%s), combined through a workspace (reduce=grid)",
@@ -510,7 +534,7 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
        * iterations (a power of two, at least the unroll), the blocks'
        * partials combined through a workspace by the last to finish */
       char gwhy[384] = "";
-      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, false, &rs, &per, gwhy, sizeof gwhy))
+      if (grid_split(b, dev, tx, rows, "row(s)", "blocks per row", unroll, 0, &rs, &per, gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, rx, FU_PT_THREAD_X);
       serial_loops(b, rs, per, unroll);
@@ -592,8 +616,8 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       char gwhy[384] = "";
       mode = FU_RM_BLOCK;
       add_loop(b, ib, FU_PT_BLOCK_X);
-      if (grid_split(b, dev, tx * ty, colblocks, "column block(s)", "blocks down", unroll, true, &rs, &per,
-                     gwhy, sizeof gwhy))
+      if (grid_split(b, dev, tx * ty, colblocks, "column block(s)", "blocks down", unroll,
+                     outer_thread_regs(seg, vw), &rs, &per, gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, ix, FU_PT_THREAD_X);
       add_loop(b, rt, FU_PT_THREAD_Y);
