@@ -294,6 +294,8 @@ typedef struct fu_rt_bench_options {
   uint32_t iters;      /* timed runs (0: 100) */
   bool no_flush;       /* do not flush L2 between timed runs */
   uint32_t settle_us;  /* after each flush, the GPU spins this long before the timed run (0: 1000) */
+  size_t flush_bytes;  /* the bytes each flush writes (0: twice the L2 size) */
+  bool flush_kernel;   /* flush with a store kernel (as torch's fill_) instead of cuMemsetD32Async */
   size_t copy_bytes;   /* size of the copy-bandwidth measurement (0: 1 GiB, less if memory is short) */
 } fu_rt_bench_options;
 
@@ -312,14 +314,15 @@ typedef struct fu_rt_bench_result {
   double copy_gbs;       /* device-to-device copy, bytes read + written per second */
   size_t copy_bytes;
   size_t flush_bytes;    /* 0 when not flushed */
+  bool flush_kernel;     /* the flush was a store kernel, not cuMemsetD32Async */
   uint32_t settle_us;    /* the spin after each flush; 0 when not flushed */
   uint32_t iters, warmup;
   fu_allocator alloc;
 } fu_rt_bench_result;
 
 /* Warm-up, then `iters` timed runs, each after writing 2x the L2 size
- * with cuMemsetD32Async and a spin of settle_us on the GPU (unless
- * no_flush), as the peers' harnesses do it; every kernel is bracketed by
+ * (or flush_bytes) with cuMemsetD32Async (or a store kernel) and a spin
+ * of settle_us on the GPU (unless no_flush), as the peers' harnesses do it; every kernel is bracketed by
  * CUDA events.  Also measures the copy bandwidth (cuMemcpyDtoDAsync,
  * median of 20) in the same run.  Free with fu_rt_bench_result_free. */
 fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt_bench_result *out);

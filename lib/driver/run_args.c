@@ -9,7 +9,7 @@
 
 typedef enum run_opt {
   R_DEVICE, R_FUSION, R_INPUT, R_RANDOM, R_DEFAULT_EXTENT, R_SEED, R_SAVE_OUTPUTS, R_SAVE_INPUTS, R_PRINT_VALUES,
-  R_JSON, R_PASS, R_CHECK, R_RTOL, R_ATOL, R_PTX, R_BENCH, R_ITERS, R_WARMUP, R_NO_FLUSH, R_DUMP, R_GPU,
+  R_JSON, R_PASS, R_CHECK, R_RTOL, R_ATOL, R_PTX, R_BENCH, R_ITERS, R_WARMUP, R_NO_FLUSH, R_SETTLE, R_FLUSH_BYTES, R_FLUSH_WITH, R_DUMP, R_GPU,
   R_DEVICE_INFO, R_DEVICE_MEMORY, R_HELP, R_DATA_DIR, R_ALLOW_ANY_PATH, R_ERROR_LIMIT, R_BACKEND, R_EXPECT_DIST,
   R_SAVE_REPRO, R_NO_REPRO, R_DIFF_BACKENDS, R_DISABLE, R_ENABLE, R_INPUT_OFFSET,
 } run_opt;
@@ -78,6 +78,10 @@ static const fu_cli_option options[] = {
     {"iters", R_ITERS, FU_CLI_REQUIRED, "N", "timed runs for --bench (default 100)"},
     {"warmup", R_WARMUP, FU_CLI_REQUIRED, "N", "warm-up runs for --bench (default 10)"},
     {"no-flush", R_NO_FLUSH, FU_CLI_NONE, NULL, "do not flush L2 between timed runs"},
+    {"settle-us", R_SETTLE, FU_CLI_REQUIRED, "N", "microseconds of GPU spin after each flush (default 1000)"},
+    {"flush-bytes", R_FLUSH_BYTES, FU_CLI_REQUIRED, "N", "bytes each flush writes (default twice the L2 size)"},
+    {"flush-with", R_FLUSH_WITH, FU_CLI_REQUIRED, "memset|kernel",
+     "how the flush writes: cuMemsetD32Async (default) or a store kernel, as PyTorch's fill_"},
     {"gpu", R_GPU, FU_CLI_REQUIRED, "N", "the CUDA device to use (default 0)"},
     {"device-info", R_DEVICE_INFO, FU_CLI_NONE, NULL, "print the GPU's description and exit"},
     {"device-memory", R_DEVICE_MEMORY, FU_CLI_NONE, NULL,
@@ -259,6 +263,23 @@ static bool apply(run_args *a, run_opt id, const char *v) {
     *(id == R_ITERS ? &a->iters : &a->warmup) = (uint32_t)n;
     return true;
   case R_NO_FLUSH: a->no_flush = true; return true;
+  case R_SETTLE:
+    if (!parse_int(a, v, "--settle-us", 1, &n)) return false;
+    if (n > 1000000) n = 1000000;
+    a->settle_us = (uint32_t)n;
+    return true;
+  case R_FLUSH_BYTES:
+    if (!parse_int(a, v, "--flush-bytes", 16, &n)) return false;
+    if (n > ((int64_t)1 << 34)) n = (int64_t)1 << 34;
+    a->flush_bytes = (size_t)n;
+    return true;
+  case R_FLUSH_WITH:
+    if (strcmp(v, "memset") && strcmp(v, "kernel")) {
+      fprintf(a->err, RUN_TOOL ": --flush-with must be memset or kernel, not '%s'\n", v);
+      return false;
+    }
+    a->flush_kernel = !strcmp(v, "kernel");
+    return true;
   case R_DUMP: return fu_dump_parse(a->dumps, v, "--dump", dump_aliases);
   case R_DISABLE:
   case R_ENABLE:

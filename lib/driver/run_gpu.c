@@ -163,8 +163,9 @@ static void gpu_report_parts(const run_args *a, const gpu_ctx *g, const fu_rt_pl
   fu_strbuf_puts(json_launches, "]");
   if (!have_bench) return;
   fu_strbuf_printf(json_bench, ",\n   \"bench\": {\"iters\": %u, \"warmup\": %u, \"l2_flush_bytes\": %zu, \"copy_bytes\": %zu, "
-                               "\"copy_gbs\": %.3f, \"settle_us\": %u, \"kernels\": [",
-                   br->iters, br->warmup, br->flush_bytes, br->copy_bytes, br->copy_gbs, br->settle_us);
+                               "\"copy_gbs\": %.3f, \"settle_us\": %u, \"flush_with\": \"%s\", \"kernels\": [",
+                   br->iters, br->warmup, br->flush_bytes, br->copy_bytes, br->copy_gbs, br->settle_us,
+                   br->flush_kernel ? "kernel" : "memset");
   for (uint32_t k = 0; k < br->n_kernels; k++) {
     fu_strbuf_puts(json_bench, k ? ", " : "");
     json_timing(json_bench, &br->kernels[k]);
@@ -174,8 +175,9 @@ static void gpu_report_parts(const run_args *a, const gpu_ctx *g, const fu_rt_pl
   fu_strbuf_puts(json_bench, "}");
   fu_strbuf_printf(text_bench, "  bench: median of %u runs after %u warm-up", br->iters, br->warmup);
   if (br->flush_bytes)
-    fu_strbuf_printf(text_bench, ", L2 flushed before each run (%.1f MiB written, then %u us of GPU spin)",
-                     (double)br->flush_bytes / (1 << 20), br->settle_us);
+    fu_strbuf_printf(text_bench, ", L2 flushed before each run (%.1f MiB written by %s, then %u us of GPU spin)",
+                     (double)br->flush_bytes / (1 << 20), br->flush_kernel ? "a store kernel" : "cuMemsetD32Async",
+                     br->settle_us);
   else
     fu_strbuf_puts(text_bench, ", L2 not flushed");
   fu_strbuf_printf(text_bench, "; copy bandwidth %.1f GB/s (%.0f MiB copied, read + write)\n", br->copy_gbs,
@@ -342,6 +344,9 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
     bo.iters = a->bench ? a->iters : 1;
     bo.warmup = a->bench ? a->warmup : 0;
     bo.no_flush = a->bench ? a->no_flush : true;
+    bo.settle_us = a->settle_us;
+    bo.flush_bytes = a->flush_bytes;
+    bo.flush_kernel = a->flush_kernel;
     st = fu_rt_exec_bench(e, &bo, &br);
     have_bench = st == FU_OK && a->bench;
     if (st == FU_OK && eff) dump_eff_bandwidth(a, f, &br);

@@ -56,6 +56,9 @@ typedef struct run_args {
   fu_dumps *dumps;          /* FUSER_DUMP and --dump (fuser/dump.h); never NULL after parsing */
   fu_feature_set features;  /* FUSER_DISABLE/ENABLE and --disable/--enable */
   uint32_t iters, warmup;
+  uint32_t settle_us;   /* --settle-us (0: the runtime's 1000) */
+  size_t flush_bytes;   /* --flush-bytes (0: twice the L2) */
+  bool flush_kernel;    /* --flush-with=kernel */
   int gpu;              /* device ordinal */
   /* repros (run_repro.c) and the backend comparison (run_diff.c) */
   const char *save_repro; /* --save-repro DIR */

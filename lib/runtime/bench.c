@@ -64,8 +64,22 @@ static fu_status elapsed_us(fu_rt *rt, CUevent a, CUevent b, double *us) {
 }
 
 /* A kernel that spins until `ns` nanoseconds of the global timer have
- * passed (one thread). */
+ * passed (one thread), and one that stores `v` into n 16-byte words from
+ * p (a grid-stride loop): the flush as PyTorch's harness writes it (its
+ * fill_ is a kernel), where cuMemsetD32Async may take another path. */
 static const char settle_ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
+                                 ".visible .entry fuser_bench_fill(.param .u64 fuser_bench_fill_p, "
+                                 ".param .u64 fuser_bench_fill_n, .param .u32 fuser_bench_fill_v)\n{\n"
+                                 "  .reg .pred %p<2>;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<9>;\n"
+                                 "  ld.param.u64 %rd1, [fuser_bench_fill_p];\n  ld.param.u64 %rd2, [fuser_bench_fill_n];\n"
+                                 "  ld.param.u32 %r1, [fuser_bench_fill_v];\n"
+                                 "  mov.u32 %r2, %ctaid.x;\n  mov.u32 %r3, %ntid.x;\n  mov.u32 %r4, %tid.x;\n"
+                                 "  mov.u32 %r5, %nctaid.x;\n  mul.wide.u32 %rd3, %r2, %r3;\n  cvt.u64.u32 %rd4, %r4;\n"
+                                 "  add.u64 %rd5, %rd3, %rd4;\n  mul.wide.u32 %rd6, %r5, %r3;\n"
+                                 "$L_fill:\n  setp.ge.u64 %p1, %rd5, %rd2;\n  @%p1 bra $L_done;\n"
+                                 "  shl.b64 %rd7, %rd5, 4;\n  add.u64 %rd8, %rd1, %rd7;\n"
+                                 "  st.global.v4.u32 [%rd8], {%r1, %r1, %r1, %r1};\n"
+                                 "  add.u64 %rd5, %rd5, %rd6;\n  bra $L_fill;\n$L_done:\n  ret;\n}\n"
                                  ".visible .entry fuser_bench_settle(.param .u64 fuser_bench_settle_ns)\n{\n"
                                  "  .reg .pred %p<2>;\n  .reg .b64 %rd<5>;\n"
                                  "  ld.param.u64 %rd1, [fuser_bench_settle_ns];\n"
@@ -144,7 +158,7 @@ fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt
   uint32_t iters = out->iters;
   fu_rt_ptr flush = 0;
   fu_rt_module *settle = NULL;
-  fu_rt_func spin = {NULL, NULL};
+  fu_rt_func spin = {NULL, NULL}, fill = {NULL, NULL};
   uint64_t settle_ns = 0;
   event_set ev = {0};
   double *samples = fu_mem_calloc(&rt->alloc, (size_t)(k + 1) * iters, sizeof *samples);
@@ -159,12 +173,14 @@ fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt
 
   if (!o.no_flush && st == FU_OK) {
     size_t l2 = rt->info.desc.l2_bytes ? rt->info.desc.l2_bytes : (size_t)64 << 20;
-    out->flush_bytes = (2 * l2 + 3) & ~(size_t)3;
+    out->flush_bytes = ((o.flush_bytes ? o.flush_bytes : 2 * l2) + 15) & ~(size_t)15;
+    out->flush_kernel = o.flush_kernel;
     st = fu_rt_mem_alloc(rt, out->flush_bytes, &flush);
     out->settle_us = o.settle_us ? o.settle_us : 1000;
     settle_ns = (uint64_t)out->settle_us * 1000;
     if (st == FU_OK) st = fu_rt_module_load(rt, settle_ptx, sizeof settle_ptx - 1, "fuser_bench_settle", &settle);
     if (st == FU_OK) st = fu_rt_module_function(settle, "fuser_bench_settle", &spin);
+    if (st == FU_OK && o.flush_kernel) st = fu_rt_module_function(settle, "fuser_bench_fill", &fill);
   }
   if (st == FU_OK) st = events_create(rt, &ev, k + 1);
   for (uint32_t i = 0; i < out->warmup && st == FU_OK; i++) st = fu_rt_exec_launch_all(e, false);
@@ -172,12 +188,18 @@ fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt
 
   for (uint32_t it = 0; it < iters && st == FU_OK; it++) {
     if (flush) {
-      char what[64];
-      snprintf(what, sizeof what, "cuMemsetD32Async(%zu bytes)", out->flush_bytes);
-      st = fu_rt_check(rt, rt->api.memset_d32_async((CUdeviceptr)flush, 0x01010101u * (it & 0xff), out->flush_bytes / 4,
-                                                    rt->stream),
-                       what);
+      uint32_t value = 0x01010101u * (it & 0xff);
       fu_rt_launch_config one = {{1, 1, 1}, {1, 1, 1}, 0};
+      if (o.flush_kernel) {
+        fu_rt_launch_config grid = {{1024, 1, 1}, {256, 1, 1}, 0};
+        uint64_t words = out->flush_bytes / 16;
+        void *fill_params[] = {&flush, &words, &value};
+        st = fu_rt_launch(rt, &fill, &grid, fill_params);
+      } else {
+        char what[64];
+        snprintf(what, sizeof what, "cuMemsetD32Async(%zu bytes)", out->flush_bytes);
+        st = fu_rt_check(rt, rt->api.memset_d32_async((CUdeviceptr)flush, value, out->flush_bytes / 4, rt->stream), what);
+      }
       void *spin_params[] = {&settle_ns};
       if (st == FU_OK) st = fu_rt_launch(rt, &spin, &one, spin_params);
     }
