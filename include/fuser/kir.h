@@ -64,6 +64,10 @@ typedef struct fu_kval {
   /* FU_KV_TENSOR_PARAM */
   fu_value *tensor;   /* the fusion value this parameter binds (NULL for a workspace) */
   bool readonly;      /* an input: loads may use the non-coherent path */
+  /* `stream`: a read-only input the kernel reads once, in whole lines;
+   * its loads ask L2 to evict those lines first (ld.global.cs), so that
+   * they do not push out lines other kernels wrote (docs/ir.md) */
+  bool stream;
   bool noalias;
   uint32_t align;     /* bytes guaranteed for the base pointer */
   /* an output written in place (`alias=%P`): its memory is tensor

@@ -479,6 +479,7 @@ static void verify_params(kverifier *v) {
              fu_dtype_name(p->tensor->type.dtype));
       if (p->ws_size && p->tensor) verr(v, NULL, "workspace '%%%s' binds a fusion value", pn);
       if (p->ws_size && p->readonly) verr(v, NULL, "workspace '%%%s' is read-only", pn);
+      if (p->stream && !p->readonly) verr(v, NULL, "parameter '%%%s' is stream but not readonly", pn);
       if (!p->ws_size && p->ws_zeroed) verr(v, NULL, "parameter '%%%s' is zeroed but not a workspace", pn);
       if (p->ws_error && (!p->ws_size || !p->ws_zeroed || p->dtype != FU_DT_I32))
         verr(v, NULL, "error flag '%%%s' must be a zeroed i32 workspace", pn);

@@ -507,13 +507,16 @@ static bool parse_align(kparser *p, fu_kval *v) {
 }
 
 /* The attributes after a tensor or workspace parameter's type, in any
- * order: `noalias`, `align=N`, and `readonly`, `bind=%V`, `alias=%P` (an
- * earlier tensor parameter) for a tensor or `zeroed` and `error` for a
+ * order: `noalias`, `align=N`, and `readonly`, `stream`, `bind=%V`,
+ * `alias=%P` (an earlier tensor parameter) for a tensor or `zeroed` and `error` for a
  * workspace. */
 static bool parse_param_attrs(kparser *p, fu_kval *v, bool workspace, token *bind, bool *has_bind, bool *has_align) {
   for (;;) {
     if (!workspace && tok_is(p, T_IDENT, "readonly")) {
       v->readonly = true;
+      next(p);
+    } else if (!workspace && tok_is(p, T_IDENT, "stream")) {
+      v->stream = true;
       next(p);
     } else if (workspace && tok_is(p, T_IDENT, "zeroed")) {
       v->ws_zeroed = true;

@@ -243,6 +243,7 @@ static void print_param(kprinter *p, const fu_kval *v) {
     else
       fu_strbuf_puts(out, dtname(v->dtype));
     if (v->readonly) fu_strbuf_puts(out, " readonly");
+    if (v->stream) fu_strbuf_puts(out, " stream");
     if (v->noalias) fu_strbuf_puts(out, " noalias");
     fu_strbuf_printf(out, " align=%u", v->align);
     if (v->alias_of) {

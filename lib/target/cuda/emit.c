@@ -94,10 +94,16 @@ static void emit_load(cu_kernel *kc, const fu_kinst *in) {
   uint32_t w = in->u.mem.width;
   fu_strbuf src;
   fu_strbuf_init(&src, kc->mod->alloc);
+  bool stream = mem->kind == FU_KV_TENSOR_PARAM && mem->stream;
+  if (stream) kc->mod->helpers |= CU_H_LDCS;
   if (w == 1) {
     /* readonly without noalias: __restrict__ cannot say it, __ldg does */
     bool ldg = mem->kind == FU_KV_TENSOR_PARAM && mem->readonly && !mem->noalias;
-    if (ldg) {
+    if (stream) {
+      fu_strbuf_puts(&src, "fu_ldcs(");
+      element(kc, &src, mem, index);
+      fu_strbuf_putc(&src, ')');
+    } else if (ldg) {
       fu_strbuf_puts(&src, "__ldg(");
       element(kc, &src, mem, index);
       fu_strbuf_putc(&src, ')');
@@ -117,9 +123,10 @@ static void emit_load(cu_kernel *kc, const fu_kinst *in) {
   snprintf(base, sizeof base, "%.300s_v", cu_name(kc, in->results[0]));
   const char *tmp = cu_fresh_name(kc, base);
   indent(kc);
-  fu_strbuf_printf(kc->out, "const %s %s = *reinterpret_cast<const %s *>(", ty ? ty : "", tmp ? tmp : "v", ty ? ty : "");
+  fu_strbuf_printf(kc->out, "const %s %s = %sreinterpret_cast<const %s *>(", ty ? ty : "", tmp ? tmp : "v",
+                   stream ? "fu_ldcs(" : "*", ty ? ty : "");
   element(kc, kc->out, mem, index);
-  fu_strbuf_puts(kc->out, ");\n");
+  fu_strbuf_puts(kc->out, stream ? "));\n" : ");\n");
   for (uint32_t i = 0; i < w; i++) {
     if (!used(kc, in->results[i])) continue;
     fu_strbuf_clear(&src);

@@ -36,6 +36,7 @@ typedef enum cu_helper {
   CU_H_INT_BITS = 1u << 9,  /* fu_gcd, fu_shl, fu_shr on ints */
   CU_H_RNG = 1u << 10,      /* fu_philox, fu_rng_f32, fu_rng_f64: uniform and normal (needs FP16 and BF16) */
   CU_H_RCP = 1u << 11,      /* fu_rcp: the f32 reciprocal's fast path */
+  CU_H_LDCS = 1u << 12,     /* fu_ldcs: a load that L2 evicts first (a `stream` parameter) */
 } cu_helper;
 
 /* Writes the includes and helper definitions of `used` (a cu_helper mask). */

@@ -10,6 +10,20 @@ static const char vec_text[] =
     "// N consecutive elements as one aligned access (ld/st .v2, .v4 or one wider scalar)\n"
     "template <typename T, int N> struct __align__(sizeof(T) * N) fu_vec { T e[N]; };\n";
 
+static const char ldcs_text[] =
+    "// a load of a parameter read once (`stream`): ld.global.cs, which L2 evicts first\n"
+    "template <typename T> __device__ __forceinline__ T fu_ldcs(const T *p) {\n"
+    "  T r;\n"
+    "  if constexpr (sizeof(T) == 16) { uint4 u = __ldcs(reinterpret_cast<const uint4 *>(p)); memcpy(&r, &u, 16); }\n"
+    "  else if constexpr (sizeof(T) == 8) { uint2 u = __ldcs(reinterpret_cast<const uint2 *>(p)); memcpy(&r, &u, 8); }\n"
+    "  else if constexpr (sizeof(T) == 4) { unsigned u = __ldcs(reinterpret_cast<const unsigned *>(p)); memcpy(&r, &u, 4); }\n"
+    "  else if constexpr (sizeof(T) == 2) {\n"
+    "    unsigned short u = __ldcs(reinterpret_cast<const unsigned short *>(p));\n"
+    "    memcpy(&r, &u, 2);\n"
+    "  } else { unsigned char u = __ldcs(reinterpret_cast<const unsigned char *>(p)); memcpy(&r, &u, 1); }\n"
+    "  return r;\n"
+    "}\n";
+
 static const char maxmin_text[] =
     "// maximum and minimum that propagate NaN (fmaxf and fminf return the other operand)\n"
     "__device__ __forceinline__ float fu_maximum(float a, float b) { return isnan(a) || isnan(b) ? a + b : fmaxf(a, b); }\n"
@@ -169,7 +183,7 @@ void cu_prelude_write(fu_strbuf *out, unsigned used) {
   } parts[] = {
       {CU_H_VEC, vec_text},   {CU_H_MAXMIN, maxmin_text}, {CU_H_REM_F, rem_f_text}, {CU_H_REM_I, rem_i_text},
       {CU_H_IPOW, ipow_text}, {CU_H_LERP, lerp_text},     {CU_H_CLAMP, clamp_text}, {CU_H_INT_BITS, int_bits_text},
-      {CU_H_RNG, rng_text},   {CU_H_RCP, rcp_text},
+      {CU_H_RNG, rng_text},   {CU_H_RCP, rcp_text},       {CU_H_LDCS, ldcs_text},
   };
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (used & parts[i].bit) {

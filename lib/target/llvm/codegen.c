@@ -55,16 +55,55 @@ static unsigned access_align(const fu_kval *mem, uint32_t width) {
   return (unsigned)(width * fu_dtype_size(mem->dtype));
 }
 
+/* A load of `ty` (bytes in all: 1, 2, 4, 8 or 16) from a `stream`
+ * parameter: ld.global.cs.nc, which NVPTX has no intrinsic for, as inline
+ * assembly (no side effects: the data is read-only), its 32-bit (or
+ * narrower) registers put back together as `ty`.  NULL for another size. */
+static LLVMValueRef stream_load(bk_kernel *kc, LLVMTypeRef ty, LLVMValueRef ptr, unsigned bytes) {
+  bk_module *m = kc->mod;
+  unsigned regs = bytes >= 4 ? bytes / 4 : 1;
+  if (bytes > 16 || (bytes & (bytes - 1)) || !bytes) return NULL;
+  LLVMTypeRef rt = bytes >= 4 ? m->t_i32 : m->t_i16;
+  LLVMTypeRef parts[4] = {rt, rt, rt, rt};
+  LLVMTypeRef res = regs == 1 ? rt : LLVMStructTypeInContext(m->C, parts, regs, 0);
+  LLVMTypeRef i64 = m->t_i64;
+  LLVMTypeRef fty = LLVMFunctionType(res, &i64, 1, 0);
+  static const char *const text[] = {"ld.global.cs.nc.u8 $0, [$1];", "ld.global.cs.nc.u16 $0, [$1];",
+                                     "ld.global.cs.nc.u32 $0, [$1];", "ld.global.cs.nc.v2.u32 {$0, $1}, [$2];",
+                                     "ld.global.cs.nc.v4.u32 {$0, $1, $2, $3}, [$4];"};
+  static const char *const cons[] = {"=h,l", "=h,l", "=r,l", "=r,=r,l", "=r,=r,=r,=r,l"};
+  unsigned k = bytes == 1 ? 0 : bytes == 2 ? 1 : bytes == 4 ? 2 : bytes == 8 ? 3 : 4;
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text[k], strlen(text[k]), (char *)cons[k], strlen(cons[k]), 0, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef addr = LLVMBuildPtrToInt(m->B, ptr, i64, "");
+  LLVMValueRef r = LLVMBuildCall2(m->B, fty, fn, &addr, 1, "");
+  if (bytes < 4) {
+    LLVMValueRef narrow = bytes == 1 ? LLVMBuildTrunc(m->B, r, m->t_i8, "") : r;
+    return LLVMBuildBitCast(m->B, narrow, ty, "");
+  }
+  LLVMValueRef v = r;
+  if (regs > 1) {
+    v = LLVMGetPoison(LLVMVectorType(m->t_i32, regs));
+    for (unsigned i = 0; i < regs; i++)
+      v = LLVMBuildInsertElement(m->B, v, LLVMBuildExtractValue(m->B, r, i, ""), LLVMConstInt(m->t_i32, i, 0), "");
+  }
+  return LLVMBuildBitCast(m->B, v, ty, "");
+}
+
 static void emit_load(bk_kernel *kc, const fu_kinst *in) {
   bk_module *m = kc->mod;
   const fu_kval *mem = in->args[0];
   uint32_t w = in->u.mem.width;
   LLVMTypeRef et = bk_mem_type(m, mem->dtype);
   LLVMTypeRef ty = w == 1 ? et : LLVMVectorType(et, w);
-  LLVMValueRef ld = LLVMBuildLoad2(m->B, ty, element_ptr(kc, mem, in->args[1]), "");
-  LLVMSetAlignment(ld, access_align(mem, w));
-  if (mem->kind == FU_KV_TENSOR_PARAM && mem->readonly)
-    LLVMSetMetadata(ld, kc->invariant_kind, LLVMMetadataAsValue(m->C, kc->invariant_md));
+  LLVMValueRef ptr = element_ptr(kc, mem, in->args[1]), ld = NULL;
+  if (mem->kind == FU_KV_TENSOR_PARAM && mem->stream) ld = stream_load(kc, ty, ptr, access_align(mem, w));
+  if (!ld) {
+    ld = LLVMBuildLoad2(m->B, ty, ptr, "");
+    LLVMSetAlignment(ld, access_align(mem, w));
+    if (mem->kind == FU_KV_TENSOR_PARAM && mem->readonly)
+      LLVMSetMetadata(ld, kc->invariant_kind, LLVMMetadataAsValue(m->C, kc->invariant_md));
+  }
   for (uint32_t i = 0; i < w; i++) {
     LLVMValueRef e = w == 1 ? ld : LLVMBuildExtractElement(m->B, ld, LLVMConstInt(m->t_i32, i, 0), "");
     if (mem->dtype == FU_DT_BOOL) e = LLVMBuildICmp(m->B, LLVMIntNE, e, LLVMConstNull(m->t_i8), "");
