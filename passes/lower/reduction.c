@@ -1357,9 +1357,11 @@ static bool read_with_vectors(const rl *L, const fu_value *v) {
  * flush that left L2 dirty (as every timing harness does, and as a
  * training step's earlier kernels do), sum(-1) of [262144, 64] took 28.6
  * us instead of 32.9, sum(0) 31.4 instead of 36.2 and amax of bf16
- * [16384, 4096] 49.6 instead of 55.3 (docs/performance.md).  Persistent
- * kernels reread their weights, and a layer norm ran slower (96.5 against
- * 95.3 us) with every load so marked: they keep the default. */
+ * [16384, 4096] 49.6 instead of 55.3 (docs/performance.md).  Kernels
+ * that write a full-size output keep the default: with their full-size
+ * inputs so marked, 33 persistent, pointwise and movement kernels ran 1-7%
+ * slower on the same machine (softmax of bf16 [1024, 65536] 129.1 against
+ * 138.7 us, transpose + add 139.6 against 143.9). */
 static bool read_once(const rl *L, const fu_value *v) {
   const fu_value *ref = L->s->reference;
   if (L->s->kind != FU_SK_REDUCTION || !ref || !fu_type_is_tensor(&v->type) || v->type.rank != ref->type.rank)
