@@ -1350,24 +1350,36 @@ static bool read_with_vectors(const rl *L, const fu_value *v) {
   return false;
 }
 
-/* Whether input v is a `stream` parameter: a reduction kernel reads each
- * element of an input of its reference's shape once, in whole lines, and
- * never again.  Those loads evict first from L2 (ld.global.cs), so they
- * do not push out the lines earlier kernels wrote: on the H100, behind a
- * flush that left L2 dirty (as every timing harness does, and as a
- * training step's earlier kernels do), sum(-1) of [262144, 64] took 28.6
- * us instead of 32.9, sum(0) 31.4 instead of 36.2 and amax of bf16
- * [16384, 4096] 49.6 instead of 55.3 (docs/performance.md).  Kernels
- * that write a full-size output keep the default: with their full-size
- * inputs so marked, 33 persistent, pointwise and movement kernels ran 1-7%
- * slower on the same machine (softmax of bf16 [1024, 65536] 129.1 against
- * 138.7 us, transpose + add 139.6 against 143.9). */
-static bool read_once(const rl *L, const fu_value *v) {
-  const fu_value *ref = L->s->reference;
-  if (L->s->kind != FU_SK_REDUCTION || !ref || !fu_type_is_tensor(&v->type) || v->type.rank != ref->type.rank)
-    return false;
+/* Whether tensor v has ref's shape (dim by dim, symbols by name). */
+static bool same_shape(const fu_value *v, const fu_value *ref) {
+  if (!fu_type_is_tensor(&v->type) || v->type.rank != ref->type.rank) return false;
   for (int32_t d = 0; d < v->type.rank; d++)
     if (!fu_extent_equal(v->type.dims[d], ref->type.dims[d])) return false;
+  return true;
+}
+
+/* Whether input v is a `stream` parameter: a kernel that reduces rows and
+ * writes no tensor of its reference's shape reads each element of an
+ * input of that shape once, in whole lines, and never again.  Those loads
+ * evict first from L2 (ld.global.cs), so they do not push out the lines
+ * earlier kernels wrote: on the H100, behind a flush that left L2 dirty
+ * (as every timing harness does, and as a training step's earlier kernels
+ * do), sum(-1) of [262144, 64] took 28.6 us instead of 32.9, sum(0) 31.4
+ * instead of 36.2, amax of bf16 [16384, 4096] 49.6 instead of 55.3 and
+ * logsumexp of f32 [16384, 4096] (a persistent kernel with a per-row
+ * output) 97.1 instead of 98.6 (docs/performance.md).  Kernels that also
+ * write a full-size output keep the default: with their full-size inputs
+ * so marked, the persistent, pointwise and movement kernels of the
+ * benchmarks ran 1-7% slower (softmax of bf16 [1024, 65536] 129.1
+ * against 138.7 us, transpose + add 139.6 against 143.9). */
+static bool read_once(const rl *L, const fu_value *v) {
+  const fu_value *ref = L->s->reference;
+  if ((L->s->kind != FU_SK_REDUCTION && L->s->kind != FU_SK_PERSISTENT) || !ref || !same_shape(v, ref)) return false;
+  /* the persistent tier that rereads the row reads it more than once */
+  if (L->s->kind == FU_SK_PERSISTENT && L->s->persist == FU_PM_REREAD) return false;
+  const fu_segment_info *si = &L->seg->u.segment;
+  for (uint32_t i = 0; i < si->n_outputs; i++)
+    if (same_shape(si->outputs[i], ref)) return false;
   return true;
 }
 
