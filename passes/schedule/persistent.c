@@ -49,7 +49,7 @@ enum {
   MAX_AXES = 32,
   REG_BYTES = 128,    /* bytes of cached inputs per thread (32 registers) */
   GATHER_BYTES = 112, /* the same where the row gathers runs apart (batch norm NCHW): its index math takes more */
-  WARP_VECS = 128,    /* rows of at most this many vectors take a warp or less */
+  WARP_VECS = 64,     /* rows of at most this many vectors take a warp or less */
   VECS_PER_THREAD = 4, /* the target number of vectors (loads in flight) per thread */
   WARP_VECS_PER_THREAD = 2, /* the same for a warp's row (more rows a block keep the loads in flight) */
   REREAD_THREADS = 512, /* threads per row with persist=reread */
@@ -348,16 +348,6 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   while (vw > 1 && n % vw != 0) vw /= 2;
   *vw_out = vw;
   double vecs = row / (double)vw;
-  bool warp = vecs <= WARP_VECS;
-  /* a row of a warp or less: about 2 vectors a thread, 256 / tx rows a
-   * block side by side (on the H100 softmax of bf16 [262144, 256] ran
-   * 93.4 us at 16 threads a row against 98.1 at 8, layer norm 94.6
-   * against 95.6); longer rows about 4 */
-  int64_t tx = pow2_ceil(vecs / (warp ? WARP_VECS_PER_THREAD : VECS_PER_THREAD));
-  if (warp && tx < 2) tx = 2;
-  if (warp && tx > (int64_t)dev->warp_size) tx = dev->warp_size;
-  if (!warp && tx < 64) tx = 64;
-  if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
   /* the kept rows, when constant (none kept: one row) */
   int64_t m = 1;
   bool kept_const = true;
@@ -366,6 +356,29 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
     kept_const &= !ref->type.dims[d].sym;
     m *= ref->type.dims[d].sym ? 1 : ref->type.dims[d].value;
   }
+  bool warp = vecs <= WARP_VECS;
+  /* a row of a warp or less: about 2 vectors a thread, 256 / tx rows a
+   * block side by side (on the H100 softmax of bf16 [262144, 256] ran
+   * 93.4 us at 16 threads a row against 98.1 at 8, layer norm 94.6
+   * against 95.6); longer rows about 4, or about 2 (up to 512 threads)
+   * where the rows make 8 waves of such blocks or more: softmax, layer
+   * norm and RMS norm of bf16 [16384, 4096] at 256 threads 93.3-94.5 us
+   * against 93.8-95.4 at 128, logsumexp of f32 [16384, 4096] at 512
+   * 93.2 against 97.1 at 256, rows of 1024 at 64 threads (4 rows a block)
+   * 93.3-94.5 against 93.8-95.7 at a warp; a group norm of 1024 rows of
+   * 6272 ran 16.4 us at 512 threads against 14.7 at 256 (two waves), and
+   * an RMS norm of [4096, 16384] 102.7 at 1024 against 94.2 at 512 */
+  int64_t tx = pow2_ceil(vecs / (warp ? WARP_VECS_PER_THREAD : VECS_PER_THREAD));
+  if (!warp) {
+    int64_t t2 = pow2_ceil(vecs / WARP_VECS_PER_THREAD);
+    if (t2 < 64) t2 = 64;
+    double wave = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)t2);
+    if (t2 <= 512 && kept_const && (double)m >= 8.0 * wave) tx = t2;
+  }
+  if (warp && tx < 2) tx = 2;
+  if (warp && tx > (int64_t)dev->warp_size) tx = dev->warp_size;
+  if (!warp && tx < 64) tx = 64;
+  if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
   /* few rows: no more rows per block than there are (to a power of two),
    * and a short row's thread group widened until the block is whole warps
    * (the reductions shuffle across full warps; the extra threads are the
