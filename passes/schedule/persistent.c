@@ -10,13 +10,15 @@
  * runs apart; outer ones, the last dim kept, are split by the segmenter).
  * The ladder, on the row length N in vectors of V elements (16 bytes of
  * the widest full-size tensor, V dividing N):
- *   - up to 128 vectors: a group of 2..32 threads of one warp per row
+ *   - up to 64 vectors: a group of 2..32 threads of one warp per row
  *     (about 2 vectors each), 256 / group rows per block, shuffles only
  *     (reduce=warp); with few rows, no more rows per block than there are
  *     and a group widened until the block is whole warps;
- *   - longer: 64..1024 threads per row (about 4 vectors each), shuffles
- *     then shared memory across the warps (reduce=block), 256 threads per
- *     block at least (several rows per block below 256 threads per row);
+ *   - longer: 64..1024 threads per row (about 4 vectors each, or about 2
+ *     up to 512 threads where the rows make 8 waves of such blocks),
+ *     shuffles then shared memory across the warps (reduce=block), 256
+ *     threads per block at least (several rows per block below 256
+ *     threads per row);
  * and where a row is kept:
  *   - persist=registers when the row length is constant and each thread's
  *     part of every cached input (the full-size inputs), counted in its
