@@ -83,6 +83,8 @@ typedef struct fu_type {
 static inline bool fu_type_is_scalar(const fu_type *t) { return t->rank == FU_SCALAR_RANK; }
 static inline bool fu_type_is_tensor(const fu_type *t) { return t->rank >= 0; }
 bool fu_type_equal(const fu_type *a, const fu_type *b);
+/* The same rank and extents, whatever the dtypes (symbols equal by name). */
+bool fu_type_same_shape(const fu_type *a, const fu_type *b);
 /* Number of elements when every extent is constant; -1 otherwise or on
  * overflow. */
 int64_t fu_type_numel(const fu_type *t);

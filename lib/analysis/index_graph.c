@@ -736,8 +736,8 @@ static bool build_loops(fu_igraph *g) {
     } else {
       const fu_ix *f = fu_ix_const(g->ix, x->factor);
       /* peeled: a shift of up to factor - 1 can start one more vector */
-      const fu_ix *e = x->tail == FU_TAIL_PEEL ? fu_ix_add(g->ix, g->axis_ext[x->in[0]], fu_ix_const(g->ix, x->factor - 1))
-                                               : g->axis_ext[x->in[0]];
+      const fu_ix *e = g->axis_ext[x->in[0]];
+      if (x->tail == FU_TAIL_PEEL) e = fu_ix_add(g->ix, e, fu_ix_const(g->ix, x->factor - 1));
       g->axis_ext[x->out[0]] = fu_ix_ceildiv(g->ix, e, f);
       g->axis_ext[x->out[1]] = f;
     }
@@ -782,9 +782,9 @@ static bool build_loops(fu_igraph *g) {
         /* index = o * V + in - p, p in [0, V) set by the lowering; the
          * lower bound index >= 0 is the predicate p - (o * V + in) < 1 */
         g->peel = fu_ix_var(g->ix, "peel", FU_IG_VAR_PEEL, x, 0, x->factor);
-        const fu_ix *neg = fu_ix_mul(g->ix, g->peel, fu_ix_const(g->ix, -1));
-        peel_lo = fu_ix_simplify_linear(g->ix, fu_ix_add(g->ix, g->peel, fu_ix_mul(g->ix, lin, fu_ix_const(g->ix, -1))));
-        lin = fu_ix_add(g->ix, lin, neg);
+        const fu_ix *minus1 = fu_ix_const(g->ix, -1);
+        peel_lo = fu_ix_simplify_linear(g->ix, fu_ix_add(g->ix, g->peel, fu_ix_mul(g->ix, lin, minus1)));
+        lin = fu_ix_add(g->ix, lin, fu_ix_mul(g->ix, g->peel, minus1));
       }
       g->axis_idx[x->in[0]] = fu_ix_simplify_linear(g->ix, lin);
       bool exact = !peeled && fu_ix_divides(fu_ix_const(g->ix, x->factor), g->axis_ext[x->in[0]]);
@@ -1362,13 +1362,6 @@ static void walk_coords(fu_igraph *g, fu_block *body, const fu_op **users, const
   }
 }
 
-static bool same_dims(const fu_type *a, const fu_type *b) {
-  if (a->rank != b->rank) return false;
-  for (int32_t d = 0; d < a->rank; d++)
-    if (!fu_extent_equal(a->dims[d], b->dims[d])) return false;
-  return true;
-}
-
 /* Coordinates from the reference outwards.  A reduction segment may hold
  * sibling reductions of one signature whose operands share nothing with
  * the reference (sum %A and sum %B of the same shape): such an operand is
@@ -1392,7 +1385,8 @@ static bool build_coords(fu_igraph *g) {
   for (const fu_op *op = body && rl >= 0 ? body->first : NULL; op && !g->nomem; op = op->next) {
     if (!is_reduce_class(op) || op->n_operands < 1) continue;
     int32_t xl = local_of(g, op->operands[0]);
-    if (xl < 0 || g->coords[xl] || !same_dims(&op->operands[0]->type, &g->s->reference->type)) continue;
+    if (xl < 0 || g->coords[xl] || !fu_type_same_shape(&op->operands[0]->type, &g->s->reference->type))
+      continue;
     set_coords(g, xl, (const fu_ix **)g->coords[rl], queue, &qn);
     walk_coords(g, body, users, first, queue, &qh, &qn);
   }

@@ -9,13 +9,6 @@
 
 static const char *seg_name(const fu_op *seg) { return seg->u.segment.name ? seg->u.segment.name : "?"; }
 
-static bool same_shape(const fu_value *a, const fu_value *b) {
-  if (a->type.rank != b->type.rank) return false;
-  for (int32_t d = 0; d < a->type.rank; d++)
-    if (!fu_extent_equal(a->type.dims[d], b->type.dims[d])) return false;
-  return true;
-}
-
 /* Collects the segment's reductions and marks the reduced dims of their
  * common operand domain, then propagates the marks through the schedule's
  * transforms.  A schedule must not merge a reduced axis with a kept one:
@@ -40,7 +33,8 @@ bool fu_schedule_reduction(const fu_op *seg, const fu_schedule *s, fu_reduction_
     }
     if (ri->n_ops == 0) {
       memcpy(ri->reduced_dim, red, sizeof red);
-    } else if (!same_shape(x, ri->ops[0]->operands[0]) || memcmp(red, ri->reduced_dim, sizeof red) != 0) {
+    } else if (!fu_type_same_shape(&x->type, &ri->ops[0]->operands[0]->type) ||
+               memcmp(red, ri->reduced_dim, sizeof red) != 0) {
       fu_error(diag, op->loc, "the reductions of segment '@%s' must reduce the same axes of the same domain",
                seg_name(seg));
       return false;
@@ -51,7 +45,7 @@ bool fu_schedule_reduction(const fu_op *seg, const fu_schedule *s, fu_reduction_
     fu_error(diag, s->loc, "segment '@%s' has no reduction for a reduction schedule", seg_name(seg));
     return false;
   }
-  if (!same_shape(s->reference, ri->ops[0]->operands[0])) {
+  if (!fu_type_same_shape(&s->reference->type, &ri->ops[0]->operands[0]->type)) {
     fu_error(diag, s->loc, "the reference of a reduction schedule must have the shape of the reduction's operand");
     return false;
   }

@@ -262,7 +262,8 @@ static bool verify_indexing(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_d
         /* the shift aligns the first vector load's index; another one must
          * lie a whole number of vectors from it */
         int64_t d = 0;
-        const fu_ix *diff = fu_ix_simplify_linear(ixc, fu_ix_add(ixc, a->offset, fu_ix_mul(ixc, first, fu_ix_const(ixc, -1))));
+        const fu_ix *back = fu_ix_mul(ixc, first, fu_ix_const(ixc, -1));
+        const fu_ix *diff = fu_ix_simplify_linear(ixc, fu_ix_add(ixc, a->offset, back));
         if (!fu_ix_is_const(diff, &d) || d % width != 0) {
           vec = false;
           why = "it is read at two places along the vector that the one shift cannot both align";

@@ -222,12 +222,14 @@ bool fu_extent_equal(fu_extent a, fu_extent b) {
   return a.value == b.value;
 }
 
-bool fu_type_equal(const fu_type *a, const fu_type *b) {
-  if (a->dtype != b->dtype || a->rank != b->rank) return false;
+bool fu_type_same_shape(const fu_type *a, const fu_type *b) {
+  if (a->rank != b->rank) return false;
   for (int32_t i = 0; i < a->rank; i++)
     if (!fu_extent_equal(a->dims[i], b->dims[i])) return false;
   return true;
 }
+
+bool fu_type_equal(const fu_type *a, const fu_type *b) { return a->dtype == b->dtype && fu_type_same_shape(a, b); }
 
 int64_t fu_type_numel(const fu_type *t) {
   if (t->rank < 0) return 1;

@@ -408,10 +408,12 @@ static void verify_inst(kverifier *v, const fu_kinst *in, unsigned depth) {
       return;
     }
     if (!check_id(v, in, in->args[0])) return;
-    if (in->args[0]->kind != FU_KV_TENSOR_PARAM) verr(v, in, "'%%%s' is not a tensor parameter", vname(in->args[0], b, sizeof b));
+    const fu_kval *mem = in->args[0];
+    bool tensor = mem->kind == FU_KV_TENSOR_PARAM;
+    if (!tensor) verr(v, in, "'%%%s' is not a tensor parameter", vname(mem, b, sizeof b));
+    uint32_t bytes = w * (uint32_t)fu_dtype_size(mem->dtype);
     if (w < 2 || w > 16 || (w & (w - 1)) != 0) verr(v, in, "modulus %u is not 2, 4, 8 or 16", w);
-    else if (in->args[0]->kind == FU_KV_TENSOR_PARAM && w * fu_dtype_size(in->args[0]->dtype) > v->peeled[in->args[0]->id])
-      v->peeled[in->args[0]->id] = w * (uint32_t)fu_dtype_size(in->args[0]->dtype);
+    else if (tensor && bytes > v->peeled[mem->id]) v->peeled[mem->id] = bytes;
     define(v, in, in->results[0]);
     if (in->results[0] && !is_index_dtype(in->results[0]->dtype)) verr(v, in, "the result must be i32 or i64");
     return;

@@ -71,7 +71,8 @@ static const char settle_ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\
                                  ".visible .entry fuser_bench_fill(.param .u64 fuser_bench_fill_p, "
                                  ".param .u64 fuser_bench_fill_n, .param .u32 fuser_bench_fill_v)\n{\n"
                                  "  .reg .pred %p<2>;\n  .reg .b32 %r<6>;\n  .reg .b64 %rd<9>;\n"
-                                 "  ld.param.u64 %rd1, [fuser_bench_fill_p];\n  ld.param.u64 %rd2, [fuser_bench_fill_n];\n"
+                                 "  ld.param.u64 %rd1, [fuser_bench_fill_p];\n"
+                                 "  ld.param.u64 %rd2, [fuser_bench_fill_n];\n"
                                  "  ld.param.u32 %r1, [fuser_bench_fill_v];\n"
                                  "  mov.u32 %r2, %ctaid.x;\n  mov.u32 %r3, %ntid.x;\n  mov.u32 %r4, %tid.x;\n"
                                  "  mov.u32 %r5, %nctaid.x;\n  mul.wide.u32 %rd3, %r2, %r3;\n  cvt.u64.u32 %rd4, %r4;\n"
@@ -198,7 +199,8 @@ fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt
       } else {
         char what[64];
         snprintf(what, sizeof what, "cuMemsetD32Async(%zu bytes)", out->flush_bytes);
-        st = fu_rt_check(rt, rt->api.memset_d32_async((CUdeviceptr)flush, value, out->flush_bytes / 4, rt->stream), what);
+        CUresult r = rt->api.memset_d32_async((CUdeviceptr)flush, value, out->flush_bytes / 4, rt->stream);
+        st = fu_rt_check(rt, r, what);
       }
       void *spin_params[] = {&settle_ns};
       if (st == FU_OK) st = fu_rt_launch(rt, &spin, &one, spin_params);

@@ -726,6 +726,16 @@ static void count_butterfly(rl *L, fu_kval *n, uint32_t top, wsteps *w) {
   }
 }
 
+/* One butterfly step of a Welford state v with a carried count, in place:
+ * its mean and m2 from the lane `mask` away, combined with step k's
+ * weights (count_butterfly moved the count already). */
+static void weighted_step(rl *L, fu_kval **v, uint32_t mask, const wsteps *w, uint32_t k) {
+  rstate o = {NULL};
+  for (uint32_t q = 0; q + 1 < FU_WELFORD_PARTS; q++)
+    o[q] = v[q] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[q], mask)) : NULL;
+  if (!fu_welford_combine_weighted(&L->b, v, o, w->n[k], w->wa[k], w->wc[k], v)) chk(L, NULL);
+}
+
 /* The butterfly over masks top .. 1 of every state of v, in place: each
  * step shuffles the parts not known (a known count is the same in the
  * partner lane) and combines; carried Welford counts go first, all their
@@ -738,14 +748,14 @@ static void butterfly(rl *L, rstate *v, uint32_t top) {
   for (uint32_t mask = top; mask >= 1 && !L->failed; mask /= 2, k++)
     for (uint32_t j = 0; j < L->n_states; j++) {
       const fu_op *op = op_of(L, j);
-      bool pre = carried_count(L, j);
+      if (carried_count(L, j)) {
+        weighted_step(L, v[j], mask, &w[j], k);
+        continue;
+      }
       rstate o = {NULL};
       for (uint32_t p = 0; p < parts(op); p++)
-        o[p] = !v[j][p] || p >= stored_parts(L, op) || (pre && p == FU_WELFORD_PARTS - 1)
-                   ? v[j][p]
-                   : chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask));
-      if (!pre) combine_state(L, op, v[j], o, v[j]);
-      else if (!fu_welford_combine_weighted(&L->b, v[j], o, w[j].n[k], w[j].wa[k], w[j].wc[k], v[j])) chk(L, NULL);
+        o[p] = !v[j][p] || p >= stored_parts(L, op) ? v[j][p] : chk(L, fu_kb_shfl_xor(&L->b, NULL, v[j][p], mask));
+      combine_state(L, op, v[j], o, v[j]);
     }
 }
 
@@ -774,11 +784,7 @@ static void combine_warp_slots(rl *L, uint32_t j, fu_kval **v, fu_kval *const *a
       if (at && !fu_kb_load(&L->b, NULL, arr[q], at, 1, acc_dtype(op), &v[q])) chk(L, NULL);
     v[FU_WELFORD_PARTS - 1] = n;
     uint32_t k = 0;
-    for (uint32_t mask = warps / 2; mask >= 1 && !L->failed; mask /= 2, k++) {
-      rstate o = {NULL};
-      for (uint32_t q = 0; q + 1 < FU_WELFORD_PARTS; q++) o[q] = v[q] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[q], mask)) : NULL;
-      if (!fu_welford_combine_weighted(&L->b, v, o, ws.n[k], ws.wa[k], ws.wc[k], v)) chk(L, NULL);
-    }
+    for (uint32_t mask = warps / 2; mask >= 1 && !L->failed; mask /= 2, k++) weighted_step(L, v, mask, &ws, k);
     return;
   }
   load_combine(L, j, arr, at, NULL, true, v);
@@ -1350,14 +1356,6 @@ static bool read_with_vectors(const rl *L, const fu_value *v) {
   return false;
 }
 
-/* Whether tensor v has ref's shape (dim by dim, symbols by name). */
-static bool same_shape(const fu_value *v, const fu_value *ref) {
-  if (!fu_type_is_tensor(&v->type) || v->type.rank != ref->type.rank) return false;
-  for (int32_t d = 0; d < v->type.rank; d++)
-    if (!fu_extent_equal(v->type.dims[d], ref->type.dims[d])) return false;
-  return true;
-}
-
 /* Whether input v is a `stream` parameter: a kernel that reduces rows and
  * writes no tensor of its reference's shape reads each element of an
  * input of that shape once, in whole lines, and never again.  Those loads
@@ -1374,12 +1372,14 @@ static bool same_shape(const fu_value *v, const fu_value *ref) {
  * against 138.7 us, transpose + add 139.6 against 143.9). */
 static bool read_once(const rl *L, const fu_value *v) {
   const fu_value *ref = L->s->reference;
-  if ((L->s->kind != FU_SK_REDUCTION && L->s->kind != FU_SK_PERSISTENT) || !ref || !same_shape(v, ref)) return false;
+  if ((L->s->kind != FU_SK_REDUCTION && L->s->kind != FU_SK_PERSISTENT) || !ref || !fu_type_is_tensor(&v->type) ||
+      !fu_type_same_shape(&v->type, &ref->type))
+    return false;
   /* the persistent tier that rereads the row reads it more than once */
   if (L->s->kind == FU_SK_PERSISTENT && L->s->persist == FU_PM_REREAD) return false;
   const fu_segment_info *si = &L->seg->u.segment;
   for (uint32_t i = 0; i < si->n_outputs; i++)
-    if (same_shape(si->outputs[i], ref)) return false;
+    if (fu_type_same_shape(&si->outputs[i]->type, &ref->type)) return false;
   return true;
 }
 

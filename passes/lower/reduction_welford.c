@@ -84,7 +84,8 @@ bool fu_welford_weights(fu_kbuilder *b, fu_kval *na, fu_kval *nc, bool carried, 
 
 bool fu_welford_combine(fu_kbuilder *b, fu_kval *const *a, fu_kval *const *c, fu_kval **out, bool carried) {
   fu_kval *n = NULL, *wa = NULL, *wc = NULL;
-  return fu_welford_weights(b, a[2], c[2], carried, &n, &wa, &wc) && fu_welford_combine_weighted(b, a, c, n, wa, wc, out);
+  return fu_welford_weights(b, a[2], c[2], carried, &n, &wa, &wc) &&
+         fu_welford_combine_weighted(b, a, c, n, wa, wc, out);
 }
 
 bool fu_welford_combine_weighted(fu_kbuilder *b, fu_kval *const *a, fu_kval *const *c, fu_kval *n, fu_kval *wa,

@@ -53,7 +53,7 @@ enum {
   GATHER_BYTES = 112, /* the same where the row gathers runs apart (batch norm NCHW): its index math takes more */
   WARP_VECS = 64,     /* rows of at most this many vectors take a warp or less */
   VECS_PER_THREAD = 4, /* the target number of vectors (loads in flight) per thread */
-  WARP_VECS_PER_THREAD = 2, /* the same for a warp's row (more rows a block keep the loads in flight) */
+  WARP_VECS_PER_THREAD = 2, /* the same for a warp's row, and a longer one where the rows are many */
   REREAD_THREADS = 512, /* threads per row with persist=reread */
   SMEM_UNROLL = 16      /* persist=smem unrolls the row loop up to this many vectors per thread */
 };
@@ -144,8 +144,7 @@ static double dim_estimate(fu_fusion *f, fu_extent e, double dflt) {
  * output beside the [N, G, C/G, H, W] reference; only where a row has more
  * than one element, else the per-row values count as many). */
 static bool same_elems(const fu_value *a, const fu_value *b, bool views) {
-  bool same = a->type.rank == b->type.rank;
-  for (int32_t d = 0; same && d < a->type.rank; d++) same = fu_extent_equal(a->type.dims[d], b->type.dims[d]);
+  bool same = fu_type_same_shape(&a->type, &b->type);
   if (same || !views) return same;
   int64_t na = 1, nb = 1;
   for (int32_t d = 0; d < a->type.rank; d++) {

@@ -160,10 +160,7 @@ static int64_t vector_width(fu_fusion *f, const fu_op *seg, const fu_value *ref,
   for (uint32_t k = 0; k < seg->n_operands + si->n_outputs; k++) {
     const fu_value *v = k < seg->n_operands ? seg->operands[k] : si->outputs[k - seg->n_operands];
     if (!fu_type_is_tensor(&v->type) || v->type.rank != ref->type.rank) continue;
-    bool full = true;
-    for (int32_t d = 0; k >= seg->n_operands && d < ref->type.rank; d++)
-      full &= fu_extent_equal(v->type.dims[d], ref->type.dims[d]);
-    if (!full) continue;
+    if (k >= seg->n_operands && !fu_type_same_shape(&v->type, &ref->type)) continue;
     /* a tensor of extent 1 along the vectorized dims (the mean and rstd of
      * a norm's backward, [rows, 1]) is read once per row, not in vectors */
     bool along = false;
@@ -188,10 +185,8 @@ static int64_t vector_width(fu_fusion *f, const fu_op *seg, const fu_value *ref,
 static const fu_value *peel_anchor(const fu_op *seg, const fu_value *ref, int64_t *w) {
   for (uint32_t k = 0; k < seg->n_operands; k++) {
     const fu_value *v = seg->operands[k];
-    if (!fu_type_is_tensor(&v->type) || v->type.rank != ref->type.rank || v->type.dtype == FU_DT_BOOL) continue;
-    bool full = true;
-    for (int32_t d = 0; d < ref->type.rank; d++) full &= fu_extent_equal(v->type.dims[d], ref->type.dims[d]);
-    if (!full) continue;
+    if (!fu_type_is_tensor(&v->type) || !fu_type_same_shape(&v->type, &ref->type) || v->type.dtype == FU_DT_BOOL)
+      continue;
     *w = (int64_t)(16 / fu_dtype_size(v->type.dtype));
     if (*w > 8) *w = 8;
     return v;
@@ -259,8 +254,8 @@ static int outer_thread_regs(const fu_op *seg, int64_t vw) {
  * reduction, whose last block combines a whole column block of partials,
  * blockDim.x values each) and fewer than 4 column blocks, the target is
  * the blocks that are resident at once when a thread takes per_sm_regs
- * registers (resident_blocks, outer_thread_regs), not the thread limit: [262144,64].sum(0) took 34.9 us
- * in 512 blocks of 512 threads, which at 34 registers were 1.3 waves of 3
+ * registers (resident_blocks, outer_thread_regs), not the thread limit:
+ * [262144,64].sum(0) took 34.9 us in 512 blocks of 512 threads, which at 34 registers were 1.3 waves of 3
  * blocks an SM, and 29.4 in 128 (one an SM, 16 warps: too few loads in
  * flight); with 128 column blocks (seed000's bias gradient of
  * [8192,4096]) one block an SM was slower, 162.7 us against 144.0.
@@ -516,7 +511,8 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
        * are in flight.  var_mean of f32 [8192, 8192] ran 93.0 us at 1024
        * threads against 99.2 at 512 (H100) */
       int64_t unroll = vw > 1 ? 2 : 4, tx = pow2_at_least(vw > 1 ? vecs / unroll : row / 8);
-      bool fills = vw > 1 && i != UINT32_MAX && rows >= (double)dev->n_sms * (double)(dev->max_threads_per_sm / 1024) / 2;
+      double two_an_sm = (double)dev->n_sms * (double)(dev->max_threads_per_sm / 1024);
+      bool fills = vw > 1 && i != UINT32_MAX && rows >= two_an_sm / 2;
       if (tx < 64) tx = 64;
       if (tx > (fills ? 1024 : 512)) tx = fills ? 1024 : 512;
       if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;

@@ -72,7 +72,8 @@ static LLVMValueRef stream_load(bk_kernel *kc, LLVMTypeRef ty, LLVMValueRef ptr,
                                      "ld.global.cs.nc.u32 $0, [$1];", "ld.global.cs.nc.v2.u32 {$0, $1}, [$2];",
                                      "ld.global.cs.nc.v4.u32 {$0, $1, $2, $3}, [$4];"};
   static const char *const cons[] = {"=h,l", "=h,l", "=r,l", "=r,=r,l", "=r,=r,=r,=r,l"};
-  unsigned k = bytes == 1 ? 0 : bytes == 2 ? 1 : bytes == 4 ? 2 : bytes == 8 ? 3 : 4;
+  unsigned k = 0; /* log2(bytes) */
+  while ((1u << k) < bytes) k++;
   LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text[k], strlen(text[k]), (char *)cons[k], strlen(cons[k]), 0, 0,
                                      LLVMInlineAsmDialectATT, 0);
   LLVMValueRef addr = LLVMBuildPtrToInt(m->B, ptr, i64, "");
