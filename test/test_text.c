@@ -175,6 +175,7 @@ static const char *const ALL_OPS =
     "  %g5 = stride_order %T0 {order=[0, 1]}\n"
     "  %sc1 = cumsum %I0 {dim=1}\n  %sc2 = cumprod %T0 {dim=0}\n"
     "  %sc3 = cummax %B0 {dim=1}\n  %sc4 = cummin %H0 {dim=0}\n"
+    "  %ps1 = partial_sum %H0 {dim=0, parts=3}\n"
     "  %rng1 = uniform 0.0, 1.0, 7, 3 : bf16[N, 8]\n"
     "  %rng2 = normal 0.0, 2.0, 7, 0 : f64[4]\n"
     "  %z0 = input f32[] {example=randn}\n"
@@ -220,6 +221,7 @@ static void test_roundtrip_all_ops(void) {
   CHECK(strstr(p, "  %sc1 = cumsum %I0 {dim=1} : i64[N, 8]\n"));
   CHECK(strstr(p, "  %sc3 = cummax %B0 {dim=1} : bool[N, 8]\n"));
   CHECK(strstr(p, "  %sc4 = cummin %H0 {dim=0} : f16[N, 8]\n"));
+  CHECK(strstr(p, "  %ps1 = partial_sum %H0 {dim=0, parts=3} : f32[3, 8]\n"));
   CHECK(strstr(p, "  %rng1 = uniform 0.0, 1.0, 7, 3 : bf16[N, 8]\n"));
   CHECK(strstr(p, "  %rng2 = normal 0.0, 2.0, 7, 0 : f64[4]\n"));
   CHECK(strstr(p, "  %z0 = input f32[] {example=randn, example_shape=[]}\n") == NULL);

@@ -4,6 +4,8 @@ batchnorm_*, groupnorm_*, *_bwd_*), timed as ../shared/bench/peer_targets.py tim
 
     python3 bench/persistent/norm_outer_peers.py OUT.json
 
+CASES=a,b (environment) keeps the cases whose name starts with one of them.
+
 Each row's `case` is the `// peer:` name of its .fir, so `kernel_bench.py run --peers OUT.json`
 puts the columns beside fuser's.
 """
@@ -64,8 +66,11 @@ m, n = 16384, 4096
 C.append(("layernorm_bwd bf16[16384,4096]", layernorm_bwd, (r(m, n, dt=bf), r(m, n, dt=bf), r(n, dt=bf), r(m), r(m))))
 C.append(("rmsnorm_bwd bf16[16384,4096]", rmsnorm_bwd, (r(m, n, dt=bf), r(m, n, dt=bf), r(n, dt=bf), r(m))))
 
+SEL = [s for s in os.environ.get("CASES", "").split(",") if s]
 rows = []
 for name, fn, args in C:
+    if SEL and not any(name.startswith(s) for s in SEL):
+        continue
     te = timed(fn, args)
     torch._dynamo.reset(); cf = torch.compile(fn, dynamic=False); cf(*args); torch.cuda.synchronize()
     tc = timed(cf, args)

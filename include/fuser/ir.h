@@ -146,6 +146,7 @@ typedef enum fu_op_class {
   FU_OC_STRIDE_ORDER,
   FU_OC_RNG,
   FU_OC_SCAN, /* cumsum, cumprod, cummax, cummin: {dim} */
+  FU_OC_PARTIAL, /* partial_sum: {dim, parts} */
 } fu_op_class;
 
 enum {
@@ -327,6 +328,7 @@ struct fu_op {
     struct { fu_int_list widths; } pad; /* pairs (before, after), innermost dim first as in nvFuser */
     struct { int64_t dim; } index;      /* INDEX: the lookup operand's dim the index selects along */
     struct { int64_t dim; } scan;       /* SCAN: the dim scanned along (0 <= dim < rank) */
+    struct { int64_t dim, parts; } partial; /* PARTIAL: dim's extent becomes parts */
     struct { fu_int_list order; } stride_order; /* entry i: the rank of dim i's stride (0 innermost), as
                                                     an input's stride_order */
   } u;

@@ -296,6 +296,7 @@ typedef struct fu_schedule_options {
   bool transpose_pointwise; /* transpose segments: the pointwise fallback, never a tile */
   bool no_vectorize;        /* --disable=vectorize: vectorize loop axes become unroll, accesses scalar */
   bool no_unroll;           /* --disable=unroll: unroll loop axes become serial where the schedule allows */
+  bool no_inner_outer;      /* --disable=inner_outer: no partial sums in persistent segments */
 } fu_schedule_options;
 /* fu_schedule_module with options (NULL: the defaults). */
 fu_status fu_schedule_module_with(fu_module *m, const fu_device *dev, const fu_schedule_options *opt,

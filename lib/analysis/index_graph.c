@@ -460,6 +460,7 @@ static bool op_dims_in_range(const fu_op *op) {
   case FU_OC_STRIDE_ORDER: return rr == xr;
   case FU_OC_RNG: return true;
   case FU_OC_SCAN: return rr == xr && op->u.scan.dim >= 0 && op->u.scan.dim < xr;
+  case FU_OC_PARTIAL: return rr == xr && op->u.partial.dim >= 0 && op->u.partial.dim < xr && op->u.partial.parts > 0;
   }
   return true; /* not reached: a class outside the enum */
 }
@@ -637,6 +638,15 @@ static bool build_exprs(fu_igraph *g) {
     case FU_OC_CAT:
     case FU_OC_PAD: resize_exprs(g, op); break;
     case FU_OC_INDEX: index_exprs(g, op); break;
+    case FU_OC_PARTIAL:
+      /* the other dims as they are; the partitioned dim is the operand's
+       * index modulo parts (forward_map), no dim of the loop domain */
+      if (g->s->reduce == FU_RM_NONE) goto unsupported;
+      for (int32_t d = 0; d < r->type.rank; d++) {
+        if (d != op->u.partial.dim) map_dim(g, op, x, d, r, d);
+        else add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX, NULL);
+      }
+      break;
     case FU_OC_META:
     case FU_OC_UNARY:
     case FU_OC_BINARY:
@@ -1164,6 +1174,7 @@ const fu_ix **fu_igraph_back_map(fu_igraph *g, const fu_op *op, uint32_t operand
   case FU_OC_CAT:
   case FU_OC_PAD: return resize_back_map(g, op, operand, rc, c) ? c : NULL;
   case FU_OC_INDEX: return index_back_map(g, op, operand, rc, c) ? c : NULL;
+  case FU_OC_PARTIAL: return NULL; /* a part is many operand indices */
   case FU_OC_META:
   case FU_OC_UNARY:
   case FU_OC_BINARY:
@@ -1277,6 +1288,10 @@ static const fu_ix **forward_map(fu_igraph *g, const fu_op *op, int32_t from) {
     for (int32_t d = 0; d < rr; d++) c[d] = xc[op->u.permute.dims.v[d]];
     break;
   case FU_OC_RESHAPE: return reshape_map(g, &x->type, xc, &r->type);
+  case FU_OC_PARTIAL:
+    for (int32_t d = 0; d < rr; d++) c[d] = xc[d];
+    c[op->u.partial.dim] = fu_ix_mod(g->ix, xc[op->u.partial.dim], fu_ix_const(g->ix, op->u.partial.parts));
+    break;
   case FU_OC_META:
   case FU_OC_UNARY:
   case FU_OC_BINARY:

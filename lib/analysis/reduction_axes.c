@@ -136,10 +136,19 @@ static bool smem_check(const fu_op *seg, const fu_schedule *s, const bool *ra, c
   return true;
 }
 
+/* Whether segment seg has partial sums (the inner-outer rewrite). */
+static bool has_partial_sums(const fu_op *seg) {
+  for (const fu_op *op = seg->u.segment.body ? seg->u.segment.body->first : NULL; op; op = op->next)
+    if (op->kind == FU_OP_PARTIAL_SUM) return true;
+  return false;
+}
+
 /* What a persistent schedule adds to a reduction schedule's rules: it
  * says where rows stay (persist=), combines within a block (no
  * reduce=grid: a row's passes need its statistic in every thread), keeps
- * no kept axis in a serial loop (the passes run once per row), and with
+ * no kept axis in a serial loop (the passes run once per row), except one
+ * where the segment has partial sums (its blocks loop over rows, with
+ * persist=registers and one row per block: no kept threadIdx.y), and with
  * persist=registers its reduced loops besides threadIdx.x are unroll and
  * vectorize only, at most FU_PERSIST_MAX_CACHED elements per thread;
  * persist=smem adds smem_check's rules. */
@@ -156,10 +165,24 @@ static bool persistent_check(const fu_op *seg, const fu_schedule *s, const bool 
     return false;
   }
   int64_t cached = 1;
+  bool partial = has_partial_sums(seg);
+  uint32_t kept_loops = 0;
   for (uint32_t i = 0; i < s->n_loops; i++) {
     const fu_sloop *l = &s->loops[i];
     const char *an = s->axes[l->axis].name;
     bool serial = l->ptype == FU_PT_SERIAL || l->ptype == FU_PT_UNROLL || l->ptype == FU_PT_VECTORIZE;
+    if (partial && !ra[l->axis] && l->ptype == FU_PT_THREAD_Y) {
+      fu_error(diag, l->loc, "kept axis '%s' is on threadIdx.y, and a segment with partial sums takes one row per block",
+               an);
+      return false;
+    }
+    if (partial && !ra[l->axis] && l->ptype == FU_PT_SERIAL && kept_loops++ == 0) {
+      if (s->persist != FU_PM_REGISTERS) {
+        fu_error(diag, l->loc, "kept axis '%s' is a loop over rows, which needs persist=registers", an);
+        return false;
+      }
+      continue;
+    }
     if (!ra[l->axis] && serial) {
       fu_error(diag, l->loc, "kept axis '%s' of a persistent schedule is a loop: kept axes are blocks or threads", an);
       return false;

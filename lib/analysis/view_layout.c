@@ -620,7 +620,7 @@ bool fu_layout_apply_view(const fu_op *op, const fu_view_layout *in, fu_view_lay
   case FU_OC_REDUCE: case FU_OC_VARIANCE: case FU_OC_SLICE: case FU_OC_CAT: case FU_OC_PAD: case FU_OC_FULL:
   case FU_OC_IOTA: case FU_OC_MATMUL:
   case FU_OC_INDEX: case FU_OC_STRIDE_ORDER:
-  case FU_OC_RNG: case FU_OC_SCAN:
+  case FU_OC_RNG: case FU_OC_SCAN: case FU_OC_PARTIAL:
     if (op->kind != FU_OP_SET || !fu_type_equal(ot, rt)) {
       note_printf(note, "'%s' is not a view op", fu_op_info_of(op->kind)->name);
       return false;
@@ -689,7 +689,7 @@ bool fu_layout_unapply_view(const fu_op *op, const fu_view_layout *in, fu_view_l
   case FU_OC_REDUCE: case FU_OC_VARIANCE: case FU_OC_SLICE: case FU_OC_CAT: case FU_OC_PAD: case FU_OC_FULL:
   case FU_OC_IOTA: case FU_OC_MATMUL:
   case FU_OC_INDEX: case FU_OC_STRIDE_ORDER:
-  case FU_OC_RNG: case FU_OC_SCAN:
+  case FU_OC_RNG: case FU_OC_SCAN: case FU_OC_PARTIAL:
     if (ot->rank != rt->rank) return false;
     *out = *in;
     break;

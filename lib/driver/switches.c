@@ -26,6 +26,9 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
     [FU_FEATURE_RECOMPUTE] = {"recompute",
                               "the segmenter's copies of cheap prologues into the segments that read them, in "
                               "place of passing the values through global memory"},
+    [FU_FEATURE_INNER_OUTER] = {"inner_outer",
+                                "the schedule pass's inner-outer rewrite: sums over the rows a persistent segment "
+                                "reads, as partial sums in its kernel (else a kernel of their own)"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {

@@ -368,6 +368,11 @@ static fu_status op_args(exporter *ex, const fu_op *op, fu_strbuf *args) {
       fu_strbuf_printf(args, ", rng_seed=%s, rng_offset=%s, dtype=DataType.%s", names[2], names[3],
                        fu_py_datatype_name(rt->dtype));
       break;
+    case FU_OC_PARTIAL:
+      /* the schedule pass's own op: nvFuser has none (export the fusion
+       * before `schedule`) */
+      fu_error(ex->diag, op->loc, "cannot export 'partial_sum': nvFuser has no such op");
+      return FU_ERR_UNSUPPORTED;
     case FU_OC_META: break;
   }
   return FU_OK;

@@ -427,6 +427,7 @@ fu_status fu_interp_eval_shape_op(fu_interp *I, fu_op *op) {
   case FU_OC_INDEX: break; /* index.c */
   case FU_OC_RNG: break;
   case FU_OC_SCAN: break; /* scan.c */
+  case FU_OC_PARTIAL: break; /* partial.c */
   }
   return fu_interp_op_error(I, op, FU_ERR_UNSUPPORTED, "the interpreter does not implement this op");
 }

@@ -539,6 +539,7 @@ static fu_status eval_op(fu_interp *I, fu_op *op) {
   case FU_OC_STRIDE_ORDER: return fu_interp_eval_shape_op(I, op);
   case FU_OC_RNG: return fu_interp_eval_rng(I, op);
   case FU_OC_SCAN: return fu_interp_eval_scan(I, op);
+  case FU_OC_PARTIAL: return fu_interp_eval_partial(I, op);
   }
   return fu_interp_op_error(I, op, FU_ERR_UNSUPPORTED, "the interpreter does not implement this op");
 }

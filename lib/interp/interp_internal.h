@@ -71,6 +71,7 @@ float fu_interp_d2f(double d);
 #define FU_INTERP_CASE_IF_NOT_PW_STRIDE_ORDER(id) case FU_OP_##id:
 #define FU_INTERP_CASE_IF_NOT_PW_RNG(id) case FU_OP_##id:
 #define FU_INTERP_CASE_IF_NOT_PW_SCAN(id) case FU_OP_##id:
+#define FU_INTERP_CASE_IF_NOT_PW_PARTIAL(id) case FU_OP_##id:
 
 /* ---- threads (parallel.c) ------------------------------------------------ */
 
@@ -272,5 +273,6 @@ fu_status fu_interp_matmul_compute(const fu_op *op, const fu_host_tensor *a, con
 fu_status fu_interp_eval_rng(fu_interp *I, fu_op *op);
 /* cumsum, cumprod, cummax, cummin (scan.c). */
 fu_status fu_interp_eval_scan(fu_interp *I, fu_op *op);
+fu_status fu_interp_eval_partial(fu_interp *I, fu_op *op);
 
 #endif

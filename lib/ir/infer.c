@@ -1044,6 +1044,29 @@ static fu_status infer_scan(ictx *c, fu_type *out) {
   return FU_OK;
 }
 
+/* partial_sum: the operand's type with dim `dim` of extent `parts`, in
+ * the dtype it accumulates in (f32 for f16, bf16 and f32; f64). */
+static fu_status infer_partial(ictx *c, fu_type *out) {
+  fu_op *op = c->op;
+  if (need_tensor(c, 0)) return FU_ERR_VERIFY;
+  const fu_value *x = op->operands[0];
+  fu_dtype in = x->type.dtype;
+  if (!fu_dtype_is_float(in)) {
+    fu_ir_valstr vs;
+    fu_ir_tystr ts;
+    return err(c, "'%s': operand %s of type %s must be floating-point", c->name, fu_ir_value_str(&vs, x),
+               fu_ir_type_str(&ts, &x->type));
+  }
+  if (op->u.partial.dim < 0 || op->u.partial.dim >= x->type.rank)
+    return err(c, "'%s': dim %" PRId64 " is out of range for rank %d", c->name, op->u.partial.dim, (int)x->type.rank);
+  if (op->u.partial.parts < 1 || op->u.partial.parts > (int64_t)1 << 31)
+    return err(c, "'%s': parts %" PRId64 " must be in [1, 2^31]", c->name, op->u.partial.parts);
+  copy_type(c, 0, &x->type, out);
+  dims_of(c, 0)[op->u.partial.dim] = (fu_extent){.value = op->u.partial.parts};
+  out[0].dtype = in == FU_DT_F64 ? FU_DT_F64 : FU_DT_F32;
+  return FU_OK;
+}
+
 fu_status fu_ir_infer(fu_op *op, fu_type *out, fu_extent *scratch, fu_diag_engine *diag) {
   ictx c = {op, fu_op_info_of(op->kind)->name, diag, scratch};
   if ((unsigned)op->kind >= FU_OP_COUNT) return err(&c, "unknown op kind %d", (int)op->kind);
@@ -1079,6 +1102,7 @@ fu_status fu_ir_infer(fu_op *op, fu_type *out, fu_extent *scratch, fu_diag_engin
   case FU_OC_STRIDE_ORDER: return infer_stride_order(&c, out);
   case FU_OC_RNG: return infer_rng(&c, out);
   case FU_OC_SCAN: return infer_scan(&c, out);
+  case FU_OC_PARTIAL: return infer_partial(&c, out);
   }
   return err(&c, "'%s': no inference rule for this op", c.name);
 }

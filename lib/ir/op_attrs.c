@@ -39,6 +39,10 @@ static const fu_attr_field cat_fields[] = {{"dim", FU_AK_INT, U(cat.dim), 0, tru
 static const fu_attr_field pad_fields[] = {{"widths", FU_AK_INT_LIST, U(pad.widths), 0, true, true, 0}};
 static const fu_attr_field index_fields[] = {{"dim", FU_AK_INT, U(index.dim), 0, false, false, 0}};
 static const fu_attr_field scan_fields[] = {{"dim", FU_AK_INT, U(scan.dim), 0, true, true, 0}};
+static const fu_attr_field partial_fields[] = {
+    {"dim", FU_AK_INT, U(partial.dim), 0, true, true, 0},
+    {"parts", FU_AK_INT, U(partial.parts), 0, true, true, 0},
+};
 static const fu_attr_field stride_order_fields[] = {
     {"order", FU_AK_INT_LIST, U(stride_order.order), 0, true, true, 0}};
 
@@ -60,6 +64,7 @@ fu_attr_spec fu_op_attr_spec(fu_op_class cls) {
   case FU_OC_INDEX: return SPEC(index_fields);
   case FU_OC_STRIDE_ORDER: return SPEC(stride_order_fields);
   case FU_OC_SCAN: return SPEC(scan_fields);
+  case FU_OC_PARTIAL: return SPEC(partial_fields);
   /* no attributes: the result type states the shape or dtype */
   case FU_OC_META:
   case FU_OC_UNARY:

@@ -984,7 +984,8 @@ static bool type_is_stated(fu_op_kind k) {
   case FU_OC_MATMUL: break;
   case FU_OC_INDEX:
   case FU_OC_STRIDE_ORDER:
-  case FU_OC_SCAN: break;
+  case FU_OC_SCAN:
+  case FU_OC_PARTIAL: break;
   }
   return false;
 }

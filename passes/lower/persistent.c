@@ -27,7 +27,15 @@
  * weight and bias in the last pass only).  Reduction results, once
  * combined, are memoized for the rest of the kernel, so the ops after them
  * (x - mean, exp(x - max), rsqrt(var + eps)) evaluate per element with the
- * interpreter's dtype rules (reduction.c's evaluator). */
+ * interpreter's dtype rules (reduction.c's evaluator).
+ *
+ * Partial sums (the inner-outer rewrite, docs/ir.md "Partial sums"): the
+ * schedule's kept serial loop runs the whole body above once per row of
+ * the block (rows ib, ib + parts, ...), with a barrier after each row (the
+ * next row's combines reuse the shared slots); each thread keeps one f32
+ * accumulator per partial sum, chunk and lane, zeroed before the loop and
+ * folded in the output pass, and stores them after it, at the row loop's
+ * first row: the part of every row the block took. */
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +44,8 @@
 enum { MAX_CHUNKS = 128, MAX_V = 16, MAX_PERM = 2 * FU_MAX_SEG_REDUCTIONS };
 
 typedef enum pass_kind { PASS_REDUCE, PASS_OUTPUT } pass_kind;
+
+enum { MAX_PARTIALS = 4 };
 
 /* What a reduction pass folds per element: the reduction's own combine
  * (a Welford update for var/var_mean), or, for var/var_mean over a row in
@@ -69,6 +79,13 @@ typedef struct prow {
   rstate *acc;
   fold_kind fold[FU_MAX_SEG_REDUCTIONS];    /* by reduction of the pass */
   fu_kval *dev_mean[FU_MAX_SEG_REDUCTIONS]; /* FOLD_SQDEV: the mean */
+  /* partial sums: the ops, their accumulators by (op, chunk, lane), the
+   * chunk being emitted, the kept serial loop over rows (-1: none) */
+  const fu_op *partial[MAX_PARTIALS];
+  uint32_t n_partial;
+  fu_kval **pacc;
+  int32_t cur_chunk;
+  int32_t row_loop;
 } prow;
 
 static rl *LL(prow *P) { return P->L; }
@@ -223,6 +240,7 @@ static void outputs_lane(prow *P, int64_t lane, bool vector, fu_kval **vals) {
   }
   const fu_segment_info *si = &L->seg->u.segment;
   for (uint32_t i = 0; i < si->n_outputs && !L->failed; i++) {
+    if (L->own_store && L->own_store[si->outputs[i]->id]) continue;
     const fu_iaccess *st = store_of(L, si->outputs[i]);
     if (st && fu_rl_on_reduced(L, st->offset))
       vals[(size_t)i * MAX_V + (size_t)lane] =
@@ -235,6 +253,7 @@ static bool vector_outputs(prow *P) {
   rl *L = LL(P);
   const fu_segment_info *si = &L->seg->u.segment;
   for (uint32_t i = 0; i < si->n_outputs; i++) {
+    if (L->own_store && L->own_store[si->outputs[i]->id]) continue;
     const fu_iaccess *st = store_of(L, si->outputs[i]);
     if (!st) return false;
     if (fu_rl_on_reduced(L, st->offset) && st->mode != FU_AM_VECTOR) return false;
@@ -261,10 +280,37 @@ static void store_vectors(prow *P, const fu_ix *lane, int64_t V, fu_kval **vals)
   }
 }
 
+static fu_kval **partial_slot(prow *P, uint32_t j, int32_t chunk, int64_t lane) {
+  return &P->pacc[((size_t)j * MAX_CHUNKS + (size_t)chunk) * MAX_V + (size_t)lane];
+}
+
+/* Folds the lane's element of every partial sum into its accumulator. */
+static void accumulate_partials(prow *P, int64_t lane) {
+  rl *L = LL(P);
+  if (P->cur_chunk < 0 || P->cur_chunk >= MAX_CHUNKS) {
+    fu_rl_fail(L, L->s->loc, "partial sums need the row in registers (unroll and vectorize loops)");
+    return;
+  }
+  for (uint32_t j = 0; j < P->n_partial && !L->failed; j++) {
+    const fu_op *op = P->partial[j];
+    fu_dtype t = op->results[0]->type.dtype;
+    fu_kval **slot = partial_slot(P, j, P->cur_chunk, lane);
+    fu_kval *v = fu_rl_cast(L, fu_rl_eval(L, op->operands[0], fu_igraph_coords(L->g, op->operands[0])), t);
+    fu_kval *a = v && *slot ? fu_rl_chk(L, fu_kb_read(&L->b, NULL, *slot)) : NULL;
+    fu_kval *n = a ? fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, t, a, v)) : NULL;
+    if (n && !fu_kb_assign(&L->b, *slot, n)) fu_rl_chk(L, NULL);
+    if (!*slot) fu_rl_fail(L, L->s->loc, "a partial sum's accumulator is missing");
+  }
+}
+
 /* One lane's work for the pass. */
 static void lane_work(prow *P, int64_t lane, bool vector, fu_kval **outs) {
-  if (P->kind == PASS_REDUCE) accumulate_lane(P);
-  else outputs_lane(P, lane, vector, outs);
+  if (P->kind == PASS_REDUCE) {
+    accumulate_lane(P);
+    return;
+  }
+  outputs_lane(P, lane, vector, outs);
+  if (P->n_partial) accumulate_partials(P, lane);
 }
 
 /* The innermost point: lanes 0..V-1 of the vectorize loop `vl` (V = 1
@@ -275,6 +321,7 @@ static void lane_work(prow *P, int64_t lane, bool vector, fu_kval **outs) {
  * otherwise lane by lane under each lane's guards. */
 static void point(prow *P, int32_t vl, int32_t chunk) {
   rl *L = LL(P);
+  P->cur_chunk = chunk;
   const fu_ix *lane = vl >= 0 ? fu_igraph_loop_var(L->g, (uint32_t)vl) : NULL;
   int64_t V = 1;
   if (lane && (!fu_ix_is_const(fu_igraph_axis_extent(L->g, L->s->loops[vl].axis), &V) || V < 1 || V > MAX_V)) {
@@ -575,15 +622,192 @@ static void setup_stage(prow *P) {
   }
 }
 
+/* The guards on the reduced axes only (a partial sum's columns: its part
+ * is stored whether or not the block had a row), NULL when none. */
+static fu_kval *column_guards(rl *L) {
+  fu_kval *all = NULL;
+  for (uint32_t i = 0; i < fu_igraph_num_predicates(L->g) && !L->failed; i++) {
+    const fu_ix *idx, *ext;
+    fu_igraph_predicate(L->g, i, &idx, &ext);
+    if (!fu_rl_on_reduced(L, idx)) continue;
+    fu_kval *a = fu_rl_emit_ix(L, idx), *e = fu_rl_emit_ix(L, ext);
+    fu_kval *p = a && e ? fu_rl_chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LT, FU_DT_BOOL, a, e)) : NULL;
+    all = all && p ? fu_rl_chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LOGICAL_AND, FU_DT_BOOL, all, p)) : p;
+  }
+  return all;
+}
+
+/* The partial sums' accumulators: one f32 (f64) mutable per sum, chunk
+ * (the unrolled row loops' iterations) and lane, zeroed here, before the
+ * row loop. */
+static void init_partials(prow *P) {
+  rl *L = LL(P);
+  int64_t chunks = 1, V = 1;
+  for (uint32_t li = 0; li < P->n_loops; li++) {
+    const fu_sloop *l = &L->s->loops[P->loops[li]];
+    int64_t e = 0;
+    if (!fu_ix_is_const(fu_igraph_axis_extent(L->g, l->axis), &e) ||
+        (l->ptype != FU_PT_UNROLL && l->ptype != FU_PT_VECTORIZE)) {
+      fu_rl_fail(L, l->loc, "partial sums need the row's loops to be unroll and vectorize loops of constant extent");
+      return;
+    }
+    if (l->ptype == FU_PT_UNROLL) chunks *= e;
+    else V = e;
+  }
+  if (chunks > MAX_CHUNKS || V > MAX_V) {
+    fu_rl_fail(L, L->s->loc, "partial sums of more than 128 chunks or 16 lanes per thread");
+    return;
+  }
+  for (uint32_t j = 0; j < P->n_partial && !L->failed; j++) {
+    fu_dtype t = P->partial[j]->results[0]->type.dtype;
+    for (int64_t c = 0; c < chunks && !L->failed; c++)
+      for (int64_t v = 0; v < V && !L->failed; v++) {
+        char nm[48];
+        snprintf(nm, sizeof nm, "part%u_%d_%d", j, (int)c, (int)v);
+        fu_kval **slot = partial_slot(P, j, (int32_t)c, v);
+        fu_kval *zero = fu_rl_chk(L, fu_kb_const_f(&L->b, NULL, t, 0.0));
+        if (!(*slot = fu_rl_chk(L, fu_kval_new_mutable(L->m, L->k, nm, t)))) return;
+        if (zero && !fu_kb_assign(&L->b, *slot, zero)) fu_rl_chk(L, NULL);
+      }
+  }
+}
+
+/* Stores the partial sums' accumulators (after the row loop), through
+ * the row loops from P->loops[li] in as row_loops numbers the chunks:
+ * each at its part (the row loop's first row) and column. */
+static void store_partials(prow *P, uint32_t li, int32_t chunk) {
+  rl *L = LL(P);
+  if (L->failed) return;
+  if (li == P->n_loops || (li + 1 == P->n_loops && L->s->loops[P->loops[li]].ptype == FU_PT_VECTORIZE)) {
+    const fu_ix *lane = li < P->n_loops ? fu_igraph_loop_var(L->g, P->loops[li]) : NULL;
+    int64_t V = 1;
+    if (lane) fu_ix_is_const(fu_igraph_axis_extent(L->g, L->s->loops[P->loops[li]].axis), &V);
+    for (int64_t j = 0; j < V && !L->failed; j++) {
+      uint32_t mark = fu_lix_mark(&L->lix);
+      if (lane) fu_rl_ixv_set(L, lane, fu_rl_emit_ix(L, fu_ix_const(L->ix, j)));
+      fu_kbuilder saved = fu_rl_open_if(L, column_guards(L));
+      for (uint32_t k = 0; k < P->n_partial && !L->failed; k++) {
+        const fu_value *o = P->partial[k]->results[0];
+        const fu_ix *const *c = fu_igraph_coords(L->g, o);
+        const fu_ix *off = c ? fu_igraph_offset(L->g, o, c) : NULL;
+        fu_kval **slot = partial_slot(P, k, chunk, j);
+        fu_kval *at = off ? fu_rl_emit_ix(L, off) : NULL;
+        fu_kval *val = *slot ? fu_rl_chk(L, fu_kb_read(&L->b, NULL, *slot)) : NULL;
+        if (!off || !*slot) fu_rl_fail(L, L->s->loc, "a partial sum is not reached by the loop domain");
+        else if (at && val && !fu_kb_store(&L->b, L->tparam[o->id], at, &val, 1)) fu_rl_chk(L, NULL);
+      }
+      L->b = saved;
+      fu_lix_pop(&L->lix, mark);
+    }
+    return;
+  }
+  const fu_sloop *l = &L->s->loops[P->loops[li]];
+  int64_t e = 0;
+  fu_ix_is_const(fu_igraph_axis_extent(L->g, l->axis), &e);
+  for (int64_t k = 0; k < e && !L->failed; k++) {
+    uint32_t mark = fu_lix_mark(&L->lix);
+    fu_rl_ixv_set(L, fu_igraph_loop_var(L->g, P->loops[li]), fu_rl_emit_ix(L, fu_ix_const(L->ix, k)));
+    store_partials(P, li + 1, (int32_t)((int64_t)chunk * e + k));
+    fu_lix_pop(&L->lix, mark);
+  }
+}
+
+/* Whether every partial sum's part is the same at every iteration of the
+ * row loop (its coordinate along the parts does not change with the loop
+ * variable), so that a thread's accumulators all belong to one part. */
+static bool parts_fixed(prow *P) {
+  rl *L = LL(P);
+  const fu_ix *var = fu_igraph_loop_var(L->g, (uint32_t)P->row_loop);
+  for (uint32_t k = 0; k < P->n_partial; k++) {
+    const fu_op *op = P->partial[k];
+    const fu_ix *const *c = fu_igraph_coords(L->g, op->results[0]);
+    if (!c) return false;
+    const fu_ix *x = c[op->u.partial.dim];
+    if (fu_ix_subst(L->ix, x, var, fu_ix_const(L->ix, 0)) != fu_ix_subst(L->ix, x, var, fu_ix_const(L->ix, 1)))
+      return false;
+  }
+  return true;
+}
+
+/* One row: the reduction passes, the output pass and the per-row outputs. */
+static void row_body(prow *P, uint32_t nv) {
+  rl *L = LL(P);
+  fu_rl_welford_shifts(L);
+  /* passes: the reductions in order, a new pass at the first that reads
+   * a result of the current one */
+  const fu_op *group[FU_MAX_SEG_REDUCTIONS];
+  uint32_t n = 0, pass = 0;
+  for (uint32_t j = 0; j <= L->ri.n_ops && !L->failed; j++) {
+    bool dep = false;
+    for (uint32_t k = 0; j < L->ri.n_ops && k < n; k++) dep |= reads_result(L, L->ri.ops[j]->operands[0], group[k]);
+    if (n && (j == L->ri.n_ops || dep)) {
+      reduce_pass(P, group, n, pass++);
+      n = 0;
+    }
+    if (j < L->ri.n_ops) group[n++] = L->ri.ops[j];
+  }
+  /* the last pass: the full-size outputs (and the partial sums' elements) */
+  memset(P->need, 0, nv * sizeof *P->need);
+  const fu_segment_info *si = &L->seg->u.segment;
+  for (uint32_t i = 0; i < si->n_outputs; i++) mark_inputs(P, si->outputs[i]);
+  for (uint32_t k = 0; k < P->n_partial; k++) mark_inputs(P, P->partial[k]->operands[0]);
+  P->kind = PASS_OUTPUT;
+  P->reverse = pass % 2 == 1;
+  row_loops(P, 0, 0);
+  /* the per-row outputs (mean, rstd), by the row's thread 0 */
+  reset_memo(P);
+  fu_kval *cond = fu_rl_guards(L, false);
+  if (P->tx && !L->failed) {
+    fu_kval *t = fu_rl_emit_ix(L, P->tx), *zero = fu_rl_emit_ix(L, fu_ix_const(L->ix, 0));
+    fu_kval *t0 = t && zero ? fu_rl_chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero)) : NULL;
+    cond = cond && t0 ? fu_rl_chk(L, fu_kb_binary(&L->b, "store", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, t0)) : t0;
+  }
+  fu_kbuilder saved = fu_rl_open_if(L, cond);
+  fu_rl_store_outputs(L, false);
+  L->b = saved;
+}
+
+/* The row loop (the schedule's kept serial loop) around row_body, with a
+ * barrier closing each row where threads combine through shared memory;
+ * or row_body alone. */
+static void rows(prow *P, uint32_t nv) {
+  rl *L = LL(P);
+  if (P->row_loop < 0) {
+    row_body(P, nv);
+    return;
+  }
+  const fu_sloop *l = &L->s->loops[P->row_loop];
+  fu_kval *zero = fu_rl_emit_ix(L, fu_ix_const(L->ix, 0)), *one = fu_rl_emit_ix(L, fu_ix_const(L->ix, 1));
+  fu_kval *end = fu_rl_emit_ix(L, fu_igraph_axis_extent(L->g, l->axis));
+  fu_kinst *lp = zero && one && end ? fu_kb_for(&L->b, L->s->axes[l->axis].name, zero, end, one, FU_LOOP_SERIAL) : NULL;
+  if (!lp) {
+    fu_rl_chk(L, NULL);
+    return;
+  }
+  uint32_t mark = fu_lix_mark(&L->lix);
+  fu_kbuilder saved = L->b;
+  L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
+  fu_rl_ixv_set(L, fu_igraph_loop_var(L->g, (uint32_t)P->row_loop), lp->results[0]);
+  P->n_perm = 0;
+  row_body(P, nv);
+  if (L->s->reduce == FU_RM_BLOCK && !L->failed && !fu_kb_sync(&L->b)) fu_rl_chk(L, NULL);
+  fu_lix_pop(&L->lix, mark);
+  L->b = saved;
+}
+
 /* The kernel body (fu_rl_lower's callback). */
 static void persistent_body(rl *L) {
   const fu_schedule *s = L->s;
   static const fu_special sp[FU_PT_COUNT] = {[FU_PT_BLOCK_X] = FU_SP_CTAID_X, [FU_PT_BLOCK_Y] = FU_SP_CTAID_Y,
                                              [FU_PT_THREAD_X] = FU_SP_TID_X, [FU_PT_THREAD_Y] = FU_SP_TID_Y};
-  prow P = {.L = L, .registers = s->persist == FU_PM_REGISTERS};
+  prow P = {.L = L, .registers = s->persist == FU_PM_REGISTERS, .row_loop = -1, .cur_chunk = -1};
   for (uint32_t i = 0; i < s->n_loops && !L->failed; i++) {
     const fu_sloop *l = &s->loops[i];
     bool par = l->ptype != FU_PT_SERIAL && l->ptype != FU_PT_UNROLL && l->ptype != FU_PT_VECTORIZE;
+    if (!par && !L->ra[l->axis] && l->ptype == FU_PT_SERIAL && P.row_loop < 0) {
+      P.row_loop = (int32_t)i; /* the rows of a segment with partial sums (the verifier's rule) */
+      continue;
+    }
     if (!par) {
       if (P.n_loops == 8) fu_rl_fail(L, l->loc, "more than 8 reduced loops");
       else P.loops[P.n_loops++] = i;
@@ -609,43 +833,35 @@ static void persistent_body(rl *L) {
     P.staged = fu_mem_calloc(&L->m->alloc, n_st, sizeof *P.staged);
     P.storing = fu_mem_calloc(&L->m->alloc, n_st, sizeof *P.storing);
   }
-  if (!P.cache || !P.loaded || !P.need || (n_st && (!P.stage || !P.stage_at || !P.staged || !P.storing))) {
-    fu_rl_chk(L, NULL);
-  } else {
-    if (n_st) setup_stage(&P);
-    fu_rl_welford_shifts(L);
-    /* passes: the reductions in order, a new pass at the first that reads
-     * a result of the current one */
-    const fu_op *group[FU_MAX_SEG_REDUCTIONS];
-    uint32_t n = 0, pass = 0;
-    for (uint32_t j = 0; j <= L->ri.n_ops && !L->failed; j++) {
-      bool dep = false;
-      for (uint32_t k = 0; j < L->ri.n_ops && k < n; k++) dep |= reads_result(L, L->ri.ops[j]->operands[0], group[k]);
-      if (n && (j == L->ri.n_ops || dep)) {
-        reduce_pass(&P, group, n, pass++);
-        n = 0;
-      }
-      if (j < L->ri.n_ops) group[n++] = L->ri.ops[j];
-    }
-    /* the last pass: the full-size outputs */
-    memset(P.need, 0, nv * sizeof *P.need);
-    const fu_segment_info *si = &L->seg->u.segment;
-    for (uint32_t i = 0; i < si->n_outputs; i++) mark_inputs(&P, si->outputs[i]);
-    P.kind = PASS_OUTPUT;
-    P.reverse = pass % 2 == 1;
-    row_loops(&P, 0, 0);
-    /* the per-row outputs (mean, rstd), by the row's thread 0 */
-    reset_memo(&P);
-    fu_kval *cond = fu_rl_guards(L, false);
-    if (P.tx && !L->failed) {
-      fu_kval *t = fu_rl_emit_ix(L, P.tx), *zero = fu_rl_emit_ix(L, fu_ix_const(L->ix, 0));
-      fu_kval *t0 = t && zero ? fu_rl_chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero)) : NULL;
-      cond = cond && t0 ? fu_rl_chk(L, fu_kb_binary(&L->b, "store", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, t0)) : t0;
-    }
-    fu_kbuilder saved = fu_rl_open_if(L, cond);
-    fu_rl_store_outputs(L, false);
-    L->b = saved;
+  /* partial sums: their ops, and their outputs, which this body stores */
+  bool *own = fu_mem_calloc(&L->m->alloc, nv, sizeof *own);
+  size_t n_pacc = (size_t)MAX_PARTIALS * MAX_CHUNKS * MAX_V + 1;
+  P.pacc = fu_mem_calloc(&L->m->alloc, n_pacc, sizeof *P.pacc);
+  for (const fu_op *op = L->seg->u.segment.body->first; op && own; op = op->next) {
+    if (op->kind != FU_OP_PARTIAL_SUM) continue;
+    if (P.n_partial == MAX_PARTIALS) fu_rl_fail(L, op->loc, "more than 4 partial sums in one segment");
+    else P.partial[P.n_partial++] = op;
+    own[op->results[0]->id] = true;
   }
+  L->own_store = own;
+  if (!P.cache || !P.loaded || !P.need || !own || !P.pacc ||
+      (n_st && (!P.stage || !P.stage_at || !P.staged || !P.storing))) {
+    fu_rl_chk(L, NULL);
+  } else if (!L->failed) {
+    if (n_st) setup_stage(&P);
+    if (P.n_partial) init_partials(&P);
+    if (P.n_partial && P.row_loop >= 0 && !L->failed && !parts_fixed(&P))
+      fu_rl_fail(L, s->loc, "a partial sum's part changes along the row loop: split the rows by its parts");
+    if (!L->failed) rows(&P, nv);
+    uint32_t mark = fu_lix_mark(&L->lix);
+    if (P.row_loop >= 0)
+      fu_rl_ixv_set(L, fu_igraph_loop_var(L->g, (uint32_t)P.row_loop), fu_rl_emit_ix(L, fu_ix_const(L->ix, 0)));
+    if (P.n_partial && !L->failed) store_partials(&P, 0, 0);
+    fu_lix_pop(&L->lix, mark);
+  }
+  L->own_store = NULL;
+  if (own) fu_mem_free(&L->m->alloc, own, nv * sizeof *own);
+  if (P.pacc) fu_mem_free(&L->m->alloc, P.pacc, n_pacc * sizeof *P.pacc);
   if (P.cache) fu_mem_free(&L->m->alloc, P.cache, (n_cache * MAX_V + 1) * sizeof *P.cache);
   if (P.loaded) fu_mem_free(&L->m->alloc, P.loaded, (n_cache + 1) * sizeof *P.loaded);
   if (P.need) fu_mem_free(&L->m->alloc, P.need, nv * sizeof *P.need);

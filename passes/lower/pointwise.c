@@ -272,6 +272,7 @@ static uint32_t n_args(const fu_op *op) {
   case FU_OC_INDEX: return 0; /* its lookup is evaluated at the gathered coordinates in compute */
   case FU_OC_RNG: return 0;
   case FU_OC_SCAN: return 0; /* scan segments have a lowering of their own */
+  case FU_OC_PARTIAL: return 0; /* persistent segments only */
   }
   return 0; /* not reached: a class outside the enum */
 }
@@ -339,6 +340,7 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
     if (!c) break;
     return rng_at(L, op, v, c, lane, nm);
   case FU_OC_SCAN: /* scan segments have a lowering of their own */
+  case FU_OC_PARTIAL: /* persistent segments only */
   case FU_OC_META:
   case FU_OC_UNARY:
   case FU_OC_BINARY:

@@ -409,6 +409,7 @@ static void store_outputs(rl *L, bool reduced) {
   const fu_segment_info *si = &L->seg->u.segment;
   for (uint32_t i = 0; i < si->n_outputs && !L->failed; i++) {
     const fu_value *o = si->outputs[i];
+    if (L->own_store && L->own_store[o->id]) continue;
     const fu_ix *const *c = fu_igraph_coords(L->g, o);
     const fu_ix *off = c ? fu_igraph_offset(L->g, o, c) : NULL;
     if (!fu_type_is_tensor(&o->type) || !off) {

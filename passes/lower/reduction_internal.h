@@ -85,6 +85,9 @@ typedef struct rl {
    * the current one, `n_thread` a thread's elements in all */
   bool known_count;
   const fu_ix *lin, *n_thread;
+  /* by value id: outputs the body stores itself (partial sums), which
+   * store_outputs leaves alone; NULL when none */
+  const bool *own_store;
 } rl;
 
 

@@ -63,4 +63,14 @@ typedef struct fu_stage_plan {
 fu_status fu_schedule_stage_plan(fu_fusion *f, const fu_op *seg, const fu_value *const *full, uint32_t n_full,
                                  int64_t rows, int64_t row, int64_t threads, const fu_device *dev, fu_stage_plan *out);
 
+/* The inner-outer rewrite (passes/schedule/inner_outer.c): the parts of
+ * the partial sums persistent segment `seg` would take with `n_partials`
+ * of them, 0 when its schedule could not hold them
+ * (passes/schedule/persistent.c). */
+int64_t fu_schedule_inner_outer_parts(fu_fusion *f, const fu_op *seg, uint32_t n_partials, const fu_device *dev);
+/* Folds the outer sums of reduction segments into the persistent segments
+ * of f that read the same rows, as partial sums (--debug=schedule says
+ * which). */
+fu_status fu_schedule_inner_outer(fu_fusion *f, const fu_device *dev, fu_diag_engine *diag, FILE *debug);
+
 #endif

@@ -39,7 +39,14 @@
  *     512 threads per row, correct for any length.
  * Rows longer than the segmenter's limit (FU_SEG_PERSISTENT_MAX_ELEMS)
  * never reach this scheduler: they become a reduction kernel and a
- * pointwise kernel. */
+ * pointwise kernel.
+ *
+ * A segment with partial sums (the inner-outer rewrite, inner_outer.c:
+ * a norm backward's weight gradients summed over the rows) loops over
+ * rows: `split i, P -> is, ib`, block ib takes rows ib, ib + P, ... in the
+ * kept serial loop `is` (P = the parts), and each thread accumulates its
+ * columns of every partial sum in registers across them, 4 bytes each per
+ * element beside the cached inputs in the register budget. */
 #include <stdio.h>
 #include <string.h>
 
@@ -185,6 +192,18 @@ static void full_size_bytes(const fu_op *seg, const fu_value *ref, bool views, s
     }
   if (any_bool) *widest = 0;
   if (!*cached) *cached = 4;
+}
+
+/* The partial_sum ops of a segment (inner_outer.c), and the parts of the
+ * first (every one has the same). */
+static uint32_t partial_sums(const fu_op *seg, int64_t *parts) {
+  uint32_t n = 0;
+  *parts = 0;
+  for (const fu_op *op = seg->u.segment.body ? seg->u.segment.body->first : NULL; op; op = op->next)
+    if (op->kind == FU_OP_PARTIAL_SUM) {
+      if (!n++) *parts = op->u.partial.parts;
+    }
+  return n;
 }
 
 static int64_t pow2_ceil(double x) {
@@ -341,6 +360,10 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   const fu_value *full[FU_STAGE_MAX];
   uint32_t n_full;
   full_size_bytes(seg, ref, row_const && row > 1, &widest, &cached, full, &n_full);
+  /* partial sums: an f32 accumulator per element and sum, in registers */
+  int64_t parts = 0;
+  uint32_t n_partial = partial_sums(seg, &parts);
+  cached += 4 * (size_t)n_partial;
   /* the vector: 16 bytes of the widest full-size tensor, dividing a
    * constant row (a symbolic row, or bool tensors: scalar) */
   int64_t vw = widest && row_const ? (int64_t)(16 / widest) : 1;
@@ -384,7 +407,7 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
    * and a short row's thread group widened until the block is whole warps
    * (the reductions shuffle across full warps; the extra threads are the
    * guarded tail of rx) */
-  int64_t ty = rows_per_block(tx, kept_const, m);
+  int64_t ty = n_partial ? 1 : rows_per_block(tx, kept_const, m); /* partial sums: a block's rows are its part */
   if (tx * ty < (int64_t)dev->warp_size) tx = (int64_t)dev->warp_size / ty;
   int64_t per = row_const ? ((int64_t)vecs + tx - 1) / tx : 0; /* vectors per thread */
   /* (an empty row has nothing to keep: reread, which loops 0 times) */
@@ -400,9 +423,16 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
    * 128 threads hold 256 bytes each, 256 threads 128) */
   while (!regs && !warp && row_const && per > 1 && tx * 2 <= (int64_t)dev->max_threads_per_block) {
     tx *= 2;
-    ty = rows_per_block(tx, kept_const, m);
+    ty = n_partial ? 1 : rows_per_block(tx, kept_const, m);
     per = ((int64_t)vecs + tx - 1) / tx;
     regs = per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= (double)budget;
+  }
+  if (n_partial && (!regs || warp || ty != 1)) {
+    fu_error(diag, seg->loc,
+             "persistent segment '@%s' has partial sums, which need a row per block in registers (rows of %.0f "
+             "elements at %lld threads do not fit)",
+             sname, row, (long long)tx);
+    return FU_ERR_UNSUPPORTED;
   }
   /* a row that did not fit a block's registers: its inputs that several
    * passes read go to shared memory, as many as fit with the reductions'
@@ -427,14 +457,20 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   uint32_t r = merged(&b, roots, reduced, rank, true, "r"), ro = r, rv = UINT32_MAX, rs, rx, ib, iy;
   if (vw > 1) split_in(&b, r, vw, true, "ro", "rv", &ro, &rv);
   split_in(&b, ro, tx, row_const && ((int64_t)vecs % tx == 0), "rs", "rx", &rs, &rx);
+  uint32_t is = UINT32_MAX;
   if (i != UINT32_MAX && ty > 1) {
     split_in(&b, i, ty, kept_const && m % ty == 0, "ib", "iy", &ib, &iy);
     bind(&b, ib, FU_PT_BLOCK_X);
     bind(&b, iy, FU_PT_THREAD_Y);
+  } else if (i != UINT32_MAX && n_partial) {
+    /* rows ib, ib + parts, ...: block ib's part of every partial sum */
+    split_in(&b, i, parts, kept_const && m % parts == 0, "is", "ib", &is, &ib);
+    bind(&b, ib, FU_PT_BLOCK_X);
   } else if (i != UINT32_MAX) {
     bind(&b, i, FU_PT_BLOCK_X);
   }
   bind(&b, rx, FU_PT_THREAD_X);
+  if (is != UINT32_MAX) bind(&b, is, FU_PT_SERIAL);
   /* shared memory: the first pass's loads in flight, up to 16 per thread,
    * where one full-size input is read (with two, the unrolled loads of a
    * 1024-thread block spill at its 64 registers: a bf16 residual add plus
@@ -460,12 +496,17 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
     fu_strbuf where;
     fu_strbuf_init(&where, f->module->alloc);
     if (regs)
-      fu_strbuf_printf(&where, "the row stays in registers: %lld vector(s) per thread, %lld bytes of input",
-                       (long long)per, (long long)(per * vw * (int64_t)cached));
+      fu_strbuf_printf(&where, "the row stays in registers: %lld vector(s) per thread, %lld bytes of input%s",
+                       (long long)per, (long long)(per * vw * (int64_t)cached),
+                       n_partial ? " and partial sums" : "");
     else if (!row_const)
       fu_strbuf_puts(&where, "the row is reread from global memory by every pass: its length is symbolic");
     else
       explain_smem(&where, &sp, smem, scalar_staged, regs_why);
+    if (n_partial)
+      fu_strbuf_printf(&where, "; %u partial sum(s) of %lld parts: block b takes rows b, b + %lld, ... (serial loop "
+                               "'is')",
+                       n_partial, (long long)parts, (long long)parts);
     fprintf(debug,
             "schedule: @%s: persistent normalization of %%%s, reduce=%s, persist=%s: rows of %.0f elements, %.0f "
             "row(s), %lld thread(s) per row (%s), %lld row(s) per block, %s; %s, index %s\n",
@@ -494,4 +535,46 @@ static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_e
 fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                  fu_schedule **out) {
   return fu_schedule_narrowed(f, seg, dev, diag, debug, build, out);
+}
+
+/* The parts of the inner-outer rewrite for persistent segment `seg` with
+ * `n_partials` more partial sums (inner_outer.c), 0 when it does not fit:
+ * the reductions keep dim 0 alone (rows) and reduce the rest, a constant
+ * row of more than a warp's vectors (the block ladder, one row per block),
+ * whose cached inputs and an f32 accumulator per partial sum fit the
+ * register budget at up to a block of threads, and rows enough for every
+ * part to take several (PARTS_PER_SM parts per SM). */
+int64_t fu_schedule_inner_outer_parts(fu_fusion *f, const fu_op *seg, uint32_t n_partials, const fu_device *dev) {
+  enum { PARTS_PER_SM = 2, ROWS_PER_PART = 8 };
+  const fu_op *red = first_reduction(seg);
+  if (!red || red->kind == FU_OP_PARTIAL_SUM) return 0;
+  const fu_value *ref = red->operands[0];
+  int32_t rank = ref->type.rank;
+  if (rank < 2) return 0;
+  bool reduced[FU_MAX_RANK] = {false};
+  const fu_int_list *axes = &red->u.reduce.axes;
+  for (uint32_t i = 0; i < axes->n; i++) {
+    int64_t a = axes->v[i] < 0 ? axes->v[i] + rank : axes->v[i];
+    if (a >= 0 && a < rank) reduced[a] = true;
+  }
+  int64_t n = 1;
+  for (int32_t d = 0; d < rank; d++) {
+    if (reduced[d] != (d > 0) || (d > 0 && ref->type.dims[d].sym)) return 0;
+    if (d > 0) n *= ref->type.dims[d].value;
+  }
+  size_t widest, cached;
+  const fu_value *full[FU_STAGE_MAX];
+  uint32_t n_full;
+  full_size_bytes(seg, ref, false, &widest, &cached, full, &n_full);
+  int64_t vw = widest ? (int64_t)(16 / widest) : 1;
+  if (vw > 8) vw = 8;
+  while (vw > 1 && n % vw != 0) vw /= 2;
+  int64_t vecs = n / vw, tpb = dev->max_threads_per_block;
+  int64_t per = (vecs + tpb - 1) / tpb;
+  if (vecs <= WARP_VECS || per * vw > FU_PERSIST_MAX_CACHED ||
+      per * vw * (int64_t)(cached + 4 * (size_t)n_partials) > REG_BYTES)
+    return 0;
+  int64_t parts = (int64_t)PARTS_PER_SM * dev->n_sms;
+  double rows = dim_estimate(f, ref->type.dims[0], 0.0);
+  return rows >= (double)(ROWS_PER_PART * parts) ? parts : 0;
 }

@@ -17,6 +17,7 @@
 
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
+#include "internal.h"
 
 static const fu_pass_option_def options[] = {
     {"device",
@@ -120,6 +121,10 @@ fu_status fu_schedule_module_with(fu_module *m, const fu_device *dev, const fu_s
   fu_device def = fu_device_default();
   if (!dev) dev = &def;
   for (fu_fusion *f = m->first; f; f = f->next) {
+    if (!opt || !opt->no_inner_outer) {
+      fu_status st = fu_schedule_inner_outer(f, dev, diag, debug);
+      if (st != FU_OK) return st;
+    }
     for (fu_op *op = f->body.first; op; op = op->next) {
       if (op->kind != FU_OP_SEGMENT) continue;
       fu_segment_info *si = &op->u.segment;
@@ -164,7 +169,8 @@ static fu_status run_schedule(fu_module *m, fu_pass_context *ctx) {
   FILE *debug = fu_pass_debug_enabled(ctx, "schedule") ? ctx->debug_out : NULL;
   const char *tr = fu_pass_option_value(ctx, "transpose");
   fu_schedule_options opt = {tr && strcmp(tr, "pointwise") == 0, !fu_pass_feature_on(ctx, FU_FEATURE_VECTORIZE),
-                             !fu_pass_feature_on(ctx, FU_FEATURE_UNROLL)};
+                             !fu_pass_feature_on(ctx, FU_FEATURE_UNROLL),
+                             !fu_pass_feature_on(ctx, FU_FEATURE_INNER_OUTER)};
   if (tr && !opt.transpose_pointwise && strcmp(tr, "tile") != 0) {
     fu_error(ctx->diag, fu_loc_none(), "schedule: option 'transpose' is '%s'; valid: tile, pointwise", tr);
     return FU_ERR_INVALID_ARG;
