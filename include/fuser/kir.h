@@ -171,6 +171,7 @@ typedef struct fu_kernel {
   fu_lexpr *grid[3];     /* grid dims, evaluated on the host */
   uint32_t block[3];     /* threads per block */
   uint32_t smem_bytes;   /* dynamic shared memory */
+  uint32_t min_blocks;   /* blocks per SM the lowering plans on (`min_blocks=`), 0: no bound */
   fu_dtype index_dtype;  /* i32 when every tensor fits, else i64 */
   fu_kblock body;
   uint32_t next_kval_id;
@@ -231,6 +232,12 @@ fu_kval *fu_kernel_dynamic_array(fu_module *m, fu_kernel *k, const char *name, f
  * (`.minnctapersm`), which otherwise may keep a 1024-thread kernel at 32
  * registers, for two blocks per SM that the shared memory rules out. */
 uint32_t fu_kernel_smem_blocks_per_sm(const fu_kernel *k, uint32_t sm);
+/* The blocks per SM the backends ask ptxas for: the kernel's min_blocks
+ * (a lowering that plans on that many blocks resident, as a persistent
+ * kernel's row loop does: without it ptxas may take more registers than
+ * two 512-thread blocks leave), lowered to what shared memory allows;
+ * else fu_kernel_smem_blocks_per_sm. */
+uint32_t fu_kernel_min_blocks_per_sm(const fu_kernel *k, uint32_t sm);
 
 /* An instruction with copies of `args` and `results`; not linked anywhere. */
 fu_kinst *fu_kinst_new(fu_module *m, fu_kinst_kind kind, fu_kval *const *args, uint32_t n_args,

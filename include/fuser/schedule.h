@@ -250,6 +250,11 @@ int64_t fu_persist_stage_bytes(fu_dtype dtype, int64_t rows, int64_t row);
 int64_t fu_persist_slot_bytes(uint32_t n_reductions, int64_t threads);
 bool fu_persist_device(const fu_schedule *s, fu_device *out);
 uint32_t fu_persist_smem_limit(const fu_device *dev);
+/* The blocks of `threads` threads a persistent kernel with a row loop
+ * (partial sums) plans on per SM: up to 2 while each thread keeps 64
+ * registers and the SM's threads allow, at least 1.  The scheduler makes
+ * that many parts per SM; the lowering asks ptxas for them (`min_blocks`). */
+uint32_t fu_persist_row_loop_blocks(const fu_device *dev, int64_t threads);
 
 /* The tile of a transpose schedule (lib/analysis/transpose_tile.c): a
  * schedule with a tensor of access=tile has the form

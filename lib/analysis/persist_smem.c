@@ -22,6 +22,15 @@ bool fu_persist_device(const fu_schedule *s, fu_device *out) {
   return fu_device_preset(s->device, out) || fu_device_preset(s->arch, out);
 }
 
+uint32_t fu_persist_row_loop_blocks(const fu_device *dev, int64_t threads) {
+  enum { MAX_BLOCKS = 2, MIN_REGS = 64 };
+  if (threads < 1) return 1;
+  int64_t b = MAX_BLOCKS;
+  if ((int64_t)dev->regs_per_sm / (MIN_REGS * threads) < b) b = (int64_t)dev->regs_per_sm / (MIN_REGS * threads);
+  if ((int64_t)dev->max_threads_per_sm / threads < b) b = (int64_t)dev->max_threads_per_sm / threads;
+  return b < 1 ? 1 : (uint32_t)b;
+}
+
 uint32_t fu_persist_smem_limit(const fu_device *dev) {
   /* the verifier knows only the presets: a device file's figure counts up
    * to that of the preset its schedule will name (by name, else by arch) */

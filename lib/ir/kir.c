@@ -179,6 +179,12 @@ uint32_t fu_kernel_smem_blocks_per_sm(const fu_kernel *k, uint32_t sm) {
   return by_smem ? (uint32_t)by_smem : 1;
 }
 
+uint32_t fu_kernel_min_blocks_per_sm(const fu_kernel *k, uint32_t sm) {
+  uint32_t by_smem = fu_kernel_smem_blocks_per_sm(k, sm);
+  if (!k->min_blocks) return by_smem;
+  return by_smem && by_smem < k->min_blocks ? by_smem : k->min_blocks;
+}
+
 /* ---- instructions ---------------------------------------------------------- */
 
 fu_kinst *fu_kinst_new(fu_module *m, fu_kinst_kind kind, fu_kval *const *args, uint32_t n_args,

@@ -1050,13 +1050,13 @@ static bool parse_block(kparser *p, fu_kblock *b, bool top) {
 
 static bool parse_kernel_attrs(kparser *p) {
   fu_kernel *k = p->k;
-  bool seen[4] = {false, false, false, false};
-  static const char *const names[4] = {"grid", "block", "smem", "index"};
+  bool seen[5] = {false, false, false, false, false};
+  static const char *const names[5] = {"grid", "block", "smem", "index", "min_blocks"};
   while (p->tok.kind == T_IDENT) {
     int which = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
       if (tok_is(p, T_IDENT, names[i])) which = i;
-    if (which < 0) return expected(p, "'grid', 'block', 'smem', 'index' or '{'");
+    if (which < 0) return expected(p, "'grid', 'block', 'smem', 'index', 'min_blocks' or '{'");
     if (seen[which]) {
       perr(p, p->tok.loc, "'%s' given twice", names[which]);
       return false;
@@ -1081,6 +1081,10 @@ static bool parse_kernel_attrs(kparser *p) {
       int64_t v = 0;
       if (!parse_int(p, 0, UINT32_MAX, "shared memory size", &v)) return false;
       k->smem_bytes = (uint32_t)v;
+    } else if (which == 4) {
+      int64_t v = 0;
+      if (!parse_int(p, 1, 32, "blocks per SM", &v)) return false;
+      k->min_blocks = (uint32_t)v;
     } else {
       fu_loc tl = p->tok.loc;
       if (!parse_dtype(p, &k->index_dtype)) return false;

@@ -458,8 +458,9 @@ void fu_kernel_print_indented(fu_strbuf *out, const fu_kernel *k, int indent) {
     if (i) fu_strbuf_puts(out, ", ");
     fu_lexpr_print(out, k->grid[i]);
   }
-  fu_strbuf_printf(out, "] block=[%u, %u, %u] smem=%u index=%s {\n", k->block[0], k->block[1], k->block[2],
-                   k->smem_bytes, dtname(k->index_dtype));
+  fu_strbuf_printf(out, "] block=[%u, %u, %u] smem=%u ", k->block[0], k->block[1], k->block[2], k->smem_bytes);
+  if (k->min_blocks) fu_strbuf_printf(out, "min_blocks=%u ", k->min_blocks);
+  fu_strbuf_printf(out, "index=%s {\n", dtname(k->index_dtype));
   for (size_t i = 0; i < n->n_decls; i++) print_decl(&p, n->decls[i], indent + 2);
   print_block(&p, &k->body, indent + 2);
   indent_to(out, indent);

@@ -162,7 +162,11 @@ static void load_staged(prow *P, uint32_t a, int64_t V, fu_kval **vals) {
 /* The vector values of load access `a` at the current point (lane 0
  * bound): staged in shared memory (persist=smem), or from the cache when
  * an earlier pass loaded them at this chunk, else one vector load (kept in
- * the cache at `chunk` >= 0 for the passes after it). */
+ * the cache at `chunk` >= 0 for the passes after it).  In a row loop
+ * (partial sums) only the inputs of the reference's shape are cached: a
+ * weight broadcast along the rows is the same row every time, in L1, and
+ * its registers are what two blocks a SM cannot spare (a layer-norm
+ * backward spilled 8 bytes with its weight cached). */
 static void load_access(prow *P, uint32_t a, int64_t V, int32_t chunk, fu_kval **vals) {
   rl *L = LL(P);
   if (P->stage && P->stage[a]) {
@@ -170,6 +174,7 @@ static void load_access(prow *P, uint32_t a, int64_t V, int32_t chunk, fu_kval *
     return;
   }
   const fu_iaccess *x = fu_igraph_access(L->g, a);
+  if (P->row_loop >= 0 && !fu_type_same_shape(&x->value->type, &L->s->reference->type)) chunk = -1;
   fu_kval **slot = chunk >= 0 ? &P->cache[((size_t)a * MAX_CHUNKS + (size_t)chunk) * MAX_V] : NULL;
   bool *done = chunk >= 0 ? &P->loaded[(size_t)a * MAX_CHUNKS + (size_t)chunk] : NULL;
   if (done && *done) {
@@ -844,6 +849,13 @@ static void persistent_body(rl *L) {
     own[op->results[0]->id] = true;
   }
   L->own_store = own;
+  /* a row loop plans on fu_persist_row_loop_blocks blocks resident (the
+   * schedule pass's inner-outer rewrite): ptxas is asked to fit them */
+  fu_device dev;
+  if (P.row_loop >= 0 && P.n_partial && fu_persist_device(s, &dev)) {
+    uint32_t want = fu_persist_row_loop_blocks(&dev, (int64_t)L->k->block[0] * L->k->block[1] * L->k->block[2]);
+    if (want > 1) L->k->min_blocks = want;
+  }
   if (!P.cache || !P.loaded || !P.need || !own || !P.pacc ||
       (n_st && (!P.stage || !P.stage_at || !P.staged || !P.storing))) {
     fu_rl_chk(L, NULL);

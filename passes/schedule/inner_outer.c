@@ -14,8 +14,9 @@
  * registers with the accumulators too (fu_schedule_inner_outer_parts), to
  * a reduction segment whose every reduction is a `sum` over dim 0 of a
  * tensor of the persistent reference's shape, computed from the
- * persistent segment's own inputs, and whose other ops use only the
- * sums' results.  It runs before the segments are scheduled because the
+ * persistent segment's own inputs or outputs (an f32 layer norm's xhat,
+ * which the persistent segment then stops writing when nothing else
+ * reads it), and whose other ops use only the sums' results.  It runs before the segments are scheduled because the
  * parts follow the device's SMs. */
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +39,20 @@ static const char *seg_name(const fu_op *seg) { return seg->u.segment.name ? seg
 static bool is_operand(const fu_op *seg, const fu_value *v) {
   for (uint32_t i = 0; i < seg->n_operands; i++)
     if (seg->operands[i] == v) return true;
+  return false;
+}
+
+static bool is_output(const fu_op *seg, const fu_value *v) {
+  for (uint32_t i = 0; i < seg->u.segment.n_outputs; i++)
+    if (seg->u.segment.outputs[i] == v) return true;
+  return false;
+}
+
+/* Whether a top-level op of f reads v. */
+static bool read_at_top(const fu_fusion *f, const fu_value *v) {
+  for (const fu_op *op = f->body.first; op; op = op->next)
+    for (uint32_t i = 0; i < op->n_operands; i++)
+      if (op->operands[i] == v) return true;
   return false;
 }
 
@@ -67,7 +82,7 @@ static bool qualifies(io_ctx *c, const fu_op *r, uint32_t *n_sums) {
   const fu_segment_info *si = &r->u.segment;
   if (r->kind != FU_OP_SEGMENT || si->kind != FU_SK_REDUCTION || si->schedule || !si->body) return false;
   for (uint32_t i = 0; i < r->n_operands; i++)
-    if (!is_operand(c->pseg, r->operands[i])) return false;
+    if (!is_operand(c->pseg, r->operands[i]) && !is_output(c->pseg, r->operands[i])) return false;
   /* the persistent segment does not read r's results */
   for (uint32_t i = 0; i < si->n_outputs; i++)
     if (is_operand(c->pseg, si->outputs[i])) return false;
@@ -212,6 +227,13 @@ static fu_status fold(io_ctx *c, fu_op *r, int64_t parts) {
   c->pseg->u.segment.n_outputs += n;
   r->operands = ins;
   r->n_operands = n;
+  /* outputs of the persistent segment that only r read are no longer
+   * written */
+  fu_segment_info *ps = &c->pseg->u.segment;
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < ps->n_outputs; i++)
+    if (read_at_top(c->f, ps->outputs[i])) ps->outputs[kept++] = ps->outputs[i];
+  ps->n_outputs = kept;
   for (fu_op *op = si->body->first, *next; op; op = next) {
     next = op->next;
     if (c->prologue[op->id]) fu_block_remove(si->body, op);

@@ -221,6 +221,63 @@ static int64_t rows_per_block(int64_t tx, bool kept_const, int64_t m) {
   return ty;
 }
 
+/* Threads per row (tx), rows per block (ty), vectors per thread (per),
+ * and whether the row is a warp's (warp) and fits the registers (regs)
+ * within `budget` bytes a thread of `cached` bytes per element. */
+typedef struct tplan {
+  int64_t tx, ty, per;
+  bool warp, regs;
+} tplan;
+
+/* The ladder of the header for rows of `vecs` vectors of vw elements (m
+ * rows when kept_const); with `one_row`, one row per block (partial
+ * sums). */
+static tplan plan_threads(const fu_device *dev, double vecs, int64_t vw, bool row_const, bool kept_const, int64_t m,
+                          size_t cached, int64_t budget, bool one_row) {
+  bool warp = vecs <= WARP_VECS;
+  /* a row of a warp or less: about 2 vectors a thread, 256 / tx rows a
+   * block side by side (on the H100 softmax of bf16 [262144, 256] ran
+   * 93.4 us at 16 threads a row against 98.1 at 8, layer norm 94.6
+   * against 95.6); longer rows about 4, or about 2 (up to 512 threads)
+   * where the rows make 8 waves of such blocks or more: softmax, layer
+   * norm and RMS norm of bf16 [16384, 4096] at 256 threads 93.3-94.5 us
+   * against 93.8-95.4 at 128, logsumexp of f32 [16384, 4096] at 512
+   * 93.2 against 97.1 at 256, rows of 1024 at 64 threads (4 rows a block)
+   * 93.3-94.5 against 93.8-95.7 at a warp; a group norm of 1024 rows of
+   * 6272 ran 16.4 us at 512 threads against 14.7 at 256 (two waves), and
+   * an RMS norm of [4096, 16384] 102.7 at 1024 against 94.2 at 512 */
+  int64_t tx = pow2_ceil(vecs / (warp ? WARP_VECS_PER_THREAD : VECS_PER_THREAD));
+  if (!warp) {
+    int64_t t2 = pow2_ceil(vecs / WARP_VECS_PER_THREAD);
+    if (t2 < 64) t2 = 64;
+    double wave = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)t2);
+    if (t2 <= 512 && kept_const && (double)m >= 8.0 * wave) tx = t2;
+  }
+  if (warp && tx < 2) tx = 2;
+  if (warp && tx > (int64_t)dev->warp_size) tx = dev->warp_size;
+  if (!warp && tx < 64) tx = 64;
+  if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
+  /* few rows: no more rows per block than there are (to a power of two),
+   * and a short row's thread group widened until the block is whole warps
+   * (the reductions shuffle across full warps; the extra threads are the
+   * guarded tail of rx) */
+  int64_t ty = one_row ? 1 : rows_per_block(tx, kept_const, m); /* partial sums: a block's rows are its part */
+  if (tx * ty < (int64_t)dev->warp_size) tx = (int64_t)dev->warp_size / ty;
+  int64_t per = row_const ? ((int64_t)vecs + tx - 1) / tx : 0; /* vectors per thread */
+  /* (an empty row has nothing to keep: reread, which loops 0 times) */
+  bool regs = row_const && per >= 1 && per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= (double)budget;
+  /* a row over the budget at "about 4 vectors" a thread may fit with more
+   * threads per row (a layer-norm backward reads two bf16 rows of 4096:
+   * 128 threads hold 256 bytes each, 256 threads 128) */
+  while (!regs && !warp && row_const && per > 1 && tx * 2 <= (int64_t)dev->max_threads_per_block) {
+    tx *= 2;
+    ty = one_row ? 1 : rows_per_block(tx, kept_const, m);
+    per = ((int64_t)vecs + tx - 1) / tx;
+    regs = per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= (double)budget;
+  }
+  return (tplan){.tx = tx, .ty = ty, .per = per, .warp = warp, .regs = regs};
+}
+
 /* The schedule `b` describes, in the module's arena, with its index type
  * decided from the index graph. */
 static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, const pbuild *b,
@@ -380,53 +437,15 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
     kept_const &= !ref->type.dims[d].sym;
     m *= ref->type.dims[d].sym ? 1 : ref->type.dims[d].value;
   }
-  bool warp = vecs <= WARP_VECS;
-  /* a row of a warp or less: about 2 vectors a thread, 256 / tx rows a
-   * block side by side (on the H100 softmax of bf16 [262144, 256] ran
-   * 93.4 us at 16 threads a row against 98.1 at 8, layer norm 94.6
-   * against 95.6); longer rows about 4, or about 2 (up to 512 threads)
-   * where the rows make 8 waves of such blocks or more: softmax, layer
-   * norm and RMS norm of bf16 [16384, 4096] at 256 threads 93.3-94.5 us
-   * against 93.8-95.4 at 128, logsumexp of f32 [16384, 4096] at 512
-   * 93.2 against 97.1 at 256, rows of 1024 at 64 threads (4 rows a block)
-   * 93.3-94.5 against 93.8-95.7 at a warp; a group norm of 1024 rows of
-   * 6272 ran 16.4 us at 512 threads against 14.7 at 256 (two waves), and
-   * an RMS norm of [4096, 16384] 102.7 at 1024 against 94.2 at 512 */
-  int64_t tx = pow2_ceil(vecs / (warp ? WARP_VECS_PER_THREAD : VECS_PER_THREAD));
-  if (!warp) {
-    int64_t t2 = pow2_ceil(vecs / WARP_VECS_PER_THREAD);
-    if (t2 < 64) t2 = 64;
-    double wave = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)t2);
-    if (t2 <= 512 && kept_const && (double)m >= 8.0 * wave) tx = t2;
-  }
-  if (warp && tx < 2) tx = 2;
-  if (warp && tx > (int64_t)dev->warp_size) tx = dev->warp_size;
-  if (!warp && tx < 64) tx = 64;
-  if ((uint32_t)tx > dev->max_threads_per_block) tx = dev->max_threads_per_block;
-  /* few rows: no more rows per block than there are (to a power of two),
-   * and a short row's thread group widened until the block is whole warps
-   * (the reductions shuffle across full warps; the extra threads are the
-   * guarded tail of rx) */
-  int64_t ty = n_partial ? 1 : rows_per_block(tx, kept_const, m); /* partial sums: a block's rows are its part */
-  if (tx * ty < (int64_t)dev->warp_size) tx = (int64_t)dev->warp_size / ty;
-  int64_t per = row_const ? ((int64_t)vecs + tx - 1) / tx : 0; /* vectors per thread */
-  /* (an empty row has nothing to keep: reread, which loops 0 times) */
   /* a row of runs apart (batch norm over N, H, W of NCHW) divides and
    * takes remainders per vector: bf16 rows of 25088 at 1024 threads (128
    * bytes) spill 24 bytes at 64 registers, f32 ones (112 bytes) do not */
   bool gathered = false;
   for (int32_t d = 0; d < run; d++) gathered |= reduced[d];
   int64_t budget = gathered ? GATHER_BYTES : REG_BYTES;
-  bool regs = row_const && per >= 1 && per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= (double)budget;
-  /* a row over the budget at "about 4 vectors" a thread may fit with more
-   * threads per row (a layer-norm backward reads two bf16 rows of 4096:
-   * 128 threads hold 256 bytes each, 256 threads 128) */
-  while (!regs && !warp && row_const && per > 1 && tx * 2 <= (int64_t)dev->max_threads_per_block) {
-    tx *= 2;
-    ty = n_partial ? 1 : rows_per_block(tx, kept_const, m);
-    per = ((int64_t)vecs + tx - 1) / tx;
-    regs = per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= (double)budget;
-  }
+  tplan tp = plan_threads(dev, vecs, vw, row_const, kept_const, m, cached, budget, n_partial > 0);
+  bool warp = tp.warp, regs = tp.regs;
+  int64_t tx = tp.tx, ty = tp.ty, per = tp.per;
   if (n_partial && (!regs || warp || ty != 1)) {
     fu_error(diag, seg->loc,
              "persistent segment '@%s' has partial sums, which need a row per block in registers (rows of %.0f "
@@ -540,12 +559,18 @@ fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev,
 /* The parts of the inner-outer rewrite for persistent segment `seg` with
  * `n_partials` more partial sums (inner_outer.c), 0 when it does not fit:
  * the reductions keep dim 0 alone (rows) and reduce the rest, a constant
- * row of more than a warp's vectors (the block ladder, one row per block),
- * whose cached inputs and an f32 accumulator per partial sum fit the
- * register budget at up to a block of threads, and rows enough for every
- * part to take several (PARTS_PER_SM parts per SM). */
+ * row of more than a warp's vectors (one row per block) whose cached
+ * inputs and an f32 accumulator per partial sum fit the registers at the
+ * ladder's threads per row, and rows enough for every part to take
+ * ROWS_PER_PART.  The parts are the blocks resident at once
+ * (fu_persist_row_loop_blocks a SM: up to 2 while each thread keeps 64
+ * registers; the kernel asks ptxas for that many, kernel IR
+ * `min_blocks`).  On the H100
+ * a layer-norm backward of bf16 [16384, 4096] took 176.5 us at two blocks
+ * of 512 threads a SM against 226.6 at one (78 registers), 198.1 at two
+ * of 256 (128 registers), 221.1 at four of 256 with 528 parts. */
 int64_t fu_schedule_inner_outer_parts(fu_fusion *f, const fu_op *seg, uint32_t n_partials, const fu_device *dev) {
-  enum { PARTS_PER_SM = 2, ROWS_PER_PART = 8 };
+  enum { ROWS_PER_PART = 8 };
   const fu_op *red = first_reduction(seg);
   if (!red || red->kind == FU_OP_PARTIAL_SUM) return 0;
   const fu_value *ref = red->operands[0];
@@ -569,12 +594,12 @@ int64_t fu_schedule_inner_outer_parts(fu_fusion *f, const fu_op *seg, uint32_t n
   int64_t vw = widest ? (int64_t)(16 / widest) : 1;
   if (vw > 8) vw = 8;
   while (vw > 1 && n % vw != 0) vw /= 2;
-  int64_t vecs = n / vw, tpb = dev->max_threads_per_block;
-  int64_t per = (vecs + tpb - 1) / tpb;
-  if (vecs <= WARP_VECS || per * vw > FU_PERSIST_MAX_CACHED ||
-      per * vw * (int64_t)(cached + 4 * (size_t)n_partials) > REG_BYTES)
-    return 0;
-  int64_t parts = (int64_t)PARTS_PER_SM * dev->n_sms;
+  bool kept_const = !ref->type.dims[0].sym;
+  int64_t m = kept_const ? ref->type.dims[0].value : 1;
+  tplan tp = plan_threads(dev, (double)n / (double)vw, vw, true, kept_const, m, cached + 4 * (size_t)n_partials,
+                          REG_BYTES, true);
+  if (tp.warp || !tp.regs || tp.ty != 1) return 0;
+  int64_t parts = (int64_t)fu_persist_row_loop_blocks(dev, tp.tx) * dev->n_sms;
   double rows = dim_estimate(f, ref->type.dims[0], 0.0);
   return rows >= (double)(ROWS_PER_PART * parts) ? parts : 0;
 }

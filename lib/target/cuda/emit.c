@@ -397,8 +397,9 @@ static void emit_signature(cu_kernel *kc) {
   }
   fu_strbuf_printf(o, "], block [%u, %u, %u], %u bytes of dynamic shared memory, %s indexing\n", k->block[0],
                    k->block[1], k->block[2], k->smem_bytes, fu_dtype_name(k->index_dtype));
-  /* a second bound where shared memory limits the blocks per SM */
-  uint32_t min_blocks = fu_kernel_smem_blocks_per_sm(k, kc->mod->sm);
+  /* a second bound where shared memory limits the blocks per SM, or the
+   * kernel plans on several */
+  uint32_t min_blocks = fu_kernel_min_blocks_per_sm(k, kc->mod->sm);
   fu_strbuf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%u", k->block[0] * k->block[1] * k->block[2]);
   if (min_blocks) fu_strbuf_printf(o, ", %u", min_blocks);
   fu_strbuf_printf(o, ") %s(", k->name);
