@@ -57,8 +57,12 @@ static unsigned access_align(const fu_kval *mem, uint32_t width) {
 
 /* A load of `ty` (bytes in all: 1, 2, 4, 8 or 16) from a `stream`
  * parameter: ld.global.cs.nc, which NVPTX has no intrinsic for, as inline
- * assembly (no side effects: the data is read-only), its 32-bit (or
- * narrower) registers put back together as `ty`.  NULL for another size. */
+ * assembly, its 32-bit (or narrower) registers put back together as `ty`.
+ * NULL for another size.  The assembly is marked as having side effects:
+ * LLVM takes assembly without them for a pure function of its operands and
+ * may hoist it out of the branch that guards it, so a row past the end was
+ * read (compute-sanitizer's memcheck on an outer reduction's guarded tail,
+ * lit/emit/stream.test). */
 static LLVMValueRef stream_load(bk_kernel *kc, LLVMTypeRef ty, LLVMValueRef ptr, unsigned bytes) {
   bk_module *m = kc->mod;
   unsigned regs = bytes >= 4 ? bytes / 4 : 1;
@@ -74,7 +78,7 @@ static LLVMValueRef stream_load(bk_kernel *kc, LLVMTypeRef ty, LLVMValueRef ptr,
   static const char *const cons[] = {"=h,l", "=h,l", "=r,l", "=r,=r,l", "=r,=r,=r,=r,l"};
   unsigned k = 0; /* log2(bytes) */
   while ((1u << k) < bytes) k++;
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text[k], strlen(text[k]), (char *)cons[k], strlen(cons[k]), 0, 0,
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, (char *)text[k], strlen(text[k]), (char *)cons[k], strlen(cons[k]), 1, 0,
                                      LLVMInlineAsmDialectATT, 0);
   LLVMValueRef addr = LLVMBuildPtrToInt(m->B, ptr, i64, "");
   LLVMValueRef r = LLVMBuildCall2(m->B, fty, fn, &addr, 1, "");
@@ -432,7 +436,7 @@ fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k) {
   annotate(m, fn, "maxntidx", k->block[0]);
   annotate(m, fn, "maxntidy", k->block[1]);
   annotate(m, fn, "maxntidz", k->block[2]);
-  uint32_t min_blocks = fu_kernel_smem_blocks_per_sm(k, (uint32_t)m->sm);
+  uint32_t min_blocks = fu_kernel_min_blocks_per_sm(k, (uint32_t)m->sm);
   if (min_blocks) annotate(m, fn, "minctasm", min_blocks);
 
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->C, fn, "entry");
