@@ -641,7 +641,13 @@ static bool build_exprs(fu_igraph *g) {
     case FU_OC_PARTIAL:
       /* the other dims as they are; the partitioned dim is the operand's
        * index modulo parts (forward_map), no dim of the loop domain */
-      if (g->s->reduce == FU_RM_NONE) goto unsupported;
+      if (g->s->reduce == FU_RM_NONE) {
+        fu_error(g->diag, op->loc,
+                 "'partial_sum' has a kernel only in a persistent segment's row loop (the schedule pass's inner-outer "
+                 "rewrite writes it there), not in a %s segment",
+                 fu_sched_kind_name(g->seg->u.segment.kind));
+        return false;
+      }
       for (int32_t d = 0; d < r->type.rank; d++) {
         if (d != op->u.partial.dim) map_dim(g, op, x, d, r, d);
         else add_expr(g, FU_IE_NEW, op, UINT32_MAX, UINT32_MAX, fu_igraph_tensor_id(g, r, d), UINT32_MAX, NULL);
