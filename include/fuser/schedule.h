@@ -226,6 +226,10 @@ enum { FU_MAX_SEG_REDUCTIONS = 8 };
  * and cached input (the product of its reduced unroll and vectorize
  * extents) */
 enum { FU_PERSIST_MAX_CACHED = 128 };
+/* The partial sums one persistent segment may hold (the inner-outer
+ * rewrite adds no more; the lowering keeps an accumulator per sum, chunk
+ * and lane). */
+enum { FU_PERSIST_MAX_PARTIALS = 4 };
 typedef struct fu_reduction_info {
   const fu_op *ops[FU_MAX_SEG_REDUCTIONS];
   uint32_t n_ops;

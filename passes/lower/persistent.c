@@ -45,7 +45,6 @@ enum { MAX_CHUNKS = 128, MAX_V = 16, MAX_PERM = 2 * FU_MAX_SEG_REDUCTIONS };
 
 typedef enum pass_kind { PASS_REDUCE, PASS_OUTPUT } pass_kind;
 
-enum { MAX_PARTIALS = 4 };
 
 /* What a reduction pass folds per element: the reduction's own combine
  * (a Welford update for var/var_mean), or, for var/var_mean over a row in
@@ -81,7 +80,7 @@ typedef struct prow {
   fu_kval *dev_mean[FU_MAX_SEG_REDUCTIONS]; /* FOLD_SQDEV: the mean */
   /* partial sums: the ops, their accumulators by (op, chunk, lane), the
    * chunk being emitted, the kept serial loop over rows (-1: none) */
-  const fu_op *partial[MAX_PARTIALS];
+  const fu_op *partial[FU_PERSIST_MAX_PARTIALS];
   uint32_t n_partial;
   fu_kval **pacc;
   int32_t cur_chunk;
@@ -840,11 +839,11 @@ static void persistent_body(rl *L) {
   }
   /* partial sums: their ops, and their outputs, which this body stores */
   bool *own = fu_mem_calloc(&L->m->alloc, nv, sizeof *own);
-  size_t n_pacc = (size_t)MAX_PARTIALS * MAX_CHUNKS * MAX_V + 1;
+  size_t n_pacc = (size_t)FU_PERSIST_MAX_PARTIALS * MAX_CHUNKS * MAX_V + 1;
   P.pacc = fu_mem_calloc(&L->m->alloc, n_pacc, sizeof *P.pacc);
   for (const fu_op *op = L->seg->u.segment.body->first; op && own; op = op->next) {
     if (op->kind != FU_OP_PARTIAL_SUM) continue;
-    if (P.n_partial == MAX_PARTIALS) fu_rl_fail(L, op->loc, "more than 4 partial sums in one segment");
+    if (P.n_partial == FU_PERSIST_MAX_PARTIALS) fu_rl_fail(L, op->loc, "more than 4 partial sums in one segment");
     else P.partial[P.n_partial++] = op;
     own[op->results[0]->id] = true;
   }

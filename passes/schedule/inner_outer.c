@@ -23,8 +23,6 @@
 
 #include "internal.h"
 
-enum { MAX_PARTIALS = 4 };
-
 typedef struct io_ctx {
   fu_fusion *f;
   fu_op *pseg;            /* the persistent segment */
@@ -264,7 +262,7 @@ static fu_status rewrite_segment(io_ctx *c, const fu_device *dev, FILE *debug) {
     if (r == p || r->kind != FU_OP_SEGMENT) continue;
     memset(c->prologue, 0, c->n_ops * sizeof *c->prologue);
     uint32_t n_sums = 0;
-    if (!qualifies(c, r, &n_sums) || total + n_sums > MAX_PARTIALS) continue;
+    if (!qualifies(c, r, &n_sums) || total + n_sums > FU_PERSIST_MAX_PARTIALS) continue;
     int64_t parts = fu_schedule_inner_outer_parts(c->f, p, total + n_sums, dev);
     if (!parts) {
       if (debug)
