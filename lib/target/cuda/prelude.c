@@ -11,16 +11,19 @@ static const char vec_text[] =
     "template <typename T, int N> struct __align__(sizeof(T) * N) fu_vec { T e[N]; };\n";
 
 static const char ldcs_text[] =
-    "// a load of a parameter read once (`stream`): ld.global.cs, which L2 evicts first\n"
+    "// a load of a parameter read once (`stream`): ld.global.cs, which L2 evicts first, of the\n"
+    "// unsigned type __ldcs takes for the value's size, its bits copied into the value\n"
+    "template <int N> struct fu_bits;\n"
+    "template <> struct fu_bits<16> { typedef uint4 t; };\n"
+    "template <> struct fu_bits<8> { typedef uint2 t; };\n"
+    "template <> struct fu_bits<4> { typedef unsigned t; };\n"
+    "template <> struct fu_bits<2> { typedef unsigned short t; };\n"
+    "template <> struct fu_bits<1> { typedef unsigned char t; };\n"
     "template <typename T> __device__ __forceinline__ T fu_ldcs(const T *p) {\n"
+    "  typedef typename fu_bits<sizeof(T)>::t U;\n"
+    "  U u = __ldcs(reinterpret_cast<const U *>(p));\n"
     "  T r;\n"
-    "  if constexpr (sizeof(T) == 16) { uint4 u = __ldcs(reinterpret_cast<const uint4 *>(p)); memcpy(&r, &u, 16); }\n"
-    "  else if constexpr (sizeof(T) == 8) { uint2 u = __ldcs(reinterpret_cast<const uint2 *>(p)); memcpy(&r, &u, 8); }\n"
-    "  else if constexpr (sizeof(T) == 4) { unsigned u = __ldcs(reinterpret_cast<const unsigned *>(p)); memcpy(&r, &u, 4); }\n"
-    "  else if constexpr (sizeof(T) == 2) {\n"
-    "    unsigned short u = __ldcs(reinterpret_cast<const unsigned short *>(p));\n"
-    "    memcpy(&r, &u, 2);\n"
-    "  } else { unsigned char u = __ldcs(reinterpret_cast<const unsigned char *>(p)); memcpy(&r, &u, 1); }\n"
+    "  memcpy(&r, &u, sizeof(T));\n"
     "  return r;\n"
     "}\n";
 
