@@ -74,36 +74,68 @@ static void mark_prologue(io_ctx *c, const fu_block *b, const fu_value *v) {
   for (uint32_t i = 0; i < op->n_operands; i++) mark_prologue(c, b, op->operands[i]);
 }
 
-/* Whether reduction segment r qualifies (the header's conditions), with
- * its sums counted in *n_sums and their prologue marked. */
-static bool qualifies(io_ctx *c, const fu_op *r, uint32_t *n_sums) {
+static const char *vname(const fu_value *v) { return v && v->name ? v->name : "?"; }
+
+/* Whether reduction segment r is one to consider: unscheduled, with a
+ * reduction of a tensor of the persistent reference's shape. */
+static bool candidate(const io_ctx *c, const fu_op *r) {
   const fu_segment_info *si = &r->u.segment;
   if (r->kind != FU_OP_SEGMENT || si->kind != FU_SK_REDUCTION || si->schedule || !si->body) return false;
+  for (const fu_op *op = si->body->first; op; op = op->next)
+    if (fu_op_has(op->kind, FU_OF_REDUCTION) && fu_type_same_shape(&op->operands[0]->type, &c->ref->type))
+      return true;
+  return false;
+}
+
+/* Whether candidate r qualifies (the header's conditions), with its sums
+ * counted in *n_sums and their prologue marked; else false with the
+ * reason in why. */
+static bool qualifies(io_ctx *c, const fu_op *r, uint32_t *n_sums, char *why, size_t cap) {
+  const fu_segment_info *si = &r->u.segment;
+  const char *pn = seg_name(c->pseg);
   for (uint32_t i = 0; i < r->n_operands; i++)
-    if (!is_operand(c->pseg, r->operands[i]) && !is_output(c->pseg, r->operands[i])) return false;
-  /* the persistent segment does not read r's results */
+    if (!is_operand(c->pseg, r->operands[i]) && !is_output(c->pseg, r->operands[i])) {
+      snprintf(why, cap, "it reads %%%s, which persistent segment '@%s' neither reads nor computes",
+               vname(r->operands[i]), pn);
+      return false;
+    }
   for (uint32_t i = 0; i < si->n_outputs; i++)
-    if (is_operand(c->pseg, si->outputs[i])) return false;
+    if (is_operand(c->pseg, si->outputs[i])) {
+      snprintf(why, cap, "persistent segment '@%s' reads its result %%%s", pn, vname(si->outputs[i]));
+      return false;
+    }
   *n_sums = 0;
   for (const fu_op *op = si->body->first; op; op = op->next) {
     if (!fu_op_has(op->kind, FU_OF_REDUCTION)) continue;
-    if (!row_sum(c, op)) return false;
+    if (!row_sum(c, op)) {
+      snprintf(why, cap, "%%%s is not a sum over dim 0 (the rows) of a float tensor of the rows' shape, in f32 (f64)",
+               vname(op->results[0]));
+      return false;
+    }
     ++*n_sums;
     mark_prologue(c, si->body, op->operands[0]);
   }
-  if (!*n_sums) return false;
+  for (const fu_op *op = si->body->first; op; op = op->next)
+    if (op->id >= c->n_ops) {
+      snprintf(why, cap, "it was folded already");
+      return false;
+    }
   /* the prologue feeds the sums only: none of it is an output or read by
    * the ops after the sums */
-  for (const fu_op *op = si->body->first; op; op = op->next)
-    if (op->id >= c->n_ops) return false; /* made by a fold: not this pass's input */
   for (uint32_t i = 0; i < si->n_outputs; i++)
-    if (si->outputs[i]->def && si->outputs[i]->def->parent == si->body && c->prologue[si->outputs[i]->def->id])
+    if (si->outputs[i]->def && si->outputs[i]->def->parent == si->body && c->prologue[si->outputs[i]->def->id]) {
+      snprintf(why, cap, "its output %%%s is computed before the sums", vname(si->outputs[i]));
       return false;
+    }
   for (const fu_op *op = si->body->first; op; op = op->next) {
     if (c->prologue[op->id] || fu_op_has(op->kind, FU_OF_REDUCTION)) continue;
     for (uint32_t i = 0; i < op->n_operands; i++) {
       const fu_op *d = op->operands[i]->def;
-      if (d && d->parent == si->body && c->prologue[d->id]) return false;
+      if (d && d->parent == si->body && c->prologue[d->id]) {
+        snprintf(why, cap, "%%%s, after the sums, reads %%%s, which the sums read", vname(op->results[0]),
+                 vname(op->operands[i]));
+        return false;
+      }
     }
   }
   return true;
@@ -259,22 +291,35 @@ static fu_status rewrite_segment(io_ctx *c, const fu_device *dev, FILE *debug) {
   uint32_t total = 0;
   for (fu_op *r = c->f->body.first, *next; r; r = next) {
     next = r->next;
-    if (r == p || r->kind != FU_OP_SEGMENT) continue;
+    if (r == p || !candidate(c, r)) continue;
     memset(c->prologue, 0, c->n_ops * sizeof *c->prologue);
     uint32_t n_sums = 0;
-    if (!qualifies(c, r, &n_sums) || total + n_sums > FU_PERSIST_MAX_PARTIALS) continue;
-    int64_t parts = fu_schedule_inner_outer_parts(c->f, p, total + n_sums, dev);
-    if (!parts) {
-      if (debug)
-        fprintf(debug,
-                "schedule: @%s: the sums over rows of '@%s' stay a kernel of their own: persistent segment '@%s' "
-                "cannot keep %u partial sum(s) of its rows in registers (or has too few rows)\n",
-                c->f->name ? c->f->name : "?", seg_name(r), seg_name(p), total + n_sums);
-      continue;
+    char why[256] = "";
+    bool ok = qualifies(c, r, &n_sums, why, sizeof why);
+    if (ok && total + n_sums > FU_PERSIST_MAX_PARTIALS) {
+      snprintf(why, sizeof why, "persistent segment '@%s' would hold more than %d partial sums", seg_name(p),
+               FU_PERSIST_MAX_PARTIALS);
+      ok = false;
+    }
+    int64_t parts = ok ? fu_schedule_inner_outer_parts(c->f, p, total + n_sums, dev) : 0;
+    if (ok && !parts) {
+      snprintf(why, sizeof why,
+               "persistent segment '@%s' cannot keep %u partial sum(s) of its rows in registers (or has too few rows)",
+               seg_name(p), total + n_sums);
+      ok = false;
     }
     bool before = false;
-    for (const fu_op *op = r->next; op && !before; op = op->next) before = op == p;
-    if (before && read_between(r->next, p->next, r)) continue; /* r's results are read before p runs */
+    for (const fu_op *op = r->next; ok && op && !before; op = op->next) before = op == p;
+    if (ok && before && read_between(r->next, p->next, r)) {
+      snprintf(why, sizeof why, "its results are read before persistent segment '@%s' runs", seg_name(p));
+      ok = false;
+    }
+    if (!ok) {
+      if (debug)
+        fprintf(debug, "schedule: @%s: the sums over rows of '@%s' stay a kernel of their own: %s\n",
+                c->f->name ? c->f->name : "?", seg_name(r), why);
+      continue;
+    }
     fu_status st = fold(c, r, parts);
     if (st != FU_OK) return st;
     total += n_sums;
