@@ -24,9 +24,6 @@ import os
 import statistics
 import sys
 
-# About 1 ms of GPU spinning at 2 GHz: longer than any Python dispatch here.
-SPIN_CYCLES = 2_000_000
-
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -47,6 +44,7 @@ def main():
     args = parse_args()
     try:
         import torch
+        import torch_timing  # bench/torch_timing.py, beside this script
     except ImportError:
         print("torch_compare: PyTorch is not installed", file=sys.stderr)
         return 2
@@ -56,27 +54,10 @@ def main():
     dev = torch.device("cuda")
     props = torch.cuda.get_device_properties(dev)
     l2 = getattr(props, "L2_cache_size", 0) or (64 << 20)
-    flush = torch.empty(2 * l2, dtype=torch.uint8, device=dev)
+    flush = torch_timing.flush_buffer(2 * l2)
 
     def timed(fn, x, iters, warmup, flush_l2=True):
-        for _ in range(warmup):
-            fn(x)
-        torch.cuda.synchronize()
-        times = []
-        for i in range(iters):
-            if flush_l2:
-                flush.fill_(i & 0xFF)
-            # Keep the GPU busy while Python dispatches the call, so the events
-            # time the kernels and not the host's launch overhead (which
-            # torch.compile's guards would otherwise add to every run).
-            torch.cuda._sleep(SPIN_CYCLES)
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn(x)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) * 1e3)  # us
+        times = torch_timing.event_times_us(lambda: fn(x), iters, warmup, flush if flush_l2 else None)
         return statistics.median(times), min(times), max(times)
 
     # Copy roofline: bytes read + written per second.

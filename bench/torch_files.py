@@ -24,27 +24,15 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     sys.path.insert(0, os.path.abspath(argv[1]))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import torch
     import nvf_torch
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    import torch_timing
+    flush = torch_timing.flush_buffer()
     iters = int(os.environ.get("ITERS", 100))
 
     def timed(fn, args, warm=5):
-        for _ in range(warm):
-            fn(*args)
-        torch.cuda.synchronize()
-        ts = []
-        for i in range(iters):
-            flush.fill_(i & 0xFF)
-            torch.cuda._sleep(2_000_000)
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn(*args)
-            b.record()
-            b.synchronize()
-            ts.append(a.elapsed_time(b) * 1e3)
-        return statistics.median(ts)
+        return statistics.median(torch_timing.event_times_us(lambda: fn(*args), iters, warm, flush))
 
     rows = []
     for path in argv[3:]:

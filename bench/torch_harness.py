@@ -26,6 +26,8 @@ import sys
 
 import torch
 
+import torch_timing  # bench/torch_timing.py, beside this script
+
 DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64,
       "i32": torch.int32, "i64": torch.int64, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool}
 KERNEL = re.compile(r"^\s*kernel @(\w+) \((.*)\)\s*$")
@@ -111,22 +113,8 @@ def prepare(drv, d, case):
 
 
 def timed(run, iters, warm=5):
-    """peer_targets.py's loop: flush L2 with fill_, idle the GPU, events around the run."""
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(warm):
-        run()
-    torch.cuda.synchronize()
-    ts = []
-    for i in range(iters):
-        flush.fill_(i & 0xFF)
-        torch.cuda._sleep(2_000_000)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        run()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(ts)
+    """peer_targets.py's loop (bench/torch_timing.py): flush L2 with fill_, idle the GPU, events around the run."""
+    return statistics.median(torch_timing.event_times_us(run, iters, warm, torch_timing.flush_buffer()))
 
 
 def main():

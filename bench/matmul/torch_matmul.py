@@ -8,27 +8,19 @@ of ../shared/bench/peer_targets.py, which matmul_bench.py reads).
     python3 torch_matmul.py OUT.json [ITERS] [WARMUP]
 """
 import json
+import os
 import sys
 
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import torch_timing  # noqa: E402  (bench/torch_timing.py)
+
 
 def timed(fn, iters, warmup):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        flush.zero_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1000.0)
-    times.sort()
+    """bench/torch_timing.py's loop with no GPU spin (a matmul's launch is not the cost here)."""
+    times = sorted(torch_timing.event_times_us(fn, iters, warmup, torch_timing.flush_buffer(), spin_cycles=0))
     return times[len(times) // 2]
 
 

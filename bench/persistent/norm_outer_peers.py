@@ -11,18 +11,15 @@ puts the columns beside fuser's.
 """
 import json, os, statistics, sys, torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import torch_timing  # noqa: E402  (bench/torch_timing.py)
+
 D = "cuda"; ITERS = int(os.environ.get("ITERS", 100)); bf = torch.bfloat16
-flush = torch.empty(256 << 20, dtype=torch.uint8, device=D)
+flush = torch_timing.flush_buffer()
 
 
 def timed(fn, args, iters=ITERS, warm=5):
-    for _ in range(warm): fn(*args)
-    torch.cuda.synchronize(); ts = []
-    for i in range(iters):
-        flush.fill_(i & 0xFF); torch.cuda._sleep(2_000_000)
-        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-        a.record(); fn(*args); b.record(); b.synchronize(); ts.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(ts)
+    return statistics.median(torch_timing.event_times_us(lambda: fn(*args), iters, warm, flush))
 
 
 def r(*s, dt=torch.float32): return torch.randn(*s, device=D, dtype=dt)
