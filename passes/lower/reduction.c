@@ -402,9 +402,35 @@ static fu_kbuilder open_if(rl *L, fu_kval *cond) {
   return saved;
 }
 
+/* The guard that makes one thread write an output whose offset does not
+ * depend on some kept block, thread or serial loop (an intermediate
+ * broadcast along the kept dims, indexed by the reduced ones: every kept
+ * position would write it): that loop's variable at 0.  NULL when every
+ * such loop's variable appears in the offset. */
+static fu_kval *one_writer(rl *L, const fu_ix *off) {
+  fu_kval *all = NULL;
+  for (uint32_t i = 0; i < L->s->n_loops && !L->failed; i++) {
+    const fu_sloop *l = &L->s->loops[i];
+    bool kept_loop = l->ptype == FU_PT_BLOCK_X || l->ptype == FU_PT_BLOCK_Y || l->ptype == FU_PT_THREAD_X ||
+                     l->ptype == FU_PT_THREAD_Y || l->ptype == FU_PT_SERIAL;
+    if (L->ra[l->axis] || !kept_loop) continue;
+    const fu_ix *var = fu_igraph_loop_var(L->g, i);
+    if (!var || fu_ix_subst(L->ix, off, var, fu_ix_const(L->ix, 0)) != off) continue;
+    fu_kval *v = emit_ix(L, var), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
+    fu_kval *p = v && zero ? chk(L, fu_kb_binary(&L->b, "one_writer", FU_OP_EQ, FU_DT_BOOL, v, zero)) : NULL;
+    all = all && p ? chk(L, fu_kb_binary(&L->b, "one_writer", FU_OP_LOGICAL_AND, FU_DT_BOOL, all, p)) : p;
+  }
+  return all;
+}
+
 /* Stores every output whose coordinates do (full-size outputs, inside the
  * accumulation) or do not (reduced outputs, in the epilogue) depend on a
- * reduced axis. */
+ * reduced axis; a full-size output that some kept loop does not index is
+ * written by that loop's position 0 only (one_writer: difftest seed
+ * 612464, reduced, wrote an input's reciprocal, [K, 1], once per kept row).
+ * An output that a kept loop indexes through one of the dims it merges but
+ * not through another (the same seed unreduced, [K, 2]) is still written
+ * by each position of the other dim. */
 static void store_outputs(rl *L, bool reduced) {
   const fu_segment_info *si = &L->seg->u.segment;
   for (uint32_t i = 0; i < si->n_outputs && !L->failed; i++) {
@@ -417,8 +443,12 @@ static void store_outputs(rl *L, bool reduced) {
       return;
     }
     if (on_reduced(L, off) != reduced) continue;
+    /* the value and its index before the guard: what they compute is
+     * memoized for the code after it */
     fu_kval *val = cast_to(L, eval(L, o, c), o->type.dtype), *at = emit_ix(L, off);
+    fu_kbuilder saved = open_if(L, reduced ? one_writer(L, off) : NULL);
     if (val && at && !fu_kb_store(&L->b, L->tparam[o->id], at, &val, 1)) chk(L, NULL);
+    L->b = saved;
   }
 }
 
