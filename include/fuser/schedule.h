@@ -230,6 +230,9 @@ enum { FU_PERSIST_MAX_CACHED = 128 };
  * rewrite adds no more; the lowering keeps an accumulator per sum, chunk
  * and lane). */
 enum { FU_PERSIST_MAX_PARTIALS = 4 };
+/* The partial_sum ops of segment seg, in body order: the first `cap` into
+ * ops (NULL: none); returns how many there are (lib/analysis/reduction_axes.c). */
+uint32_t fu_segment_partial_sums(const fu_op *seg, const fu_op **ops, uint32_t cap);
 typedef struct fu_reduction_info {
   const fu_op *ops[FU_MAX_SEG_REDUCTIONS];
   uint32_t n_ops;

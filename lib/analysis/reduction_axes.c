@@ -136,11 +136,14 @@ static bool smem_check(const fu_op *seg, const fu_schedule *s, const bool *ra, c
   return true;
 }
 
-/* Whether segment seg has partial sums (the inner-outer rewrite). */
-static bool has_partial_sums(const fu_op *seg) {
+uint32_t fu_segment_partial_sums(const fu_op *seg, const fu_op **ops, uint32_t cap) {
+  uint32_t n = 0;
   for (const fu_op *op = seg->u.segment.body ? seg->u.segment.body->first : NULL; op; op = op->next)
-    if (op->kind == FU_OP_PARTIAL_SUM) return true;
-  return false;
+    if (op->kind == FU_OP_PARTIAL_SUM) {
+      if (ops && n < cap) ops[n] = op;
+      n++;
+    }
+  return n;
 }
 
 /* What a persistent schedule adds to a reduction schedule's rules: it
@@ -165,7 +168,7 @@ static bool persistent_check(const fu_op *seg, const fu_schedule *s, const bool 
     return false;
   }
   int64_t cached = 1;
-  bool partial = has_partial_sums(seg);
+  bool partial = fu_segment_partial_sums(seg, NULL, 0) > 0;
   uint32_t kept_loops = 0;
   for (uint32_t i = 0; i < s->n_loops; i++) {
     const fu_sloop *l = &s->loops[i];

@@ -45,7 +45,6 @@ enum { MAX_CHUNKS = 128, MAX_V = 16, MAX_PERM = 2 * FU_MAX_SEG_REDUCTIONS };
 
 typedef enum pass_kind { PASS_REDUCE, PASS_OUTPUT } pass_kind;
 
-
 /* What a reduction pass folds per element: the reduction's own combine
  * (a Welford update for var/var_mean), or, for var/var_mean over a row in
  * registers, the element (a sum) or its squared deviation from the mean
@@ -626,21 +625,6 @@ static void setup_stage(prow *P) {
   }
 }
 
-/* The guards on the reduced axes only (a partial sum's columns: its part
- * is stored whether or not the block had a row), NULL when none. */
-static fu_kval *column_guards(rl *L) {
-  fu_kval *all = NULL;
-  for (uint32_t i = 0; i < fu_igraph_num_predicates(L->g) && !L->failed; i++) {
-    const fu_ix *idx, *ext;
-    fu_igraph_predicate(L->g, i, &idx, &ext);
-    if (!fu_rl_on_reduced(L, idx)) continue;
-    fu_kval *a = fu_rl_emit_ix(L, idx), *e = fu_rl_emit_ix(L, ext);
-    fu_kval *p = a && e ? fu_rl_chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LT, FU_DT_BOOL, a, e)) : NULL;
-    all = all && p ? fu_rl_chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LOGICAL_AND, FU_DT_BOOL, all, p)) : p;
-  }
-  return all;
-}
-
 /* The partial sums' accumulators: one f32 (f64) mutable per sum, chunk
  * (the unrolled row loops' iterations) and lane, zeroed here, before the
  * row loop. */
@@ -664,12 +648,12 @@ static void init_partials(prow *P) {
   }
   for (uint32_t j = 0; j < P->n_partial && !L->failed; j++) {
     fu_dtype t = P->partial[j]->results[0]->type.dtype;
+    fu_kval *zero = fu_rl_chk(L, fu_kb_const_f(&L->b, NULL, t, 0.0));
     for (int64_t c = 0; c < chunks && !L->failed; c++)
       for (int64_t v = 0; v < V && !L->failed; v++) {
         char nm[48];
         snprintf(nm, sizeof nm, "part%u_%d_%d", j, (int)c, (int)v);
         fu_kval **slot = partial_slot(P, j, (int32_t)c, v);
-        fu_kval *zero = fu_rl_chk(L, fu_kb_const_f(&L->b, NULL, t, 0.0));
         if (!(*slot = fu_rl_chk(L, fu_kval_new_mutable(L->m, L->k, nm, t)))) return;
         if (zero && !fu_kb_assign(&L->b, *slot, zero)) fu_rl_chk(L, NULL);
       }
@@ -689,7 +673,9 @@ static void store_partials(prow *P, uint32_t li, int32_t chunk) {
     for (int64_t j = 0; j < V && !L->failed; j++) {
       uint32_t mark = fu_lix_mark(&L->lix);
       if (lane) fu_rl_ixv_set(L, lane, fu_rl_emit_ix(L, fu_ix_const(L->ix, j)));
-      fu_kbuilder saved = fu_rl_open_if(L, column_guards(L));
+      /* the columns' guards only: a part is stored whether or not the
+       * block had a row */
+      fu_kbuilder saved = fu_rl_open_if(L, fu_rl_reduced_guards(L));
       for (uint32_t k = 0; k < P->n_partial && !L->failed; k++) {
         const fu_value *o = P->partial[k]->results[0];
         const fu_ix *const *c = fu_igraph_coords(L->g, o);
@@ -841,12 +827,10 @@ static void persistent_body(rl *L) {
   bool *own = fu_mem_calloc(&L->m->alloc, nv, sizeof *own);
   size_t n_pacc = (size_t)FU_PERSIST_MAX_PARTIALS * MAX_CHUNKS * MAX_V + 1;
   P.pacc = fu_mem_calloc(&L->m->alloc, n_pacc, sizeof *P.pacc);
-  for (const fu_op *op = L->seg->u.segment.body->first; op && own; op = op->next) {
-    if (op->kind != FU_OP_PARTIAL_SUM) continue;
-    if (P.n_partial == FU_PERSIST_MAX_PARTIALS) fu_rl_fail(L, op->loc, "more than 4 partial sums in one segment");
-    else P.partial[P.n_partial++] = op;
-    own[op->results[0]->id] = true;
-  }
+  uint32_t n_partial = fu_segment_partial_sums(L->seg, P.partial, FU_PERSIST_MAX_PARTIALS);
+  P.n_partial = n_partial < FU_PERSIST_MAX_PARTIALS ? n_partial : FU_PERSIST_MAX_PARTIALS;
+  if (n_partial > FU_PERSIST_MAX_PARTIALS) fu_rl_fail(L, s->loc, "more than 4 partial sums in one segment");
+  for (uint32_t k = 0; k < P.n_partial && own; k++) own[P.partial[k]->results[0]->id] = true;
   L->own_store = own;
   /* a row loop plans on fu_persist_row_loop_blocks blocks resident (the
    * schedule pass's inner-outer rewrite): ptxas is asked to fit them */

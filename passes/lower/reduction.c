@@ -79,20 +79,27 @@ static bool on_reduced(rl *L, const fu_ix *x) {
   return false;
 }
 
-/* The conjunction of the guard predicates (those on kept axes, or all of
- * them); NULL when there is none. */
-static fu_kval *guards(rl *L, bool all_axes) {
+/* Which guard predicates guard_set takes: those on kept axes, all, or
+ * those on reduced axes only. */
+typedef enum guard_set { GUARDS_KEPT, GUARDS_ALL, GUARDS_REDUCED } guard_set;
+
+/* The conjunction of the guard predicates of `which`; NULL when there is
+ * none. */
+static fu_kval *guard_set_of(rl *L, guard_set which) {
   fu_kval *all = NULL;
   for (uint32_t i = 0; i < fu_igraph_num_predicates(L->g) && !L->failed; i++) {
     const fu_ix *idx, *ext;
     fu_igraph_predicate(L->g, i, &idx, &ext);
-    if (!all_axes && on_reduced(L, idx)) continue;
+    if (which != GUARDS_ALL && on_reduced(L, idx) != (which == GUARDS_REDUCED)) continue;
     fu_kval *a = emit_ix(L, idx), *e = emit_ix(L, ext);
     fu_kval *p = a && e ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LT, FU_DT_BOOL, a, e)) : NULL;
     all = all && p ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LOGICAL_AND, FU_DT_BOOL, all, p)) : p;
   }
   return all;
 }
+
+/* The guards on kept axes, or all of them. */
+static fu_kval *guards(rl *L, bool all_axes) { return guard_set_of(L, all_axes ? GUARDS_ALL : GUARDS_KEPT); }
 
 /* ---- values -------------------------------------------------------------------------- */
 
@@ -1412,8 +1419,7 @@ static bool read_once(const rl *L, const fu_value *v) {
   /* the persistent tier that rereads the row reads it more than once */
   if (L->s->kind == FU_SK_PERSISTENT && L->s->persist == FU_PM_REREAD) return false;
   const fu_segment_info *si = &L->seg->u.segment;
-  for (const fu_op *op = si->body ? si->body->first : NULL; op; op = op->next)
-    if (op->kind == FU_OP_PARTIAL_SUM) return L->s->persist == FU_PM_REGISTERS;
+  if (fu_segment_partial_sums(L->seg, NULL, 0)) return L->s->persist == FU_PM_REGISTERS;
   for (uint32_t i = 0; i < si->n_outputs; i++)
     if (fu_type_same_shape(&si->outputs[i]->type, &ref->type)) return false;
   return true;
@@ -1537,6 +1543,7 @@ void fu_rl_ixv_set(rl *L, const fu_ix *x, fu_kval *kv) { ixv_set(L, x, kv); }
 fu_kval *fu_rl_emit_ix(rl *L, const fu_ix *x) { return emit_ix(L, x); }
 bool fu_rl_on_reduced(rl *L, const fu_ix *x) { return on_reduced(L, x); }
 fu_kval *fu_rl_guards(rl *L, bool all_axes) { return guards(L, all_axes); }
+fu_kval *fu_rl_reduced_guards(rl *L) { return guard_set_of(L, GUARDS_REDUCED); }
 bool fu_rl_lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, fu_kval **full) {
   return lane_guards(L, lane, last, ind, full);
 }

@@ -107,6 +107,8 @@ fu_kval *fu_rl_emit_ix(rl *L, const fu_ix *x);
 bool fu_rl_on_reduced(rl *L, const fu_ix *x);
 /* The guard predicates (those on kept axes, or all), NULL when none. */
 fu_kval *fu_rl_guards(rl *L, bool all_axes);
+/* The guard predicates on reduced axes only, NULL when none. */
+fu_kval *fu_rl_reduced_guards(rl *L);
 /* The guards split by whether they depend on `lane` (taken at `last`). */
 bool fu_rl_lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, fu_kval **full);
 void fu_rl_memo_put(rl *L, const fu_value *v, const fu_ix *const *c, fu_kval *kv);

@@ -34,21 +34,10 @@ typedef struct io_ctx {
 
 static const char *seg_name(const fu_op *seg) { return seg->u.segment.name ? seg->u.segment.name : "?"; }
 
-static bool is_operand(const fu_op *seg, const fu_value *v) {
-  for (uint32_t i = 0; i < seg->n_operands; i++)
-    if (seg->operands[i] == v) return true;
-  return false;
-}
-
-static bool is_output(const fu_op *seg, const fu_value *v) {
-  for (uint32_t i = 0; i < seg->u.segment.n_outputs; i++)
-    if (seg->u.segment.outputs[i] == v) return true;
-  return false;
-}
-
-/* Whether a top-level op of f reads v. */
-static bool read_at_top(const fu_fusion *f, const fu_value *v) {
-  for (const fu_op *op = f->body.first; op; op = op->next)
+/* Whether a top-level op from `from` up to `to` (exclusive; NULL: the
+ * end) reads v. */
+static bool read_between(const fu_op *from, const fu_op *to, const fu_value *v) {
+  for (const fu_op *op = from; op && op != to; op = op->next)
     for (uint32_t i = 0; i < op->n_operands; i++)
       if (op->operands[i] == v) return true;
   return false;
@@ -94,13 +83,13 @@ static bool qualifies(io_ctx *c, const fu_op *r, uint32_t *n_sums, char *why, si
   const fu_segment_info *si = &r->u.segment;
   const char *pn = seg_name(c->pseg);
   for (uint32_t i = 0; i < r->n_operands; i++)
-    if (!is_operand(c->pseg, r->operands[i]) && !is_output(c->pseg, r->operands[i])) {
+    if (!fu_schedule_is_seg_input(c->pseg, r->operands[i]) && !fu_schedule_is_seg_output(c->pseg, r->operands[i])) {
       snprintf(why, cap, "it reads %%%s, which persistent segment '@%s' neither reads nor computes",
                vname(r->operands[i]), pn);
       return false;
     }
   for (uint32_t i = 0; i < si->n_outputs; i++)
-    if (is_operand(c->pseg, si->outputs[i])) {
+    if (fu_schedule_is_seg_input(c->pseg, si->outputs[i])) {
       snprintf(why, cap, "persistent segment '@%s' reads its result %%%s", pn, vname(si->outputs[i]));
       return false;
     }
@@ -224,16 +213,6 @@ static fu_value **grown(fu_module *m, fu_value **arr, uint32_t len, fu_value *co
   return a;
 }
 
-/* Whether an op of the top-level block from `from` up to `to` (exclusive)
- * reads a result of segment r. */
-static bool read_between(const fu_op *from, const fu_op *to, const fu_op *r) {
-  for (const fu_op *op = from; op && op != to; op = op->next)
-    for (uint32_t i = 0; i < op->n_operands; i++)
-      for (uint32_t k = 0; k < r->u.segment.n_outputs; k++)
-        if (op->operands[i] == r->u.segment.outputs[k]) return true;
-  return false;
-}
-
 /* Rewrites reduction segment r into the persistent segment: the prologue
  * moved (or found there), each sum's operand replaced by its partial sum,
  * which the persistent segment outputs and r reads; r after it. */
@@ -262,7 +241,7 @@ static fu_status fold(io_ctx *c, fu_op *r, int64_t parts) {
   fu_segment_info *ps = &c->pseg->u.segment;
   uint32_t kept = 0;
   for (uint32_t i = 0; i < ps->n_outputs; i++)
-    if (read_at_top(c->f, ps->outputs[i])) ps->outputs[kept++] = ps->outputs[i];
+    if (read_between(c->f->body.first, NULL, ps->outputs[i])) ps->outputs[kept++] = ps->outputs[i];
   ps->n_outputs = kept;
   for (fu_op *op = si->body->first, *next; op; op = next) {
     next = op->next;
@@ -308,9 +287,12 @@ static fu_status rewrite_segment(io_ctx *c, const fu_device *dev, FILE *debug) {
                seg_name(p), total + n_sums);
       ok = false;
     }
-    bool before = false;
+    /* r before p: its results must not be read before p runs (r moves after p) */
+    bool before = false, read_early = false;
     for (const fu_op *op = r->next; ok && op && !before; op = op->next) before = op == p;
-    if (ok && before && read_between(r->next, p->next, r)) {
+    for (uint32_t k = 0; before && k < r->u.segment.n_outputs; k++)
+      read_early |= read_between(r->next, p->next, r->u.segment.outputs[k]);
+    if (read_early) {
       snprintf(why, sizeof why, "its results are read before persistent segment '@%s' runs", seg_name(p));
       ok = false;
     }
@@ -333,8 +315,7 @@ static fu_status rewrite_segment(io_ctx *c, const fu_device *dev, FILE *debug) {
   return FU_OK;
 }
 
-fu_status fu_schedule_inner_outer(fu_fusion *f, const fu_device *dev, fu_diag_engine *diag, FILE *debug) {
-  (void)diag;
+fu_status fu_schedule_inner_outer(fu_fusion *f, const fu_device *dev, FILE *debug) {
   io_ctx c = {.f = f};
   fu_allocator alloc = f->module->alloc;
   for (fu_op *p = f->body.first; p; p = p->next) {

@@ -194,16 +194,26 @@ static void full_size_bytes(const fu_op *seg, const fu_value *ref, bool views, s
   if (!*cached) *cached = 4;
 }
 
-/* The partial_sum ops of a segment (inner_outer.c), and the parts of the
- * first (every one has the same). */
-static uint32_t partial_sums(const fu_op *seg, int64_t *parts) {
-  uint32_t n = 0;
-  *parts = 0;
-  for (const fu_op *op = seg->u.segment.body ? seg->u.segment.body->first : NULL; op; op = op->next)
-    if (op->kind == FU_OP_PARTIAL_SUM) {
-      if (!n++) *parts = op->u.partial.parts;
-    }
-  return n;
+/* reduced[d]: whether reduction `red` reduces dim d of its rank-`rank`
+ * operand (var/var_mean's payload starts with the same axes list). */
+static void reduced_dims(const fu_op *red, int32_t rank, bool *reduced) {
+  for (int32_t d = 0; d < rank; d++) reduced[d] = false;
+  const fu_int_list *axes = &red->u.reduce.axes;
+  for (uint32_t i = 0; i < axes->n; i++) {
+    int64_t a = axes->v[i] < 0 ? axes->v[i] + rank : axes->v[i];
+    if (a >= 0 && a < rank) reduced[a] = true;
+  }
+}
+
+/* The vector: 16 bytes of the widest full-size tensor (0: bool among
+ * them, scalar), at most 8 elements and `cap`, dividing the trailing run
+ * of n elements. */
+static int64_t vector_width(size_t widest, int64_t n, int64_t cap) {
+  int64_t vw = widest ? (int64_t)(16 / widest) : 1;
+  if (vw > 8) vw = 8;
+  if (vw > cap) vw = cap;
+  while (vw > 1 && n % vw != 0) vw /= 2;
+  return vw;
 }
 
 static int64_t pow2_ceil(double x) {
@@ -383,13 +393,8 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   }
   const fu_value *ref = red->operands[0];
   int32_t rank = ref->type.rank;
-  bool reduced[FU_MAX_RANK] = {false};
-  /* var/var_mean's payload starts with the same axes list */
-  const fu_int_list *axes = &red->u.reduce.axes;
-  for (uint32_t i = 0; i < axes->n; i++) {
-    int64_t a = axes->v[i] < 0 ? axes->v[i] + rank : axes->v[i];
-    if (a >= 0 && a < rank) reduced[a] = true;
-  }
+  bool reduced[FU_MAX_RANK];
+  reduced_dims(red, rank, reduced);
   /* the reduced dims include the last one: r merges them in order, i the
    * kept ones (batch norm over N, H, W of NCHW: a row of N runs of H * W);
    * with the last dim kept (an outer normalization) the segmenter makes a
@@ -418,15 +423,13 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   uint32_t n_full;
   full_size_bytes(seg, ref, row_const && row > 1, &widest, &cached, full, &n_full);
   /* partial sums: an f32 accumulator per element and sum, in registers */
-  int64_t parts = 0;
-  uint32_t n_partial = partial_sums(seg, &parts);
+  const fu_op *first_partial = NULL;
+  uint32_t n_partial = fu_segment_partial_sums(seg, &first_partial, 1);
+  int64_t parts = n_partial ? first_partial->u.partial.parts : 0; /* every one has the same (inner_outer.c) */
   cached += 4 * (size_t)n_partial;
   /* the vector: 16 bytes of the widest full-size tensor, dividing a
    * constant row (a symbolic row, or bool tensors: scalar) */
-  int64_t vw = widest && row_const ? (int64_t)(16 / widest) : 1;
-  if (vw > 8) vw = 8;
-  if (vw > cap) vw = cap;
-  while (vw > 1 && n % vw != 0) vw /= 2;
+  int64_t vw = row_const ? vector_width(widest, n, cap) : 1;
   *vw_out = vw;
   double vecs = row / (double)vw;
   /* the kept rows, when constant (none kept: one row) */
@@ -572,16 +575,12 @@ fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev,
 int64_t fu_schedule_inner_outer_parts(fu_fusion *f, const fu_op *seg, uint32_t n_partials, const fu_device *dev) {
   enum { ROWS_PER_PART = 8 };
   const fu_op *red = first_reduction(seg);
-  if (!red || red->kind == FU_OP_PARTIAL_SUM) return 0;
+  if (!red) return 0;
   const fu_value *ref = red->operands[0];
   int32_t rank = ref->type.rank;
   if (rank < 2) return 0;
-  bool reduced[FU_MAX_RANK] = {false};
-  const fu_int_list *axes = &red->u.reduce.axes;
-  for (uint32_t i = 0; i < axes->n; i++) {
-    int64_t a = axes->v[i] < 0 ? axes->v[i] + rank : axes->v[i];
-    if (a >= 0 && a < rank) reduced[a] = true;
-  }
+  bool reduced[FU_MAX_RANK];
+  reduced_dims(red, rank, reduced);
   int64_t n = 1;
   for (int32_t d = 0; d < rank; d++) {
     if (reduced[d] != (d > 0) || (d > 0 && ref->type.dims[d].sym)) return 0;
@@ -591,9 +590,7 @@ int64_t fu_schedule_inner_outer_parts(fu_fusion *f, const fu_op *seg, uint32_t n
   const fu_value *full[FU_STAGE_MAX];
   uint32_t n_full;
   full_size_bytes(seg, ref, false, &widest, &cached, full, &n_full);
-  int64_t vw = widest ? (int64_t)(16 / widest) : 1;
-  if (vw > 8) vw = 8;
-  while (vw > 1 && n % vw != 0) vw /= 2;
+  int64_t vw = vector_width(widest, n, 8);
   bool kept_const = !ref->type.dims[0].sym;
   int64_t m = kept_const ? ref->type.dims[0].value : 1;
   tplan tp = plan_threads(dev, (double)n / (double)vw, vw, true, kept_const, m, cached + 4 * (size_t)n_partials,

@@ -122,7 +122,7 @@ fu_status fu_schedule_module_with(fu_module *m, const fu_device *dev, const fu_s
   if (!dev) dev = &def;
   for (fu_fusion *f = m->first; f; f = f->next) {
     if (!opt || !opt->no_inner_outer) {
-      fu_status st = fu_schedule_inner_outer(f, dev, diag, debug);
+      fu_status st = fu_schedule_inner_outer(f, dev, debug);
       if (st != FU_OK) return st;
     }
     for (fu_op *op = f->body.first; op; op = op->next) {

@@ -323,6 +323,10 @@ fu_status fu_schedule_transpose(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   s->arch = fu_arena_strdup(m->arena, arch);
   s->loc = seg->loc;
   if (!s->device || !s->arch) return FU_ERR_NOMEM;
+  char why_big[96] = "";
+  if (big)
+    snprintf(why_big, sizeof why_big, " (%d x %d: the tiles make %d waves of 2 blocks an SM)", BIG_TILE, BIG_TILE,
+             BIG_TILE_WAVES);
   if (debug)
     fprintf(debug,
             "schedule: @%s: transpose: tile %lldx%lld over dims %d and %d, block %lldx%lld, unroll %lld, through the "
@@ -330,7 +334,7 @@ fu_status fu_schedule_transpose(fu_fusion *f, fu_op *seg, const fu_device *dev, 
             sn, (long long)tile, (long long)tile, (int)di, (int)dj, (long long)tile, (long long)rows,
             (long long)(tile / rows), list, fu_dtype_name(s->index_dtype),
             s->loops[0].grid_stride ? "grid-stride in x" : "direct",
-            big ? " (64 x 64: the tiles make 8 waves of 2 blocks an SM)" : "");
+            why_big);
   *out = s;
   return FU_OK;
 }
