@@ -262,6 +262,14 @@ uint32_t fu_persist_smem_limit(const fu_device *dev);
  * registers and the SM's threads allow, at least 1.  The scheduler makes
  * that many parts per SM; the lowering asks ptxas for them (`min_blocks`). */
 uint32_t fu_persist_row_loop_blocks(const fu_device *dev, int64_t threads);
+/* The blocks of `threads` threads a persist=registers kernel whose
+ * threads each keep `cached_bytes` of row values plans on per SM: 2 for
+ * blocks of half the SM's threads (1024 on sm_80 and sm_90) while those
+ * values take at most half of the 32 registers that leaves (64 bytes: a
+ * bf16 row of 16384 at 2 vectors a thread), else 1, the register file's
+ * own limit.  The scheduler takes such blocks only then; the lowering asks
+ * ptxas for them (`min_blocks`). */
+uint32_t fu_persist_register_blocks(const fu_device *dev, int64_t threads, int64_t cached_bytes);
 
 /* The tile of a transpose schedule (lib/analysis/transpose_tile.c): a
  * schedule with a tensor of access=tile has the form

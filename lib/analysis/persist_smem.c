@@ -31,6 +31,12 @@ uint32_t fu_persist_row_loop_blocks(const fu_device *dev, int64_t threads) {
   return b < 1 ? 1 : (uint32_t)b;
 }
 
+uint32_t fu_persist_register_blocks(const fu_device *dev, int64_t threads, int64_t cached_bytes) {
+  if (threads < 1 || 2 * threads != (int64_t)dev->max_threads_per_sm) return 1;
+  int64_t regs = (int64_t)dev->regs_per_sm / (2 * threads); /* per thread, two blocks resident */
+  return cached_bytes >= 0 && cached_bytes <= regs / 2 * 4 ? 2 : 1;
+}
+
 uint32_t fu_persist_smem_limit(const fu_device *dev) {
   /* the verifier knows only the presets: a device file's figure counts up
    * to that of the preset its schedule will name (by name, else by arch) */

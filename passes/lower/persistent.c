@@ -785,6 +785,33 @@ static void rows(prow *P, uint32_t nv) {
   L->b = saved;
 }
 
+/* The bytes of row values each thread of a persist=registers kernel
+ * keeps: its part of every full-size input (as many elements as the
+ * reference), in its compute dtype (f32 for 16-bit ones), as the
+ * scheduler's register budget counts them; -1 for a symbolic shape. */
+static int64_t cached_bytes_per_thread(const rl *L, int64_t threads) {
+  const fu_type *rt = &L->s->reference->type;
+  int64_t numel = 1, row = 1;
+  for (int32_t d = 0; d < rt->rank; d++) {
+    if (rt->dims[d].sym) return -1;
+    numel *= rt->dims[d].value;
+  }
+  for (uint32_t a = 0; a < L->s->n_axes && a < 256; a++) {
+    int32_t d = L->s->axes[a].ref_dim;
+    if (d >= 0 && d < rt->rank && L->ra[a]) row *= rt->dims[d].value;
+  }
+  int64_t bytes = 0;
+  for (uint32_t i = 0; i < L->seg->n_operands; i++) {
+    const fu_type *t = &L->seg->operands[i]->type;
+    if (!fu_type_is_tensor(t)) continue;
+    int64_t n = 1;
+    for (int32_t d = 0; d < t->rank && n >= 0; d++) n = t->dims[d].sym ? -1 : n * t->dims[d].value;
+    size_t sz = fu_dtype_size(t->dtype);
+    if (n == numel) bytes += sz < 4 ? 4 : (int64_t)sz;
+  }
+  return bytes * ((row + threads - 1) / threads);
+}
+
 /* The kernel body (fu_rl_lower's callback). */
 static void persistent_body(rl *L) {
   const fu_schedule *s = L->s;
@@ -835,8 +862,15 @@ static void persistent_body(rl *L) {
   /* a row loop plans on fu_persist_row_loop_blocks blocks resident (the
    * schedule pass's inner-outer rewrite): ptxas is asked to fit them */
   fu_device dev;
+  int64_t threads = (int64_t)L->k->block[0] * L->k->block[1] * L->k->block[2];
   if (P.row_loop >= 0 && P.n_partial && fu_persist_device(s, &dev)) {
-    uint32_t want = fu_persist_row_loop_blocks(&dev, (int64_t)L->k->block[0] * L->k->block[1] * L->k->block[2]);
+    uint32_t want = fu_persist_row_loop_blocks(&dev, threads);
+    if (want > 1) L->k->min_blocks = want;
+  }
+  /* a row of 1024 threads whose values fit half their registers: two
+   * blocks an SM (fu_persist_register_blocks, the scheduler's rule) */
+  if (P.row_loop < 0 && P.registers && fu_persist_device(s, &dev)) {
+    uint32_t want = fu_persist_register_blocks(&dev, threads, cached_bytes_per_thread(L, threads));
     if (want > 1) L->k->min_blocks = want;
   }
   if (!P.cache || !P.loaded || !P.need || !own || !P.pacc ||

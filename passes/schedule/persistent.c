@@ -254,14 +254,20 @@ static tplan plan_threads(const fu_device *dev, double vecs, int64_t vw, bool ro
    * against 93.8-95.4 at 128, logsumexp of f32 [16384, 4096] at 512
    * 93.2 against 97.1 at 256, rows of 1024 at 64 threads (4 rows a block)
    * 93.3-94.5 against 93.8-95.7 at a warp; a group norm of 1024 rows of
-   * 6272 ran 16.4 us at 512 threads against 14.7 at 256 (two waves), and
-   * an RMS norm of [4096, 16384] 102.7 at 1024 against 94.2 at 512 */
+   * 6272 ran 16.4 us at 512 threads against 14.7 at 256 (two waves).
+   * 1024 threads only where two such blocks fit an SM's registers
+   * (fu_persist_register_blocks; the lowering asks ptxas for them): an RMS
+   * norm of [4096, 16384] ran 102.7 us at 1024 threads with one block an
+   * SM (38 registers) against 94.2 at 512; softmax 93.5 at 1024 with two
+   * against 105.2 at 512 */
   int64_t tx = pow2_ceil(vecs / (warp ? WARP_VECS_PER_THREAD : VECS_PER_THREAD));
   if (!warp) {
     int64_t t2 = pow2_ceil(vecs / WARP_VECS_PER_THREAD);
     if (t2 < 64) t2 = 64;
     double wave = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)t2);
-    if (t2 <= 512 && kept_const && (double)m >= 8.0 * wave) tx = t2;
+    int64_t per2 = ((int64_t)vecs + t2 - 1) / t2;
+    bool fits = t2 <= 512 || (row_const && fu_persist_register_blocks(dev, t2, per2 * vw * (int64_t)cached) == 2);
+    if (fits && kept_const && (double)m >= 8.0 * wave) tx = t2;
   }
   if (warp && tx < 2) tx = 2;
   if (warp && tx > (int64_t)dev->warp_size) tx = dev->warp_size;

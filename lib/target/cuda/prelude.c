@@ -29,8 +29,22 @@ static const char ldcs_text[] =
 
 static const char maxmin_text[] =
     "// maximum and minimum that propagate NaN (fmaxf and fminf return the other operand)\n"
+    "// (on sm_80 and later max.NaN.f32, as the LLVM backend's llvm.maximum.f32)\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "__device__ __forceinline__ float fu_maximum(float a, float b) {\n"
+    "  float r;\n"
+    "  asm(\"max.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b));\n"
+    "  return r;\n"
+    "}\n"
+    "__device__ __forceinline__ float fu_minimum(float a, float b) {\n"
+    "  float r;\n"
+    "  asm(\"min.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b));\n"
+    "  return r;\n"
+    "}\n"
+    "#else\n"
     "__device__ __forceinline__ float fu_maximum(float a, float b) { return isnan(a) || isnan(b) ? a + b : fmaxf(a, b); }\n"
     "__device__ __forceinline__ float fu_minimum(float a, float b) { return isnan(a) || isnan(b) ? a + b : fminf(a, b); }\n"
+    "#endif\n"
     "__device__ __forceinline__ double fu_maximum(double a, double b) { return isnan(a) || isnan(b) ? a + b : fmax(a, b); }\n"
     "__device__ __forceinline__ double fu_minimum(double a, double b) { return isnan(a) || isnan(b) ? a + b : fmin(a, b); }\n";
 
@@ -176,6 +190,26 @@ static const char rcp_text[] =
     "  return r;\n"
     "}\n";
 
+/* The LLVM backend's f32 exp and division (lib/target/llvm/fast_math.c
+ * says why and how accurate), operation for operation. */
+static const char fast_exp_text[] =
+    "// e^x: 2^t of t = x log2(e) rounded, times 1 + e ln 2 for what the rounding lost\n"
+    "__device__ __forceinline__ float fu_exp(float x) {\n"
+    "  float t = __fmul_rn(x, 0x1.715476p+0f);\n"
+    "  float e = __fmaf_rn(x, 0x1.4ae0cp-26f, __fmaf_rn(x, 0x1.715476p+0f, -t));\n"
+    "  float p;\n"
+    "  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(p) : \"f\"(t));\n"
+    "  return __fmul_rn(p, fmaxf(__fmaf_rn(e, 0x1.62e43p-1f, 1.0f), 0.5f));\n"
+    "}\n";
+
+static const char fast_div_text[] =
+    "// a/b by the reciprocal, corrected once by the exact residual\n"
+    "__device__ __forceinline__ float fu_div(float a, float b) {\n"
+    "  float r = fu_rcp(b), q = __fmul_rn(a, r);\n"
+    "  float q1 = __fmaf_rn(__fmaf_rn(-q, b, a), r, q);\n"
+    "  return isnan(q1) ? q : q1;\n"
+    "}\n";
+
 void cu_prelude_write(fu_strbuf *out, unsigned used) {
   if (used & CU_H_FP16) fu_strbuf_puts(out, "#include <cuda_fp16.h>\n");
   if (used & CU_H_BF16) fu_strbuf_puts(out, "#include <cuda_bf16.h>\n");
@@ -187,6 +221,7 @@ void cu_prelude_write(fu_strbuf *out, unsigned used) {
       {CU_H_VEC, vec_text},   {CU_H_MAXMIN, maxmin_text}, {CU_H_REM_F, rem_f_text}, {CU_H_REM_I, rem_i_text},
       {CU_H_IPOW, ipow_text}, {CU_H_LERP, lerp_text},     {CU_H_CLAMP, clamp_text}, {CU_H_INT_BITS, int_bits_text},
       {CU_H_RNG, rng_text},   {CU_H_RCP, rcp_text},       {CU_H_LDCS, ldcs_text},
+      {CU_H_EXP, fast_exp_text}, {CU_H_DIV, fast_div_text},
   };
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (used & parts[i].bit) {

@@ -47,10 +47,16 @@ static LLVMValueRef isel(const mctx *x, LLVMIntPredicate p, LLVMValueRef a, LLVM
   return LLVMBuildSelect(x->B, LLVMBuildICmp(x->B, p, a, b, ""), t, f, "");
 }
 
-/* maxnum/minnum return the other operand for one NaN; PyTorch returns NaN. */
+/* maxnum/minnum return the other operand for one NaN; PyTorch returns NaN.
+ * In f32 on sm_80 and later, llvm.maximum/minimum: max.NaN.f32, one
+ * instruction where the select takes three (a softmax's row max is one
+ * such op per element), NaN propagated and -0 below +0 as the reference
+ * orders them; the cuda target's fu_maximum the same. */
 static LLVMValueRef fminmax(const mctx *x, bool is_max, LLVMValueRef a, LLVMValueRef b) {
   LLVMTypeRef t = x->T;
   LLVMValueRef args[2] = {a, b};
+  if (x->C == FU_DT_F32 && x->m->sm >= 80)
+    return bk_call_intrinsic(x->m, is_max ? "llvm.maximum" : "llvm.minimum", &t, 1, args, 2);
   LLVMValueRef r = bk_call_intrinsic(x->m, is_max ? "llvm.maxnum" : "llvm.minnum", &t, 1, args, 2);
   if (!r) return NULL;
   return fsel(x, LLVMRealUNO, a, b, LLVMBuildFAdd(x->B, a, b, ""), r);
@@ -231,29 +237,34 @@ static LLVMValueRef bool_result_op(bk_module *m, fu_op_kind op, const fu_dtype *
   return compare(&x, op, a, b);
 }
 
-/* 1/v.  In f32 with the fast paths on, the hardware's approximation,
- * rcp.approx.f32 (within 1 ulp over the whole range, subnormals kept; as
- * inline PTX, which NVPTX selects for an fdiv only under global unsafe
- * math, and its ftz intrinsic would flush subnormals): the IEEE-rounded
- * reciprocal is a subroutine with a slow path whose registers halve a
- * memory-bound kernel's occupancy (bf16 SiLU-and-mul backward: 53
- * registers against 32, 47.1 -> 45.0 us on an H200).  ops.def marks
- * reciprocal FU_OF_APPROX, so --check allows its last bits; f64 stays
- * IEEE, and --disable=fast_paths gives the IEEE f32 division back. */
+/* 1/v: in f32 with the fast paths on, the hardware's approximation
+ * (fast_math.c); ops.def marks reciprocal FU_OF_APPROX, so --check allows
+ * its last bits; f64 stays IEEE, and --disable=fast_paths gives the IEEE
+ * f32 division back. */
 static LLVMValueRef reciprocal(const mctx *x, LLVMValueRef v) {
   if (x->C != FU_DT_F32 || x->m->be->no_fast_paths) return LLVMBuildFDiv(x->B, fconst(x, 1.0), v, "");
-  LLVMTypeRef param = x->T;
-  LLVMTypeRef fty = LLVMFunctionType(x->T, &param, 1, 0);
-  static const char text[] = "rcp.approx.f32 $0, $1;", cons[] = "=f,f";
-  LLVMValueRef rcp = LLVMGetInlineAsm(fty, text, sizeof text - 1, cons, sizeof cons - 1, 0, 0,
-                                      LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(x->B, fty, rcp, &v, 1, "");
+  return bk_fast_rcp_f32(x->m, v);
+}
+
+/* Whether f32 exp and division take fast_math.c's sequences. */
+static bool fast_f32(const mctx *x) { return x->C == FU_DT_F32 && !x->m->be->no_fast_paths; }
+
+static LLVMValueRef exp_of(const mctx *x, LLVMValueRef *a) {
+  return fast_f32(x) ? bk_fast_exp_f32(x->m, a[0]) : libdevice_call(x, "exp", a, 1);
+}
+
+/* a/b: the fast path for a divisor computed from data (bk_module's
+ * div_by_data), IEEE for one LLVM may fold. */
+static LLVMValueRef div_of(const mctx *x, LLVMValueRef a, LLVMValueRef b) {
+  bool fast = fast_f32(x) && x->m->div_by_data;
+  return fast ? bk_fast_div_f32(x->m, a, b) : LLVMBuildFDiv(x->B, a, b, "");
 }
 
 static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint32_t n) {
   LLVMBuilderRef B = x->B;
   /* ops.def's MATH column: the libdevice function of the same name */
   const char *ld = fu_op_info_of(op)->math;
+  if (op == FU_OP_EXP) return exp_of(x, a);
   if (ld && n == (uint32_t)fu_op_info_of(op)->num_operands) return libdevice_call(x, ld, a, n);
   switch (op) {
   case FU_OP_ROUND: return libdevice_call(x, "rint", a, 1); /* half to even, as torch.round */
@@ -275,10 +286,10 @@ static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint
   case FU_OP_SIGMOID:
   case FU_OP_SILU: {
     LLVMValueRef neg = LLVMBuildFNeg(B, a[0], "");
-    LLVMValueRef e = libdevice_call(x, "exp", &neg, 1);
+    LLVMValueRef e = exp_of(x, &neg);
     if (!e) return NULL;
     LLVMValueRef den = LLVMBuildFAdd(B, fconst(x, 1.0), e, "");
-    return op == FU_OP_SILU ? LLVMBuildFDiv(B, a[0], den, "") : reciprocal(x, den);
+    return op == FU_OP_SILU ? div_of(x, a[0], den) : reciprocal(x, den);
   }
   case FU_OP_RELU: return fsel(x, LLVMRealOLT, a[0], fconst(x, 0.0), fconst(x, 0.0), a[0]);
   case FU_OP_SIGN: { /* (x > 0) - (x < 0), as PyTorch: NaN and -0.0 give +0.0 */
@@ -288,7 +299,7 @@ static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint
   case FU_OP_ADD: return LLVMBuildFAdd(B, a[0], a[1], "");
   case FU_OP_SUB: return LLVMBuildFSub(B, a[0], a[1], "");
   case FU_OP_MUL: return LLVMBuildFMul(B, a[0], a[1], "");
-  case FU_OP_DIV: return LLVMBuildFDiv(B, a[0], a[1], "");
+  case FU_OP_DIV: return div_of(x, a[0], a[1]);
   case FU_OP_REMAINDER: {
     LLVMValueRef r = libdevice_call(x, "fmod", a, 2);
     if (!r) return NULL;
