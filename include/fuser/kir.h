@@ -239,12 +239,6 @@ uint32_t fu_kernel_smem_blocks_per_sm(const fu_kernel *k, uint32_t sm);
  * else fu_kernel_smem_blocks_per_sm. */
 uint32_t fu_kernel_min_blocks_per_sm(const fu_kernel *k, uint32_t sm);
 
-/* *out[id] (k->next_kval_id entries, freed by the caller with `al`):
- * whether kernel value id is computed from data (a load, a shuffle, a
- * mutable's read, an atomic, a scalar fusion input) rather than from
- * constants, indices and extents alone (lib/ir/kir_data.c says who asks). */
-fu_status fu_kernel_data_values(const fu_kernel *k, fu_allocator al, bool **out);
-
 /* An instruction with copies of `args` and `results`; not linked anywhere. */
 fu_kinst *fu_kinst_new(fu_module *m, fu_kinst_kind kind, fu_kval *const *args, uint32_t n_args,
                        fu_kval *const *results, uint32_t n_results);

@@ -473,7 +473,6 @@ static fu_status emit_kernel(cu_module *m, const fu_kernel *k, fu_strbuf *out) {
   for (int i = 0; i < 3; i++) fu_strbuf_init(&kc.ops[i], m->alloc);
   fu_strbuf_init(&kc.expr, m->alloc);
   fu_status st = cu_names_assign(&kc);
-  if (st == FU_OK) st = fu_kernel_data_values(k, m->alloc, &kc.data);
   if (st == FU_OK) st = prune(&kc, &k->body);
   if (st == FU_OK) {
     emit_signature(&kc);
@@ -485,7 +484,6 @@ static fu_status emit_kernel(cu_module *m, const fu_kernel *k, fu_strbuf *out) {
   }
   for (int i = 0; i < 3; i++) fu_strbuf_free(&kc.ops[i]);
   fu_strbuf_free(&kc.expr);
-  fu_mem_free(&m->alloc, kc.data, (k->next_kval_id ? k->next_kval_id : 1) * sizeof *kc.data);
   cu_names_free(&kc);
   if (st == FU_OK && m->failed) st = FU_ERR_UNSUPPORTED;
   return st;

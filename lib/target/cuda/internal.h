@@ -38,7 +38,6 @@ typedef enum cu_helper {
   CU_H_RCP = 1u << 11,      /* fu_rcp: the f32 reciprocal's fast path */
   CU_H_LDCS = 1u << 12,     /* fu_ldcs: a load that L2 evicts first (a `stream` parameter) */
   CU_H_EXP = 1u << 13,      /* fu_exp: the f32 exp's fast path */
-  CU_H_DIV = 1u << 14,      /* fu_div: the f32 division's fast path (needs RCP) */
 } cu_helper;
 
 /* Writes the includes and helper definitions of `used` (a cu_helper mask). */
@@ -67,7 +66,6 @@ typedef struct cu_kernel {
   const char **names;   /* by kval id: the C identifier */
   const fu_kval **vals; /* by kval id: the value (for declarations) */
   uint32_t *uses;       /* by kval id: how many operands name it */
-  bool *data;           /* by kval id: computed from data (fu_kernel_data_values) */
   uint32_t n_ids;
   /* the identifiers taken in this kernel: an open-addressing set */
   const char **taken;

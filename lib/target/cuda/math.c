@@ -20,7 +20,6 @@ typedef struct mx {
   fu_dtype C;     /* the compute dtype */
   const char *a[3];
   bool safe;      /* e needs no parentheses as an operand */
-  bool div_by_data; /* the division is by a value computed from data (lib/ir/kir_data.c) */
 } mx;
 
 /* Operand i of `in` converted to `to`, as an operand-safe text in kc->ops[i]. */
@@ -67,7 +66,7 @@ static void helper_call(mx *x, const char *fn, uint32_t n, unsigned helper) {
 
 static void binop(mx *x, const char *op) { fu_strbuf_printf(x->e, "%s %s %s", x->a[0], op, x->a[1]); }
 
-/* The f32 reciprocal, exp and division take the LLVM path's fast
+/* The f32 reciprocal and exp take the LLVM path's fast
  * sequences (lib/target/llvm/fast_math.c), unless the fast paths are off:
  * the two backends stay bit-identical. */
 static bool fast_f32(const mx *x) { return x->C == FU_DT_F32 && !x->kc->mod->no_fast_paths; }
@@ -119,12 +118,10 @@ static bool float_op(mx *x, fu_op_kind op, uint32_t n) {
     return true;
   case FU_OP_SIGMOID:
   case FU_OP_SILU: {
-    /* fu_rcp(1 + exp(-x)), fu_div(x, 1 + exp(-x)) on the fast paths (the
-     * division for an x computed from data, as the LLVM path) */
-    bool fast = fast_f32(x) && (op == FU_OP_SIGMOID || x->div_by_data);
-    if (fast) {
-      x->kc->mod->helpers |= CU_H_RCP | (op == FU_OP_SILU ? CU_H_DIV : 0);
-      fu_strbuf_printf(x->e, op == FU_OP_SILU ? "fu_div(%s, " : "fu_rcp(", a);
+    bool rcp = op == FU_OP_SIGMOID && fast_f32(x); /* fu_rcp(1 + exp(-x)) */
+    if (rcp) {
+      x->kc->mod->helpers |= CU_H_RCP;
+      put(x, "fu_rcp(");
     } else {
       if (op == FU_OP_SILU) put(x, a);
       else lit(x, 1.0);
@@ -134,7 +131,7 @@ static bool float_op(mx *x, fu_op_kind op, uint32_t n) {
     put(x, " + ");
     exp_text(x, "-", a);
     put(x, ")");
-    x->safe = fast;
+    x->safe = rcp;
     return true;
   }
   case FU_OP_RELU: /* NaN is not < 0: it stays */
@@ -151,14 +148,7 @@ static bool float_op(mx *x, fu_op_kind op, uint32_t n) {
   case FU_OP_ADD: binop(x, "+"); return true;
   case FU_OP_SUB: binop(x, "-"); return true;
   case FU_OP_MUL: binop(x, "*"); return true;
-  case FU_OP_DIV:
-    if (fast_f32(x) && x->div_by_data) {
-      x->kc->mod->helpers |= CU_H_RCP;
-      helper_call(x, "fu_div", 2, CU_H_DIV);
-    } else {
-      binop(x, "/");
-    }
-    return true;
+  case FU_OP_DIV: binop(x, "/"); return true;
   case FU_OP_REMAINDER: helper_call(x, "fu_remainder", 2, CU_H_REM_F); return true;
   case FU_OP_MAXIMUM: helper_call(x, "fu_maximum", 2, CU_H_MAXMIN); return true;
   case FU_OP_MINIMUM: helper_call(x, "fu_minimum", 2, CU_H_MAXMIN); return true;
@@ -332,7 +322,7 @@ bool cu_math(cu_kernel *kc, const fu_kinst *in) {
   }
   fu_strbuf body;
   fu_strbuf_init(&body, m->alloc);
-  mx x = {kc, &body, FU_DT_BOOL, {NULL, NULL, NULL}, false, false};
+  mx x = {kc, &body, FU_DT_BOOL, {NULL, NULL, NULL}, false};
   bool ok;
   if (fu_op_info_of(op)->cls == FU_OC_RNG && in->n_args == 5) {
     /* fu_rng_f32/f64 of the prelude; a 16-bit result comes back exact in f32 */
@@ -360,8 +350,6 @@ bool cu_math(cu_kernel *kc, const fu_kinst *in) {
     x.C = cu_compute_dtype(result);
     uint32_t n = in->n_args > 3 ? 3 : in->n_args;
     for (uint32_t i = 0; i < n; i++) x.a[i] = operand(kc, i, in->args[i], x.C);
-    uint32_t divisor = op == FU_OP_DIV ? 1 : 0; /* silu divides by 1 + exp(-x) of operand 0 */
-    x.div_by_data = n > divisor && kc->data && kc->data[in->args[divisor]->id];
     if (fu_dtype_is_float(x.C))
       ok = float_op(&x, op, n);
     else if (fu_dtype_is_int(x.C))

@@ -190,8 +190,8 @@ static const char rcp_text[] =
     "  return r;\n"
     "}\n";
 
-/* The LLVM backend's f32 exp and division (lib/target/llvm/fast_math.c
- * says why and how accurate), operation for operation. */
+/* The LLVM backend's f32 exp (lib/target/llvm/fast_math.c says why and
+ * how accurate), operation for operation. */
 static const char fast_exp_text[] =
     "// e^x: 2^t of t = x log2(e) rounded, times 1 + e ln 2 for what the rounding lost\n"
     "__device__ __forceinline__ float fu_exp(float x) {\n"
@@ -200,14 +200,6 @@ static const char fast_exp_text[] =
     "  float p;\n"
     "  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(p) : \"f\"(t));\n"
     "  return __fmul_rn(p, fmaxf(__fmaf_rn(e, 0x1.62e43p-1f, 1.0f), 0.5f));\n"
-    "}\n";
-
-static const char fast_div_text[] =
-    "// a/b by the reciprocal, corrected once by the exact residual\n"
-    "__device__ __forceinline__ float fu_div(float a, float b) {\n"
-    "  float r = fu_rcp(b), q = __fmul_rn(a, r);\n"
-    "  float q1 = __fmaf_rn(__fmaf_rn(-q, b, a), r, q);\n"
-    "  return isnan(q1) ? q : q1;\n"
     "}\n";
 
 void cu_prelude_write(fu_strbuf *out, unsigned used) {
@@ -221,7 +213,7 @@ void cu_prelude_write(fu_strbuf *out, unsigned used) {
       {CU_H_VEC, vec_text},   {CU_H_MAXMIN, maxmin_text}, {CU_H_REM_F, rem_f_text}, {CU_H_REM_I, rem_i_text},
       {CU_H_IPOW, ipow_text}, {CU_H_LERP, lerp_text},     {CU_H_CLAMP, clamp_text}, {CU_H_INT_BITS, int_bits_text},
       {CU_H_RNG, rng_text},   {CU_H_RCP, rcp_text},       {CU_H_LDCS, ldcs_text},
-      {CU_H_EXP, fast_exp_text}, {CU_H_DIV, fast_div_text},
+      {CU_H_EXP, fast_exp_text},
   };
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (used & parts[i].bit) {

@@ -291,10 +291,7 @@ static void emit_inst(bk_kernel *kc, const fu_kinst *in) {
       at[i] = in->args[i]->dtype;
       av[i] = kc->vals[in->args[i]->id];
     }
-    uint32_t divisor = in->u.math == FU_OP_DIV ? 1 : 0; /* silu divides by 1 + exp(-x) of operand 0 */
-    m->div_by_data = n > divisor && kc->data[in->args[divisor]->id];
     kc->vals[in->results[0]->id] = bk_math(m, in->u.math, in->results[0]->dtype, at, av, n);
-    m->div_by_data = false;
     return;
   }
   case FU_KI_SPECIAL: {
@@ -421,10 +418,8 @@ fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k) {
   kc.n_vals = k->next_kval_id ? k->next_kval_id : 1;
   kc.vals = fu_mem_calloc(&m->be->alloc, kc.n_vals, sizeof *kc.vals);
   LLVMTypeRef *pts = fu_mem_calloc(&m->be->alloc, k->n_params ? k->n_params : 1, sizeof *pts);
-  fu_status ds = fu_kernel_data_values(k, m->be->alloc, &kc.data);
-  if (!kc.vals || !pts || ds != FU_OK) {
+  if (!kc.vals || !pts) {
     fu_mem_free(&m->be->alloc, kc.vals, kc.n_vals * sizeof *kc.vals);
-    fu_mem_free(&m->be->alloc, kc.data, kc.n_vals * sizeof *kc.data);
     fu_mem_free(&m->be->alloc, pts, (k->n_params ? k->n_params : 1) * sizeof *pts);
     return FU_ERR_NOMEM;
   }
@@ -470,7 +465,6 @@ fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k) {
   emit_block(&kc, &k->body);
   if (!m->failed) LLVMBuildRetVoid(m->B);
   fu_mem_free(&m->be->alloc, kc.vals, kc.n_vals * sizeof *kc.vals);
-  fu_mem_free(&m->be->alloc, kc.data, kc.n_vals * sizeof *kc.data);
   fu_mem_free(&m->be->alloc, pts, (k->n_params ? k->n_params : 1) * sizeof *pts);
   return m->failed ? FU_ERR_UNSUPPORTED : FU_OK;
 }

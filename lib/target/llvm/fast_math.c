@@ -1,15 +1,18 @@
-/* fuser llvm backend: the f32 fast paths of reciprocal, exp and division.
+/* fuser llvm backend: the f32 fast paths of reciprocal and exp.
  *
- * A normalization spends most of its instructions on exp and division:
- * libdevice's expf is about 11 PTX instructions, and an IEEE division
- * (div.rn.f32) is a test, a subroutine call and a slow path per element.
- * Softmax of bf16 [1024, 65536] ran 139.3 us with them and 115.9 us with
- * one-instruction forms (H100), whose time is set by the instructions
- * while its row is in shared memory.  The forms here keep the accuracy
- * close to the IEEE ones (a few ulps) at a fraction of the instructions;
- * --disable=fast_paths gives libdevice and IEEE back.  The cuda target
- * writes the same sequences (lib/target/cuda/prelude.c: fu_rcp, fu_exp,
- * fu_div), so the two backends stay bit-identical. */
+ * A normalization spends most of its instructions on exp: libdevice's
+ * expf is 11 PTX instructions with its range reduction and scaling.  The
+ * bf16 softmax of [1024, 65536] keeps its rows in shared memory, one
+ * block an SM, and its time is set by those instructions as much as by
+ * memory: 128.5 us with libdevice's exp and the 3-instruction maximum,
+ * 109.6 with this exp and max.NaN.f32 (H100, one call).  The exp here
+ * stays within a few ulps of libdevice's (below); --disable=fast_paths
+ * gives libdevice back.  The cuda target writes the same sequences
+ * (lib/target/cuda/prelude.c: fu_rcp, fu_exp), so the two backends stay
+ * bit-identical.  Division is not here: the canonicalize pass turns a
+ * division by a row's value into a multiplication by its reciprocal over
+ * the whole float range (passes/canonicalize_reciprocal.c); others stay
+ * IEEE. */
 #include <string.h>
 
 #include "internal.h"
@@ -29,7 +32,7 @@ static LLVMValueRef fma3(bk_module *m, LLVMValueRef a, LLVMValueRef b, LLVMValue
 
 /* One PTX instruction of f32 operands as inline assembly, marked as
  * touching no memory so that common subexpression elimination merges the
- * calls of one operand (a row's divisor is shared by all its elements). */
+ * calls of one operand (a value used by several divisions). */
 static LLVMValueRef asm_f32(bk_module *m, const char *text, LLVMValueRef v) {
   LLVMTypeRef t = m->t_f32;
   LLVMTypeRef fty = LLVMFunctionType(t, &t, 1, 0);
@@ -75,22 +78,4 @@ LLVMValueRef bk_fast_exp_f32(bk_module *m, LLVMValueRef x) {
   LLVMValueRef mx[2] = {c, f32c(m, 0.5)};
   c = bk_call_intrinsic(m, "llvm.maxnum", &ft, 1, mx, 2);
   return LLVMBuildFMul(m->B, p, c, "");
-}
-
-/* a/b as q = a r with r = rcp.approx(b), corrected once by the exact
- * residual a - q b (Markstein): within 1 ulp, and correctly rounded but
- * for rare ties of the approximate reciprocal.  The reciprocal depends on
- * b only, so a row's divisor (softmax's sum) costs one per thread, and
- * each element 3 instructions where div.rn.f32 takes a test, a call and
- * a slow path.  Where the correction is NaN (b zero or infinite, a
- * infinite) q is the quotient already: +-inf, 0 or NaN as IEEE gives.
- * Not exact: |b| below 2^-128 (r overflows: a tiny a over a tiny b gives
- * inf) and quotients within an ulp of overflow. */
-LLVMValueRef bk_fast_div_f32(bk_module *m, LLVMValueRef a, LLVMValueRef b) {
-  LLVMValueRef r = bk_fast_rcp_f32(m, b);
-  LLVMValueRef q = LLVMBuildFMul(m->B, a, r, "");
-  LLVMValueRef res = fma3(m, LLVMBuildFNeg(m->B, q, ""), b, a);
-  LLVMValueRef q1 = fma3(m, res, r, q);
-  LLVMValueRef nan = LLVMBuildFCmp(m->B, LLVMRealUNO, q1, q1, "");
-  return LLVMBuildSelect(m->B, nan, q, q1, "");
 }

@@ -47,10 +47,6 @@ typedef struct bk_module {
   LLVMModuleRef M;
   LLVMBuilderRef B;
   int sm; /* e.g. 90 for sm_90 and sm_90a: the __CUDA_ARCH reflect value / 10 */
-  /* set around bk_math: the division it computes (div's divisor, silu's
-   * 1 + exp(-x)) is by a value computed from data, which the f32 fast
-   * path takes (lib/ir/kir_data.c says why not the others) */
-  bool div_by_data;
   bool failed;
   LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_void, t_ptr0, t_ptr1, t_ptr3;
 } bk_module;
@@ -62,7 +58,6 @@ typedef struct bk_kernel {
   LLVMValueRef fn;
   LLVMValueRef *vals; /* by kval id: scalar value, or the pointer of a tensor/array/mutable */
   uint32_t n_vals;
-  bool *data; /* by kval id: computed from data (fu_kernel_data_values) */
   LLVMMetadataRef invariant_md; /* empty node for !invariant.load */
   unsigned invariant_kind;
   unsigned loop_kind;
@@ -114,11 +109,9 @@ LLVMValueRef bk_math(bk_module *m, fu_op_kind op, fu_dtype result, const fu_dtyp
 
 /* ---- fast_math.c ---- */
 /* The f32 fast paths (--disable=fast_paths turns them off): rcp.approx,
- * an exp of ex2.approx and a correction, a division by the reciprocal
- * with one residual step. */
+ * and an exp of ex2.approx and a correction. */
 LLVMValueRef bk_fast_rcp_f32(bk_module *m, LLVMValueRef v);
 LLVMValueRef bk_fast_exp_f32(bk_module *m, LLVMValueRef x);
-LLVMValueRef bk_fast_div_f32(bk_module *m, LLVMValueRef a, LLVMValueRef b);
 
 /* ---- rng.c ---- */
 /* uniform or normal of a `result` element from (a, b, seed, offset, index),

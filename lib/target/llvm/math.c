@@ -246,18 +246,11 @@ static LLVMValueRef reciprocal(const mctx *x, LLVMValueRef v) {
   return bk_fast_rcp_f32(x->m, v);
 }
 
-/* Whether f32 exp and division take fast_math.c's sequences. */
-static bool fast_f32(const mctx *x) { return x->C == FU_DT_F32 && !x->m->be->no_fast_paths; }
-
+/* exp: fast_math.c's sequence in f32 with the fast paths on, libdevice's
+ * otherwise. */
 static LLVMValueRef exp_of(const mctx *x, LLVMValueRef *a) {
-  return fast_f32(x) ? bk_fast_exp_f32(x->m, a[0]) : libdevice_call(x, "exp", a, 1);
-}
-
-/* a/b: the fast path for a divisor computed from data (bk_module's
- * div_by_data), IEEE for one LLVM may fold. */
-static LLVMValueRef div_of(const mctx *x, LLVMValueRef a, LLVMValueRef b) {
-  bool fast = fast_f32(x) && x->m->div_by_data;
-  return fast ? bk_fast_div_f32(x->m, a, b) : LLVMBuildFDiv(x->B, a, b, "");
+  bool fast = x->C == FU_DT_F32 && !x->m->be->no_fast_paths;
+  return fast ? bk_fast_exp_f32(x->m, a[0]) : libdevice_call(x, "exp", a, 1);
 }
 
 static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint32_t n) {
@@ -289,7 +282,7 @@ static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint
     LLVMValueRef e = exp_of(x, &neg);
     if (!e) return NULL;
     LLVMValueRef den = LLVMBuildFAdd(B, fconst(x, 1.0), e, "");
-    return op == FU_OP_SILU ? div_of(x, a[0], den) : reciprocal(x, den);
+    return op == FU_OP_SILU ? LLVMBuildFDiv(B, a[0], den, "") : reciprocal(x, den);
   }
   case FU_OP_RELU: return fsel(x, LLVMRealOLT, a[0], fconst(x, 0.0), fconst(x, 0.0), a[0]);
   case FU_OP_SIGN: { /* (x > 0) - (x < 0), as PyTorch: NaN and -0.0 give +0.0 */
@@ -299,7 +292,7 @@ static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint
   case FU_OP_ADD: return LLVMBuildFAdd(B, a[0], a[1], "");
   case FU_OP_SUB: return LLVMBuildFSub(B, a[0], a[1], "");
   case FU_OP_MUL: return LLVMBuildFMul(B, a[0], a[1], "");
-  case FU_OP_DIV: return div_of(x, a[0], a[1]);
+  case FU_OP_DIV: return LLVMBuildFDiv(B, a[0], a[1], "");
   case FU_OP_REMAINDER: {
     LLVMValueRef r = libdevice_call(x, "fmod", a, 2);
     if (!r) return NULL;
