@@ -4,8 +4,8 @@
  * expf is 11 PTX instructions with its range reduction and scaling.  The
  * bf16 softmax of [1024, 65536] keeps its rows in shared memory, one
  * block an SM, and its time is set by those instructions as much as by
- * memory: 128.5 us with libdevice's exp and the 3-instruction maximum,
- * 109.6 with this exp and max.NaN.f32 (H100, one call).  The exp here
+ * memory: 128.7-128.8 us with libdevice's exp and the 3-instruction
+ * maximum, 109.0-109.4 with this exp and max.NaN.f32 (H100, one call).  The exp here
  * stays within a few ulps of libdevice's (below); --disable=fast_paths
  * gives libdevice back.  The cuda target writes the same sequences
  * (lib/target/cuda/prelude.c: fu_rcp, fu_exp), so the two backends stay
