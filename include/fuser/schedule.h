@@ -270,6 +270,18 @@ uint32_t fu_persist_row_loop_blocks(const fu_device *dev, int64_t threads);
  * own limit.  The scheduler takes such blocks only then; the lowering asks
  * ptxas for them (`min_blocks`). */
 uint32_t fu_persist_register_blocks(const fu_device *dev, int64_t threads, int64_t cached_bytes);
+/* The most full-size inputs a persistent schedule considers staging. */
+enum { FU_STAGE_MAX = 16 };
+/* The full-size tensors of persistent segment `seg` (inputs and outputs
+ * with the elements of reference `ref`; with `views`, as many constant
+ * elements, where a row has more than one): their widest dtype (*widest
+ * bytes, 0 when bool is among them), the bytes per element of the inputs
+ * among them in their compute dtype (f32 for 16-bit ones: the values a
+ * persist=registers schedule caches; at least 4), and those inputs (the
+ * first FU_STAGE_MAX, in operand order: what a shared-memory schedule may
+ * stage).  The scheduler plans on it, the lowering asks min_blocks by it. */
+void fu_persist_full_size(const fu_op *seg, const fu_value *ref, bool views, size_t *widest, size_t *cached,
+                          const fu_value **inputs, uint32_t *n_inputs);
 
 /* The tile of a transpose schedule (lib/analysis/transpose_tile.c): a
  * schedule with a tensor of access=tile has the form

@@ -786,30 +786,22 @@ static void rows(prow *P, uint32_t nv) {
 }
 
 /* The bytes of row values each thread of a persist=registers kernel
- * keeps: its part of every full-size input (as many elements as the
- * reference), in its compute dtype (f32 for 16-bit ones), as the
- * scheduler's register budget counts them; -1 for a symbolic shape. */
+ * keeps: its part of the row times the cached bytes per element that the
+ * scheduler planned on (fu_persist_full_size); -1 for a symbolic row. */
 static int64_t cached_bytes_per_thread(const rl *L, int64_t threads) {
   const fu_type *rt = &L->s->reference->type;
-  int64_t numel = 1, row = 1;
-  for (int32_t d = 0; d < rt->rank; d++) {
-    if (rt->dims[d].sym) return -1;
-    numel *= rt->dims[d].value;
-  }
+  int64_t row = 1;
   for (uint32_t a = 0; a < L->s->n_axes && a < 256; a++) {
     int32_t d = L->s->axes[a].ref_dim;
-    if (d >= 0 && d < rt->rank && L->ra[a]) row *= rt->dims[d].value;
+    if (d < 0 || d >= rt->rank || !L->ra[a]) continue;
+    if (rt->dims[d].sym) return -1;
+    row *= rt->dims[d].value;
   }
-  int64_t bytes = 0;
-  for (uint32_t i = 0; i < L->seg->n_operands; i++) {
-    const fu_type *t = &L->seg->operands[i]->type;
-    if (!fu_type_is_tensor(t)) continue;
-    int64_t n = 1;
-    for (int32_t d = 0; d < t->rank && n >= 0; d++) n = t->dims[d].sym ? -1 : n * t->dims[d].value;
-    size_t sz = fu_dtype_size(t->dtype);
-    if (n == numel) bytes += sz < 4 ? 4 : (int64_t)sz;
-  }
-  return bytes * ((row + threads - 1) / threads);
+  size_t widest = 0, cached = 0;
+  const fu_value *inputs[FU_STAGE_MAX];
+  uint32_t n_inputs = 0;
+  fu_persist_full_size(L->seg, L->s->reference, row > 1, &widest, &cached, inputs, &n_inputs);
+  return (int64_t)cached * ((row + threads - 1) / threads);
 }
 
 /* The kernel body (fu_rl_lower's callback). */

@@ -53,7 +53,6 @@ fu_status fu_schedule_narrowed(fu_fusion *f, fu_op *seg, const fu_device *dev, f
  * and the slots of the reductions of a block of `threads` threads fit the
  * device's shared memory per block; the others that more than one pass
  * reads are `left` (reread from global memory). */
-enum { FU_STAGE_MAX = 16 };
 typedef struct fu_stage_plan {
   const fu_value *staged[FU_STAGE_MAX];
   uint32_t n_staged;

@@ -148,54 +148,6 @@ static double dim_estimate(fu_fusion *f, fu_extent e, double dflt) {
   return dflt;
 }
 
-/* Whether a has the elements of b: the same shape, or with `views`, as
- * many constant elements (a view of it: group norm's [N, C, H, W] input and
- * output beside the [N, G, C/G, H, W] reference; only where a row has more
- * than one element, else the per-row values count as many). */
-static bool same_elems(const fu_value *a, const fu_value *b, bool views) {
-  bool same = fu_type_same_shape(&a->type, &b->type);
-  if (same || !views) return same;
-  int64_t na = 1, nb = 1;
-  for (int32_t d = 0; d < a->type.rank; d++) {
-    if (a->type.dims[d].sym) return false;
-    na *= a->type.dims[d].value;
-  }
-  for (int32_t d = 0; d < b->type.rank; d++) {
-    if (b->type.dims[d].sym) return false;
-    nb *= b->type.dims[d].value;
-  }
-  return na == nb;
-}
-
-/* The full-size tensors of the segment (inputs and outputs of the
- * reference's elements): their widest dtype (*widest bytes, 0 when bool is
- * among them), the bytes per element of the inputs among them (the
- * inputs a registers schedule caches), and those inputs (the first
- * FU_STAGE_MAX, in operand order: what a shared-memory schedule may stage). */
-static void full_size_bytes(const fu_op *seg, const fu_value *ref, bool views, size_t *widest, size_t *cached,
-                            const fu_value **inputs, uint32_t *n_inputs) {
-  *widest = 0;
-  *cached = 0;
-  *n_inputs = 0;
-  bool any_bool = false;
-  const fu_segment_info *si = &seg->u.segment;
-  for (uint32_t pass = 0; pass < 2; pass++)
-    for (uint32_t k = 0; k < (pass ? si->n_outputs : seg->n_operands); k++) {
-      const fu_value *v = pass ? si->outputs[k] : seg->operands[k];
-      if (!fu_type_is_tensor(&v->type) || !same_elems(v, ref, views)) continue;
-      size_t sz = fu_dtype_size(v->type.dtype);
-      any_bool |= v->type.dtype == FU_DT_BOOL;
-      if (sz > *widest) *widest = sz;
-      /* a cached element lives in registers in its compute dtype (f16 and
-       * bf16 in f32: the conversion of a cached vector is computed once
-       * and kept, by common subexpression elimination) */
-      if (!pass) *cached += sz < 4 ? 4 : sz;
-      if (!pass && *n_inputs < FU_STAGE_MAX) inputs[(*n_inputs)++] = v;
-    }
-  if (any_bool) *widest = 0;
-  if (!*cached) *cached = 4;
-}
-
 /* reduced[d]: whether reduction `red` reduces dim d of its rank-`rank`
  * operand (var/var_mean's payload starts with the same axes list). */
 static void reduced_dims(const fu_op *red, int32_t rank, bool *reduced) {
@@ -434,7 +386,7 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   size_t widest, cached;
   const fu_value *full[FU_STAGE_MAX];
   uint32_t n_full;
-  full_size_bytes(seg, ref, row_const && row > 1, &widest, &cached, full, &n_full);
+  fu_persist_full_size(seg, ref, row_const && row > 1, &widest, &cached, full, &n_full);
   /* partial sums: an f32 accumulator per element and sum, in registers */
   const fu_op *first_partial = NULL;
   uint32_t n_partial = fu_segment_partial_sums(seg, &first_partial, 1);
@@ -602,7 +554,7 @@ int64_t fu_schedule_inner_outer_parts(fu_fusion *f, const fu_op *seg, uint32_t n
   size_t widest, cached;
   const fu_value *full[FU_STAGE_MAX];
   uint32_t n_full;
-  full_size_bytes(seg, ref, false, &widest, &cached, full, &n_full);
+  fu_persist_full_size(seg, ref, false, &widest, &cached, full, &n_full);
   int64_t vw = vector_width(widest, n, 8);
   bool kept_const = !ref->type.dims[0].sym;
   int64_t m = kept_const ? ref->type.dims[0].value : 1;
