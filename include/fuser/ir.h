@@ -448,6 +448,11 @@ void fu_value_set_name(fu_module *m, fu_value *v, const char *name);
 fu_op *fu_walk_first(fu_block *b);
 fu_op *fu_walk_next(fu_op *op);
 
+/* Whether v is one of segment seg's operands (inputs), or one of its
+ * outputs. */
+bool fu_segment_has_input(const fu_op *seg, const fu_value *v);
+bool fu_segment_has_output(const fu_op *seg, const fu_value *v);
+
 /* The fusion's OUTPUT ops' operands, in order, into `out` (capacity cap);
  * returns the total number of outputs. */
 uint32_t fu_fusion_outputs(fu_fusion *f, fu_value **out, uint32_t cap);

@@ -15,21 +15,7 @@ static const char *seg_name(const fu_op *seg) { return seg->u.segment.name ? seg
 
 static bool in_segment(const fu_op *seg, const fu_value *v) {
   if (!v) return false;
-  for (uint32_t i = 0; i < seg->n_operands; i++)
-    if (seg->operands[i] == v) return true;
-  return v->def && v->def->parent == seg->u.segment.body;
-}
-
-static bool is_segment_output(const fu_op *seg, const fu_value *v) {
-  for (uint32_t i = 0; i < seg->u.segment.n_outputs; i++)
-    if (seg->u.segment.outputs[i] == v) return true;
-  return false;
-}
-
-static bool is_segment_input(const fu_op *seg, const fu_value *v) {
-  for (uint32_t i = 0; i < seg->n_operands; i++)
-    if (seg->operands[i] == v) return true;
-  return false;
+  return fu_segment_has_input(seg, v) || (v->def && v->def->parent == seg->u.segment.body);
 }
 
 /* The structure: axes used once, loop = leaves, parallel types.  used_by
@@ -99,13 +85,13 @@ static bool verify_structure_in(fu_op *seg, const fu_schedule *s, fu_diag_engine
       ok = false;
       continue;
     }
-    bool global = is_segment_input(seg, t->value) || is_segment_output(seg, t->value);
+    bool global = fu_segment_has_input(seg, t->value) || fu_segment_has_output(seg, t->value);
     /* an input a persist=smem schedule stages in shared memory */
-    bool staged = t->memory == FU_MEM_SHARED && s->persist == FU_PM_SMEM && is_segment_input(seg, t->value);
+    bool staged = t->memory == FU_MEM_SHARED && s->persist == FU_PM_SMEM && fu_segment_has_input(seg, t->value);
     if (global && t->memory != FU_MEM_GLOBAL && !staged) {
       fu_error(diag, t->loc, "'%%%s' is an input or output of the segment: its memory is global%s",
                t->value->name ? t->value->name : "?",
-               t->memory == FU_MEM_SHARED && is_segment_input(seg, t->value)
+               t->memory == FU_MEM_SHARED && fu_segment_has_input(seg, t->value)
                    ? " (shared stages an input of a persist=smem schedule only)"
                    : "");
       ok = false;
@@ -345,7 +331,7 @@ static bool verify_peel(const fu_op *seg, const fu_schedule *s, fu_diag_engine *
                t->value->name ? t->value->name : "?");
       fu_note(diag, vec->loc, "the first is here");
       ok = false;
-    } else if (!is_segment_input(seg, t->value)) {
+    } else if (!fu_segment_has_input(seg, t->value)) {
       fu_error(diag, t->loc, "a peeled split aligns the loads of a segment input; '%%%s' is not one",
                t->value->name ? t->value->name : "?");
       ok = false;

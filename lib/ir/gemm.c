@@ -24,12 +24,6 @@ fu_op *fu_gemm_product(const fu_op *seg) {
   return NULL;
 }
 
-static bool is_segment_input(const fu_op *seg, const fu_value *v) {
-  for (uint32_t i = 0; i < seg->n_operands; i++)
-    if (seg->operands[i] == v) return true;
-  return false;
-}
-
 static bool defined_in(const fu_op *seg, const fu_value *v) {
   return v && v->def && v->def->parent == seg->u.segment.body;
 }
@@ -58,7 +52,7 @@ fu_status fu_gemm_verify(const fu_op *seg, const fu_gemm *g, fu_diag_engine *dia
     fu_error(diag, g->loc, "'gemm': the result must be an output of segment '@%s' defined in it", name);
     return FU_ERR_VERIFY;
   }
-  if (g->bias && !is_segment_input(seg, g->bias) && !defined_in(seg, g->bias)) {
+  if (g->bias && !fu_segment_has_input(seg, g->bias) && !defined_in(seg, g->bias)) {
     fu_error(diag, g->loc, "'gemm': the bias must be an input or a value of segment '@%s'", name);
     return FU_ERR_VERIFY;
   }

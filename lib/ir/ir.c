@@ -311,3 +311,15 @@ void fu_use_map_free(fu_use_map *m) {
   if (m->uses) fu_mem_free(&m->alloc, m->uses, 0);
   memset(m, 0, sizeof *m);
 }
+
+bool fu_segment_has_input(const fu_op *seg, const fu_value *v) {
+  for (uint32_t i = 0; i < seg->n_operands; i++)
+    if (seg->operands[i] == v) return true;
+  return false;
+}
+
+bool fu_segment_has_output(const fu_op *seg, const fu_value *v) {
+  for (uint32_t i = 0; i < seg->u.segment.n_outputs; i++)
+    if (seg->u.segment.outputs[i] == v) return true;
+  return false;
+}

@@ -95,18 +95,12 @@ static void reset_memo(prow *P) {
   for (uint32_t i = 0; i < P->n_perm; i++) fu_rl_memo_put(L, P->perm[i].v, P->perm[i].c, P->perm[i].kv);
 }
 
-static bool is_seg_input(const rl *L, const fu_value *v) {
-  for (uint32_t i = 0; i < L->seg->n_operands; i++)
-    if (L->seg->operands[i] == v) return true;
-  return false;
-}
-
 /* Marks in P->need the segment inputs that v reads, not looking through
  * reductions (their results are known by the time a pass reads them). */
 static void mark_inputs(prow *P, const fu_value *v) {
   rl *L = LL(P);
   if (P->need[v->id]) return;
-  if (is_seg_input(L, v)) {
+  if (fu_segment_has_input(L->seg, v)) {
     P->need[v->id] = true;
     return;
   }
@@ -487,7 +481,7 @@ static bool on_chip(prow *P, const fu_op *op) {
   mark_inputs(P, op->operands[0]);
   for (uint32_t a = 0; a < P->n_acc; a++) {
     const fu_iaccess *x = fu_igraph_access(L->g, a);
-    if (!x->is_store && P->need[x->value->id] && is_seg_input(L, x->value) && !P->stage[a]) return false;
+    if (!x->is_store && P->need[x->value->id] && fu_segment_has_input(L->seg, x->value) && !P->stage[a]) return false;
   }
   return true;
 }
@@ -785,23 +779,30 @@ static void rows(prow *P, uint32_t nv) {
   L->b = saved;
 }
 
-/* The bytes of row values each thread of a persist=registers kernel
- * keeps: its part of the row times the cached bytes per element that the
- * scheduler planned on (fu_persist_full_size); -1 for a symbolic row. */
-static int64_t cached_bytes_per_thread(const rl *L, int64_t threads) {
-  const fu_type *rt = &L->s->reference->type;
+/* The blocks per SM the kernel plans on, which the lowering asks ptxas
+ * for (`min_blocks`; 0 or 1: no bound): with a row loop (the inner-outer
+ * rewrite's partial sums) fu_persist_row_loop_blocks; with a constant row
+ * in registers fu_persist_register_blocks of its part of the row times the
+ * cached bytes per element the scheduler planned on (fu_persist_full_size). */
+static uint32_t planned_blocks(const prow *P) {
+  rl *L = P->L;
+  fu_device dev;
+  if (!fu_persist_device(L->s, &dev)) return 0;
+  int64_t threads = (int64_t)L->k->block[0] * L->k->block[1] * L->k->block[2];
+  if (P->row_loop >= 0) return P->n_partial ? fu_persist_row_loop_blocks(&dev, threads) : 0;
+  if (!P->registers) return 0;
+  const fu_value *ref = L->s->reference;
   int64_t row = 1;
-  for (uint32_t a = 0; a < L->s->n_axes && a < 256; a++) {
-    int32_t d = L->s->axes[a].ref_dim;
-    if (d < 0 || d >= rt->rank || !L->ra[a]) continue;
-    if (rt->dims[d].sym) return -1;
-    row *= rt->dims[d].value;
+  for (int32_t d = 0; d < ref->type.rank; d++) {
+    if (!L->ri.reduced_dim[d]) continue;
+    if (ref->type.dims[d].sym) return 0;
+    row *= ref->type.dims[d].value;
   }
   size_t widest = 0, cached = 0;
   const fu_value *inputs[FU_STAGE_MAX];
   uint32_t n_inputs = 0;
-  fu_persist_full_size(L->seg, L->s->reference, row > 1, &widest, &cached, inputs, &n_inputs);
-  return (int64_t)cached * ((row + threads - 1) / threads);
+  fu_persist_full_size(L->seg, ref, row > 1, &widest, &cached, inputs, &n_inputs);
+  return fu_persist_register_blocks(&dev, threads, (int64_t)cached * ((row + threads - 1) / threads));
 }
 
 /* The kernel body (fu_rl_lower's callback). */
@@ -851,20 +852,8 @@ static void persistent_body(rl *L) {
   if (n_partial > FU_PERSIST_MAX_PARTIALS) fu_rl_fail(L, s->loc, "more than 4 partial sums in one segment");
   for (uint32_t k = 0; k < P.n_partial && own; k++) own[P.partial[k]->results[0]->id] = true;
   L->own_store = own;
-  /* a row loop plans on fu_persist_row_loop_blocks blocks resident (the
-   * schedule pass's inner-outer rewrite): ptxas is asked to fit them */
-  fu_device dev;
-  int64_t threads = (int64_t)L->k->block[0] * L->k->block[1] * L->k->block[2];
-  if (P.row_loop >= 0 && P.n_partial && fu_persist_device(s, &dev)) {
-    uint32_t want = fu_persist_row_loop_blocks(&dev, threads);
-    if (want > 1) L->k->min_blocks = want;
-  }
-  /* a row of 1024 threads whose values fit half their registers: two
-   * blocks an SM (fu_persist_register_blocks, the scheduler's rule) */
-  if (P.row_loop < 0 && P.registers && fu_persist_device(s, &dev)) {
-    uint32_t want = fu_persist_register_blocks(&dev, threads, cached_bytes_per_thread(L, threads));
-    if (want > 1) L->k->min_blocks = want;
-  }
+  uint32_t want = planned_blocks(&P);
+  if (want > 1) L->k->min_blocks = want;
   if (!P.cache || !P.loaded || !P.need || !own || !P.pacc ||
       (n_st && (!P.stage || !P.stage_at || !P.staged || !P.storing))) {
     fu_rl_chk(L, NULL);

@@ -119,12 +119,6 @@ static void memo_clear(lw *L) {
   L->n_casts = 0;
 }
 
-static bool is_seg_input(const lw *L, const fu_value *v) {
-  for (uint32_t i = 0; i < L->seg->n_operands; i++)
-    if (L->seg->operands[i] == v) return true;
-  return false;
-}
-
 static fu_kval *cast_to(lw *L, fu_kval *x, fu_dtype t) {
   if (!x || x->dtype == t) return x;
   return chk(L, fu_kb_unary(&L->b, NULL, FU_OP_CAST, t, x));
@@ -361,7 +355,7 @@ static fu_kval *compute(lw *L, const fu_op *op, const fu_value *v, const fu_ix *
 static fu_kval *leaf(lw *L, const fu_value *v, const fu_ix *const *c, uint32_t lane, bool *is_leaf) {
   *is_leaf = true;
   if (v->is_literal) return literal(L, v);
-  if (is_seg_input(L, v)) {
+  if (fu_segment_has_input(L->seg, v)) {
     if (fu_type_is_tensor(&v->type)) return load(L, v, c, lane);
     if (!L->sparam[v->id]) {
       fu_error(L->diag, L->seg->loc, "scalar '%%%s' has no kernel parameter", vname(v));

@@ -83,13 +83,13 @@ static bool qualifies(io_ctx *c, const fu_op *r, uint32_t *n_sums, char *why, si
   const fu_segment_info *si = &r->u.segment;
   const char *pn = seg_name(c->pseg);
   for (uint32_t i = 0; i < r->n_operands; i++)
-    if (!fu_schedule_is_seg_input(c->pseg, r->operands[i]) && !fu_schedule_is_seg_output(c->pseg, r->operands[i])) {
+    if (!fu_segment_has_input(c->pseg, r->operands[i]) && !fu_segment_has_output(c->pseg, r->operands[i])) {
       snprintf(why, cap, "it reads %%%s, which persistent segment '@%s' neither reads nor computes",
                vname(r->operands[i]), pn);
       return false;
     }
   for (uint32_t i = 0; i < si->n_outputs; i++)
-    if (fu_schedule_is_seg_input(c->pseg, si->outputs[i])) {
+    if (fu_segment_has_input(c->pseg, si->outputs[i])) {
       snprintf(why, cap, "persistent segment '@%s' reads its result %%%s", pn, vname(si->outputs[i]));
       return false;
     }

@@ -13,11 +13,6 @@
  * *numel; NULL when it has none (passes/schedule/pointwise.c). */
 const fu_value *fu_schedule_largest_output(const fu_op *seg, const fu_example_sizes *bind, double *numel);
 
-/* Whether v is one of segment seg's operands (inputs), or of its outputs
- * (passes/schedule/pointwise.c). */
-bool fu_schedule_is_seg_input(const fu_op *seg, const fu_value *v);
-bool fu_schedule_is_seg_output(const fu_op *seg, const fu_value *v);
-
 /* The reference's logical dims as the first axes of a schedule being
  * built: axes[d] named names[d] = "d<d>" for d < rank; returns the rank
  * (passes/schedule/pointwise.c). */

@@ -178,17 +178,6 @@ static fu_schedule *make_schedule(fu_module *m, const fu_value *ref, const plan 
 
 /* ---- analysis helpers ---------------------------------------------------------------- */
 
-bool fu_schedule_is_seg_output(const fu_op *seg, const fu_value *v) {
-  for (uint32_t i = 0; i < seg->u.segment.n_outputs; i++)
-    if (seg->u.segment.outputs[i] == v) return true;
-  return false;
-}
-
-bool fu_schedule_is_seg_input(const fu_op *seg, const fu_value *v) {
-  for (uint32_t i = 0; i < seg->n_operands; i++)
-    if (seg->operands[i] == v) return true;
-  return false;
-}
 
 /* Which reference dims each input's offset depends on, from a probe
  * schedule with one serial loop per reference dim (so offsets are written
@@ -401,14 +390,14 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_sch
     if (tens[k].access != FU_ACCESS_SCALAR) continue;
     /* bool tensors are never vector accesses: they do not narrow the rest */
     if (tens[k].value->type.dtype == FU_DT_BOOL) continue;
-    if (fu_schedule_is_seg_output(seg, tens[k].value)) *outputs_ok = false;
+    if (fu_segment_has_output(seg, tens[k].value)) *outputs_ok = false;
     else (*n_scalar)++;
   }
   /* intermediates: registers, inlined into every loop axis */
   for (fu_op *op = seg->u.segment.body->first; op && n < cap; op = op->next)
     for (uint32_t r = 0; r < op->n_results && n < cap; r++) {
       fu_value *v = op->results[r];
-      if (!fu_type_is_tensor(&v->type) || fu_schedule_is_seg_output(seg, v) || fu_schedule_is_seg_input(seg, v)) continue;
+      if (!fu_type_is_tensor(&v->type) || fu_segment_has_output(seg, v) || fu_segment_has_input(seg, v)) continue;
       fu_stensor t;
       memset(&t, 0, sizeof t);
       t.value = v;
@@ -583,7 +572,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   /* 5. unroll for bytes in flight, keeping at least one full wave */
   uint32_t n_loaded = 0;
   for (uint32_t i = 0; i < best->n_tensors; i++)
-    if (best->tensors[i].memory == FU_MEM_GLOBAL && fu_schedule_is_seg_input(seg, best->tensors[i].value)) n_loaded++;
+    if (best->tensors[i].memory == FU_MEM_GLOBAL && fu_segment_has_input(seg, best->tensors[i].value)) n_loaded++;
   double per_thread = (double)(p.vec * (int64_t)widest) * (n_loaded ? n_loaded : 1);
   uint32_t threads_per_sm = dev->max_threads_per_sm;
   if (dev->max_blocks_per_sm * p.block < threads_per_sm) threads_per_sm = dev->max_blocks_per_sm * (uint32_t)p.block;
