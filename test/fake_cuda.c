@@ -24,8 +24,20 @@
  * FAKE_CUDA_NVRTC_SKEW=1 makes the f32 kernels of a module whose PTX NVRTC
  * wrote (its "NVVM" header) return every result one ulp away from zero, as
  * a math library that rounds differently would (fuser-run
- * --diff-backends must then say which outputs differ). */
+ * --diff-backends must then say which outputs differ).
+ *
+ * Thread-block clusters: a kernel of the table with `cluster` set runs only
+ * through cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+ * {cluster, 1, 1} and a grid.x that is a multiple of it; any other launch
+ * of it, or a cluster attribute on another kernel, fails at once with
+ * CUDA_ERROR_INVALID_CLUSTER_SIZE.  Stricter and earlier than a GPU (on an
+ * H100 the LLVM backend's PTX, which cannot state its cluster shape, runs
+ * when launched without clusters and faults at its mapa with
+ * CUDA_ERROR_ILLEGAL_INSTRUCTION), so that a runtime that forgets the
+ * attribute fails here too.  FAKE_CUDA_LAUNCHES=1 prints one line per
+ * launch to stderr: the entry point, the call and its cluster shape. */
 #include <cuda.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +109,13 @@ static void k_vadd(const unsigned grid[3], const unsigned block[3], void **param
 
 static void k_nothing(const unsigned grid[3], const unsigned block[3], void **params) {}
 
+/* (out: f32*): out[b] = b ^ 1 (test_gpu_runtime's cluster_swap: each block
+ * of a cluster of 2 writes what the other one staged in shared memory) */
+static void k_cluster_swap(const unsigned grid[3], const unsigned block[3], void **params) {
+  float *out = ptr_arg(params, 0);
+  for (unsigned b = 0; b < grid[0]; b++) out[b] = (float)(b ^ 1u);
+}
+
 static void k_inc_i32(const unsigned grid[3], const unsigned block[3], void **params) {
   const int32_t *in = ptr_arg(params, 0);
   int32_t *out = ptr_arg(params, 1);
@@ -108,20 +127,24 @@ static void k_inc_i32(const unsigned grid[3], const unsigned block[3], void **pa
 typedef struct fake_kernel {
   const char *name;
   fake_fn fn;
+  unsigned cluster; /* blocks per cluster along x its launch must give; 0: none */
 } fake_kernel;
 
 static const fake_kernel kernels[] = {
-    {"fake_scale", k_scale},
-    {"fake_scale_skip", k_scale_skip},
-    {"fake_inc_i32", k_inc_i32},
+    {"fake_scale", k_scale, 0},
+    {"fake_scale_skip", k_scale_skip, 0},
+    {"fake_inc_i32", k_inc_i32, 0},
+    /* fake_scale in clusters of 2 blocks (test_runtime's tool_clusters) */
+    {"fake_scale_cluster2", k_scale, 2},
     /* the hand-written PTX kernels of test_gpu_runtime.c */
-    {"vadd", k_vadd},
-    {"f_g0", k_scale},
-    {"f_g0_skip", k_scale_skip},
+    {"vadd", k_vadd, 0},
+    {"cluster_swap", k_cluster_swap, 2},
+    {"f_g0", k_scale, 0},
+    {"f_g0_skip", k_scale_skip, 0},
     /* the benchmark's spin after each L2 flush (lib/runtime/bench.c) */
-    {"fuser_bench_settle", k_nothing},
+    {"fuser_bench_settle", k_nothing, 0},
 };
-static const fake_kernel nothing = {"nothing", k_nothing};
+static const fake_kernel nothing = {"nothing", k_nothing, 0};
 
 static double fake_clock_us; /* advanced by copies and launches; events read it */
 
@@ -133,6 +156,7 @@ EXPORT CUresult cuGetErrorName(CUresult r, const char **s) {
   case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return CUDA_SUCCESS;
   case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; return CUDA_SUCCESS;
   case CUDA_ERROR_ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_CLUSTER_SIZE: *s = "CUDA_ERROR_INVALID_CLUSTER_SIZE"; return CUDA_SUCCESS;
   default: *s = NULL; return CUDA_ERROR_INVALID_VALUE;
   }
 }
@@ -276,10 +300,16 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
   return CUDA_ERROR_NOT_FOUND;
 }
 EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) { return CUDA_SUCCESS; }
-EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                               unsigned bz, unsigned smem, CUstream s, void **params, void **extra) {
-  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  const fake_kernel *k = (const fake_kernel *)(const void *)f;
+/* Runs kernel k (launched with `cluster` blocks per cluster along x, 0
+ * for a launch without clusters), or refuses the launch as the driver
+ * would refuse its cluster shape. */
+static CUresult launch(const fake_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned cluster,
+                       const char *call, void **params) {
+  if (env_size("FAKE_CUDA_LAUNCHES")) fprintf(stderr, "fake-cuda: %s('%s') cluster=%u\n", call, k->name, cluster);
+  if (cluster == 1) cluster = 0; /* a cluster of one block is no cluster */
+  /* FAKE_CUDA_ANY_KERNEL's stand-in takes any shape */
+  bool refused = k != &nothing && cluster != k->cluster;
+  if (refused || (cluster && grid[0] % cluster != 0)) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
   if (env_size("FAKE_CUDA_LAUNCH_FAULT")) {
     pending_fault = 1; /* the fault surfaces at the next synchronization */
     return CUDA_SUCCESS;
@@ -287,6 +317,24 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
   k->fn(grid, block, params);
   fake_clock_us += 5.0;
   return CUDA_SUCCESS;
+}
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned smem, CUstream s, void **params, void **extra) {
+  const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  return launch((const fake_kernel *)(const void *)f, grid, block, 0, "cuLaunchKernel", params);
+}
+/* The cluster dimension is the only attribute the fake knows; one of
+ * another shape than {x, 1, 1} is refused. */
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+  const unsigned grid[3] = {c->gridDimX, c->gridDimY, c->gridDimZ}, block[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
+  unsigned cluster = 0;
+  for (unsigned i = 0; i < c->numAttrs; i++) {
+    const CUlaunchAttribute *a = &c->attrs[i];
+    if (a->id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) return CUDA_ERROR_INVALID_VALUE;
+    if (a->value.clusterDim.y != 1 || a->value.clusterDim.z != 1) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    cluster = a->value.clusterDim.x;
+  }
+  return launch((const fake_kernel *)(const void *)f, grid, block, cluster, "cuLaunchKernelEx", params);
 }
 EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
   *s = (CUstream)(void *)&stream_token;

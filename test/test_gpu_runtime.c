@@ -1,5 +1,6 @@
 /* GPU tests of the CUDA runtime (label gpu): hand-written PTX loaded and
- * run through the driver API, a lowered fusion with a hand-built kernel
+ * run through the driver API, a kernel of thread-block clusters launched
+ * through cuLaunchKernelEx, a lowered fusion with a hand-built kernel
  * executed and checked against the interpreter (also with a kernel that
  * leaves an element unwritten, which the 0xFF poison must expose), a bad
  * PTX whose JIT error log must reach the message, and the benchmark.
@@ -97,6 +98,54 @@ static const char *k_vadd_ptx =
 static const char *k_scale_ptx = ".version 7.0\n.target sm_70\n.address_size 64\n" SCALE_PTX("f_g0", "0")
     SCALE_PTX("f_g0_skip", "1");
 
+/* Thread-block clusters (sm_90): out[b] = b ^ 1 as f32, i.e. each block
+ * of a cluster of 2 writes what the other block staged in its shared
+ * memory.  The LLVM backend's PTX (`fuser-kir --emit=ptx`) of
+ *   kernel @cluster_swap (%out: global f32 noalias align=4)
+ *       grid=[8, 1, 1] block=[32, 1, 1] smem=0 cluster=2 index=i32 {
+ *     thread 0 stores f32(block_idx.x) to %slot[0]; sync cluster;
+ *     %y = load %slot[0] cta (1 - cluster_rank); sync cluster;
+ *     thread 0 stores %y to %out[block_idx.x] }
+ * It has no .reqnctapercluster: only the launch gives its cluster shape. */
+static const char *k_cluster_ptx =
+    ".version 7.8\n"
+    ".target sm_90\n"
+    ".address_size 64\n"
+    ".visible .entry cluster_swap(.param .u64 pout)\n"
+    ".maxntid 32, 1, 1\n"
+    "{\n"
+    "  .reg .pred %p<3>;\n"
+    "  .reg .b32 %r<6>;\n"
+    "  .reg .f32 %f<3>;\n"
+    "  .reg .b64 %rd<7>;\n"
+    "  .shared .align 16 .b8 slot[4];\n"
+    "  mov.u32 %r1, %cluster_ctarank;\n"
+    "  mov.u32 %r2, %tid.x;\n"
+    "  mov.u32 %r3, %ctaid.x;\n"
+    "  setp.ne.s32 %p1, %r2, 0;\n"
+    "  @%p1 bra STAGED;\n"
+    "  cvt.rn.f32.u32 %f1, %r3;\n"
+    "  st.shared.f32 [slot], %f1;\n"
+    "STAGED:\n"
+    "  barrier.cluster.arrive.aligned;\n"
+    "  barrier.cluster.wait.aligned;\n"
+    "  mov.b32 %r4, 1;\n"
+    "  sub.s32 %r5, %r4, %r1;\n"
+    "  mov.u64 %rd3, slot;\n"
+    "  cvta.shared.u64 %rd4, %rd3;\n"
+    "  mapa.u64 %rd5, %rd4, %r5;\n"
+    "  ld.f32 %f2, [%rd5];\n"
+    "  barrier.cluster.arrive.aligned;\n"
+    "  barrier.cluster.wait.aligned;\n"
+    "  @%p1 bra DONE;\n"
+    "  ld.param.u64 %rd2, [pout];\n"
+    "  mul.wide.u32 %rd6, %r3, 4;\n"
+    "  add.s64 %rd1, %rd2, %rd6;\n"
+    "  st.global.f32 [%rd1], %f2;\n"
+    "DONE:\n"
+    "  ret;\n"
+    "}\n";
+
 static const char *k_bad_ptx =
     ".version 7.0\n"
     ".target sm_70\n"
@@ -152,7 +201,7 @@ static void test_vadd(void) {
   if (mod && fu_rt_module_function(mod, "vadd", &fn) == FU_OK) {
     uint32_t n = N;
     void *params[4] = {&da, &db, &dc, &n};
-    fu_rt_launch_config cfg = {{(N + 255) / 256, 1, 1}, {256, 1, 1}, 0};
+    fu_rt_launch_config cfg = {{(N + 255) / 256, 1, 1}, {256, 1, 1}, 0, 0};
     CHECK_EQ_INT(fu_rt_launch(g_rt, &fn, &cfg, params), FU_OK);
     CHECK_EQ_INT(fu_rt_synchronize(g_rt), FU_OK);
     CHECK_EQ_INT(fu_rt_mem_download(g_rt, c, dc, N * 4), FU_OK);
@@ -173,6 +222,46 @@ static void test_vadd(void) {
   free(a);
   free(b);
   free(c);
+}
+
+/* The cluster kernel above, in clusters of 2 (cuLaunchKernelEx with the
+ * cluster dimension): every block reads the other block's shared memory.
+ * A grid of 7 blocks is refused before the driver sees it. */
+static void test_clusters(void) {
+  if (fu_rt_device(g_rt)->cc_major < 9) {
+    printf("  clusters: skipped (compute capability %d.%d has no thread-block clusters)\n", fu_rt_device(g_rt)->cc_major,
+           fu_rt_device(g_rt)->cc_minor);
+    return;
+  }
+  enum { NB = 64 };
+  fu_rt_module *mod = NULL;
+  CHECK_EQ_INT(fu_rt_module_load(g_rt, k_cluster_ptx, strlen(k_cluster_ptx), "cluster.ptx", &mod), FU_OK);
+  fu_rt_func fn;
+  if (!mod || fu_rt_module_function(mod, "cluster_swap", &fn) != FU_OK) {
+    CHECK(false);
+    fu_rt_module_unload(mod);
+    return;
+  }
+  fu_rt_ptr dout = 0;
+  CHECK_EQ_INT(fu_rt_mem_alloc(g_rt, NB * 4, &dout), FU_OK);
+  CHECK_EQ_INT(fu_rt_mem_fill(g_rt, dout, 0xFF, NB * 4), FU_OK);
+  void *params[1] = {&dout};
+  fu_rt_launch_config cfg = {{NB, 1, 1}, {32, 1, 1}, 0, 2};
+  CHECK_EQ_INT(fu_rt_launch(g_rt, &fn, &cfg, params), FU_OK);
+  CHECK_EQ_INT(fu_rt_synchronize(g_rt), FU_OK);
+  float out[NB];
+  CHECK_EQ_INT(fu_rt_mem_download(g_rt, out, dout, sizeof out), FU_OK);
+  int bad = 0;
+  for (int b = 0; b < NB; b++)
+    if (out[b] != (float)(b ^ 1)) bad++;
+  CHECK_EQ_INT(bad, 0);
+  g_cap.len = 0;
+  g_cap.text[0] = '\0';
+  cfg.grid[0] = 7;
+  CHECK_EQ_INT(fu_rt_launch(g_rt, &fn, &cfg, params), FU_ERR_INVALID_ARG);
+  CHECK(strstr(g_cap.text, "grid.x = 7 is not a multiple of 2: not launched") != NULL);
+  fu_rt_mem_free(g_rt, dout);
+  fu_rt_module_unload(mod);
 }
 
 static void test_bad_ptx(void) {
@@ -309,7 +398,8 @@ int main(void) {
   }
   g_cap.echo = true;
   static const fu_test_case cases[] = {
-      {"device", test_device}, {"vadd", test_vadd}, {"bad_ptx", test_bad_ptx}, {"fusion", test_fusion}};
+      {"device", test_device},   {"vadd", test_vadd},     {"clusters", test_clusters},
+      {"bad_ptx", test_bad_ptx}, {"fusion", test_fusion}};
   int rc = fu_test_main(cases, (int)(sizeof cases / sizeof cases[0]));
   fu_rt_close(g_rt);
   return rc;

@@ -205,7 +205,12 @@ static CUresult fake_module_function(CUfunction *f, CUmodule m, const char *name
     }
   return CUDA_ERROR_NOT_FOUND;
 }
-static CUresult fake_func_set_attribute(CUfunction f, CUfunction_attribute a, int v) { return CUDA_SUCCESS; }
+/* The last dynamic shared memory a kernel was allowed (0: none asked). */
+static int fake_max_dynamic_smem;
+static CUresult fake_func_set_attribute(CUfunction f, CUfunction_attribute a, int v) {
+  if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) fake_max_dynamic_smem = v;
+  return CUDA_SUCCESS;
+}
 static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned smem, CUstream s, void **params, void **extra) {
   const fake_kernel *k = (const fake_kernel *)(void *)f;
@@ -218,6 +223,20 @@ static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   fake_launches++;
   fake_clock += 10; /* each kernel takes 10 us */
   return CUDA_SUCCESS;
+}
+/* cuLaunchKernelEx: what it was given (a copy of the config and of its
+ * first attribute), and the kernel run as cuLaunchKernel runs it. */
+static int fake_launches_ex;
+static CUlaunchConfig fake_last_ex;
+static CUlaunchAttribute fake_last_attr;
+static CUresult fake_launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+  fake_launches_ex++;
+  fake_last_ex = *c;
+  memset(&fake_last_attr, 0, sizeof fake_last_attr);
+  if (c->numAttrs) fake_last_attr = c->attrs[0];
+  fake_last_ex.attrs = NULL; /* the caller's array is gone after the call */
+  return fake_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                     c->sharedMemBytes, c->hStream, params, extra);
 }
 static CUresult fake_stream_create(CUstream *s, unsigned flags) {
   *s = (CUstream)(void *)&fake_stream_token;
@@ -274,6 +293,7 @@ static fu_cuda_api fake_api(void) {
   a.module_get_function = fake_module_function;
   a.func_set_attribute = fake_func_set_attribute;
   a.launch_kernel = fake_launch;
+  a.launch_kernel_ex = fake_launch_ex;
   a.stream_create = fake_stream_create;
   a.stream_destroy = fake_stream_destroy;
   a.stream_synchronize = fake_stream_sync;
@@ -670,6 +690,126 @@ static void test_exec_fake(void) {
   fu_rt_close(rt);
   CHECK_EQ_INT(c.errors, 0);
   if (c.errors) printf("%s", c.text);
+}
+
+/* A kernel of thread-block clusters (`cluster=2`): the plan carries the
+ * cluster and --dump=launch shows it; the launch goes through
+ * cuLaunchKernelEx with one attribute, the cluster dimension {2, 1, 1},
+ * on the runtime's stream, never through cuLaunchKernel; more than 48 KiB
+ * of dynamic shared memory is still asked for first.  A grid.x that is
+ * not a multiple of the cluster is an error at the segment in the plan,
+ * and in fu_rt_launch (nothing launched); a driver without
+ * cuLaunchKernelEx is an error that says so. */
+static void test_clusters(void) {
+  captured c;
+  fu_diag_engine diag = capture_engine(&c);
+  fu_rt *rt = open_fake(&diag);
+  if (!rt) return;
+  fixture fx;
+  CHECK(fixture_init(&fx, &diag, true));
+  fu_kernel *k = fx.seg->u.segment.kernel;
+  k->cluster = 2;
+  k->smem_bytes = 64 * 1024;
+  fu_rt_plan p;
+  CHECK_EQ_INT(fu_rt_plan_build(fx.f, fx.inputs, fx.n_inputs, fu_default_allocator(), &diag, &p), FU_OK);
+  const fu_rt_launch_plan *lp = &p.launches[0];
+  CHECK_EQ_INT(lp->config.grid[0], 8);
+  CHECK_EQ_INT(lp->config.cluster, 2);
+  fu_strbuf sb;
+  fu_strbuf_init(&sb, fu_default_allocator());
+  fu_rt_plan_print_launches(&sb, &p);
+  CHECK(strstr(sb.data, "launch @f_g0: grid=[8, 1, 1] block=[4, 1, 1] smem=65536 cluster=2 (reads 120 bytes") != NULL);
+  fu_strbuf_free(&sb);
+
+  fake_table = good_kernels;
+  fu_rt_module *mod = NULL;
+  CHECK_EQ_INT(fu_rt_module_load(rt, "fake ptx", 8, "f.ptx", &mod), FU_OK);
+  fu_rt_exec *e = NULL;
+  if (mod) CHECK_EQ_INT(fu_rt_exec_new(rt, &p, mod, fx.inputs, &diag, &e), FU_OK);
+  if (e) {
+    int launches = fake_launches, ex = fake_launches_ex;
+    fake_max_dynamic_smem = 0;
+    CHECK_EQ_INT(fu_rt_exec_run(e), FU_OK);
+    CHECK_EQ_INT(fake_launches_ex, ex + 1);
+    CHECK_EQ_INT(fake_launches, launches + 1); /* the kernel ran once, through cuLaunchKernelEx */
+    CHECK_EQ_INT(fake_max_dynamic_smem, 64 * 1024);
+    CHECK_EQ_INT(fake_last_ex.gridDimX, 8);
+    CHECK_EQ_INT(fake_last_ex.gridDimY, 1);
+    CHECK_EQ_INT(fake_last_ex.gridDimZ, 1);
+    CHECK_EQ_INT(fake_last_ex.blockDimX, 4);
+    CHECK_EQ_INT(fake_last_ex.blockDimY, 1);
+    CHECK_EQ_INT(fake_last_ex.sharedMemBytes, 64 * 1024);
+    CHECK(fake_last_ex.hStream == (CUstream)(void *)&fake_stream_token);
+    CHECK_EQ_INT(fake_last_ex.numAttrs, 1);
+    CHECK_EQ_INT(fake_last_attr.id, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+    CHECK_EQ_INT(fake_last_attr.value.clusterDim.x, 2);
+    CHECK_EQ_INT(fake_last_attr.value.clusterDim.y, 1);
+    CHECK_EQ_INT(fake_last_attr.value.clusterDim.z, 1);
+    /* the kernel computed through the Ex path: T3 = T1 * 1.5, dense */
+    fu_arg *got = NULL;
+    uint32_t n_got = 0;
+    CHECK_EQ_INT(fu_rt_exec_outputs(e, fu_default_allocator(), &got, &n_got), FU_OK);
+    if (n_got == 1) {
+      const float *in = fx.inputs[0].tensor.data, *out = got[0].tensor.data;
+      CHECK(out[1 * 15 + 4 * 3 + 2] == in[4 * 6 + 1 * 3 + 2] * 1.5f); /* T3[1, 4, 2] = T0[4, 5] * s */
+    }
+    fu_args_free(got, n_got, fu_default_allocator());
+  }
+  fu_rt_exec_free(e);
+  fu_rt_plan_free(&p);
+
+  /* A kernel without clusters still goes through cuLaunchKernel. */
+  k->cluster = 0;
+  CHECK_EQ_INT(fu_rt_plan_build(fx.f, fx.inputs, fx.n_inputs, fu_default_allocator(), &diag, &p), FU_OK);
+  CHECK_EQ_INT(p.launches[0].config.cluster, 0);
+  e = NULL;
+  if (mod) CHECK_EQ_INT(fu_rt_exec_new(rt, &p, mod, fx.inputs, &diag, &e), FU_OK);
+  if (e) {
+    int launches = fake_launches, ex = fake_launches_ex;
+    CHECK_EQ_INT(fu_rt_exec_run(e), FU_OK);
+    CHECK_EQ_INT(fake_launches, launches + 1);
+    CHECK_EQ_INT(fake_launches_ex, ex);
+  }
+  fu_rt_exec_free(e);
+  fu_rt_plan_free(&p);
+  CHECK_EQ_INT(c.errors, 0);
+  if (c.errors) printf("%s", c.text);
+
+  /* grid.x = 8 blocks in clusters of 4 is fine; 6 is not: an error at the
+   * segment, naming the kernel and both numbers. */
+  k->cluster = 4;
+  k->grid[0] = fu_lexpr_const(fx.m, 6);
+  diag = capture_engine(&c);
+  CHECK_EQ_INT(fu_rt_plan_build(fx.f, fx.inputs, fx.n_inputs, fu_default_allocator(), &diag, &p), FU_ERR_INVALID_ARG);
+  CHECK(strstr(c.text, "error: kernel '@f_g0': grid.x = 6 is not a multiple of its clusters of 4 blocks (cluster=4): "
+                       "the last cluster would be partial\n") != NULL);
+  fu_rt_plan_free(&p);
+
+  /* The same check in fu_rt_launch itself, before the driver sees it. */
+  fu_rt_func fn;
+  memset(&fn, 0, sizeof fn);
+  if (mod) CHECK_EQ_INT(fu_rt_module_function(mod, "f_g0", &fn), FU_OK);
+  fu_rt_launch_config cfg = {{6, 1, 1}, {4, 1, 1}, 0, 4};
+  int launches = fake_launches, ex = fake_launches_ex;
+  diag = capture_engine(&c);
+  CHECK_EQ_INT(fu_rt_launch(rt, &fn, &cfg, NULL), FU_ERR_INVALID_ARG);
+  CHECK(strstr(c.text, "error: kernel 'f_g0' runs in clusters of 4 blocks along x, but its grid.x = 6 is not a "
+                       "multiple of 4: not launched\n") != NULL);
+  CHECK_EQ_INT(fake_launches, launches);
+  CHECK_EQ_INT(fake_launches_ex, ex);
+  /* A driver without cuLaunchKernelEx (before CUDA 11.8) runs the rest,
+   * and says what a cluster kernel needs. */
+  rt->api.launch_kernel_ex = NULL;
+  cfg.grid[0] = 8;
+  diag = capture_engine(&c);
+  CHECK_EQ_INT(fu_rt_launch(rt, &fn, &cfg, NULL), FU_ERR_UNSUPPORTED);
+  CHECK(strstr(c.text, "error: kernel 'f_g0' runs in clusters of 4 blocks, which needs cuLaunchKernelEx (a CUDA 11.8 "
+                       "or later driver); this driver library has none\n") != NULL);
+  CHECK_EQ_INT(fake_launches, launches);
+
+  fu_rt_module_unload(mod);
+  fixture_free(&fx);
+  fu_rt_close(rt);
 }
 
 /* Workspaces: sized from the bindings, listed in --dump=launch, allocated
@@ -1288,6 +1428,51 @@ static void test_tool_check_fail(void) {
   if (rc != 0) printf("%s", g_out);
 }
 
+/* `cluster=C` through fuser-run and the fake driver library: the launch
+ * plan shows the cluster, the kernel (which the fake runs only in
+ * clusters of 2) goes through cuLaunchKernelEx and passes its check; a
+ * grid.x that clusters of 4 do not divide stops the run before any
+ * launch, with an error at the segment. */
+static void test_tool_clusters(void) {
+  static const char *const cases[] = {"cluster=2", "cluster=4"};
+  for (int i = 0; i < 2; i++) {
+    char path[128], text[8192];
+    snprintf(path, sizeof path, "%s/cl.fir", g_dir);
+    write_lowered(path, "fake_scale_cluster2", false);
+    /* the fixture's kernel head, with the cluster and 1200 elements (10 blocks) for the second case */
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = '\0';
+    char *head = strstr(text, "smem=0 index=i64"), *shape = strstr(text, "example_shape=[1000]");
+    CHECK(head && shape);
+    if (!head || !shape) return;
+    char out[8192];
+    snprintf(out, sizeof out, "%.*s%s%.*ssmem=0 %s index=i64%s", (int)(shape - text), text,
+             i ? "example_shape=[1200]" : "example_shape=[1000]", (int)(head - shape - 20), shape + 20, cases[i],
+             head + 16);
+    write_text(path, out);
+    snprintf(path, sizeof path, "%s/k.ptx", g_dir);
+    write_text(path, "// fake PTX\n");
+    int rc = run_tool("FAKE_CUDA_LAUNCHES=1", "cl.fir --ptx k.ptx --check --dump=launch --print-values 0", g_out,
+                      sizeof g_out);
+    if (i == 0) {
+      CHECK_EQ_INT(rc, 0);
+      CHECK(strstr(g_out, "launch @fake_scale_cluster2: grid=[8, 1, 1] block=[128, 1, 1] smem=0 cluster=2 (reads 4000 "
+                          "bytes, writes 4000 bytes)\n") != NULL);
+      CHECK(strstr(g_out, "fake-cuda: cuLaunchKernelEx('fake_scale_cluster2') cluster=2\n") != NULL);
+      CHECK(strstr(g_out, "fake-cuda: cuLaunchKernel(") == NULL);
+      CHECK(strstr(g_out, "  check %T1: PASS f32[1000]") != NULL);
+    } else {
+      CHECK(rc != 0);
+      CHECK(strstr(g_out, "cl.fir:4:3: error: kernel '@fake_scale_cluster2': grid.x = 10 is not a multiple of its "
+                          "clusters of 4 blocks (cluster=4): the last cluster would be partial\n") != NULL);
+      CHECK(strstr(g_out, "fake-cuda: ") == NULL); /* nothing launched */
+    }
+    if (fu_test_failures) fprintf(stderr, "%s\n", g_out);
+  }
+}
+
 static void test_tool_errors(void) {
   /* No device: one line, exit 2. */
   int rc = run_tool("FAKE_CUDA_INIT=100", "low.fir --ptx k.ptx", g_out, sizeof g_out);
@@ -1735,7 +1920,8 @@ int main(int argc, char **argv) {
                                               {"tool_errors", test_tool_errors},
                                               {"tool_faults", test_tool_faults},
                                               {"tool_nvrtc", test_tool_nvrtc},
-                                              {"tool_alias", test_tool_alias}};
+                                              {"tool_alias", test_tool_alias},
+                                              {"tool_clusters", test_tool_clusters}};
     int rc = fu_test_main(tool_cases, (int)(sizeof tool_cases / sizeof tool_cases[0]));
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
@@ -1748,7 +1934,8 @@ int main(int argc, char **argv) {
       {"compare", test_compare},             {"strided_copy", test_strided_copy},
       {"bandwidth_fallback", test_bandwidth_fallback}, {"two_segments", test_two_segments},
       {"workspaces", test_workspaces}, {"gemm_from_views", test_gemm_from_views},
-      {"gemm_plan_exec", test_gemm_plan_exec}, {"alias_strided_copy", test_alias_strided_copy}};
+      {"gemm_plan_exec", test_gemm_plan_exec}, {"alias_strided_copy", test_alias_strided_copy},
+      {"clusters", test_clusters}};
   return fu_test_main(cases, (int)(sizeof cases / sizeof cases[0]));
 }
 

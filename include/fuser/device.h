@@ -35,6 +35,10 @@ typedef struct fu_device {
   uint64_t mem_bytes;             /* global memory: bounds every tensor's size */
   uint32_t max_grid_x;            /* 2^31 - 1 */
   uint32_t max_grid_yz;           /* 65535 */
+  /* blocks a thread-block cluster may have: 8 (the portable size) from
+   * sm_90 on, 1 (no clusters) before; a scheduler splits a row over a
+   * cluster only up to it */
+  uint32_t max_cluster;
 } fu_device;
 
 /* The preset named `name` ("h100", "h100-sxm", "h200", "a100", "sm_80",

@@ -107,12 +107,16 @@ typedef enum fu_kinst_kind {
   FU_KI_MATH,    /* results[0] = u.math(args...): any pointwise op of ops.def on scalars,
                     with the result dtype of results[0]; int div/fmod truncate */
   FU_KI_SPECIAL, /* results[0] = threadIdx/blockIdx/blockDim/gridDim .x/.y/.z (u.special) */
-  FU_KI_LOAD,    /* results[0..width) = tensor-or-array args[0] at element index args[1] */
+  FU_KI_LOAD,    /* results[0..width) = tensor-or-array args[0] at element index args[1]; with a third
+                    operand (a shared array only): that array's copy in the block of rank args[2] of the
+                    kernel's cluster (distributed shared memory, sm_90) */
   FU_KI_STORE,   /* tensor-or-array args[0] at element index args[1] = args[2..2+width) */
   FU_KI_READ,    /* results[0] = mutable args[0] */
   FU_KI_ASSIGN,  /* mutable args[0] = args[1] */
   FU_KI_SHFL_XOR,/* results[0] = warp shuffle butterfly of args[0] with lane mask u.shfl_mask */
-  FU_KI_SYNC,    /* block-wide barrier */
+  FU_KI_SYNC,    /* barrier: block-wide, or with u.cluster_sync cluster-wide (every thread of every block
+                    of the cluster; what a block wrote to shared memory before it is visible to the
+                    cluster's other blocks after it) */
   FU_KI_ATOM_ADD,/* results[0] = old value of global args[0] at index args[1]; that element += args[2] */
   FU_KI_FENCE,   /* memory fence at scope u.fence */
   FU_KI_MISALIGN,/* results[0] = (address of tensor param args[0]) / element size, mod u.misalign (a power of
@@ -126,6 +130,7 @@ typedef enum fu_special {
   FU_SP_CTAID_X, FU_SP_CTAID_Y, FU_SP_CTAID_Z,
   FU_SP_NTID_X, FU_SP_NTID_Y, FU_SP_NTID_Z,
   FU_SP_NCTAID_X, FU_SP_NCTAID_Y, FU_SP_NCTAID_Z,
+  FU_SP_CLUSTER_RANK, /* the block's rank in its cluster (%cluster_ctarank; 0 without clusters) */
 } fu_special;
 
 typedef enum fu_fence_scope {
@@ -155,6 +160,7 @@ typedef struct fu_kinst {
     fu_special special;                             /* SPECIAL */
     struct { uint32_t width; fu_mem_space space; bool predicated_by_parent; } mem; /* LOAD/STORE */
     uint32_t shfl_mask;                             /* SHFL_XOR */
+    bool cluster_sync;                              /* SYNC: cluster-wide */
     fu_fence_scope fence;                           /* FENCE */
     uint32_t misalign;                              /* MISALIGN: the modulus, in elements */
     struct { fu_loop_kind kind; fu_kblock body; } loop; /* FOR */
@@ -172,6 +178,11 @@ typedef struct fu_kernel {
   uint32_t block[3];     /* threads per block */
   uint32_t smem_bytes;   /* dynamic shared memory */
   uint32_t min_blocks;   /* blocks per SM the lowering plans on (`min_blocks=`), 0: no bound */
+  /* blocks per thread-block cluster along x (`cluster=`, sm_90): 0 or 1,
+   * no clusters; else 2, 4 or 8, and the grid's x extent a multiple of it.
+   * Blocks x*c .. x*c+c-1 form one cluster and are resident together, and
+   * each can read the others' shared arrays (a load with a rank operand) */
+  uint32_t cluster;
   fu_dtype index_dtype;  /* i32 when every tensor fits, else i64 */
   fu_kblock body;
   uint32_t next_kval_id;
@@ -280,6 +291,11 @@ fu_kval *fu_kb_read(fu_kbuilder *b, const char *name, fu_kval *mut);
 fu_kinst *fu_kb_assign(fu_kbuilder *b, fu_kval *mut, fu_kval *value);
 fu_kval *fu_kb_shfl_xor(fu_kbuilder *b, const char *name, fu_kval *x, uint32_t lane_mask);
 fu_kinst *fu_kb_sync(fu_kbuilder *b);
+/* A barrier over every thread of the kernel's cluster (`sync cluster`). */
+fu_kinst *fu_kb_sync_cluster(fu_kbuilder *b);
+/* One element of shared array `arr` at `index` in the copy of the block
+ * of cluster rank `rank` (i32): `load %arr[%i] cta %rank`. */
+fu_kval *fu_kb_load_cta(fu_kbuilder *b, const char *name, fu_kval *arr, fu_kval *index, fu_kval *rank);
 /* Atomically adds `value` to element `index` of global tensor `mem` (an
  * int dtype); the result is the element's old value. */
 fu_kval *fu_kb_atom_add(fu_kbuilder *b, const char *name, fu_kval *mem, fu_kval *index, fu_kval *value);

@@ -2,7 +2,10 @@
  * fusions built on it.
  *
  * fu_kir_run executes one kernel over host memory for a given grid, block
- * after block, with the CPU interpreter's arithmetic (lib/interp), so a
+ * after block (a kernel with `cluster=` a cluster's blocks together, each
+ * with its own shared arrays, so `sync cluster` and reads of another
+ * block's shared memory behave as on sm_90), with the CPU interpreter's
+ * arithmetic (lib/interp), so a
  * lowered kernel can be checked against the fusion interpreter with no
  * GPU.  The threads of a block run in lockstep (lib/interp/kir_exec.c):
  * barriers and warp shuffles behave as on the GPU, and a barrier reached by

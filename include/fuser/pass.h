@@ -30,6 +30,7 @@ typedef enum fu_feature {
   FU_FEATURE_FAST_PATHS, /* backends: instructions in place of libdevice calls (sqrt, abs, reciprocal) */
   FU_FEATURE_RECOMPUTE,  /* segment: cheap prologues copied into the segments reading them */
   FU_FEATURE_INNER_OUTER, /* schedule: sums over a persistent segment's rows folded into it as partial sums */
+  FU_FEATURE_CLUSTERS,    /* schedule: rows split over thread-block clusters (sm_90) */
   FU_FEATURE_COUNT
 } fu_feature;
 

@@ -119,11 +119,18 @@ typedef struct fu_rt_launch_config {
   uint32_t grid[3];
   uint32_t block[3];
   uint32_t smem_bytes;
+  /* blocks per thread-block cluster along x (the kernel's `cluster=`,
+   * sm_90); 0 or 1: no clusters */
+  uint32_t cluster;
 } fu_rt_launch_config;
 
 /* Queues one launch on the runtime's stream; `params` as cuLaunchKernel
  * takes them (one pointer per kernel parameter, to its value).  Asks for
- * more than 48 KiB of dynamic shared memory when the config needs it. */
+ * more than 48 KiB of dynamic shared memory when the config needs it.  A
+ * config with clusters launches through cuLaunchKernelEx with the cluster
+ * dimension {cluster, 1, 1}, after checking that grid.x is a multiple of
+ * it (FU_ERR_INVALID_ARG, nothing launched, when not) and that the driver
+ * has cuLaunchKernelEx (FU_ERR_UNSUPPORTED). */
 fu_status fu_rt_launch(fu_rt *rt, const fu_rt_func *fn, const fu_rt_launch_config *cfg, void **params);
 
 /* ---- plans: a lowered fusion on concrete inputs (host only) ------------------- */

@@ -46,6 +46,10 @@ typedef enum fu_ptype {
   FU_PT_THREAD_Y, /* threadIdx.y */
   FU_PT_VECTORIZE,
   FU_PT_UNROLL,
+  /* the block's rank in a thread-block cluster (sm_90): a reduced axis of
+   * a persistent schedule split over 2, 4 or 8 blocks that combine their
+   * partial results through distributed shared memory */
+  FU_PT_CLUSTER_X, /* cluster.x */
   FU_PT_COUNT
 } fu_ptype;
 

@@ -154,7 +154,8 @@ uint32_t fu_segment_partial_sums(const fu_op *seg, const fu_op **ops, uint32_t c
  * persist=registers and one row per block: no kept threadIdx.y), and with
  * persist=registers its reduced loops besides threadIdx.x are unroll and
  * vectorize only, at most FU_PERSIST_MAX_CACHED elements per thread;
- * persist=smem adds smem_check's rules. */
+ * persist=smem adds smem_check's rules.  A row split over a cluster's
+ * blocks (cluster.x) keeps each block's part in registers. */
 static bool persistent_check(const fu_op *seg, const fu_schedule *s, const bool *ra, const fu_reduction_info *ri,
                              fu_diag_engine *diag) {
   if (s->persist == FU_PM_NONE) {
@@ -174,6 +175,12 @@ static bool persistent_check(const fu_op *seg, const fu_schedule *s, const bool 
     const fu_sloop *l = &s->loops[i];
     const char *an = s->axes[l->axis].name;
     bool serial = l->ptype == FU_PT_SERIAL || l->ptype == FU_PT_UNROLL || l->ptype == FU_PT_VECTORIZE;
+    if (l->ptype == FU_PT_CLUSTER_X && (s->persist != FU_PM_REGISTERS || partial)) {
+      fu_error(diag, l->loc,
+               "axis '%s' splits the row over a cluster's blocks, which needs persist=registers and no partial sums",
+               an);
+      return false;
+    }
     if (partial && !ra[l->axis] && l->ptype == FU_PT_THREAD_Y) {
       fu_error(diag, l->loc, "kept axis '%s' is on threadIdx.y, and a segment with partial sums takes one row per block",
                an);
@@ -263,6 +270,13 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
                "reduced axis '%s' is on %s: a reduced axis may be on threadIdx.x, threadIdx.y (reduce=block|grid, "
                "threadIdx.x kept) or blockIdx.y (reduce=grid)",
                an, fu_ptype_name(l->ptype));
+      ok = false;
+    }
+    if (l->ptype == FU_PT_CLUSTER_X && (!r || !persistent || !tx_red)) {
+      fu_error(diag, l->loc,
+               "axis '%s' is on cluster.x: only a reduced axis of a persistent schedule whose row is also on "
+               "threadIdx.x may be split across a cluster's blocks",
+               an);
       ok = false;
     }
     if (!r && l->ptype == FU_PT_BLOCK_Y && s->reduce == FU_RM_GRID) {

@@ -4,6 +4,7 @@
  * .fir parser runs it on every schedule it reads, so a hand-written
  * schedule is checked before any pass sees it; the schedule pass runs it
  * on what its schedulers write. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuser/index_graph.h"
@@ -189,6 +190,23 @@ static bool verify_indexing(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_d
         ok = false;
       }
       break;
+    case FU_PT_CLUSTER_X: {
+      int sm = s->arch && strncmp(s->arch, "sm_", 3) == 0 ? atoi(s->arch + 3) : 0;
+      if (!c || (v != 2 && v != 4 && v != 8)) {
+        fu_error(diag, l->loc, "axis '%s' bound to cluster.x needs a constant extent of 2, 4 or 8 blocks", an);
+        ok = false;
+      }
+      if (s->persist == FU_PM_NONE || s->reduce != FU_RM_BLOCK) {
+        fu_error(diag, l->loc, "cluster.x is for the row of a persistent schedule with reduce=block");
+        ok = false;
+      }
+      if (sm < 90) {
+        fu_error(diag, l->loc, "cluster.x needs thread-block clusters: arch=sm_90 or later, not %s",
+                 s->arch ? s->arch : "the default");
+        ok = false;
+      }
+      break;
+    }
     case FU_PT_UNROLL:
       if (!c || v < 1 || v > 64) {
         fu_error(diag, l->loc, "the unrolled axis '%s' needs a constant extent between 1 and 64", an);

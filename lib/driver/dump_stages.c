@@ -135,8 +135,9 @@ static void put_launch(fu_strbuf *sb, const fu_kernel *k) {
     if (k->grid[i]) fu_lexpr_print(sb, k->grid[i]);
     else fu_strbuf_puts(sb, "1");
   }
-  fu_strbuf_printf(sb, "] block=[%u, %u, %u] smem=%u index=%s\n", k->block[0], k->block[1], k->block[2], k->smem_bytes,
-                   fu_dtype_name(k->index_dtype));
+  fu_strbuf_printf(sb, "] block=[%u, %u, %u] smem=%u", k->block[0], k->block[1], k->block[2], k->smem_bytes);
+  if (k->cluster > 1) fu_strbuf_printf(sb, " cluster=%u", k->cluster);
+  fu_strbuf_printf(sb, " index=%s\n", fu_dtype_name(k->index_dtype));
 }
 
 static void put_values(fu_strbuf *sb, fu_value *const *v, uint32_t n) {

@@ -29,6 +29,9 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
     [FU_FEATURE_INNER_OUTER] = {"inner_outer",
                                 "the schedule pass's inner-outer rewrite: sums over the rows a persistent segment "
                                 "reads, as partial sums in its kernel (else a kernel of their own)"},
+    [FU_FEATURE_CLUSTERS] = {"clusters",
+                             "thread-block clusters (sm_90): a normalization row too long for one block's "
+                             "registers split over a cluster's blocks (else staged in shared memory or reread)"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {

@@ -10,10 +10,10 @@
  *
  * Lockstep.  The structured body is flattened once into linear code with
  * jumps, so a thread's whole control state is a program counter plus one
- * iteration counter per enclosing loop; every thread of a block has its
- * own register file.  A block runs warp by warp: each lane runs until it
- * reaches a `shfl.xor`, a `sync` or the end.  When lanes of a warp stop at
- * a shuffle, every lane must be at that same shuffle in the same loop
+ * iteration counter per enclosing loop; every thread has its own register
+ * file.  A block runs warp by warp: each lane runs until it reaches a
+ * `shfl.xor`, a `sync` or the end.  When lanes of a warp stop at a
+ * shuffle, every lane must be at that same shuffle in the same loop
  * iterations (else it is an error), and the shuffle is done for all 32 at
  * once.  When every warp has stopped at a barrier or finished, all threads
  * must be at the same `sync` in the same iterations (else: a divergent
@@ -21,7 +21,31 @@
  * opens.  Shared arrays are per block, filled with 0xff bytes when a block
  * starts; every shared element remembers which thread last wrote and read
  * it in the current barrier interval, so a write and another thread's
- * access between the same two barriers is reported as a race. */
+ * access between the same two barriers is reported as a race.
+ *
+ * Clusters.  The unit of execution is a group of blocks that run together:
+ * one block, or with k->cluster = C > 1 the C blocks of one cluster (block
+ * x indices base .. base+C-1, base a multiple of C).  The group's threads
+ * are numbered block-major (thread t is local thread t % nthreads of the
+ * block of rank t / nthreads), each has its own registers, and each block
+ * its own copy of every shared array.  The scheduler runs each block's
+ * warps until they all stop, then looks at that block: a `sync` reached by
+ * all its threads opens at once (a block barrier involves no other block),
+ * so a block may pass many of its own barriers while another waits at a
+ * `sync cluster`.  When no block can go on by itself, every block must
+ * wait at the same `sync cluster` (or all have finished); then it opens
+ * for the whole cluster.  Race detection follows what each barrier orders:
+ * block b's accesses are stamped with its interval iv[b], which its own
+ * barriers advance; a cluster barrier starts a new interval for every
+ * block, at cbase.  Intervals are drawn from one increasing counter, so a
+ * write stamped at or after cbase happened since the last cluster barrier,
+ * and another block's read of it (`load %arr[%i] cta %r`) is a race;
+ * likewise a write to an element that another block read since then.  A
+ * block's shared memory goes away when its last thread finishes, so a
+ * remote read of a finished block, or a block finishing while a read of
+ * its memory since the last cluster barrier stands unordered, is an error
+ * (the kernel needs a `sync cluster` before the end).  Without clusters
+ * the group is one block and this is exactly the lockstep above. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,14 +65,16 @@ typedef struct kop {
   uint8_t code;
   uint8_t depth;
   uint32_t target;
-  uint32_t ordinal; /* SHFL, SYNC: 1-based number among its kind, in program order */
+  uint32_t ordinal; /* SHFL, SYNC: 1-based number among its kind (shuffles, block syncs, cluster syncs) */
   const fu_kinst *in;
 } kop;
 
-/* The accesses to one shared element in barrier interval `wep`/`rep`. */
+/* The accesses to one element of one block's copy of a shared array.  Only
+ * the owner block's threads write it; other blocks of a cluster read it. */
 typedef struct shadow {
-  uint32_t wep, wt; /* interval and thread of the last write */
-  uint32_t rep, rt; /* interval and thread of the reads (MANY_READERS: several) */
+  uint32_t wep, wt; /* interval (the owner's) and thread of the last write */
+  uint32_t rep, rt; /* interval and thread of the owner's reads (MANY_READERS: several) */
+  uint32_t xep, xt; /* cluster interval and thread of other blocks' reads (MANY_READERS: several) */
 } shadow;
 #define MANY_READERS UINT32_MAX
 #define MAX_DEPTH 255u
@@ -60,29 +86,46 @@ typedef struct kexec {
   fu_allocator alloc;
   /* flat code */
   kop *code;
-  uint32_t n_code, cap_code, depth_slots, n_shfl, n_sync;
-  /* per thread of a block */
-  uint32_t nthreads, nreg;
-  uint64_t *regs;  /* nthreads x nreg */
-  uint32_t *iters; /* nthreads x depth_slots */
+  uint32_t n_code, cap_code, depth_slots, n_shfl, n_sync, n_csync;
+  /* the group of blocks run together (a cluster, else one block) */
+  uint32_t nthreads; /* per block */
+  uint32_t nblocks;  /* k->cluster, or 1 */
+  uint32_t total;    /* nthreads * nblocks */
+  uint32_t nreg;
+  /* per thread of the group */
+  uint64_t *regs;  /* total x nreg */
+  uint32_t *iters; /* total x depth_slots */
   uint32_t *pcs;
   uint8_t *state;
-  /* the current thread */
+  /* the current thread and its block's rank in the group */
   uint64_t *reg;
   uint32_t *iter;
-  uint32_t cur;
-  int64_t grid[3], bid[3], tid[3];
+  uint32_t cur, cur_block;
+  int64_t grid[3], base[3], bid[3], tid[3]; /* base: the block index of rank 0 */
   int32_t *param_of; /* kval id -> parameter index, -1 */
-  /* arrays by kval id: shared ones once per block, local ones once per thread */
+  /* arrays by kval id: shared ones once per block of the group, local ones once per thread */
   unsigned char **arrays;
   const fu_kval **array_kv;
   shadow **shadows;
-  uint32_t epoch; /* barrier interval, counted over the whole run */
+  /* barrier intervals, numbers drawn from `epoch` (counted over the whole
+   * run): iv[b] is block b's current one, cbase the one the last cluster
+   * barrier (or the group's start) gave every block */
+  uint32_t epoch, cbase;
+  uint32_t *iv;
+  /* per block: threads finished, and the last read of its shared memory by
+   * another block (cluster interval, thread, array) */
+  uint32_t *ndone;
+  struct remote_read {
+    uint32_t ep, t;
+    const fu_kval *arr;
+  } *rread;
   fu_kir_stats st;
   bool failed;
 } kexec;
 
+/* thread_idx of group thread t. */
 static void thread_coords(const kexec *x, uint32_t t, int64_t out[3]) {
+  t %= x->nthreads;
   out[0] = t % x->k->block[0];
   out[1] = (t / x->k->block[0]) % x->k->block[1];
   out[2] = t / (x->k->block[0] * x->k->block[1]);
@@ -90,6 +133,8 @@ static void thread_coords(const kexec *x, uint32_t t, int64_t out[3]) {
 
 static void set_thread(kexec *x, uint32_t t) {
   x->cur = t;
+  x->cur_block = t / x->nthreads;
+  x->bid[0] = x->base[0] + x->cur_block;
   x->reg = x->regs + (size_t)t * x->nreg;
   x->iter = x->iters + (size_t)t * x->depth_slots;
   thread_coords(x, t, x->tid);
@@ -110,6 +155,19 @@ static void kerr(kexec *x, const char *fmt, ...) {
 }
 
 static const char *kname(const fu_kval *v) { return v->name ? v->name : "?"; }
+
+/* Names group thread t for a message about the current thread: "thread
+ * (x, y, z)", with " of block (x, y, z)" when it is in another block of
+ * the cluster. */
+static void who(const kexec *x, uint32_t t, char *buf, size_t n) {
+  int64_t c[3];
+  thread_coords(x, t, c);
+  int k = snprintf(buf, n, "thread (%lld, %lld, %lld)", (long long)c[0], (long long)c[1], (long long)c[2]);
+  uint32_t b = t / x->nthreads;
+  if (b != x->cur_block && k > 0 && (size_t)k < n)
+    snprintf(buf + k, n - (size_t)k, " of block (%lld, %lld, %lld)", (long long)(x->base[0] + b),
+             (long long)x->base[1], (long long)x->base[2]);
+}
 
 static int64_t as_int(const kexec *x, const fu_kval *v) {
   int64_t r = 0;
@@ -133,46 +191,73 @@ static void set_int(kexec *x, const fu_kval *v, int64_t i) {
 
 /* ---- memory ------------------------------------------------------------------------------- */
 
-/* Records an access to shared element `e` of array m by the current
- * thread; a write and another thread's access in one barrier interval is
- * a race. */
-static void track_shared(kexec *x, const fu_kval *m, int64_t e, bool store) {
-  shadow *s = &x->shadows[m->id][e];
-  uint32_t t = x->cur;
+/* Records an access of the current thread to element `e` of block
+ * `owner`'s copy of shared array m, and reports a race: a write and
+ * another thread's access of the element with no barrier between them
+ * that orders both.  The owner's own accesses are ordered by its barriers
+ * (interval iv[owner]); another block's reads only by cluster barriers: a
+ * write stamped at or after cbase happened since the last one. */
+static void track_shared(kexec *x, const fu_kval *m, uint32_t owner, int64_t e, bool store) {
+  shadow *s = &x->shadows[m->id][(size_t)owner * (size_t)m->length + (size_t)e];
+  uint32_t t = x->cur, ep = x->iv[owner];
+  bool remote = owner != x->cur_block; /* a read of another block's copy */
   uint32_t other = UINT32_MAX;
   const char *what = NULL;
-  if (s->wep == x->epoch && s->wt != t) {
+  bool across = remote; /* the two accesses are in different blocks */
+  if (remote) {
+    if (s->wep >= x->cbase) {
+      other = s->wt;
+      what = "wrote";
+    }
+  } else if (s->wep == ep && s->wt != t) {
     other = s->wt;
     what = "wrote";
-  } else if (store && s->rep == x->epoch && s->rt != t) {
+  } else if (store && s->rep == ep && s->rt != t) {
     other = s->rt;
     what = "read";
+  } else if (store && s->xep == x->cbase) {
+    other = s->xt;
+    what = "read";
+    across = true;
   }
   if (what) {
-    char who[96] = "another thread";
-    if (other != MANY_READERS) {
-      int64_t c[3];
-      thread_coords(x, other, c);
-      snprintf(who, sizeof who, "thread (%lld, %lld, %lld)", (long long)c[0], (long long)c[1], (long long)c[2]);
-    }
-    kerr(x, "shared-memory race on '%%%s' element %lld: this thread %s it and %s %s it since the last barrier",
-         kname(m), (long long)e, store ? "writes" : "reads", who, what);
+    char whom[128] = "another thread", whose[64] = "";
+    if (other != MANY_READERS)
+      who(x, other, whom, sizeof whom);
+    else if (across)
+      snprintf(whom, sizeof whom, "threads of other blocks");
+    if (remote)
+      snprintf(whose, sizeof whose, " of block (%lld, %lld, %lld)", (long long)(x->base[0] + owner),
+               (long long)x->base[1], (long long)x->base[2]);
+    kerr(x, "shared-memory race on '%%%s' element %lld%s: this thread %s it and %s %s it since the last %sbarrier",
+         kname(m), (long long)e, whose, store ? "writes" : "reads", whom, what, across ? "cluster " : "");
     return;
   }
   if (store) {
-    s->wep = x->epoch;
+    s->wep = ep;
     s->wt = t;
-  } else if (s->rep != x->epoch) {
-    s->rep = x->epoch;
+  } else if (remote) {
+    if (s->xep != x->cbase) {
+      s->xep = x->cbase;
+      s->xt = t;
+    } else if (s->xt != t) {
+      s->xt = MANY_READERS;
+    }
+    x->rread[owner].ep = x->cbase;
+    x->rread[owner].t = t;
+    x->rread[owner].arr = m;
+  } else if (s->rep != ep) {
+    s->rep = ep;
     s->rt = t;
   } else if (s->rt != t) {
     s->rt = MANY_READERS;
   }
 }
 
-/* The element address of `width` elements at index i of memory operand m,
- * checked; NULL after reporting. */
-static unsigned char *address(kexec *x, const fu_kval *m, int64_t i, uint32_t width, bool store) {
+/* The element address of `width` elements at index i of memory operand m
+ * (for a shared array, in block `owner`'s copy), checked; NULL after
+ * reporting. */
+static unsigned char *address(kexec *x, const fu_kval *m, int64_t i, uint32_t width, bool store, uint32_t owner) {
   size_t es = fu_dtype_size(m->dtype);
   unsigned char *base;
   int64_t n;
@@ -186,12 +271,17 @@ static unsigned char *address(kexec *x, const fu_kval *m, int64_t i, uint32_t wi
     n = x->args[p].n_elems;
   } else {
     base = x->arrays[m->id];
-    if (base && m->space == FU_MEM_LOCAL) base += (size_t)x->cur * (size_t)m->length * es;
+    size_t copy = (size_t)m->length * es;
+    if (base) base += (m->space == FU_MEM_LOCAL ? (size_t)x->cur : (size_t)owner) * copy;
     n = m->length;
   }
   if (!base || i < 0 || i > n - (int64_t)width) {
-    kerr(x, "%s of %u element%s of '%%%s' at index %lld is out of bounds (%lld elements)", store ? "store" : "load",
-         width, width == 1 ? "" : "s", kname(m), (long long)i, (long long)n);
+    char whose[64] = "";
+    if (owner != x->cur_block)
+      snprintf(whose, sizeof whose, " of block (%lld, %lld, %lld)", (long long)(x->base[0] + owner),
+               (long long)x->base[1], (long long)x->base[2]);
+    kerr(x, "%s of %u element%s of '%%%s'%s at index %lld is out of bounds (%lld elements)", store ? "store" : "load",
+         width, width == 1 ? "" : "s", kname(m), whose, (long long)i, (long long)n);
     return NULL;
   }
   unsigned char *a = base + (size_t)i * es;
@@ -201,7 +291,7 @@ static unsigned char *address(kexec *x, const fu_kval *m, int64_t i, uint32_t wi
     return NULL;
   }
   if (m->kind == FU_KV_ARRAY && m->space == FU_MEM_SHARED)
-    for (uint32_t j = 0; j < width && !x->failed; j++) track_shared(x, m, i + j, store);
+    for (uint32_t j = 0; j < width && !x->failed; j++) track_shared(x, m, owner, i + j, store);
   if (x->failed) return NULL;
   if (store && m->kind == FU_KV_TENSOR_PARAM) {
     uint32_t *w = x->args[x->param_of[m->id]].writes;
@@ -209,6 +299,28 @@ static unsigned char *address(kexec *x, const fu_kval *m, int64_t i, uint32_t wi
       for (uint32_t j = 0; j < width; j++) w[i + j]++;
   }
   return a;
+}
+
+/* The block whose copy of a shared array `load %arr[%i] cta %r` reads:
+ * rank %r of the cluster, which must exist and not have finished (its
+ * shared memory is gone then); the thread's own rank makes it an ordinary
+ * load.  false after reporting. */
+static bool cluster_owner(kexec *x, const fu_kinst *in, uint32_t *owner) {
+  int64_t r = as_int(x, in->args[2]);
+  if (r < 0 || r >= (int64_t)x->nblocks) {
+    kerr(x, "load from '%%%s' of cluster rank %lld: the rank is out of range (the cluster has %u blocks)",
+         kname(in->args[0]), (long long)r, x->nblocks);
+    return false;
+  }
+  *owner = (uint32_t)r;
+  if (*owner != x->cur_block && x->ndone[r] == x->nthreads) {
+    kerr(x,
+         "load from '%%%s' of block (%lld, %lld, %lld) (cluster rank %lld), which has finished: a block must not exit "
+         "while others read its shared memory; put a `sync cluster` before the end",
+         kname(in->args[0]), (long long)(x->base[0] + r), (long long)x->base[1], (long long)x->base[2], (long long)r);
+    return false;
+  }
+  return true;
 }
 
 /* Copies a value of dtype `from` (storage at src) to dtype `to` at dst,
@@ -307,6 +419,7 @@ static int64_t special(const kexec *x, fu_special sp) {
   case FU_SP_NCTAID_X: return x->grid[0];
   case FU_SP_NCTAID_Y: return x->grid[1];
   case FU_SP_NCTAID_Z: return x->grid[2];
+  case FU_SP_CLUSTER_RANK: return x->cur_block; /* = block_idx.x mod cluster; 0 without clusters */
   }
   return 0;
 }
@@ -320,8 +433,9 @@ static void exec(kexec *x, const fu_kinst *in) {
   case FU_KI_SPECIAL: set_int(x, in->results[0], special(x, in->u.special)); return;
   case FU_KI_LOAD: {
     const fu_kval *m = in->args[0];
-    uint32_t w = in->u.mem.width;
-    unsigned char *a = address(x, m, as_int(x, in->args[1]), w, false);
+    uint32_t w = in->u.mem.width, owner = x->cur_block;
+    if (in->n_args == 3 && !cluster_owner(x, in, &owner)) return;
+    unsigned char *a = address(x, m, as_int(x, in->args[1]), w, false, owner);
     if (!a) return;
     size_t es = fu_dtype_size(m->dtype);
     for (uint32_t j = 0; j < w; j++) {
@@ -335,7 +449,7 @@ static void exec(kexec *x, const fu_kinst *in) {
   case FU_KI_STORE: {
     const fu_kval *m = in->args[0];
     uint32_t w = in->u.mem.width;
-    unsigned char *a = address(x, m, as_int(x, in->args[1]), w, true);
+    unsigned char *a = address(x, m, as_int(x, in->args[1]), w, true, x->cur_block);
     if (!a) return;
     size_t es = fu_dtype_size(m->dtype);
     for (uint32_t j = 0; j < w; j++) convert(in->args[2 + j]->dtype, &x->reg[in->args[2 + j]->id], m->dtype, a + j * es);
@@ -349,9 +463,9 @@ static void exec(kexec *x, const fu_kinst *in) {
     convert(in->args[1]->dtype, &x->reg[in->args[1]->id], in->args[0]->dtype, &x->reg[in->args[0]->id]);
     return;
   case FU_KI_ATOM_ADD: {
-    /* blocks run one after another, so the add is atomic by construction */
+    /* one thread runs at a time, so the add is atomic by construction */
     const fu_kval *m = in->args[0];
-    unsigned char *a = address(x, m, as_int(x, in->args[1]), 1, true);
+    unsigned char *a = address(x, m, as_int(x, in->args[1]), 1, true, x->cur_block);
     if (!a) return;
     int64_t old = 0, add = as_int(x, in->args[2]);
     fu_interp_load(m->dtype, a, 1, 1, FU_CK_I64, &old);
@@ -362,7 +476,7 @@ static void exec(kexec *x, const fu_kinst *in) {
     x->st.stores++;
     return;
   }
-  case FU_KI_FENCE: return; /* blocks run one after another: every write is already visible */
+  case FU_KI_FENCE: return; /* one thread runs at a time: every write is already visible */
   case FU_KI_MISALIGN: {
     /* the host address of the bound memory, as the GPU sees its own */
     const fu_kval *m = in->args[0];
@@ -395,7 +509,7 @@ static bool push(kexec *x, uint8_t code, uint32_t depth, const fu_kinst *in, uin
   o->depth = (uint8_t)depth;
   o->in = in;
   if (code == OP_SHFL) o->ordinal = ++x->n_shfl;
-  if (code == OP_SYNC) o->ordinal = ++x->n_sync;
+  if (code == OP_SYNC) o->ordinal = in->u.cluster_sync ? ++x->n_csync : ++x->n_sync;
   if (at) *at = x->n_code;
   x->n_code++;
   return true;
@@ -493,6 +607,13 @@ static bool same_point(const kexec *x, uint32_t a, uint32_t b) {
   return memcmp(x->iters + (size_t)a * x->depth_slots, x->iters + (size_t)b * x->depth_slots, d * sizeof(uint32_t)) == 0;
 }
 
+/* How a collective op is named in messages: "sync #2", "sync cluster #1",
+ * "shfl.xor #1" (each kind numbered in program order). */
+static const char *op_name(const kop *o) {
+  if (o->code != OP_SYNC) return "shfl.xor";
+  return o->in->u.cluster_sync ? "sync cluster" : "sync";
+}
+
 /* Where thread t stands, for messages. */
 static void describe(const kexec *x, uint32_t t, uint32_t ref, char *buf, size_t n) {
   const kop *o = &x->code[x->pcs[t]];
@@ -501,7 +622,7 @@ static void describe(const kexec *x, uint32_t t, uint32_t ref, char *buf, size_t
   else if (x->pcs[t] == x->pcs[ref])
     snprintf(buf, n, "is there in another loop iteration");
   else
-    snprintf(buf, n, "is at %s #%u", o->code == OP_SYNC ? "sync" : "shfl.xor", o->ordinal);
+    snprintf(buf, n, "is at %s #%u", op_name(o), o->ordinal);
 }
 
 /* Lanes [w0, w1) have all stopped and lane `first` is at a shuffle: every
@@ -536,78 +657,147 @@ static void warp_shuffle(kexec *x, uint32_t w0, uint32_t w1, uint32_t first) {
   x->st.instructions += 32;
 }
 
-/* All threads have stopped at a barrier or finished: either the block is
- * done (false), or every thread is at the same barrier, which opens. */
-static bool barrier(kexec *x) {
-  uint32_t n = x->nthreads, first = UINT32_MAX, done = UINT32_MAX;
-  for (uint32_t t = 0; t < n; t++) {
-    if (x->state[t] == TS_SYNC && first == UINT32_MAX) first = t;
-    if (x->state[t] == TS_DONE && done == UINT32_MAX) done = t;
+/* Threads [t0, t1) (a block, or one thread per block of the cluster) have
+ * all stopped at a barrier or finished, and `first` waits at a barrier:
+ * every one must wait at that same barrier in the same loop iterations.
+ * false after reporting the first that does not. */
+static bool all_at(kexec *x, uint32_t t0, uint32_t t1, uint32_t step, uint32_t first) {
+  const kop *o = &x->code[x->pcs[first]];
+  char whom[128], where[64];
+  for (uint32_t t = t0; t < t1; t += step) {
+    if (x->state[t] == TS_DONE) {
+      set_thread(x, t);
+      who(x, first, whom, sizeof whom);
+      kerr(x, "this thread finished while %s waits at %s #%u", whom, op_name(o), o->ordinal);
+      return false;
+    }
   }
-  if (first == UINT32_MAX) return false;
-  int64_t fc[3];
-  thread_coords(x, first, fc);
-  uint32_t ord = x->code[x->pcs[first]].ordinal;
-  if (done != UINT32_MAX) {
-    set_thread(x, done);
-    kerr(x, "this thread finished while thread (%lld, %lld, %lld) waits at sync #%u", (long long)fc[0],
-         (long long)fc[1], (long long)fc[2], ord);
-    return false;
-  }
-  for (uint32_t t = 0; t < n; t++) {
+  for (uint32_t t = t0; t < t1; t += step) {
     if (same_point(x, t, first)) continue;
-    char where[64];
     describe(x, t, first, where, sizeof where);
     set_thread(x, t);
-    kerr(x, "divergent barrier: thread (%lld, %lld, %lld) waits at sync #%u, this thread %s", (long long)fc[0],
-         (long long)fc[1], (long long)fc[2], ord, where);
+    who(x, first, whom, sizeof whom);
+    kerr(x, "divergent barrier: %s waits at %s #%u, this thread %s", whom, op_name(o), o->ordinal, where);
     return false;
   }
-  x->epoch++;
-  for (uint32_t t = 0; t < n; t++) {
-    x->pcs[t]++;
-    x->state[t] = TS_RUN;
-  }
-  x->st.instructions += n;
   return true;
 }
 
-/* Runs the block x->bid: warps until they all stop, then barriers. */
-static void run_block(kexec *x) {
-  uint32_t n = x->nthreads;
-  memset(x->pcs, 0, n * sizeof *x->pcs);
-  memset(x->state, TS_RUN, n);
+/* Block b's last thread has just finished, and its shared memory goes
+ * away: a read of it by another block since the last cluster barrier is
+ * ordered before nothing, so on the GPU it may come after the exit. */
+static void block_exit(kexec *x, uint32_t b) {
+  const struct remote_read *r = &x->rread[b];
+  if (r->ep != x->cbase || !r->arr) return;
+  char whom[128];
+  who(x, r->t, whom, sizeof whom);
+  kerr(x,
+       "this thread's block finished, but %s read its '%%%s' since the last cluster barrier: a block must not exit "
+       "while others read its shared memory; put a `sync cluster` before the end",
+       whom, kname(r->arr));
+}
+
+/* Runs the warps of block b (rank in the group) until each of its threads
+ * has stopped at a barrier or finished, doing the shuffles on the way. */
+static void run_warps(kexec *x, uint32_t b) {
+  uint32_t t0 = b * x->nthreads, t1 = t0 + x->nthreads;
+  for (uint32_t w0 = t0; w0 < t1; w0 += 32) {
+    uint32_t w1 = w0 + 32 < t1 ? w0 + 32 : t1;
+    for (;;) {
+      uint32_t first = UINT32_MAX;
+      for (uint32_t t = w0; t < w1; t++) {
+        if (x->state[t] == TS_RUN) {
+          set_thread(x, t);
+          x->state[t] = run_thread(x);
+          if (!x->failed && x->state[t] == TS_DONE && ++x->ndone[b] == x->nthreads && x->nblocks > 1)
+            block_exit(x, b);
+          if (x->failed) return;
+        }
+        if (x->state[t] == TS_SHFL && first == UINT32_MAX) first = t;
+      }
+      if (first == UINT32_MAX) break;
+      warp_shuffle(x, w0, w1, first);
+      if (x->failed) return;
+    }
+  }
+}
+
+enum { BLK_DONE, BLK_OPENED, BLK_CLUSTER, BLK_FAILED };
+
+/* Every thread of block b has stopped: the block is done, or all its
+ * threads wait at one barrier.  A `sync` opens at once (it orders only
+ * this block: a new interval for its shared memory); at a `sync cluster`
+ * the block waits for the others. */
+static int block_barrier(kexec *x, uint32_t b) {
+  uint32_t t0 = b * x->nthreads, t1 = t0 + x->nthreads, first = UINT32_MAX;
+  for (uint32_t t = t0; t < t1 && first == UINT32_MAX; t++)
+    if (x->state[t] == TS_SYNC) first = t;
+  if (first == UINT32_MAX) return BLK_DONE;
+  if (!all_at(x, t0, t1, 1, first)) return BLK_FAILED;
+  if (x->code[x->pcs[first]].in->u.cluster_sync) return BLK_CLUSTER;
+  x->iv[b] = ++x->epoch;
+  for (uint32_t t = t0; t < t1; t++) {
+    x->pcs[t]++;
+    x->state[t] = TS_RUN;
+  }
+  x->st.instructions += x->nthreads;
+  return BLK_OPENED;
+}
+
+/* No block can go on by itself: each has finished or waits at a `sync
+ * cluster`.  Either all have finished (false), or all must wait at the
+ * same one, which opens: every block's shared-memory writes before it are
+ * visible to the others after it, so every block starts a new interval. */
+static bool cluster_barrier(kexec *x) {
+  uint32_t n = x->nthreads, first = UINT32_MAX;
+  for (uint32_t t = 0; t < x->total && first == UINT32_MAX; t += n)
+    if (x->state[t] == TS_SYNC) first = t;
+  if (first == UINT32_MAX || !all_at(x, 0, x->total, n, first)) return false;
+  x->cbase = ++x->epoch;
+  for (uint32_t b = 0; b < x->nblocks; b++) x->iv[b] = x->cbase;
+  for (uint32_t t = 0; t < x->total; t++) {
+    x->pcs[t]++;
+    x->state[t] = TS_RUN;
+  }
+  x->st.instructions += x->total;
+  return true;
+}
+
+/* Runs the group of blocks whose rank 0 is x->base: each block until it
+ * stops, opening its own barriers, as long as any block can go on; then
+ * a cluster barrier. */
+static void run_group(kexec *x) {
+  memset(x->pcs, 0, x->total * sizeof *x->pcs);
+  memset(x->state, TS_RUN, x->total);
+  memset(x->ndone, 0, x->nblocks * sizeof *x->ndone);
   for (uint32_t i = 0; i < x->k->next_kval_id; i++) {
     const fu_kval *a = x->array_kv[i];
-    if (a && a->space == FU_MEM_SHARED) memset(x->arrays[i], 0xff, (size_t)a->length * fu_dtype_size(a->dtype));
+    if (a && a->space == FU_MEM_SHARED)
+      memset(x->arrays[i], 0xff, (size_t)a->length * fu_dtype_size(a->dtype) * x->nblocks);
   }
-  x->epoch++;
-  do {
-    for (uint32_t w0 = 0; w0 < n && !x->failed; w0 += 32) {
-      uint32_t w1 = w0 + 32 < n ? w0 + 32 : n;
-      for (;;) {
-        uint32_t first = UINT32_MAX;
-        for (uint32_t t = w0; t < w1; t++) {
-          if (x->state[t] == TS_RUN) {
-            set_thread(x, t);
-            x->state[t] = run_thread(x);
-            if (x->failed) return;
-          }
-          if (x->state[t] == TS_SHFL && first == UINT32_MAX) first = t;
-        }
-        if (first == UINT32_MAX) break;
-        warp_shuffle(x, w0, w1, first);
-        if (x->failed) return;
-      }
+  memcpy(x->bid, x->base, sizeof x->bid);
+  x->cbase = ++x->epoch;
+  for (uint32_t b = 0; b < x->nblocks; b++) x->iv[b] = x->cbase;
+  for (;;) {
+    bool opened = false;
+    for (uint32_t b = 0; b < x->nblocks; b++) {
+      run_warps(x, b);
+      int r = x->failed ? BLK_FAILED : block_barrier(x, b);
+      if (r == BLK_FAILED) return;
+      if (r == BLK_OPENED) opened = true;
     }
-  } while (!x->failed && barrier(x));
+    if (!opened && !cluster_barrier(x)) return;
+  }
 }
 
 /* ---- set-up ---------------------------------------------------------------------------------- */
 
+/* Elements of one copy of an array (at least one, for the allocator). */
+static size_t array_len(const fu_kval *a) { return (size_t)(a->length > 0 ? a->length : 1); }
+
+/* All copies of an array: one per thread of the group (local) or per block (shared). */
 static size_t array_bytes(const kexec *x, const fu_kval *a) {
-  size_t b = (size_t)(a->length > 0 ? a->length : 1) * fu_dtype_size(a->dtype);
-  return a->space == FU_MEM_LOCAL ? b * x->nthreads : b;
+  return array_len(a) * fu_dtype_size(a->dtype) * (a->space == FU_MEM_LOCAL ? x->total : x->nblocks);
 }
 
 /* Arrays declared anywhere in the kernel, found through their uses. */
@@ -620,7 +810,7 @@ static bool alloc_arrays(kexec *x, const fu_kblock *b) {
       x->arrays[v->id] = fu_mem_calloc(&x->alloc, array_bytes(x, v), 1);
       if (!x->arrays[v->id]) return false;
       if (v->space == FU_MEM_SHARED) {
-        x->shadows[v->id] = fu_mem_calloc(&x->alloc, (size_t)(v->length > 0 ? v->length : 1), sizeof(shadow));
+        x->shadows[v->id] = fu_mem_calloc(&x->alloc, array_len(v) * x->nblocks, sizeof(shadow));
         if (!x->shadows[v->id]) return false;
       }
     }
@@ -636,17 +826,20 @@ static void free_exec(kexec *x, uint32_t n) {
     const fu_kval *a = x->array_kv[i];
     if (!a) continue;
     fu_mem_free(&x->alloc, x->arrays[i], array_bytes(x, a));
-    if (x->shadows[i]) fu_mem_free(&x->alloc, x->shadows[i], (size_t)(a->length > 0 ? a->length : 1) * sizeof(shadow));
+    if (x->shadows[i]) fu_mem_free(&x->alloc, x->shadows[i], array_len(a) * x->nblocks * sizeof(shadow));
   }
   fu_mem_free(&x->alloc, x->arrays, n * sizeof *x->arrays);
   fu_mem_free(&x->alloc, x->array_kv, n * sizeof *x->array_kv);
   fu_mem_free(&x->alloc, x->shadows, n * sizeof *x->shadows);
   fu_mem_free(&x->alloc, x->param_of, n * sizeof *x->param_of);
   fu_mem_free(&x->alloc, x->code, x->cap_code * sizeof *x->code);
-  fu_mem_free(&x->alloc, x->regs, (size_t)x->nthreads * x->nreg * sizeof *x->regs);
-  fu_mem_free(&x->alloc, x->iters, (size_t)x->nthreads * x->depth_slots * sizeof *x->iters);
-  fu_mem_free(&x->alloc, x->pcs, x->nthreads * sizeof *x->pcs);
-  fu_mem_free(&x->alloc, x->state, x->nthreads);
+  fu_mem_free(&x->alloc, x->regs, (size_t)x->total * x->nreg * sizeof *x->regs);
+  fu_mem_free(&x->alloc, x->iters, (size_t)x->total * x->depth_slots * sizeof *x->iters);
+  fu_mem_free(&x->alloc, x->pcs, x->total * sizeof *x->pcs);
+  fu_mem_free(&x->alloc, x->state, x->total);
+  fu_mem_free(&x->alloc, x->iv, x->nblocks * sizeof *x->iv);
+  fu_mem_free(&x->alloc, x->ndone, x->nblocks * sizeof *x->ndone);
+  fu_mem_free(&x->alloc, x->rread, x->nblocks * sizeof *x->rread);
 }
 
 /* Scalar parameters into every thread's registers (they never change). */
@@ -663,7 +856,7 @@ static void bind_scalars(kexec *x) {
       int64_t i = fu_dtype_is_bool(v->dtype) ? (x->args[p].scalar.b ? 1 : 0) : x->args[p].scalar.i;
       fu_interp_store(v->dtype, &cell, 1, 1, FU_CK_I64, &i);
     }
-    for (uint32_t t = 0; t < x->nthreads; t++) x->regs[(size_t)t * x->nreg + v->id] = cell;
+    for (uint32_t t = 0; t < x->total; t++) x->regs[(size_t)t * x->nreg + v->id] = cell;
   }
 }
 
@@ -691,6 +884,13 @@ static void check_zeroed(kexec *x) {
 fu_status fu_kir_run(const fu_kernel *k, const fu_kir_arg *args, const int64_t grid[3], fu_allocator alloc,
                      fu_diag_engine *diag, fu_kir_stats *stats) {
   if (fu_kernel_verify(k, diag, NULL) != FU_OK) return FU_ERR_VERIFY;
+  uint32_t c = k->cluster > 1 ? k->cluster : 1;
+  if (grid[0] % c != 0) {
+    fu_error(diag, fu_loc_none(),
+             "kernel '@%s': grid x extent %lld is not a multiple of the cluster's %u blocks (cluster=%u)",
+             k->name ? k->name : "?", (long long)grid[0], c, c);
+    return FU_ERR_INVALID_ARG;
+  }
   kexec x;
   memset(&x, 0, sizeof x);
   x.k = k;
@@ -700,6 +900,8 @@ fu_status fu_kir_run(const fu_kernel *k, const fu_kir_arg *args, const int64_t g
   uint32_t n = k->next_kval_id ? k->next_kval_id : 1;
   x.nreg = n;
   x.nthreads = k->block[0] * k->block[1] * k->block[2];
+  x.nblocks = c;
+  x.total = x.nthreads * c;
   x.param_of = fu_mem_alloc(&alloc, n * sizeof *x.param_of);
   x.arrays = fu_mem_calloc(&alloc, n, sizeof *x.arrays);
   x.array_kv = fu_mem_calloc(&alloc, n, sizeof *x.array_kv);
@@ -709,11 +911,14 @@ fu_status fu_kir_run(const fu_kernel *k, const fu_kir_arg *args, const int64_t g
   if (x.depth_slots == 0) x.depth_slots = 1;
   fu_status st = FU_OK;
   if (ok) {
-    x.regs = fu_mem_calloc(&alloc, (size_t)x.nthreads * x.nreg, sizeof *x.regs);
-    x.iters = fu_mem_calloc(&alloc, (size_t)x.nthreads * x.depth_slots, sizeof *x.iters);
-    x.pcs = fu_mem_calloc(&alloc, x.nthreads, sizeof *x.pcs);
-    x.state = fu_mem_calloc(&alloc, x.nthreads, 1);
-    ok = x.regs && x.iters && x.pcs && x.state && alloc_arrays(&x, &k->body);
+    x.regs = fu_mem_calloc(&alloc, (size_t)x.total * x.nreg, sizeof *x.regs);
+    x.iters = fu_mem_calloc(&alloc, (size_t)x.total * x.depth_slots, sizeof *x.iters);
+    x.pcs = fu_mem_calloc(&alloc, x.total, sizeof *x.pcs);
+    x.state = fu_mem_calloc(&alloc, x.total, 1);
+    x.iv = fu_mem_calloc(&alloc, c, sizeof *x.iv);
+    x.ndone = fu_mem_calloc(&alloc, c, sizeof *x.ndone);
+    x.rread = fu_mem_calloc(&alloc, c, sizeof *x.rread);
+    ok = x.regs && x.iters && x.pcs && x.state && x.iv && x.ndone && x.rread && alloc_arrays(&x, &k->body);
   }
   if (!ok) {
     fu_error(diag, fu_loc_none(), "out of memory running kernel '@%s'", k->name ? k->name : "?");
@@ -723,9 +928,9 @@ fu_status fu_kir_run(const fu_kernel *k, const fu_kir_arg *args, const int64_t g
   for (uint32_t i = 0; i < n; i++) x.param_of[i] = -1;
   bind_scalars(&x);
   for (int d = 0; d < 3; d++) x.grid[d] = grid[d];
-  for (x.bid[2] = 0; x.bid[2] < grid[2] && !x.failed; x.bid[2]++)
-    for (x.bid[1] = 0; x.bid[1] < grid[1] && !x.failed; x.bid[1]++)
-      for (x.bid[0] = 0; x.bid[0] < grid[0] && !x.failed; x.bid[0]++) run_block(&x);
+  for (x.base[2] = 0; x.base[2] < grid[2] && !x.failed; x.base[2]++)
+    for (x.base[1] = 0; x.base[1] < grid[1] && !x.failed; x.base[1]++)
+      for (x.base[0] = 0; x.base[0] < grid[0] && !x.failed; x.base[0] += c) run_group(&x);
   if (!x.failed) check_zeroed(&x);
   if (x.failed) st = FU_ERR_RUNTIME;
   if (stats) {

@@ -33,6 +33,7 @@ static fu_device make(const char *name, uint32_t sm, uint32_t sms, uint32_t smem
   d.mem_bytes = mem;
   d.max_grid_x = 2147483647u;
   d.max_grid_yz = 65535;
+  d.max_cluster = sm >= 90 ? 8 : 1;
   return d;
 }
 
@@ -80,6 +81,9 @@ bool fu_device_valid(const fu_device *d, fu_strbuf *why) {
   else if (d->mem_bandwidth_gbs <= 0) bad = "mem_bandwidth_gbs must be positive";
   else if (d->mem_bytes == 0) bad = "mem_bytes must be positive";
   else if (d->max_grid_x == 0 || d->max_grid_yz == 0) bad = "grid limits must be positive";
+  else if (d->max_cluster == 0 || d->max_cluster > 16 || (d->max_cluster & (d->max_cluster - 1)))
+    bad = "max_cluster must be 1, 2, 4, 8 or 16";
+  else if (d->max_cluster > 1 && d->sm < 90) bad = "max_cluster above 1 needs sm 90 or later (clusters)";
   if (bad && why) fu_strbuf_puts(why, bad);
   return bad == NULL;
 }
@@ -92,7 +96,8 @@ void fu_device_print(fu_strbuf *out, const fu_device *d) {
                    d->regs_per_sm, d->max_regs_per_thread, d->smem_per_block, d->smem_per_sm);
   fu_strbuf_printf(out, "l2_bytes = %" PRIu64 "\nmem_bandwidth_gbs = %g\nmem_bytes = %" PRIu64 "\n", d->l2_bytes,
                    d->mem_bandwidth_gbs, d->mem_bytes);
-  fu_strbuf_printf(out, "max_grid_x = %u\nmax_grid_yz = %u\n", d->max_grid_x, d->max_grid_yz);
+  fu_strbuf_printf(out, "max_grid_x = %u\nmax_grid_yz = %u\nmax_cluster = %u\n", d->max_grid_x, d->max_grid_yz,
+                   d->max_cluster);
 }
 
 /* ---- device files ------------------------------------------------------- */
@@ -126,6 +131,7 @@ static const key_def keys[] = {
     {"mem_gib", K_MEM_GIB, 0},
     {"max_grid_x", K_U32, offsetof(fu_device, max_grid_x)},
     {"max_grid_yz", K_U32, offsetof(fu_device, max_grid_yz)},
+    {"max_cluster", K_U32, offsetof(fu_device, max_cluster)},
 };
 
 #define N_KEYS (sizeof keys / sizeof keys[0])
@@ -203,6 +209,7 @@ static bool apply(const fu_source *src, uint32_t line, uint32_t vcol, const key_
       return false;
     }
     d->sm = (uint32_t)u;
+    if (d->sm < 90) d->max_cluster = 1; /* a later max_cluster line is checked against it */
     return true;
   case K_U32:
     if (!parse_u64(v, n, &u) || u == 0 || u > UINT32_MAX) {

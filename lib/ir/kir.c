@@ -358,6 +358,23 @@ fu_kinst *fu_kb_sync(fu_kbuilder *b) {
   return in;
 }
 
+fu_kinst *fu_kb_sync_cluster(fu_kbuilder *b) {
+  fu_kinst *in = fu_kb_sync(b);
+  if (in) in->u.cluster_sync = true;
+  return in;
+}
+
+fu_kval *fu_kb_load_cta(fu_kbuilder *b, const char *name, fu_kval *arr, fu_kval *index, fu_kval *rank) {
+  if (!arr || arr->kind != FU_KV_ARRAY || arr->space != FU_MEM_SHARED) return NULL;
+  fu_kval *r = NULL;
+  fu_kval *args[3] = {arr, index, rank};
+  fu_kinst *in = emit1(b, FU_KI_LOAD, name, arr->dtype, args, 3, &r);
+  if (!in) return NULL;
+  in->u.mem.width = 1;
+  in->u.mem.space = FU_MEM_SHARED;
+  return r;
+}
+
 fu_kval *fu_kb_atom_add(fu_kbuilder *b, const char *name, fu_kval *mem, fu_kval *index, fu_kval *value) {
   fu_kval *r = NULL;
   if (!mem) return NULL;
@@ -410,6 +427,7 @@ fu_kinst *fu_kb_if(fu_kbuilder *b, fu_kval *cond) {
 static const char *const special_names[] = {
     "thread_idx.x", "thread_idx.y", "thread_idx.z", "block_idx.x", "block_idx.y", "block_idx.z",
     "block_dim.x",  "block_dim.y",  "block_dim.z",  "grid_dim.x",  "grid_dim.y",  "grid_dim.z",
+    "cluster_rank",
 };
 
 const char *fu_special_name(fu_special sp) {

@@ -331,7 +331,7 @@ static void verify_inst(kverifier *v, const fu_kinst *in, unsigned depth) {
     return;
   case FU_KI_MATH: verify_math(v, in); return;
   case FU_KI_SPECIAL:
-    if (in->n_args != 0 || in->n_results != 1 || (unsigned)in->u.special > FU_SP_NCTAID_Z) {
+    if (in->n_args != 0 || in->n_results != 1 || (unsigned)in->u.special > FU_SP_CLUSTER_RANK) {
       verr(v, in, "must name a special register and have one result");
       return;
     }
@@ -341,7 +341,27 @@ static void verify_inst(kverifier *v, const fu_kinst *in, unsigned depth) {
     return;
   case FU_KI_LOAD: {
     if (!verify_mem(v, in, false)) return;
-    if (in->n_args != 2 || in->n_results != in->u.mem.width) {
+    if (in->n_args == 3) {
+      /* another block's copy of a shared array (distributed shared memory) */
+      const fu_kval *arr = in->args[0];
+      if (arr->kind != FU_KV_ARRAY || arr->space != FU_MEM_SHARED || in->u.mem.width != 1) {
+        verr(v, in, "a block rank needs a shared array and width 1");
+        return;
+      }
+      if (v->k->cluster < 2) {
+        verr(v, in, "another block's shared memory needs a kernel with cluster= of 2 or more blocks");
+        return;
+      }
+      if (!use_scalar(v, in, in->args[2], "rank")) return;
+      if (in->args[2]->dtype != FU_DT_I32) {
+        verr(v, in, "rank '%%%s' must be i32", vname(in->args[2], b, sizeof b));
+        return;
+      }
+    } else if (in->n_args != 2) {
+      verr(v, in, "of width %u must have %u results and 2 operands", in->u.mem.width, in->u.mem.width);
+      return;
+    }
+    if (in->n_results != in->u.mem.width) {
       verr(v, in, "of width %u must have %u results and 2 operands", in->u.mem.width, in->u.mem.width);
       return;
     }
@@ -395,6 +415,8 @@ static void verify_inst(kverifier *v, const fu_kinst *in, unsigned depth) {
     return;
   case FU_KI_SYNC:
     if (in->n_args || in->n_results) verr(v, in, "takes no operands");
+    if (in->u.cluster_sync && v->k->cluster < 2)
+      verr(v, in, "a cluster barrier needs a kernel with cluster= of 2 or more blocks");
     return;
   case FU_KI_FENCE:
     if (in->n_args || in->n_results) verr(v, in, "takes no operands");
@@ -554,6 +576,8 @@ fu_status fu_kernel_verify(const fu_kernel *k, fu_diag_engine *diag, const fu_ki
   if ((uint64_t)k->block[0] * k->block[1] * k->block[2] > 1024)
     verr(&v, NULL, "block [%u, %u, %u] has more than 1024 threads", k->block[0], k->block[1], k->block[2]);
   if (!is_index_dtype(k->index_dtype)) verr(&v, NULL, "index dtype must be i32 or i64");
+  if (k->cluster > 1 && k->cluster != 2 && k->cluster != 4 && k->cluster != 8)
+    verr(&v, NULL, "cluster=%u is not 2, 4 or 8 blocks", k->cluster);
   verify_params(&v);
   verify_block(&v, &k->body, 0);
   if (v.errors) st = FU_ERR_VERIFY;

@@ -6,7 +6,7 @@
 #include "fuser/schedule.h"
 
 static const char *const ptype_names[FU_PT_COUNT] = {"serial",      "blockIdx.x", "blockIdx.y", "threadIdx.x",
-                                                     "threadIdx.y", "vectorize",  "unroll"};
+                                                     "threadIdx.y", "vectorize",  "unroll",     "cluster.x"};
 
 const char *fu_ptype_name(fu_ptype p) { return (unsigned)p < FU_PT_COUNT ? ptype_names[p] : "?"; }
 

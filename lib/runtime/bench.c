@@ -190,9 +190,9 @@ fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt
   for (uint32_t it = 0; it < iters && st == FU_OK; it++) {
     if (flush) {
       uint32_t value = 0x01010101u * (it & 0xff);
-      fu_rt_launch_config one = {{1, 1, 1}, {1, 1, 1}, 0};
+      fu_rt_launch_config one = {{1, 1, 1}, {1, 1, 1}, 0, 0};
       if (o.flush_kernel) {
-        fu_rt_launch_config grid = {{1024, 1, 1}, {256, 1, 1}, 0};
+        fu_rt_launch_config grid = {{1024, 1, 1}, {256, 1, 1}, 0, 0};
         uint64_t words = out->flush_bytes / 16;
         void *fill_params[] = {&flush, &words, &value};
         st = fu_rt_launch(rt, &fill, &grid, fill_params);

@@ -9,6 +9,11 @@
  * function pointer, so copy the bits (POSIX guarantees they are the same). */
 static void set_entry(void *slot, void *sym, size_t size) { memcpy(slot, &sym, size); }
 
+/* Entry points a driver may lack: cuLaunchKernelEx came with CUDA 11.8's
+ * driver and only kernels of thread-block clusters (sm_90) need it, so an
+ * older driver still runs every other kernel. */
+static bool optional_entry(const char *sym) { return strcmp(sym, "cuLaunchKernelEx") == 0; }
+
 /* Why dlopen, not linking libcuda: a binary linked to the toolkit's stub
  * (or to a real libcuda) would not even start where no driver is installed,
  * and a GPU-less machine must still run every tool and report "no CUDA
@@ -26,7 +31,7 @@ bool fu_cuda_api_load(const char *path, fu_cuda_api *api, void **lib, fu_strbuf 
   do {                                                                             \
     void *p = dlsym(h, sym);                                                       \
     if (!p && strcmp(sym, "cuEventElapsedTime_v2") == 0) p = dlsym(h, "cuEventElapsedTime"); \
-    if (!p) {                                                                      \
+    if (!p && !optional_entry(sym)) {                                              \
       fu_strbuf_printf(why, "the CUDA driver library '%s' has no entry point '%s' (driver too old?)", path, sym); \
       dlclose(h);                                                                  \
       memset(api, 0, sizeof *api);                                                 \

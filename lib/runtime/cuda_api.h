@@ -8,7 +8,13 @@
  * of their own (a fake device in host memory).
  *
  * Each member has the exact type of the cuda.h declaration (__typeof__ of
- * the function), so a mismatch is a compile error. */
+ * the function), so a mismatch is a compile error; the types they take
+ * (CUlaunchConfig, CUlaunchAttribute, ...) are cuda.h's own, so their
+ * layouts are the driver's ABI.
+ *
+ * Every entry point must be there, except the optional ones
+ * (optional_entry in cuda_api.c: cuLaunchKernelEx): a driver without one
+ * loads, the member is NULL, and only what needs it fails, saying so. */
 #ifndef FUSER_RUNTIME_CUDA_API_H
 #define FUSER_RUNTIME_CUDA_API_H
 
@@ -41,6 +47,7 @@
   X(module_get_function, cuModuleGetFunction, "cuModuleGetFunction")         \
   X(func_set_attribute, cuFuncSetAttribute, "cuFuncSetAttribute")           \
   X(launch_kernel, cuLaunchKernel, "cuLaunchKernel")                         \
+  X(launch_kernel_ex, cuLaunchKernelEx, "cuLaunchKernelEx")                  \
   X(stream_create, cuStreamCreate, "cuStreamCreate")                         \
   X(stream_destroy, cuStreamDestroy, "cuStreamDestroy_v2")                   \
   X(stream_synchronize, cuStreamSynchronize, "cuStreamSynchronize")          \

@@ -97,6 +97,15 @@ static fu_status query_device(fu_rt *rt) {
   f->mem_bandwidth_gbs = 2.0 * (double)d->mem_clock_khz * 1e3 * ((double)d->bus_width_bits / 8.0) / 1e9;
   f->max_grid_x = (uint32_t)gx;
   f->max_grid_yz = (uint32_t)(gy < gz ? gy : gz);
+  /* Thread-block clusters of up to 8 blocks (the portable size) where the
+   * device has them (sm_90 on, and CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH not
+   * saying otherwise; a driver too old to know the attribute is too old
+   * to have cuLaunchKernelEx) and the driver can launch them; else 1, so
+   * no schedule splits a row over a cluster this runtime cannot launch. */
+  int cluster_launch = 0;
+  if (api->device_get_attribute(&cluster_launch, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, rt->device) != CUDA_SUCCESS)
+    cluster_launch = api->launch_kernel_ex != NULL;
+  f->max_cluster = f->sm >= 90 && cluster_launch && api->launch_kernel_ex ? 8 : 1;
   /* Drivers that stop reporting the memory clock (the attribute is on its
    * way out) leave the bandwidth unknown: take the preset's figure for the
    * same chip or architecture, and say so. */

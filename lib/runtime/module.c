@@ -110,6 +110,55 @@ fu_status fu_rt_module_function(fu_rt_module *mod, const char *entry, fu_rt_func
   return FU_OK;
 }
 
+/* A kernel of thread-block clusters: cuLaunchKernelEx with the cluster
+ * dimension {c, 1, 1} as a launch attribute, the only way the driver API
+ * has to give the shape (the LLVM backend's PTX has no .reqnctapercluster
+ * to give it, lib/target/llvm/codegen.c says why; the CUDA C's
+ * __cluster_dims__ does, and the driver takes the same shape again).  The
+ * driver would refuse a grid.x that is not a multiple of c with
+ * CUDA_ERROR_INVALID_CLUSTER_SIZE or the like; it is checked here first,
+ * with a message that says what is wrong. */
+static fu_status launch_clusters(fu_rt *rt, const fu_rt_func *fn, const fu_rt_launch_config *cfg, void **params) {
+  uint32_t c = cfg->cluster;
+  if (cfg->grid[0] % c != 0) {
+    fu_error(rt->diag, fu_loc_none(),
+             "kernel '%s' runs in clusters of %u blocks along x, but its grid.x = %u is not a multiple of %u: not "
+             "launched",
+             fn->entry, c, cfg->grid[0], c);
+    return FU_ERR_INVALID_ARG;
+  }
+  if (!rt->api.launch_kernel_ex) {
+    fu_error(rt->diag, fu_loc_none(),
+             "kernel '%s' runs in clusters of %u blocks, which needs cuLaunchKernelEx (a CUDA 11.8 or later driver); "
+             "this driver library has none",
+             fn->entry, c);
+    return FU_ERR_UNSUPPORTED;
+  }
+  CUlaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = c;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  CUlaunchConfig lc;
+  memset(&lc, 0, sizeof lc);
+  lc.gridDimX = cfg->grid[0];
+  lc.gridDimY = cfg->grid[1];
+  lc.gridDimZ = cfg->grid[2];
+  lc.blockDimX = cfg->block[0];
+  lc.blockDimY = cfg->block[1];
+  lc.blockDimZ = cfg->block[2];
+  lc.sharedMemBytes = cfg->smem_bytes;
+  lc.hStream = rt->stream;
+  lc.attrs = &attr;
+  lc.numAttrs = 1;
+  char what[256];
+  snprintf(what, sizeof what, "cuLaunchKernelEx('%s', grid=[%u, %u, %u], block=[%u, %u, %u], smem=%u, cluster=[%u, 1, 1])",
+           fn->entry, cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block[0], cfg->block[1], cfg->block[2],
+           cfg->smem_bytes, c);
+  return fu_rt_check(rt, rt->api.launch_kernel_ex(&lc, (CUfunction)fn->handle, params, NULL), what);
+}
+
 fu_status fu_rt_launch(fu_rt *rt, const fu_rt_func *fn, const fu_rt_launch_config *cfg, void **params) {
   char what[256];
   CUfunction f = (CUfunction)fn->handle;
@@ -120,6 +169,7 @@ fu_status fu_rt_launch(fu_rt *rt, const fu_rt_func *fn, const fu_rt_launch_confi
         rt, rt->api.func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)cfg->smem_bytes), what);
     if (st != FU_OK) return st;
   }
+  if (cfg->cluster > 1) return launch_clusters(rt, fn, cfg, params);
   snprintf(what, sizeof what, "cuLaunchKernel('%s', grid=[%u, %u, %u], block=[%u, %u, %u], smem=%u)", fn->entry,
            cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block[0], cfg->block[1], cfg->block[2], cfg->smem_bytes);
   return fu_rt_check(rt,

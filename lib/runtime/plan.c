@@ -529,6 +529,18 @@ static fu_status plan_grid(builder *b, const fu_op *seg, const fu_kernel *k, fu_
     return FU_ERR_INVALID_ARG;
   }
   lp->config.smem_bytes = k->smem_bytes;
+  /* Blocks x*c .. x*c+c-1 form a cluster: the grid must hold whole ones
+   * (fu_rt_launch checks again; here the error is at the segment). */
+  if (k->cluster > 1) {
+    lp->config.cluster = k->cluster;
+    if (!lp->empty && lp->config.grid[0] % k->cluster != 0) {
+      fu_error(b->diag, op_loc(seg),
+               "kernel '@%s': grid.x = %u is not a multiple of its clusters of %u blocks (cluster=%u): the last "
+               "cluster would be partial",
+               kn, lp->config.grid[0], k->cluster, k->cluster);
+      return FU_ERR_INVALID_ARG;
+    }
+  }
   return FU_OK;
 }
 
@@ -890,10 +902,11 @@ void fu_rt_plan_print_launches(fu_strbuf *out, const fu_rt_plan *p) {
                        (unsigned long long)lp->bytes_written);
       continue;
     }
-    fu_strbuf_printf(out, "launch @%s: grid=[%u, %u, %u] block=[%u, %u, %u] smem=%u%s (reads %llu bytes, writes %llu bytes)\n",
-                     lp->kernel->name, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
-                     c->smem_bytes, lp->empty ? " skipped: empty grid" : "", (unsigned long long)lp->bytes_read,
-                     (unsigned long long)lp->bytes_written);
+    fu_strbuf_printf(out, "launch @%s: grid=[%u, %u, %u] block=[%u, %u, %u] smem=%u", lp->kernel->name, c->grid[0],
+                     c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2], c->smem_bytes);
+    if (c->cluster > 1) fu_strbuf_printf(out, " cluster=%u", c->cluster);
+    fu_strbuf_printf(out, "%s (reads %llu bytes, writes %llu bytes)\n", lp->empty ? " skipped: empty grid" : "",
+                     (unsigned long long)lp->bytes_read, (unsigned long long)lp->bytes_written);
     for (uint32_t i = 0; i < lp->n_args; i++) {
       const fu_kval *kv = lp->kernel->params[i];
       const fu_rt_karg *a = &lp->args[i];

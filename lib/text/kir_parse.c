@@ -937,11 +937,20 @@ static bool parse_assignment(kparser *p, fu_kblock *b, bool top, fu_loc loc) {
       perr(p, names[0].loc, "'%.*s' has %u results, got %u", (int)op.len, op.text, w, n);
       return false;
     }
-    fu_kval *mem, *index;
+    fu_kval *mem, *index, *rank = NULL;
     bool pred;
     if (!parse_mem_ref(p, &mem, &index, &pred)) return false;
-    fu_kval *args[2] = {mem, index};
-    in = fu_kinst_new(p->m, FU_KI_LOAD, args, 2, res, n);
+    if (!pred && tok_is(p, T_IDENT, "cta")) {
+      /* another block's copy of a shared array: `load %a[%i] cta %rank` */
+      next(p);
+      if (!(rank = use_value(p))) return false;
+      if (tok_is(p, T_IDENT, "predicated")) {
+        pred = true;
+        next(p);
+      }
+    }
+    fu_kval *args[3] = {mem, index, rank};
+    in = fu_kinst_new(p->m, FU_KI_LOAD, args, rank ? 3 : 2, res, n);
     if (!in) return oom(p);
     in->u.mem.width = w;
     in->u.mem.space = mem->kind == FU_KV_ARRAY ? mem->space : FU_MEM_GLOBAL;
@@ -1011,7 +1020,12 @@ static bool parse_stmt(kparser *p, fu_kblock *b, bool top) {
   }
   if (tok_is(p, T_IDENT, "sync")) {
     next(p);
-    return append(p, b, fu_kinst_new(p->m, FU_KI_SYNC, NULL, 0, NULL, 0), loc);
+    fu_kinst *in = fu_kinst_new(p->m, FU_KI_SYNC, NULL, 0, NULL, 0);
+    if (in && tok_is(p, T_IDENT, "cluster")) {
+      in->u.cluster_sync = true;
+      next(p);
+    }
+    return append(p, b, in, loc);
   }
   if (tok_is(p, T_IDENT, "fence")) {
     next(p);
@@ -1050,13 +1064,13 @@ static bool parse_block(kparser *p, fu_kblock *b, bool top) {
 
 static bool parse_kernel_attrs(kparser *p) {
   fu_kernel *k = p->k;
-  bool seen[5] = {false, false, false, false, false};
-  static const char *const names[5] = {"grid", "block", "smem", "index", "min_blocks"};
+  bool seen[6] = {false, false, false, false, false, false};
+  static const char *const names[6] = {"grid", "block", "smem", "index", "min_blocks", "cluster"};
   while (p->tok.kind == T_IDENT) {
     int which = -1;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 6; i++)
       if (tok_is(p, T_IDENT, names[i])) which = i;
-    if (which < 0) return expected(p, "'grid', 'block', 'smem', 'index', 'min_blocks' or '{'");
+    if (which < 0) return expected(p, "'grid', 'block', 'smem', 'index', 'min_blocks', 'cluster' or '{'");
     if (seen[which]) {
       perr(p, p->tok.loc, "'%s' given twice", names[which]);
       return false;
@@ -1085,6 +1099,15 @@ static bool parse_kernel_attrs(kparser *p) {
       int64_t v = 0;
       if (!parse_int(p, 1, 32, "blocks per SM", &v)) return false;
       k->min_blocks = (uint32_t)v;
+    } else if (which == 5) {
+      int64_t v = 0;
+      fu_loc cl = p->tok.loc;
+      if (!parse_int(p, 1, 8, "blocks per cluster", &v)) return false;
+      if (v & (v - 1)) {
+        perr(p, cl, "blocks per cluster must be 1, 2, 4 or 8, not %lld", (long long)v);
+        return false;
+      }
+      k->cluster = (uint32_t)v;
     } else {
       fu_loc tl = p->tok.loc;
       if (!parse_dtype(p, &k->index_dtype)) return false;

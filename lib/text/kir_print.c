@@ -306,6 +306,10 @@ static void print_mem_op(kprinter *p, const char *op, const fu_kinst *in) {
   fu_strbuf_putc(p->out, '[');
   put_ref(p, in->n_args > 1 ? in->args[1] : NULL);
   fu_strbuf_putc(p->out, ']');
+  if (in->kind == FU_KI_LOAD && in->n_args == 3) {
+    fu_strbuf_puts(p->out, " cta ");
+    put_ref(p, in->args[2]);
+  }
   if (in->u.mem.predicated_by_parent) fu_strbuf_puts(p->out, " predicated");
 }
 
@@ -364,7 +368,7 @@ static void print_inst(kprinter *p, const fu_kinst *in, int indent) {
     print_args(p, in, 0);
     break;
   case FU_KI_SHFL_XOR: print_value_int(p, in, "shfl.xor", in->u.shfl_mask); break;
-  case FU_KI_SYNC: fu_strbuf_puts(out, "sync"); break;
+  case FU_KI_SYNC: fu_strbuf_puts(out, in->u.cluster_sync ? "sync cluster" : "sync"); break;
   case FU_KI_MISALIGN: print_value_int(p, in, "misalign", in->u.misalign); break;
   case FU_KI_FENCE: fu_strbuf_puts(out, in->u.fence == FU_FENCE_GPU ? "fence gpu" : "fence block"); break;
   case FU_KI_ATOM_ADD:
@@ -460,6 +464,7 @@ void fu_kernel_print_indented(fu_strbuf *out, const fu_kernel *k, int indent) {
   }
   fu_strbuf_printf(out, "] block=[%u, %u, %u] smem=%u ", k->block[0], k->block[1], k->block[2], k->smem_bytes);
   if (k->min_blocks) fu_strbuf_printf(out, "min_blocks=%u ", k->min_blocks);
+  if (k->cluster > 1) fu_strbuf_printf(out, "cluster=%u ", k->cluster);
   fu_strbuf_printf(out, "index=%s {\n", dtname(k->index_dtype));
   for (size_t i = 0; i < n->n_decls; i++) print_decl(&p, n->decls[i], indent + 2);
   print_block(&p, &k->body, indent + 2);

@@ -84,6 +84,10 @@ typedef struct prow {
   fu_kval **pacc;
   int32_t cur_chunk;
   int32_t row_loop;
+  /* a row split over a cluster's blocks: their number (1: none) and the
+   * block's rank among them */
+  uint32_t cluster;
+  const fu_ix *rank;
 } prow;
 
 static rl *LL(prow *P) { return P->L; }
@@ -458,6 +462,7 @@ static void fold_row(prow *P, const fu_op *const *orig, uint32_t pass, const cha
   for (uint32_t a = 0; P->stage && a < P->n_acc; a++) P->staged[a] |= P->storing[a];
   fu_rl_read_states(L, acc, v);
   if (L->s->reduce != FU_RM_SERIAL && !L->failed) fu_rl_combine_threads(L, v, P->tx, tag);
+  if (P->cluster > 1 && !L->failed) fu_rl_combine_cluster(L, v, P->tx, P->cluster, tag);
 }
 
 /* The number of elements of a row (the reduced extent), as a value of
@@ -746,6 +751,12 @@ static void row_body(prow *P, uint32_t nv) {
     fu_kval *t0 = t && zero ? fu_rl_chk(L, fu_kb_binary(&L->b, "thread0", FU_OP_EQ, FU_DT_BOOL, t, zero)) : NULL;
     cond = cond && t0 ? fu_rl_chk(L, fu_kb_binary(&L->b, "store", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, t0)) : t0;
   }
+  if (P->rank && !L->failed) {
+    /* one block of the cluster stores them */
+    fu_kval *r = fu_rl_emit_ix(L, P->rank), *zero = fu_rl_emit_ix(L, fu_ix_const(L->ix, 0));
+    fu_kval *r0 = r && zero ? fu_rl_chk(L, fu_kb_binary(&L->b, "rank0", FU_OP_EQ, FU_DT_BOOL, r, zero)) : NULL;
+    cond = cond && r0 ? fu_rl_chk(L, fu_kb_binary(&L->b, "store", FU_OP_LOGICAL_AND, FU_DT_BOOL, cond, r0)) : r0;
+  }
   fu_kbuilder saved = fu_rl_open_if(L, cond);
   fu_rl_store_outputs(L, false);
   L->b = saved;
@@ -782,8 +793,9 @@ static void rows(prow *P, uint32_t nv) {
 /* The blocks per SM the kernel plans on, which the lowering asks ptxas
  * for (`min_blocks`; 0 or 1: no bound): with a row loop (the inner-outer
  * rewrite's partial sums) fu_persist_row_loop_blocks; with a constant row
- * in registers fu_persist_register_blocks of its part of the row times the
- * cached bytes per element the scheduler planned on (fu_persist_full_size). */
+ * in registers fu_persist_register_blocks of its part of the row (of the
+ * block's part, split over a cluster) times the cached bytes per element
+ * the scheduler planned on (fu_persist_full_size). */
 static uint32_t planned_blocks(const prow *P) {
   rl *L = P->L;
   fu_device dev;
@@ -798,6 +810,7 @@ static uint32_t planned_blocks(const prow *P) {
     if (ref->type.dims[d].sym) return 0;
     row *= ref->type.dims[d].value;
   }
+  row = (row + P->cluster - 1) / P->cluster; /* a block's part of a row split over a cluster */
   size_t widest = 0, cached = 0;
   const fu_value *inputs[FU_STAGE_MAX];
   uint32_t n_inputs = 0;
@@ -809,8 +822,10 @@ static uint32_t planned_blocks(const prow *P) {
 static void persistent_body(rl *L) {
   const fu_schedule *s = L->s;
   static const fu_special sp[FU_PT_COUNT] = {[FU_PT_BLOCK_X] = FU_SP_CTAID_X, [FU_PT_BLOCK_Y] = FU_SP_CTAID_Y,
-                                             [FU_PT_THREAD_X] = FU_SP_TID_X, [FU_PT_THREAD_Y] = FU_SP_TID_Y};
-  prow P = {.L = L, .registers = s->persist == FU_PM_REGISTERS, .row_loop = -1, .cur_chunk = -1};
+                                             [FU_PT_THREAD_X] = FU_SP_TID_X, [FU_PT_THREAD_Y] = FU_SP_TID_Y,
+                                             [FU_PT_CLUSTER_X] = FU_SP_CLUSTER_RANK};
+  prow P = {.L = L, .registers = s->persist == FU_PM_REGISTERS, .row_loop = -1, .cur_chunk = -1, .cluster = 1};
+  if (L->k->cluster > 1) P.cluster = L->k->cluster;
   for (uint32_t i = 0; i < s->n_loops && !L->failed; i++) {
     const fu_sloop *l = &s->loops[i];
     bool par = l->ptype != FU_PT_SERIAL && l->ptype != FU_PT_UNROLL && l->ptype != FU_PT_VECTORIZE;
@@ -824,7 +839,14 @@ static void persistent_body(rl *L) {
       continue;
     }
     if (l->grid_stride) fu_rl_fail(L, l->loc, "a grid-stride block axis");
-    fu_kval *kv = fu_rl_chk(L, fu_kb_special(&L->b, s->axes[l->axis].name, sp[l->ptype], L->idx));
+    bool by_cluster = l->ptype == FU_PT_BLOCK_X && P.cluster > 1;
+    fu_kval *kv = fu_rl_chk(L, fu_kb_special(&L->b, by_cluster ? NULL : s->axes[l->axis].name, sp[l->ptype], L->idx));
+    if (kv && by_cluster) {
+      /* the cluster's index: its blocks are consecutive along x */
+      fu_kval *c = fu_rl_chk(L, fu_kb_const_i(&L->b, NULL, L->idx, P.cluster));
+      kv = c ? fu_rl_chk(L, fu_kb_binary(&L->b, s->axes[l->axis].name, FU_OP_DIV, L->idx, kv, c)) : NULL;
+    }
+    if (l->ptype == FU_PT_CLUSTER_X) P.rank = fu_igraph_loop_var(L->g, i);
     if (kv) fu_rl_ixv_set(L, fu_igraph_loop_var(L->g, i), kv);
     if (l->ptype == FU_PT_THREAD_X && L->ra[l->axis]) P.tx = fu_igraph_loop_var(L->g, i);
   }
@@ -868,6 +890,8 @@ static void persistent_body(rl *L) {
       fu_rl_ixv_set(L, fu_igraph_loop_var(L->g, (uint32_t)P.row_loop), fu_rl_emit_ix(L, fu_ix_const(L->ix, 0)));
     if (P.n_partial && !L->failed) store_partials(&P, 0, 0);
     fu_lix_pop(&L->lix, mark);
+    /* no block leaves while another may still read its shared slots */
+    if (P.cluster > 1 && !L->failed && !fu_kb_sync_cluster(&L->b)) fu_rl_chk(L, NULL);
   }
   L->own_store = NULL;
   if (own) fu_mem_free(&L->m->alloc, own, nv * sizeof *own);

@@ -868,6 +868,11 @@ static void loops_from(lw *L, uint32_t i) {
     break;
   }
   case FU_PT_VECTORIZE: loops_from(L, i + 1); break;
+  case FU_PT_CLUSTER_X:
+    /* the schedule verifier admits cluster.x in persistent schedules only */
+    if (!L->failed) fu_error(L->diag, l->loc, "cluster.x on axis '%s' outside a persistent schedule", an);
+    L->failed = true;
+    break;
   case FU_PT_SERIAL:
   case FU_PT_UNROLL:
   case FU_PT_COUNT: {

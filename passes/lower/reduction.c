@@ -871,6 +871,47 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
   }
 }
 
+/* The row's states v, already combined in each block (combine_threads),
+ * combined across the C blocks of the cluster that split the row
+ * (cluster.x): thread 0 of each of the block's rows stores its states in
+ * shared slots, a cluster barrier makes them visible to the other blocks,
+ * and every thread reads the C blocks' slots in rank order and combines
+ * them.  Every block combines the same values in the same order, so all
+ * get the same bits. */
+static void combine_cluster(rl *L, rstate *v, const fu_ix *tx, uint32_t C, const char *tag) {
+  fu_kval *cnt[MAX_STATES];
+  known_counts(L, v, cnt);
+  for (uint32_t j = 0; j < L->n_states; j++)
+    if (cnt[j]) {
+      fail(L, L->s->loc, "a Welford state of a known count combined across a cluster's blocks");
+      return;
+    }
+  const fu_ix *ty = NULL;
+  for (uint32_t i = 0; i < L->s->n_loops; i++)
+    if (L->s->loops[i].ptype == FU_PT_THREAD_Y) ty = fu_igraph_loop_var(L->g, i);
+  fu_kval *t = emit_ix(L, tx), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
+  fu_kval *slot = emit_ix(L, ty ? ty : fu_ix_const(L->ix, 0));
+  fu_kval *first = t && zero ? chk(L, fu_kb_binary(&L->b, "row_leader", FU_OP_EQ, FU_DT_BOOL, t, zero)) : NULL;
+  char ctag[48];
+  snprintf(ctag, sizeof ctag, "%scl", tag);
+  rstate arr[MAX_STATES];
+  fu_kbuilder saved = open_if(L, first);
+  new_slots(L, ctag, L->k->block[1], slot, v, arr);
+  L->b = saved;
+  if (!L->failed && !fu_kb_sync_cluster(&L->b)) chk(L, NULL);
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
+    const fu_op *op = op_of(L, j);
+    for (uint32_t r = 0; r < C && !L->failed; r++) {
+      fu_kval *rank = chk(L, fu_kb_const_i(&L->b, NULL, FU_DT_I32, (int64_t)r));
+      rstate p = {NULL};
+      for (uint32_t q = 0; q < parts(op) && rank && slot; q++)
+        p[q] = chk(L, fu_kb_load_cta(&L->b, NULL, arr[j][q], slot, rank));
+      if (r == 0) memcpy(v[j], p, sizeof p);
+      else combine_state(L, op, v[j], p, v[j]);
+    }
+  }
+}
+
 /* Index of partial g of a group in the grid workspaces: g * ystride +
  * base (ystride NULL: 1). */
 static fu_kval *partial_at(rl *L, fu_kval *g, fu_kval *ystride, fu_kval *base) {
@@ -1461,6 +1502,19 @@ static bool make_launch(rl *L) {
       L->k->grid[l->ptype == FU_PT_BLOCK_X ? 0 : 1] = g;
     }
   }
+  /* a row split over a cluster: C blocks along x per row (kir `cluster=`) */
+  int32_t cl = fu_schedule_loop_of(s, FU_PT_CLUSTER_X);
+  int64_t c = 0;
+  if (cl >= 0) {
+    if (!fu_ix_is_const(fu_igraph_axis_extent(L->g, s->loops[cl].axis), &c) || c < 2 || c > 8)
+      return fail(L, s->loops[cl].loc, "a cluster.x axis of no constant extent of 2, 4 or 8");
+    L->k->cluster = (uint32_t)c;
+    fu_lexpr *g = L->k->grid[0];
+    L->k->grid[0] = g->kind == FU_LX_CONST && g->value <= INT64_MAX / c
+                        ? fu_lexpr_const(L->m, g->value * c)
+                        : fu_lexpr_binary(L->m, FU_LX_MUL, g, fu_lexpr_const(L->m, c));
+    if (!L->k->grid[0]) return chk(L, NULL) != NULL;
+  }
   if (s->reduce != FU_RM_SERIAL && (L->k->block[0] * L->k->block[1]) % 32 != 0)
     return fail(L, s->loc, "a block that is not whole warps");
   return true;
@@ -1560,6 +1614,9 @@ fu_kbuilder fu_rl_open_if(rl *L, fu_kval *cond) { return open_if(L, cond); }
 void fu_rl_store_outputs(rl *L, bool reduced) { store_outputs(L, reduced); }
 void fu_rl_combine_threads(rl *L, rstate *v, const fu_ix *tx, const char *tag) {
   combine_threads(L, v, tx, false, tag);
+}
+void fu_rl_combine_cluster(rl *L, rstate *v, const fu_ix *tx, uint32_t C, const char *tag) {
+  combine_cluster(L, v, tx, C, tag);
 }
 void fu_rl_welford_shifts(rl *L) { welford_shifts(L); }
 void fu_rl_bind_peel(rl *L) { bind_peel(L); }

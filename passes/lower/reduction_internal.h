@@ -132,6 +132,10 @@ void fu_rl_store_outputs(rl *L, bool reduced);
  * place; every thread of the row ends with the result.  Shared slot
  * arrays are named after `tag`. */
 void fu_rl_combine_threads(rl *L, rstate *v, const fu_ix *tx, const char *tag);
+/* The combine of v, already combined in the block, across the C blocks of
+ * the cluster that split the row (cluster.x), in place: every thread of
+ * every block ends with the row's result, the same bits in each. */
+void fu_rl_combine_cluster(rl *L, rstate *v, const fu_ix *tx, uint32_t C, const char *tag);
 /* The Welford shifts (the first element of each row), in L->shift. */
 void fu_rl_welford_shifts(rl *L);
 /* A peeled split's shift (tail=peel) for the current row, its kept

@@ -64,7 +64,8 @@ enum {
   WARP_VECS_PER_THREAD = 2, /* the same for a warp's row, and a longer one where the rows are many */
   ONE_VEC_ROW = 32,     /* rows of at most this many vectors take one vector a thread */
   REREAD_THREADS = 512, /* threads per row with persist=reread */
-  SMEM_UNROLL = 16      /* persist=smem unrolls the row loop up to this many vectors per thread */
+  SMEM_UNROLL = 16,     /* persist=smem unrolls the row loop up to this many vectors per thread */
+  MAX_CLUSTER = 8       /* blocks a row may be split over (the portable cluster size) */
 };
 
 typedef struct pbuild {
@@ -253,6 +254,33 @@ static tplan plan_threads(const fu_device *dev, double vecs, int64_t vw, bool ro
   return (tplan){.tx = tx, .ty = ty, .per = per, .warp = warp, .regs = regs};
 }
 
+/* The blocks of a thread-block cluster (sm_90) a constant row too long
+ * for one block's registers is split over, with *tp the ladder's plan for
+ * one block's part; 1 when there are no clusters or no split fits.  The
+ * fewest blocks whose part fits the registers with two blocks resident
+ * an SM (the ladder's 1024-thread rows, or fewer threads): a part that
+ * fits only at one 1024-thread block an SM leaves that SM idle through
+ * the row's reductions and barriers, as the rows staged in shared memory
+ * do (softmax of bf16 [1024, 65536] at 83% of copy bandwidth, Nsight
+ * Compute: 46% of cycles with no eligible warp).  Each block's part is
+ * whole vectors a thread (the split is exact). */
+static int64_t cluster_split(const fu_device *dev, double vecs, int64_t vw, bool kept_const, int64_t m, size_t cached,
+                             int64_t budget, tplan *tp) {
+  for (int64_t c = 2; c <= MAX_CLUSTER && c <= (int64_t)dev->max_cluster; c *= 2) {
+    tplan t = plan_threads(dev, vecs / (double)c, vw, true, kept_const, m * c, cached, budget, true);
+    if (!t.regs || t.warp || (int64_t)vecs % (c * t.tx) != 0) continue;
+    /* 1024 threads only as the ladder has them two an SM: about 2
+     * vectors a thread (an f32 row of 65536 at 4 vectors of 4 a thread,
+     * 64 bytes, spilled 4-16 bytes at the 32 registers two blocks leave) */
+    if (2 * t.tx == (int64_t)dev->max_threads_per_sm &&
+        (t.per > WARP_VECS_PER_THREAD || fu_persist_register_blocks(dev, t.tx, t.per * vw * (int64_t)cached) < 2))
+      continue;
+    *tp = t;
+    return c;
+  }
+  return 1;
+}
+
 /* The schedule `b` describes, in the module's arena, with its index type
  * decided from the index graph. */
 static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, const pbuild *b,
@@ -412,6 +440,8 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   for (int32_t d = 0; d < run; d++) gathered |= reduced[d];
   int64_t budget = gathered ? GATHER_BYTES : REG_BYTES;
   tplan tp = plan_threads(dev, vecs, vw, row_const, kept_const, m, cached, budget, n_partial > 0);
+  int64_t cluster = 1;
+  if (!tp.regs && row_const && !tp.warp && !n_partial) cluster = cluster_split(dev, vecs, vw, kept_const, m, cached, budget, &tp);
   bool warp = tp.warp, regs = tp.regs;
   int64_t tx = tp.tx, ty = tp.ty, per = tp.per;
   if (n_partial && (!regs || warp || ty != 1)) {
@@ -443,7 +473,7 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   uint32_t i = merged(&b, roots, reduced, rank, false, "i");
   uint32_t r = merged(&b, roots, reduced, rank, true, "r"), ro = r, rv = UINT32_MAX, rs, rx, ib, iy;
   if (vw > 1) split_in(&b, r, vw, true, "ro", "rv", &ro, &rv);
-  split_in(&b, ro, tx, row_const && ((int64_t)vecs % tx == 0), "rs", "rx", &rs, &rx);
+  split_in(&b, ro, tx, row_const && ((int64_t)vecs % tx == 0), cluster > 1 ? "rb" : "rs", "rx", &rs, &rx);
   uint32_t is = UINT32_MAX;
   if (i != UINT32_MAX && ty > 1) {
     split_in(&b, i, ty, kept_const && m % ty == 0, "ib", "iy", &ib, &iy);
@@ -455,6 +485,13 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
     bind(&b, ib, FU_PT_BLOCK_X);
   } else if (i != UINT32_MAX) {
     bind(&b, i, FU_PT_BLOCK_X);
+  }
+  if (cluster > 1) {
+    /* block c of the cluster takes the c-th part of the row (rs of per
+     * vectors a thread) */
+    uint32_t rc;
+    split_in(&b, rs, per, true, "rc", "rs", &rc, &rs);
+    bind(&b, rc, FU_PT_CLUSTER_X);
   }
   bind(&b, rx, FU_PT_THREAD_X);
   if (is != UINT32_MAX) bind(&b, is, FU_PT_SERIAL);
@@ -482,7 +519,13 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
              (long long)tried, (long long)(per * vw), (long long)(per * vw * (int64_t)cached), (int)budget);
     fu_strbuf where;
     fu_strbuf_init(&where, f->module->alloc);
-    if (regs)
+    if (regs && cluster > 1)
+      fu_strbuf_printf(&where,
+                       "the row stays in registers, split over a cluster of %lld blocks (one block's registers "
+                       "would not hold it) that combine their partial results through distributed shared memory: "
+                       "%lld vector(s) per thread, %lld bytes of input",
+                       (long long)cluster, (long long)per, (long long)(per * vw * (int64_t)cached));
+    else if (regs)
       fu_strbuf_printf(&where, "the row stays in registers: %lld vector(s) per thread, %lld bytes of input%s",
                        (long long)per, (long long)(per * vw * (int64_t)cached),
                        n_partial ? " and partial sums" : "");

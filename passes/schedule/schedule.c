@@ -166,6 +166,7 @@ static fu_status run_schedule(fu_module *m, fu_pass_context *ctx) {
     fu_status st = fu_device_from_spec(spec ? spec : "h100", m->alloc, &dev, ctx->diag);
     if (st != FU_OK) return st;
   }
+  if (!fu_pass_feature_on(ctx, FU_FEATURE_CLUSTERS)) dev.max_cluster = 1;
   FILE *debug = fu_pass_debug_enabled(ctx, "schedule") ? ctx->debug_out : NULL;
   const char *tr = fu_pass_option_value(ctx, "transpose");
   fu_schedule_options opt = {tr && strcmp(tr, "pointwise") == 0, !fu_pass_feature_on(ctx, FU_FEATURE_VECTORIZE),

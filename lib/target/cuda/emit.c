@@ -140,6 +140,33 @@ static void emit_load(cu_kernel *kc, const fu_kinst *in) {
   if (!tmp) kc->mod->failed = true;
 }
 
+/* Whether the target has thread-block clusters; if not, an error naming
+ * the kernel, what needs them and the target (the CUDA C would not
+ * compile for it: barrier.cluster, mapa and %cluster_ctarank are sm_90's). */
+static bool clusters_ok(cu_kernel *kc, const char *what) {
+  if (kc->mod->sm >= 90) return true;
+  cu_error(kc->mod, "kernel '@%s': %s needs thread-block clusters, which %s does not have (sm_90 or later)", kc->k->name,
+           what, kc->mod->arch ? kc->mod->arch : "the target");
+  return false;
+}
+
+/* `load %arr[%i] cta %r`: fu_ld_cta, mapa on the element's generic address
+ * and a generic load, as the LLVM path (width 1, a shared array). */
+static void emit_load_cta(cu_kernel *kc, const fu_kinst *in) {
+  const fu_kval *mem = in->args[0];
+  if (!clusters_ok(kc, "a load from another block's shared memory ('load ... cta')")) return;
+  kc->mod->helpers |= CU_H_CLUSTER;
+  fu_strbuf src;
+  fu_strbuf_init(&src, kc->mod->alloc);
+  fu_strbuf_puts(&src, "fu_ld_cta(");
+  element(kc, &src, mem, in->args[1]);
+  fu_strbuf_printf(&src, ", %s)", cu_name(kc, in->args[2]));
+  declare(kc, in->results[0]);
+  from_memory(kc, src.data ? src.data : "", true, mem, in->results[0]->dtype);
+  fu_strbuf_puts(kc->out, ";\n");
+  fu_strbuf_free(&src);
+}
+
 static void emit_store(cu_kernel *kc, const fu_kinst *in) {
   const fu_kval *mem = in->args[0], *index = in->args[1];
   uint32_t w = in->u.mem.width;
@@ -310,14 +337,31 @@ static void emit_inst(cu_kernel *kc, const fu_kinst *in) {
     fu_strbuf_append(kc->out, kc->expr.data ? kc->expr.data : "", kc->expr.len);
     fu_strbuf_puts(kc->out, ";\n");
     return;
-  case FU_KI_SPECIAL:
+  case FU_KI_SPECIAL: {
     /* unsigned registers, zero-extended to i64 */
+    const char *text = (unsigned)in->u.special < sizeof special_text / sizeof special_text[0]
+                           ? special_text[in->u.special]
+                           : NULL;
+    if (in->u.special == FU_SP_CLUSTER_RANK) {
+      if (!clusters_ok(kc, "'special cluster_rank'")) return;
+      kc->mod->helpers |= CU_H_CLUSTER;
+      text = "fu_cluster_rank()";
+    }
+    if (!text) {
+      cu_error(kc->mod, "kernel '@%s': special register %d is not supported by the cuda target", kc->k->name,
+               (int)in->u.special);
+      return;
+    }
     declare(kc, in->results[0]);
-    fu_strbuf_printf(kc->out, "(%s)%s;\n", cu_reg_type(in->results[0]->dtype),
-                     (unsigned)in->u.special < sizeof special_text / sizeof special_text[0] ? special_text[in->u.special]
-                                                                                          : "?");
+    fu_strbuf_printf(kc->out, "(%s)%s;\n", cu_reg_type(in->results[0]->dtype), text);
     return;
-  case FU_KI_LOAD: emit_load(kc, in); return;
+  }
+  case FU_KI_LOAD:
+    if (in->n_args == 3)
+      emit_load_cta(kc, in);
+    else
+      emit_load(kc, in);
+    return;
   case FU_KI_STORE: emit_store(kc, in); return;
   case FU_KI_READ:
     declare(kc, in->results[0]);
@@ -329,8 +373,12 @@ static void emit_inst(cu_kernel *kc, const fu_kinst *in) {
     return;
   case FU_KI_SHFL_XOR: emit_shfl(kc, in); return;
   case FU_KI_SYNC:
+    if (in->u.cluster_sync) {
+      if (!clusters_ok(kc, "'sync cluster'")) return;
+      kc->mod->helpers |= CU_H_CLUSTER;
+    }
     indent(kc);
-    fu_strbuf_puts(kc->out, "__syncthreads();\n");
+    fu_strbuf_puts(kc->out, in->u.cluster_sync ? "fu_cluster_sync();\n" : "__syncthreads();\n");
     return;
   case FU_KI_ATOM_ADD: emit_atom_add(kc, in); return;
   case FU_KI_MISALIGN:
@@ -395,12 +443,23 @@ static void emit_signature(cu_kernel *kc) {
     if (d) fu_strbuf_puts(o, ", ");
     fu_lexpr_print(o, k->grid[d]);
   }
-  fu_strbuf_printf(o, "], block [%u, %u, %u], %u bytes of dynamic shared memory, %s indexing\n", k->block[0],
+  fu_strbuf_printf(o, "], block [%u, %u, %u], %u bytes of dynamic shared memory, %s indexing", k->block[0],
                    k->block[1], k->block[2], k->smem_bytes, fu_dtype_name(k->index_dtype));
+  if (k->cluster > 1) fu_strbuf_printf(o, ", clusters of %u blocks", k->cluster);
+  fu_strbuf_putc(o, '\n');
   /* a second bound where shared memory limits the blocks per SM, or the
    * kernel plans on several */
   uint32_t min_blocks = fu_kernel_min_blocks_per_sm(k, kc->mod->sm);
-  fu_strbuf_printf(o, "extern \"C\" __global__ void __launch_bounds__(%u", k->block[0] * k->block[1] * k->block[2]);
+  fu_strbuf_puts(o, "extern \"C\" __global__ void ");
+  /* The cluster's shape in the PTX too (.reqnctapercluster C, 1, 1 and
+   * .explicitcluster): the runtime gives the same shape as a launch
+   * attribute (lib/runtime/module.c), which the driver takes where it
+   * matches; a launch without it still runs in clusters of C, and one of
+   * another shape is refused (CUDA_ERROR_INVALID_CLUSTER_SIZE, on an
+   * H100), where the LLVM path's PTX, which cannot say its shape, would
+   * run mapa outside its cluster and fault. */
+  if (k->cluster > 1) fu_strbuf_printf(o, "__cluster_dims__(%u, 1, 1) ", k->cluster);
+  fu_strbuf_printf(o, "__launch_bounds__(%u", k->block[0] * k->block[1] * k->block[2]);
   if (min_blocks) fu_strbuf_printf(o, ", %u", min_blocks);
   fu_strbuf_printf(o, ") %s(", k->name);
   if (!k->n_params) fu_strbuf_puts(o, ") {\n");
@@ -465,6 +524,12 @@ static fu_status emit_storage(cu_kernel *kc) {
 }
 
 static fu_status emit_kernel(cu_module *m, const fu_kernel *k, fu_strbuf *out) {
+  if (k->cluster > 1 && m->sm < 90) {
+    /* one error for the kernel, not one per cluster instruction in it */
+    cu_error(m, "kernel '@%s': cluster=%u needs thread-block clusters, which %s does not have (sm_90 or later)", k->name,
+             k->cluster, m->arch ? m->arch : "the target");
+    return FU_ERR_UNSUPPORTED;
+  }
   cu_kernel kc;
   memset(&kc, 0, sizeof kc);
   kc.mod = m;
@@ -513,6 +578,7 @@ fu_status cu_emit_module(cu_module *m, const fu_kernel *const *ks, uint32_t n, c
   if (st != FU_OK) return st;
   const char *a = arch ? arch : FU_DEFAULT_ARCH;
   m->sm = strncmp(a, "sm_", 3) == 0 ? (uint32_t)strtoul(a + 3, NULL, 10) : 0;
+  m->arch = a;
   fu_strbuf body;
   fu_strbuf_init(&body, m->alloc);
   for (uint32_t i = 0; i < n && st == FU_OK; i++) {

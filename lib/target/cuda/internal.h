@@ -38,6 +38,7 @@ typedef enum cu_helper {
   CU_H_RCP = 1u << 11,      /* fu_rcp: the f32 reciprocal's fast path */
   CU_H_LDCS = 1u << 12,     /* fu_ldcs: a load that L2 evicts first (a `stream` parameter) */
   CU_H_EXP = 1u << 13,      /* fu_exp: the f32 exp's fast path */
+  CU_H_CLUSTER = 1u << 14,  /* fu_cluster_rank, fu_cluster_sync, fu_ld_cta: thread-block clusters (sm_90) */
 } cu_helper;
 
 /* Writes the includes and helper definitions of `used` (a cu_helper mask). */
@@ -52,6 +53,7 @@ typedef struct cu_module {
   unsigned helpers; /* cu_helper bits the kernels used */
   bool no_fast_paths; /* fu_target_options.no_fast_paths: IEEE f32 reciprocal */
   uint32_t sm;        /* of the arch emitted for (90 for sm_90 and sm_90a), 0 if unknown */
+  const char *arch;   /* that arch's name, for messages */
   bool failed;
 } cu_module;
 

@@ -202,6 +202,31 @@ static const char fast_exp_text[] =
     "  return __fmul_rn(p, fmaxf(__fmaf_rn(e, 0x1.62e43p-1f, 1.0f), 0.5f));\n"
     "}\n";
 
+/* Thread-block clusters, as inline PTX with the LLVM backend's
+ * instructions (lib/target/llvm/codegen.c): the rank register, the
+ * cluster barrier, and a load from another block's shared memory through
+ * the generic address that mapa gives.  The barrier clobbers memory, so
+ * NVVM moves no access across it; the mapped address is a plain pointer,
+ * read with a generic ld. */
+static const char cluster_text[] =
+    "// thread-block clusters (sm_90): the block's rank in its cluster; a barrier over the\n"
+    "// cluster (what its blocks stored to shared memory before it, all of them see after it);\n"
+    "// element *p of the shared array's copy in the block of rank `rank` (mapa on the generic\n"
+    "// address, then a generic load), as the LLVM backend's\n"
+    "__device__ __forceinline__ unsigned fu_cluster_rank() {\n"
+    "  unsigned r;\n"
+    "  asm(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(r));\n"
+    "  return r;\n"
+    "}\n"
+    "__device__ __forceinline__ void fu_cluster_sync() {\n"
+    "  asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n"
+    "}\n"
+    "template <typename T> __device__ __forceinline__ T fu_ld_cta(const T *p, int rank) {\n"
+    "  unsigned long long a;\n"
+    "  asm(\"mapa.u64 %0, %1, %2;\" : \"=l\"(a) : \"l\"((unsigned long long)p), \"r\"(rank));\n"
+    "  return *reinterpret_cast<const T *>(a);\n"
+    "}\n";
+
 void cu_prelude_write(fu_strbuf *out, unsigned used) {
   if (used & CU_H_FP16) fu_strbuf_puts(out, "#include <cuda_fp16.h>\n");
   if (used & CU_H_BF16) fu_strbuf_puts(out, "#include <cuda_bf16.h>\n");
@@ -213,7 +238,7 @@ void cu_prelude_write(fu_strbuf *out, unsigned used) {
       {CU_H_VEC, vec_text},   {CU_H_MAXMIN, maxmin_text}, {CU_H_REM_F, rem_f_text}, {CU_H_REM_I, rem_i_text},
       {CU_H_IPOW, ipow_text}, {CU_H_LERP, lerp_text},     {CU_H_CLAMP, clamp_text}, {CU_H_INT_BITS, int_bits_text},
       {CU_H_RNG, rng_text},   {CU_H_RCP, rcp_text},       {CU_H_LDCS, ldcs_text},
-      {CU_H_EXP, fast_exp_text},
+      {CU_H_EXP, fast_exp_text}, {CU_H_CLUSTER, cluster_text},
   };
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (used & parts[i].bit) {

@@ -32,6 +32,18 @@ static LLVMTypeRef param_type(bk_module *m, const fu_kval *p) {
   return bk_reg_type(m, p->dtype);
 }
 
+/* Whether the target has thread-block clusters; if not, an error naming
+ * the kernel, what needs them (`what`, e.g. "'sync cluster'") and the
+ * target, and the module fails: PTX for an older target would not
+ * assemble (or, for %cluster_ctarank, would not mean anything). */
+static bool clusters_ok(bk_kernel *kc, const char *what) {
+  bk_module *m = kc->mod;
+  if (m->sm >= 90) return true;
+  bk_error(m->be, "kernel '@%s': %s needs thread-block clusters, which %s does not have (sm_90 or later)", kc->k->name,
+           what, m->arch);
+  m->failed = true;
+  return false;
+}
 
 static LLVMValueRef sreg(bk_kernel *kc, fu_special sp) {
   static const char *const names[] = {
@@ -39,7 +51,17 @@ static LLVMValueRef sreg(bk_kernel *kc, fu_special sp) {
       "llvm.nvvm.read.ptx.sreg.ctaid.x",  "llvm.nvvm.read.ptx.sreg.ctaid.y",  "llvm.nvvm.read.ptx.sreg.ctaid.z",
       "llvm.nvvm.read.ptx.sreg.ntid.x",   "llvm.nvvm.read.ptx.sreg.ntid.y",   "llvm.nvvm.read.ptx.sreg.ntid.z",
       "llvm.nvvm.read.ptx.sreg.nctaid.x", "llvm.nvvm.read.ptx.sreg.nctaid.y", "llvm.nvvm.read.ptx.sreg.nctaid.z",
+      "llvm.nvvm.read.ptx.sreg.cluster.ctarank",
   };
+  _Static_assert(sizeof names / sizeof names[0] == FU_SP_CLUSTER_RANK + 1, "one intrinsic per special register");
+  if ((unsigned)sp >= sizeof names / sizeof names[0]) {
+    bk_error(kc->mod->be, "kernel '@%s': special register %d is not supported by the llvm backend", kc->k->name,
+             (int)sp);
+    kc->mod->failed = true;
+    return NULL;
+  }
+  /* 0 in a kernel launched without clusters, as the kernel IR says */
+  if (sp == FU_SP_CLUSTER_RANK && !clusters_ok(kc, "'special cluster_rank'")) return NULL;
   return bk_call_intrinsic(kc->mod, names[sp], NULL, 0, NULL, 0);
 }
 
@@ -130,6 +152,40 @@ static void emit_store(bk_kernel *kc, const fu_kinst *in) {
   }
   LLVMValueRef st = LLVMBuildStore(m->B, v, element_ptr(kc, mem, in->args[1]));
   LLVMSetAlignment(st, access_align(mem, w));
+}
+
+/* ---- thread-block clusters (sm_90) ------------------------------------------- */
+
+/* `sync cluster`: barrier.cluster.arrive then barrier.cluster.wait, whose
+ * default semantics are .release and .acquire (PTX ISA, barrier.cluster):
+ * what a block stored to shared memory before the barrier is visible to
+ * every block of the cluster after it.  The .aligned forms: every thread
+ * reaches a `sync` uniformly (docs/ir.md).  Both intrinsics may read and
+ * write any memory, so LLVM moves no load or store across them. */
+static void emit_cluster_sync(bk_kernel *kc) {
+  if (!clusters_ok(kc, "'sync cluster'")) return;
+  bk_call_intrinsic(kc->mod, "llvm.nvvm.barrier.cluster.arrive.aligned", NULL, 0, NULL, 0);
+  bk_call_intrinsic(kc->mod, "llvm.nvvm.barrier.cluster.wait.aligned", NULL, 0, NULL, 0);
+}
+
+/* `load %arr[%i] cta %r`: element i of shared array arr in the block of
+ * cluster rank r.  The shared address is made generic, mapped into block
+ * r's window with mapa, and read with a generic load.  Not the
+ * shared::cluster form: LLVM 19 has llvm.nvvm.mapa.shared.cluster, but its
+ * result is a `ptr addrspace(3)`, which NVPTX would read with ld.shared
+ * (the own block's window, .shared::cta), not ld.shared::cluster. */
+static void emit_load_cta(bk_kernel *kc, const fu_kinst *in) {
+  bk_module *m = kc->mod;
+  const fu_kval *mem = in->args[0];
+  if (!clusters_ok(kc, "a load from another block's shared memory ('load ... cta')")) return;
+  LLVMValueRef gen = LLVMBuildAddrSpaceCast(m->B, element_ptr(kc, mem, in->args[1]), m->t_ptr0, "");
+  LLVMValueRef args[2] = {gen, kc->vals[in->args[2]->id]};
+  LLVMValueRef remote = bk_call_intrinsic(m, "llvm.nvvm.mapa", NULL, 0, args, 2);
+  if (!remote) return;
+  LLVMValueRef e = LLVMBuildLoad2(m->B, bk_mem_type(m, mem->dtype), remote, "");
+  LLVMSetAlignment(e, access_align(mem, 1));
+  if (mem->dtype == FU_DT_BOOL) e = LLVMBuildICmp(m->B, LLVMIntNE, e, LLVMConstNull(m->t_i8), "");
+  kc->vals[in->results[0]->id] = bk_convert(m, e, mem->dtype, in->results[0]->dtype);
 }
 
 /* shfl.sync.bfly over all 32 lanes; 64-bit values go as two halves and
@@ -300,7 +356,12 @@ static void emit_inst(bk_kernel *kc, const fu_kinst *in) {
     kc->vals[in->results[0]->id] = v;
     return;
   }
-  case FU_KI_LOAD: emit_load(kc, in); return;
+  case FU_KI_LOAD:
+    if (in->n_args == 3)
+      emit_load_cta(kc, in);
+    else
+      emit_load(kc, in);
+    return;
   case FU_KI_STORE: emit_store(kc, in); return;
   case FU_KI_READ:
     kc->vals[in->results[0]->id] =
@@ -308,7 +369,12 @@ static void emit_inst(bk_kernel *kc, const fu_kinst *in) {
     return;
   case FU_KI_ASSIGN: LLVMBuildStore(B, kc->vals[in->args[1]->id], kc->vals[in->args[0]->id]); return;
   case FU_KI_SHFL_XOR: kc->vals[in->results[0]->id] = emit_shfl(kc, in->args[0], in->u.shfl_mask); return;
-  case FU_KI_SYNC: bk_call_intrinsic(m, "llvm.nvvm.barrier0", NULL, 0, NULL, 0); return;
+  case FU_KI_SYNC:
+    if (in->u.cluster_sync)
+      emit_cluster_sync(kc);
+    else
+      bk_call_intrinsic(m, "llvm.nvvm.barrier0", NULL, 0, NULL, 0);
+    return;
   case FU_KI_FENCE:
     bk_call_intrinsic(m, in->u.fence == FU_FENCE_GPU ? "llvm.nvvm.membar.gl" : "llvm.nvvm.membar.cta", NULL, 0, NULL,
                       0);
@@ -411,6 +477,12 @@ fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k) {
     bk_error(m->be, "two kernels are named '@%s'", k->name);
     return FU_ERR_INVALID_ARG;
   }
+  if (k->cluster > 1 && m->sm < 90) {
+    /* one error for the kernel, not one per cluster instruction in it */
+    bk_error(m->be, "kernel '@%s': cluster=%u needs thread-block clusters, which %s does not have (sm_90 or later)",
+             k->name, k->cluster, m->arch);
+    return FU_ERR_UNSUPPORTED;
+  }
   bk_kernel kc;
   memset(&kc, 0, sizeof kc);
   kc.mod = m;
@@ -438,6 +510,12 @@ fu_status bk_emit_kernel(bk_module *m, const fu_kernel *k) {
   annotate(m, fn, "maxntidz", k->block[2]);
   uint32_t min_blocks = fu_kernel_min_blocks_per_sm(k, (uint32_t)m->sm);
   if (min_blocks) annotate(m, fn, "minctasm", min_blocks);
+  /* A kernel of clusters (cluster=C) gets no .reqnctapercluster or
+   * .explicitcluster: LLVM 19's NVPTX has no annotation for them (the
+   * cluster_dim_{x,y,z} annotations came with LLVM 20).  The cluster's
+   * shape comes from the launch alone: the runtime launches such a kernel
+   * with cuLaunchKernelEx and CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION {C, 1,
+   * 1} (lib/runtime/module.c), the only launch its mapa is valid under. */
 
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->C, fn, "entry");
   LLVMPositionBuilderAtEnd(m->B, entry);

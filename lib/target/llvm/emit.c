@@ -49,6 +49,7 @@ static fu_status build_module(fu_backend *be, const fu_kernel *const *ks, uint32
   m->be = be;
   m->C = be->ctx;
   m->sm = bk_sm_number(sm);
+  m->arch = sm;
   m->M = LLVMModuleCreateWithNameInContext("fuser", m->C);
   m->B = LLVMCreateBuilderInContext(m->C);
   init_types(m);

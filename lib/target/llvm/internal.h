@@ -47,6 +47,7 @@ typedef struct bk_module {
   LLVMModuleRef M;
   LLVMBuilderRef B;
   int sm; /* e.g. 90 for sm_90 and sm_90a: the __CUDA_ARCH reflect value / 10 */
+  const char *arch; /* the target's name, "sm_90a", for messages */
   bool failed;
   LLVMTypeRef t_i1, t_i8, t_i16, t_i32, t_i64, t_f16, t_bf16, t_f32, t_f64, t_void, t_ptr0, t_ptr1, t_ptr3;
 } bk_module;
