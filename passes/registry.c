@@ -78,7 +78,9 @@ bool fu_pass_debug_enabled(const fu_pass_context *ctx, const char *pass_name) {
 }
 
 bool fu_pass_feature_on(const fu_pass_context *ctx, fu_feature f) {
-  return !ctx || !ctx->features || !(ctx->features->off & (1u << f));
+  uint32_t bit = 1u << f;
+  if (FU_FEATURES_OFF_BY_DEFAULT & bit) return ctx && ctx->features && (ctx->features->on & bit) && !(ctx->features->off & bit);
+  return !ctx || !ctx->features || !(ctx->features->off & bit);
 }
 
 bool fu_pass_kind_on(const fu_pass_context *ctx, fu_sched_kind k) {

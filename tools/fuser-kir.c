@@ -140,7 +140,7 @@ static fu_status process(const tool_opts *o, fu_compiler *c, const fu_source *sr
 int main(int argc, char **argv) {
   fu_dumps dumps;
   fu_dump_init(&dumps, "fuser-kir", stderr);
-  tool_opts o = {"kir", FU_DEFAULT_ARCH, NULL, NULL, false, false, 1, &dumps, {0, 0}};
+  tool_opts o = {"kir", FU_DEFAULT_ARCH, NULL, NULL, false, false, 1, &dumps, {0, 0, 0}};
   if (!fu_dump_from_env(&dumps, NULL) || !fu_features_from_env(&o.features, "fuser-kir", stderr)) return 2;
   const char *input = NULL, *output = NULL;
   bool split = false;

@@ -30,13 +30,19 @@ typedef enum fu_feature {
   FU_FEATURE_FAST_PATHS, /* backends: instructions in place of libdevice calls (sqrt, abs, reciprocal) */
   FU_FEATURE_RECOMPUTE,  /* segment: cheap prologues copied into the segments reading them */
   FU_FEATURE_INNER_OUTER, /* schedule: sums over a persistent segment's rows folded into it as partial sums */
-  FU_FEATURE_CLUSTERS,    /* schedule: rows split over thread-block clusters (sm_90) */
+  FU_FEATURE_CLUSTERS,    /* schedule: rows split over thread-block clusters (sm_90); off unless enabled */
   FU_FEATURE_COUNT
 } fu_feature;
+
+/* Features that are off unless turned on (--enable, FUSER_ENABLE):
+ * clusters, measured slower than the shared-memory tier on the H100
+ * (docs/performance.md, "Thread-block clusters"). */
+#define FU_FEATURES_OFF_BY_DEFAULT (1u << FU_FEATURE_CLUSTERS)
 
 typedef struct fu_feature_set {
   uint32_t off;       /* bit (1u << fu_feature) per feature turned off */
   uint32_t kinds_off; /* bit (1u << fu_sched_kind) per scheduler kind the segmenter must not choose */
+  uint32_t on;        /* bit per feature turned on (what FU_FEATURES_OFF_BY_DEFAULT needs) */
 } fu_feature_set;
 
 typedef struct fu_pass_context {

@@ -30,8 +30,9 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
                                 "the schedule pass's inner-outer rewrite: sums over the rows a persistent segment "
                                 "reads, as partial sums in its kernel (else a kernel of their own)"},
     [FU_FEATURE_CLUSTERS] = {"clusters",
-                             "thread-block clusters (sm_90): a normalization row too long for one block's "
-                             "registers split over a cluster's blocks (else staged in shared memory or reread)"},
+                             "off unless enabled: thread-block clusters (sm_90), a normalization row too long "
+                             "for one block's registers split over a cluster's blocks (else staged in shared "
+                             "memory or reread)"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {
@@ -41,7 +42,7 @@ static const char *const kind_names[FU_SK_COUNT] = {
 };
 
 void fu_features_print_help(fu_strbuf *out) {
-  fu_strbuf_puts(out, "FUSER_DISABLE=a,b,... (or --disable=a,b,...) turns off, FUSER_ENABLE (--enable) back on:\n");
+  fu_strbuf_puts(out, "FUSER_DISABLE=a,b,... (or --disable=a,b,...) turns off, FUSER_ENABLE (--enable) on:\n");
   for (int f = 0; f < FU_FEATURE_COUNT; f++)
     fu_strbuf_printf(out, "  %-20s %s\n", feature_rows[f].name, feature_rows[f].help);
   for (int k = 1; k < FU_SK_COUNT; k++)
@@ -62,6 +63,7 @@ bool fu_features_parse(fu_feature_set *fs, const char *list, bool off, const cha
     for (int f = 0; f < FU_FEATURE_COUNT && !found; f++)
       if (item_is(p, n, feature_rows[f].name)) {
         fs->off = off ? fs->off | (1u << f) : fs->off & ~(1u << f);
+        fs->on = off ? fs->on & ~(1u << f) : fs->on | (1u << f);
         found = true;
       }
     static const char prefix[] = "scheduler:";

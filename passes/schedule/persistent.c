@@ -263,7 +263,10 @@ static tplan plan_threads(const fu_device *dev, double vecs, int64_t vw, bool ro
  * the row's reductions and barriers, as the rows staged in shared memory
  * do (softmax of bf16 [1024, 65536] at 83% of copy bandwidth, Nsight
  * Compute: 46% of cycles with no eligible warp).  Each block's part is
- * whole vectors a thread (the split is exact). */
+ * whole vectors a thread (the split is exact).  Off unless
+ * --enable=clusters: on the H100 the cluster barriers cost more than the
+ * idle SM did (softmax of bf16 [1024, 65536]: 138 us split over 4
+ * blocks, 109 staged in shared memory; docs/performance.md). */
 static int64_t cluster_split(const fu_device *dev, double vecs, int64_t vw, bool kept_const, int64_t m, size_t cached,
                              int64_t budget, tplan *tp) {
   for (int64_t c = 2; c <= MAX_CLUSTER && c <= (int64_t)dev->max_cluster; c *= 2) {
