@@ -430,14 +430,57 @@ static fu_kval *one_writer(rl *L, const fu_ix *off) {
   return all;
 }
 
+/* The guard that makes one position write an output that some reference
+ * dim does not index: an output related to the reference by pointwise
+ * maps and broadcasts only (each of its dims of extent other than 1 in the
+ * exact group of a reference dim) and broadcast along reference dim d (no
+ * dim of it in d's group; d of extent other than 1) is written where d's
+ * coordinate is 0.  one_writer's test, by loop, misses a loop that merges
+ * such a dim with one the output does index (difftest seed 612464: [K, 7]
+ * broadcast to [K, K, 1, 7], the kept loop merging the first K with the
+ * 7); where it applies it is the whole guard.  NULL when no dim needs
+ * it, or when the output is related to the reference otherwise (through a
+ * reshape: no dim-by-dim test; one_writer then). */
+static fu_kval *unseen_dims_guard(rl *L, const fu_value *o) {
+  const fu_value *ref = L->s->reference;
+  const fu_ix *const *rc = fu_igraph_coords(L->g, ref);
+  int32_t rr = ref->type.rank, orank = o->type.rank;
+  if (!rc || rr > FU_MAX_RANK || orank > FU_MAX_RANK) return NULL;
+  uint32_t rg[FU_MAX_RANK], og[FU_MAX_RANK];
+  for (int32_t d = 0; d < rr; d++) {
+    uint32_t id = fu_igraph_tensor_id(L->g, ref, d);
+    if (id == UINT32_MAX) return NULL;
+    rg[d] = fu_igraph_id(L->g, id)->group;
+  }
+  for (int32_t k = 0; k < orank; k++) {
+    uint32_t id = fu_igraph_tensor_id(L->g, o, k);
+    if (id == UINT32_MAX) return NULL;
+    og[k] = fu_igraph_id(L->g, id)->group;
+    bool mapped = o->type.dims[k].sym == NULL && o->type.dims[k].value == 1;
+    for (int32_t d = 0; d < rr && !mapped; d++) mapped = og[k] == rg[d];
+    if (!mapped) return NULL;
+  }
+  fu_kval *all = NULL;
+  for (int32_t d = 0; d < rr && !L->failed; d++) {
+    if (!ref->type.dims[d].sym && ref->type.dims[d].value == 1) continue;
+    bool seen = false;
+    for (int32_t k = 0; k < orank && !seen; k++) seen = og[k] == rg[d];
+    if (seen) continue;
+    fu_kval *v = emit_ix(L, rc[d]), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
+    fu_kval *p = v && zero ? chk(L, fu_kb_binary(&L->b, "one_writer", FU_OP_EQ, FU_DT_BOOL, v, zero)) : NULL;
+    all = all && p ? chk(L, fu_kb_binary(&L->b, "one_writer", FU_OP_LOGICAL_AND, FU_DT_BOOL, all, p)) : p;
+  }
+  return all;
+}
+
 /* Stores every output whose coordinates do (full-size outputs, inside the
  * accumulation) or do not (reduced outputs, in the epilogue) depend on a
  * reduced axis; a full-size output that some kept loop does not index is
  * written by that loop's position 0 only (one_writer: difftest seed
- * 612464, reduced, wrote an input's reciprocal, [K, 1], once per kept row).
- * An output that a kept loop indexes through one of the dims it merges but
- * not through another (the same seed unreduced, [K, 2]) is still written
- * by each position of the other dim. */
+ * 612464, reduced, wrote an input's reciprocal, [K, 1], once per kept row),
+ * and one that a kept loop indexes through one of the dims it merges but
+ * not through another (the same seed unreduced) where the other dim's
+ * coordinate is 0 (unseen_dims_guard). */
 static void store_outputs(rl *L, bool reduced) {
   const fu_segment_info *si = &L->seg->u.segment;
   for (uint32_t i = 0; i < si->n_outputs && !L->failed; i++) {
@@ -453,7 +496,9 @@ static void store_outputs(rl *L, bool reduced) {
     /* the value and its index before the guard: what they compute is
      * memoized for the code after it */
     fu_kval *val = cast_to(L, eval(L, o, c), o->type.dtype), *at = emit_ix(L, off);
-    fu_kbuilder saved = open_if(L, reduced ? one_writer(L, off) : NULL);
+    fu_kval *guard = reduced ? unseen_dims_guard(L, o) : NULL;
+    if (reduced && !guard) guard = one_writer(L, off);
+    fu_kbuilder saved = open_if(L, guard);
     if (val && at && !fu_kb_store(&L->b, L->tparam[o->id], at, &val, 1)) chk(L, NULL);
     L->b = saved;
   }
