@@ -334,9 +334,12 @@ static void bind_block_axes(const fu_igraph *g, fu_schedule *s, const fu_device 
  * reports whether every output is written with whole vectors; *n_scalar
  * receives the number of inputs that must be read element by element, and
  * *n_vector the number of global tensors (inputs and outputs, not bool)
- * accessed with whole vectors at least once and never lane by lane. */
-static fu_status evaluate(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_schedule *s, fu_diag_engine *diag,
-                          bool *outputs_ok, uint32_t *n_scalar, uint32_t *n_vector) {
+ * accessed with whole vectors at least once and never lane by lane.
+ * small_in[i] (NULL: none): operand i is a small input (fewer than an
+ * eighth of the reference's elements), whose element-by-element reads do
+ * not count. */
+static fu_status evaluate(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_schedule *s, const bool *small_in,
+                          fu_diag_engine *diag, bool *outputs_ok, uint32_t *n_scalar, uint32_t *n_vector) {
   fu_module *m = f->module;
   fu_igraph *g = NULL;
   /* tails first: exact where the factor divides (a property of extents
@@ -353,8 +356,10 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_sch
   for (fu_op *op = seg->u.segment.body->first; op; op = op->next) cap += op->n_results;
   fu_stensor *tens = fu_arena_calloc(m->arena, cap ? cap : 1, sizeof *tens);
   bool *whole = fu_mem_calloc(&m->alloc, cap ? cap : 1, sizeof *whole); /* some access of tens[k] is a whole vector */
-  if (!tens || !whole) {
+  bool *small = fu_mem_calloc(&m->alloc, cap ? cap : 1, sizeof *small); /* a broadcast input read element by element */
+  if (!tens || !whole || !small) {
     fu_mem_free(&m->alloc, whole, (cap ? cap : 1) * sizeof *whole);
+    fu_mem_free(&m->alloc, small, (cap ? cap : 1) * sizeof *small);
     fu_igraph_free(g);
     return FU_ERR_NOMEM;
   }
@@ -382,14 +387,21 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_sch
       t.loc = fu_loc_none();
       t.access = width > 1 ? (a->mode == FU_AM_LANES ? FU_ACCESS_SCALAR : FU_ACCESS_VECTOR) : FU_ACCESS_DEFAULT;
       whole[n] = a->mode == FU_AM_VECTOR;
+      /* a small input read element by element (an f32 scale under bf16
+       * outputs, whose vector would pass 16 bytes) reads few bytes, from
+       * L1: it does not narrow the rest */
+      small[n] = gi < seg->n_operands && small_in && small_in[gi];
+      if (small[n] && t.access == FU_ACCESS_VECTOR && (size_t)width * fu_dtype_size(gv->type.dtype) > 16)
+        t.access = FU_ACCESS_SCALAR;
       tens[n++] = t;
     }
   }
   for (uint32_t k = 0; k < n; k++) {
     if (tens[k].access == FU_ACCESS_VECTOR && whole[k] && tens[k].value->type.dtype != FU_DT_BOOL) (*n_vector)++;
     if (tens[k].access != FU_ACCESS_SCALAR) continue;
-    /* bool tensors are never vector accesses: they do not narrow the rest */
-    if (tens[k].value->type.dtype == FU_DT_BOOL) continue;
+    /* bool tensors are never vector accesses, nor are wide broadcast
+     * inputs: they do not narrow the rest */
+    if (tens[k].value->type.dtype == FU_DT_BOOL || small[k]) continue;
     if (fu_segment_has_output(seg, tens[k].value)) *outputs_ok = false;
     else (*n_scalar)++;
   }
@@ -407,6 +419,7 @@ static fu_status evaluate(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_sch
       tens[n++] = t;
     }
   fu_mem_free(&m->alloc, whole, (cap ? cap : 1) * sizeof *whole);
+  fu_mem_free(&m->alloc, small, (cap ? cap : 1) * sizeof *small);
   s->tensors = tens;
   s->n_tensors = n;
   s->index_dtype = fu_igraph_index_dtype(g);
@@ -474,6 +487,14 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     fu_example_sizes_free(&bind);
     return FU_ERR_UNSUPPORTED;
   }
+  /* small inputs: fewer than an eighth of the reference's elements */
+  bool *small = fu_arena_calloc(m->arena, seg->n_operands + 1, sizeof *small);
+  if (!small) {
+    fu_example_sizes_free(&bind);
+    return FU_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i < seg->n_operands; i++)
+    small[i] = fu_type_is_tensor(&seg->operands[i]->type) && estimate_numel(&bind, &seg->operands[i]->type) * 8 <= ref_n;
   /* 2. shape */
   probe pr;
   uint32_t pr_cap;
@@ -483,11 +504,16 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   fu_example_sizes_free(&bind);
   if (!probed) return FU_ERR_VERIFY;
   /* 3. vector width: 16 bytes over the widest dtype of the segment's global
-   * tensors (bool tensors are accessed element by element and do not count;
-   * with nothing but bools there is no vector) */
+   * tensors but the small inputs (bool tensors are accessed element by
+   * element and do not count; with nothing but bools there is no vector;
+   * a wider small input is read element by element, evaluate(): on the
+   * H100 the normalizing kernel of a bf16 NHWC batch norm, [256, 56, 56,
+   * 64], ran 72.2 us at 8-element vectors with its f32 statistics read so,
+   * against 78.3 at 4) */
   size_t widest = 0;
   for (uint32_t i = 0; i < seg->n_operands + si->n_outputs; i++) {
     const fu_value *v = i < seg->n_operands ? seg->operands[i] : si->outputs[i - seg->n_operands];
+    if (i < seg->n_operands && small[i]) continue;
     if (fu_type_is_tensor(&v->type) && v->type.dtype != FU_DT_BOOL && fu_dtype_size(v->type.dtype) > widest)
       widest = fu_dtype_size(v->type.dtype);
   }
@@ -519,7 +545,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     if (!s) return FU_ERR_NOMEM;
     bool outputs_ok;
     uint32_t n_scalar, n_vec;
-    fu_status st = evaluate(f, seg, dev, s, diag, &outputs_ok, &n_scalar, &n_vec);
+    fu_status st = evaluate(f, seg, dev, s, small, diag, &outputs_ok, &n_scalar, &n_vec);
     if (st != FU_OK) return st;
     if (debug && transpose && v > 1)
       fprintf(debug, "schedule: @%s: width %lld: %u tensor(s) as whole vectors, outputs %s (%s fallback)\n",
@@ -589,7 +615,7 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     if (!s) return FU_ERR_NOMEM;
     bool ok;
     uint32_t ns, nv;
-    fu_status st = evaluate(f, seg, dev, s, diag, &ok, &ns, &nv);
+    fu_status st = evaluate(f, seg, dev, s, small, diag, &ok, &ns, &nv);
     if (st != FU_OK) return st;
     best = s;
     p = q;
