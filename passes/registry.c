@@ -79,7 +79,8 @@ bool fu_pass_debug_enabled(const fu_pass_context *ctx, const char *pass_name) {
 
 bool fu_pass_feature_on(const fu_pass_context *ctx, fu_feature f) {
   uint32_t bit = 1u << f;
-  if (FU_FEATURES_OFF_BY_DEFAULT & bit) return ctx && ctx->features && (ctx->features->on & bit) && !(ctx->features->off & bit);
+  if (FU_FEATURES_OFF_BY_DEFAULT & bit)
+    return ctx && ctx->features && (ctx->features->on & bit) && !(ctx->features->off & bit);
   return !ctx || !ctx->features || !(ctx->features->off & bit);
 }
 

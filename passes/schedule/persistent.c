@@ -444,7 +444,8 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   int64_t budget = gathered ? GATHER_BYTES : REG_BYTES;
   tplan tp = plan_threads(dev, vecs, vw, row_const, kept_const, m, cached, budget, n_partial > 0);
   int64_t cluster = 1;
-  if (!tp.regs && row_const && !tp.warp && !n_partial) cluster = cluster_split(dev, vecs, vw, kept_const, m, cached, budget, &tp);
+  if (!tp.regs && row_const && !tp.warp && !n_partial)
+    cluster = cluster_split(dev, vecs, vw, kept_const, m, cached, budget, &tp);
   bool warp = tp.warp, regs = tp.regs;
   int64_t tx = tp.tx, ty = tp.ty, per = tp.per;
   if (n_partial && (!regs || warp || ty != 1)) {

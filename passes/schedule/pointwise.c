@@ -494,7 +494,8 @@ fu_status fu_schedule_pointwise(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     return FU_ERR_NOMEM;
   }
   for (uint32_t i = 0; i < seg->n_operands; i++)
-    small[i] = fu_type_is_tensor(&seg->operands[i]->type) && estimate_numel(&bind, &seg->operands[i]->type) * 8 <= ref_n;
+    small[i] =
+        fu_type_is_tensor(&seg->operands[i]->type) && estimate_numel(&bind, &seg->operands[i]->type) * 8 <= ref_n;
   /* 2. shape */
   probe pr;
   uint32_t pr_cap;
