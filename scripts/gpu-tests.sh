@@ -61,7 +61,9 @@
 # and the largest real fusion's, issue2275_repro1, 31 s with the threaded
 # reference interpreter, where it ran past 520 s single-threaded).  A
 # line `// gpu-tests: ARGS` in a .fir file adds
-# ARGS to its fuser-run command.
+# ARGS to its fuser-run command; its --enable= and --disable= switches
+# (docs/debugging.md) also go to fuser-opt when the case is precompiled
+# (test/gpu/persistent_cluster.fir: --enable=clusters).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -168,8 +170,11 @@ if [ $precompile = 1 ]; then
   while IFS=$'\t' read -r name file; do
     [ -n "$filter" ] && ! [[ $name =~ $filter ]] && continue
     fir=$(fir_of "$name" "$file") || { echo "FAIL $name (fuser-translate)"; bad=$((bad + 1)); continue; }
-    if "$opt" --device="$device" --pass="$pipeline" "$fir" -o "$pre/$name.lowered.fir" 2>"$work/err" </dev/null &&
-       "$opt" --device="$device" --pass="$pipeline" --emit=ptx "$fir" -o "$pre/$name.ptx" 2>>"$work/err" </dev/null &&
+    read -r -a switches <<<"$(extra_args "$fir" | tr ' ' '\n' | grep -E '^--(en|dis)able=' | tr '\n' ' ')"
+    if "$opt" --device="$device" --pass="$pipeline" "${switches[@]}" "$fir" -o "$pre/$name.lowered.fir" 2>"$work/err" \
+         </dev/null &&
+       "$opt" --device="$device" --pass="$pipeline" "${switches[@]}" --emit=ptx "$fir" -o "$pre/$name.ptx" \
+         2>>"$work/err" </dev/null &&
        "$opt" "$pre/$name.lowered.fir" --emit=cuda -o "$pre/$name.cu" 2>>"$work/err" </dev/null; then
       # the `// gpu-tests:` arguments travel with the lowered file
       args=$(extra_args "$fir")
