@@ -878,6 +878,15 @@ static void combine_warp_slots(rl *L, uint32_t j, fu_kval **v, fu_kval *const *a
   }
 }
 
+/* The block's row of the current thread: the threadIdx.y loop's variable,
+ * or 0 without one (the slot arrays of the block and cluster combines
+ * have a row of slots per threadIdx.y). */
+static const fu_ix *block_row(rl *L) {
+  for (uint32_t i = 0; i < L->s->n_loops; i++)
+    if (L->s->loops[i].ptype == FU_PT_THREAD_Y) return fu_igraph_loop_var(L->g, i);
+  return fu_ix_const(L->ix, 0);
+}
+
 static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, const char *tag) {
   if (L->ty_red) {
     combine_rows(L, v, tx, in_loop, tag);
@@ -889,10 +898,7 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
   butterfly(L, v, top);
   if ((L->s->reduce == FU_RM_BLOCK || L->s->reduce == FU_RM_GRID) && !L->failed) {
     uint32_t warps = L->k->block[0] / 32, rows = L->k->block[1];
-    const fu_ix *ty = NULL;
-    for (uint32_t i = 0; i < L->s->n_loops; i++)
-      if (L->s->loops[i].ptype == FU_PT_THREAD_Y) ty = fu_igraph_loop_var(L->g, i);
-    const fu_ix *row = fu_ix_mul(L->ix, ty ? ty : fu_ix_const(L->ix, 0), fu_ix_const(L->ix, warps));
+    const fu_ix *row = fu_ix_mul(L->ix, block_row(L), fu_ix_const(L->ix, warps));
     const fu_ix *slot = fu_ix_add(L->ix, row, fu_ix_div(L->ix, tx, fu_ix_const(L->ix, 32)));
     fu_kval *lane = emit_ix(L, fu_ix_mod(L->ix, tx, fu_ix_const(L->ix, 32)));
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *at = emit_ix(L, slot);
@@ -931,11 +937,8 @@ static void combine_cluster(rl *L, rstate *v, const fu_ix *tx, uint32_t C, const
       fail(L, L->s->loc, "a Welford state of a known count combined across a cluster's blocks");
       return;
     }
-  const fu_ix *ty = NULL;
-  for (uint32_t i = 0; i < L->s->n_loops; i++)
-    if (L->s->loops[i].ptype == FU_PT_THREAD_Y) ty = fu_igraph_loop_var(L->g, i);
   fu_kval *t = emit_ix(L, tx), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
-  fu_kval *slot = emit_ix(L, ty ? ty : fu_ix_const(L->ix, 0));
+  fu_kval *slot = emit_ix(L, block_row(L));
   fu_kval *first = t && zero ? chk(L, fu_kb_binary(&L->b, "row_leader", FU_OP_EQ, FU_DT_BOOL, t, zero)) : NULL;
   char ctag[48];
   snprintf(ctag, sizeof ctag, "%scl", tag);
