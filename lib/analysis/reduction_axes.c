@@ -243,16 +243,23 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
   if (!fu_schedule_reduction(seg, s, &ri, diag)) return false;
   if (persistent && !persistent_check(seg, s, ra, &ri, diag)) return false;
   bool ok = true, in_reduction = false, on_tx = false, on_by = false, tx_red = false;
-  for (uint32_t i = 0; i < s->n_loops; i++)
+  /* red_bx: an inner grid reduction whose reduced chunks are on
+   * blockIdx.x and kept rows on blockIdx.y (the blocks sweep a row's
+   * chunks in order, docs/ir.md) */
+  bool red_bx = false;
+  for (uint32_t i = 0; i < s->n_loops; i++) {
     if (s->loops[i].ptype == FU_PT_THREAD_X && ra[s->loops[i].axis]) tx_red = true;
+    if (s->loops[i].ptype == FU_PT_BLOCK_X && ra[s->loops[i].axis]) red_bx = true;
+  }
+  red_bx = red_bx && tx_red && s->reduce == FU_RM_GRID;
   for (uint32_t i = 0; i < s->n_loops; i++) {
     const fu_sloop *l = &s->loops[i];
     const char *an = s->axes[l->axis].name;
     bool r = ra[l->axis];
     bool par = l->ptype != FU_PT_SERIAL && l->ptype != FU_PT_UNROLL && l->ptype != FU_PT_VECTORIZE;
-    if (r && l->ptype == FU_PT_BLOCK_Y && s->reduce == FU_RM_GRID) {
+    if (r && (l->ptype == FU_PT_BLOCK_Y || (red_bx && l->ptype == FU_PT_BLOCK_X)) && s->reduce == FU_RM_GRID) {
       if (on_by) {
-        fu_error(diag, l->loc, "reduce=grid: a second reduced axis '%s' on blockIdx.y", an);
+        fu_error(diag, l->loc, "reduce=grid: a second reduced axis '%s' on a block index", an);
         ok = false;
       }
       on_by = true;
@@ -268,7 +275,7 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
     } else if (r && (l->ptype == FU_PT_BLOCK_X || l->ptype == FU_PT_BLOCK_Y || l->ptype == FU_PT_THREAD_Y)) {
       fu_error(diag, l->loc,
                "reduced axis '%s' is on %s: a reduced axis may be on threadIdx.x, threadIdx.y (reduce=block|grid, "
-               "threadIdx.x kept) or blockIdx.y (reduce=grid)",
+               "threadIdx.x kept), blockIdx.y (reduce=grid) or blockIdx.x (reduce=grid, the row on threadIdx.x)",
                an, fu_ptype_name(l->ptype));
       ok = false;
     }
@@ -279,7 +286,7 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
                an);
       ok = false;
     }
-    if (!r && l->ptype == FU_PT_BLOCK_Y && s->reduce == FU_RM_GRID) {
+    if (!r && l->ptype == FU_PT_BLOCK_Y && s->reduce == FU_RM_GRID && !red_bx) {
       fu_error(diag, l->loc, "reduce=grid keeps blockIdx.y for the reduced axis, and kept axis '%s' is on it", an);
       ok = false;
     }

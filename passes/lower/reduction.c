@@ -43,8 +43,10 @@
 
 /* GRID_UNROLL: the partials a thread of a grid reduction's last block loads
  * before it combines them (combine_partials); TREE_ROWS: the threadIdx.y
- * extent from which the rows' slots fold in a tree (fold_rows). */
-enum { GRID_UNROLL = 4, TREE_ROWS = 64 };
+ * extent from which the rows' slots fold in a tree (fold_rows);
+ * WELFORD_TREE_ROWS: the same for Welford states, whose combines cost
+ * several times a sum's. */
+enum { GRID_UNROLL = 4, TREE_ROWS = 64, WELFORD_TREE_ROWS = 8 };
 
 static bool fail(rl *L, fu_loc loc, const char *what) {
   if (!L->failed) fu_error(L->diag, loc, "cannot lower reduction segment '@%s': %s", L->seg->u.segment.name, what);
@@ -731,8 +733,11 @@ static void known_counts(rl *L, rstate *v, fu_kval **cnt) {
  * slot, for s = ny / 2, ..., 1, a sync after each step.  log2(ny) steps
  * where the serial walk takes ny loads and combines a thread, one after
  * another: a tall reduction with few columns has up to 512 rows a block.
+ * A state whose count is known (cnt[j], the same in every thread) holds
+ * cnt[j] x ny / 2s in each slot combined at step s, and is returned in
+ * cnt[j] as row 0's count, cnt[j] x ny.
  * The order is fixed by ny alone, so results stay deterministic. */
-static void fold_rows(rl *L, rstate *arr, fu_kval *at, const fu_ix *ty, uint32_t nx, uint32_t ny) {
+static void fold_rows(rl *L, rstate *arr, fu_kval *at, const fu_ix *ty, uint32_t nx, uint32_t ny, fu_kval **cnt) {
   fu_kval *t = emit_ix(L, ty);
   for (uint32_t s = ny / 2; s >= 1 && t && at && !L->failed; s /= 2) {
     fu_kval *sv = emit_ix(L, fu_ix_const(L->ix, s));
@@ -744,14 +749,19 @@ static void fold_rows(rl *L, rstate *arr, fu_kval *at, const fu_ix *ty, uint32_t
     fu_kval *up = off ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, at, off)) : NULL;
     for (uint32_t j = 0; j < L->n_states && up && !L->failed; j++) {
       rstate p = {NULL};
-      load_combine(L, j, arr[j], at, NULL, true, p);
-      load_combine(L, j, arr[j], up, NULL, false, p);
+      load_combine(L, j, arr[j], at, cnt[j], true, p);
+      load_combine(L, j, arr[j], up, cnt[j], false, p);
       for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++)
         if (!p[q] || !fu_kb_store(&L->b, arr[j][q], at, &p[q], 1)) chk(L, NULL);
     }
     fu_lix_pop(&L->lix, mark);
     L->b = saved;
     if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
+    for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
+      if (cnt[j]) {
+        fu_kval *two = chk(L, fu_kb_const_f(&L->b, NULL, cnt[j]->dtype, 2.0));
+        cnt[j] = two ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, cnt[j]->dtype, cnt[j], two)) : NULL;
+      }
   }
 }
 
@@ -759,8 +769,10 @@ static void fold_rows(rl *L, rstate *arr, fu_kval *at, const fu_ix *ty, uint32_t
  * outer reduction, threadIdx.x keeping columns): every thread stores its
  * value to slot [ty][tx] of shared memory, sync, and every thread combines
  * its column's slots in threadIdx.y order; from TREE_ROWS rows (a power of
- * two, every state's count in its slots) the rows fold in a tree first
- * (fold_rows) and every thread reads row 0. */
+ * two), or WELFORD_TREE_ROWS with a Welford state, the rows fold in a tree
+ * first (fold_rows) and every thread reads row 0.  On the H100 the serial
+ * walk of 16 rows of four Welford lanes (an NHWC batch norm's statistics)
+ * ran as one half warp a block while the others waited at the barrier. */
 static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const char *tag) {
   uint32_t nx = L->k->block[0], ny = L->k->block[1];
   const fu_ix *kx = L->kx ? L->kx : fu_ix_const(L->ix, 0);
@@ -770,9 +782,10 @@ static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const 
   known_counts(L, v, cnt);
   new_slots(L, tag, (int64_t)(nx * ny), at, v, arr);
   if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
-  bool tree = ny >= TREE_ROWS && (ny & (ny - 1)) == 0;
-  for (uint32_t j = 0; j < L->n_states; j++) tree &= !cnt[j];
-  if (tree) fold_rows(L, arr, at, ty, nx, ny);
+  bool welford = false;
+  for (uint32_t j = 0; j < L->n_states; j++) welford |= fu_welford_op(op_of(L, j));
+  bool tree = ny >= (welford ? WELFORD_TREE_ROWS : TREE_ROWS) && (ny & (ny - 1)) == 0;
+  if (tree) fold_rows(L, arr, at, ty, nx, ny, cnt);
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
     for (uint32_t w = 0; w < (tree ? 1 : ny) && !L->failed; w++)
       load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, fu_ix_const(L->ix, (int64_t)w * nx), kx)), cnt[j],
@@ -1076,8 +1089,12 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   }
   /* the kept positions of a block: its threadIdx.x columns (outer), or 1 */
   uint32_t nk = L->ty_red ? L->k->block[0] : 1, nr = L->k->block[L->ty_red ? 1 : 0];
-  fu_lexpr *gx = L->k->grid[0] ? L->k->grid[0] : fu_lexpr_const(L->m, 1);
-  fu_lexpr *gy = L->k->grid[1];
+  /* the block index of the row's chunks: blockIdx.y, or blockIdx.x with
+   * the rows on blockIdx.y (an inner sweep, fu_schedule_reduction_check) */
+  int32_t cx = fu_schedule_loop_of(L->s, FU_PT_BLOCK_X);
+  uint32_t cd = cx >= 0 && L->ra[L->s->loops[cx].axis] ? 0 : 1;
+  fu_lexpr *gx = L->k->grid[1 - cd] ? L->k->grid[1 - cd] : fu_lexpr_const(L->m, 1);
+  fu_lexpr *gy = L->k->grid[cd];
   fu_lexpr *gk = gx && nk > 1 ? fu_lexpr_binary(L->m, FU_LX_MUL, gx, fu_lexpr_const(L->m, nk)) : gx;
   fu_lexpr *size = gk && gy ? fu_lexpr_binary(L->m, FU_LX_MUL, gk, gy) : NULL;
   if (!size) {
@@ -1098,9 +1115,9 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
     }
   fu_kval *sem = chk(L, fu_kernel_workspace_param(L->m, L->k, "sem", FU_DT_I32, gx, true));
   fu_kval *flag = chk(L, fu_kval_new_array(L->m, L->k, "last_block", FU_DT_I32, FU_MEM_SHARED, 1));
-  fu_kval *bx = chk(L, fu_kb_special(&L->b, NULL, FU_SP_CTAID_X, L->idx));
-  fu_kval *by = chk(L, fu_kb_special(&L->b, NULL, FU_SP_CTAID_Y, L->idx));
-  fu_kval *gdy = chk(L, fu_kb_special(&L->b, NULL, FU_SP_NCTAID_Y, L->idx));
+  fu_kval *bx = chk(L, fu_kb_special(&L->b, NULL, cd ? FU_SP_CTAID_X : FU_SP_CTAID_Y, L->idx));
+  fu_kval *by = chk(L, fu_kb_special(&L->b, NULL, cd ? FU_SP_CTAID_Y : FU_SP_CTAID_X, L->idx));
+  fu_kval *gdy = chk(L, fu_kb_special(&L->b, NULL, cd ? FU_SP_NCTAID_Y : FU_SP_NCTAID_X, L->idx));
   fu_kval *t = emit_ix(L, tx), *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
   if (L->failed || !t || !zero || !one) return;
   /* the output group of this thread: blockIdx.x * nk + its kept column */
