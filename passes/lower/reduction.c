@@ -987,12 +987,15 @@ static void load_partials(rl *L, rstate *part, fu_kval **cnt, fu_kval *g, fu_kva
   for (uint32_t j = 0; j < L->n_states && at && !L->failed; j++) load_combine(L, j, part[j], at, cnt[j], true, p[j]);
 }
 
-/* Shifted sums of a Welford state in a grid's last block (gshift_*): the
- * shift k (the mean of the thread's first partial) and mutables for the
- * sums of d = mean - k, of d * d, of the partials' m2 and of their means. */
-typedef struct gshift {
-  fu_kval *k, *s1, *s2, *m2, *sum;
-} gshift;
+/* An equal-count Welford walk of a state in a grid's last block
+ * (gwalk_*): mutables for the running mean of the partials' means, the
+ * sum of d (x - mean before) times (x - mean after) over them, the sum of
+ * their m2 and the plain sum of their means; `on` marks the states that
+ * take it. */
+typedef struct gwalk {
+  bool on;
+  fu_kval *mean, *dev, *m2, *sum;
+} gwalk;
 
 static fu_kval *fbin(rl *L, fu_op_kind op, fu_kval *x, fu_kval *y) {
   return x && y ? chk(L, fu_kb_binary(&L->b, NULL, op, x->dtype, x, y)) : NULL;
@@ -1004,81 +1007,92 @@ static fu_kval *fwhere(rl *L, fu_kval *c, fu_kval *x, fu_kval *y) {
 }
 
 /* The Welford states whose partials all hold the same known count
- * (cnt[j]) go by shifted sums instead of one Welford combine a partial:
- * the combine's count update, reciprocal and infinity test, about 30
- * instructions a lane, are what made the last block of an NHWC batch
+ * (cnt[j]) are walked as equal-weight Welford updates of their means
+ * (weight 1 / k for the thread's k-th partial, one reciprocal a partial
+ * for every lane and state) instead of one general combine a partial: the
+ * combine's count update, reciprocal and infinity test, about 30
+ * instructions a lane, were what made the last block of an NHWC batch
  * norm's statistics (392 partials of 64 columns, 256 threads) take 9 of
- * its 17.7 us on an H100.  The shift is the mean of the thread's first
- * partial (of the last when it has none), so the sums stay small next to
- * the means (a large common mean cancels in d).  sh[j].k is NULL for the
- * other states. */
-static void gshift_begin(rl *L, rstate *part, fu_kval **cnt, fu_kval *t, fu_kval *gdy, fu_kval *ystride,
-                         fu_kval *base, gshift *sh) {
-  memset(sh, 0, sizeof(gshift) * MAX_STATES);
-  bool any = false;
-  for (uint32_t j = 0; j < L->n_states; j++) any |= cnt[j] && fu_welford_op(op_of(L, j));
-  if (!any) return;
-  fu_kval *one = emit_ix(L, fu_ix_const(L->ix, 1));
-  fu_kval *last = one ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, L->idx, gdy, one)) : NULL;
-  fu_kval *lt = last ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_LT, FU_DT_BOOL, t, gdy)) : NULL;
-  fu_kval *first = fwhere(L, lt, t, last), *at = first ? partial_at(L, first, ystride, base) : NULL;
-  for (uint32_t j = 0; j < L->n_states && at && !L->failed; j++) {
-    const fu_op *op = op_of(L, j);
-    if (!cnt[j] || !fu_welford_op(op)) continue;
-    fu_dtype dt = acc_dtype(op);
-    if (!fu_kb_load(&L->b, "gshift", part[j][0], at, 1, dt, &sh[j].k)) chk(L, NULL);
+ * its 17.7 us on an H100.  Shifted sums (a partial's mean as the shift)
+ * were as fast but lost a digit on the mean where partial means lie far
+ * apart.  *k is the shared count of partials walked (NULL when no state
+ * takes the walk). */
+static void gwalk_begin(rl *L, fu_kval **cnt, gwalk *w, fu_kval **k) {
+  memset(w, 0, sizeof(gwalk) * MAX_STATES);
+  *k = NULL;
+  fu_dtype kt = FU_DT_NONE;
+  for (uint32_t j = 0; j < L->n_states; j++)
+    if (cnt[j] && fu_welford_op(op_of(L, j))) {
+      w[j].on = true;
+      if (kt == FU_DT_NONE || acc_dtype(op_of(L, j)) == FU_DT_F64) kt = acc_dtype(op_of(L, j));
+    }
+  if (kt == FU_DT_NONE) return;
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
+    if (!w[j].on) continue;
+    fu_dtype dt = acc_dtype(op_of(L, j));
     fu_kval *z = chk(L, fu_kb_const_f(&L->b, NULL, dt, 0.0));
-    fu_kval **m[4] = {&sh[j].s1, &sh[j].s2, &sh[j].m2, &sh[j].sum};
+    fu_kval **m[4] = {&w[j].mean, &w[j].dev, &w[j].m2, &w[j].sum};
     for (uint32_t q = 0; q < 4 && z && !L->failed; q++) {
       *m[q] = chk(L, fu_kval_new_mutable(L->m, L->k, NULL, dt));
       if (*m[q] && !fu_kb_assign(&L->b, *m[q], z)) chk(L, NULL);
     }
   }
+  fu_kval *z = chk(L, fu_kb_const_f(&L->b, NULL, kt, 0.0));
+  *k = chk(L, fu_kval_new_mutable(L->m, L->k, "gwalk_k", kt));
+  if (!z || !*k || !fu_kb_assign(&L->b, *k, z)) chk(L, NULL);
 }
 
-/* One partial p[j] (mean, m2) into the shifted sums of state j. */
-static void gshift_add(rl *L, const gshift *g, fu_kval *const *p) {
-  fu_kval *d = fbin(L, FU_OP_SUB, p[0], g->k);
-  fu_kval *s1 = fbin(L, FU_OP_ADD, chk(L, fu_kb_read(&L->b, NULL, g->s1)), d);
-  fu_kval *s2 = fbin(L, FU_OP_ADD, chk(L, fu_kb_read(&L->b, NULL, g->s2)), fbin(L, FU_OP_MUL, d, d));
+/* One partial p[j] (mean, m2) into state j's walk with weight r = 1 / k. */
+static void gwalk_add(rl *L, const gwalk *g, fu_kval *const *p, fu_kval *r) {
+  r = cast_to(L, r, p[0] ? p[0]->dtype : FU_DT_F32);
+  fu_kval *mean = chk(L, fu_kb_read(&L->b, NULL, g->mean));
+  fu_kval *d = fbin(L, FU_OP_SUB, p[0], mean);
+  fu_kval *next = fbin(L, FU_OP_ADD, mean, fbin(L, FU_OP_MUL, d, r));
+  fu_kval *dev = fbin(L, FU_OP_ADD, chk(L, fu_kb_read(&L->b, NULL, g->dev)), fbin(L, FU_OP_MUL, d, fbin(L, FU_OP_SUB, p[0], next)));
   fu_kval *m2 = fbin(L, FU_OP_ADD, chk(L, fu_kb_read(&L->b, NULL, g->m2)), p[1]);
   fu_kval *sum = fbin(L, FU_OP_ADD, chk(L, fu_kb_read(&L->b, NULL, g->sum)), p[0]);
-  if (!s1 || !s2 || !m2 || !sum || !fu_kb_assign(&L->b, g->s1, s1) || !fu_kb_assign(&L->b, g->s2, s2) ||
+  if (!next || !dev || !m2 || !sum || !fu_kb_assign(&L->b, g->mean, next) || !fu_kb_assign(&L->b, g->dev, dev) ||
       !fu_kb_assign(&L->b, g->m2, m2) || !fu_kb_assign(&L->b, g->sum, sum))
     chk(L, NULL);
 }
 
-/* The thread's n partials of count c as one Welford state in acc:
- * count n c, mean k + s1 / n (the plain mean of the means where that is
- * not finite: an infinite partial), m2 = sum m2 + c (s2 - s1^2 / n), its
- * rounding kept from going below 0; the identity when n is 0. */
-static void gshift_end(rl *L, const gshift *g, fu_kval *n_idx, fu_kval *c, fu_kval **acc) {
-  fu_dtype dt = g->k->dtype;
-  fu_kval *n = cast_to(L, n_idx, dt), *z = chk(L, fu_kb_const_f(&L->b, NULL, dt, 0.0));
-  fu_kval *o = chk(L, fu_kb_const_f(&L->b, NULL, dt, 1.0));
+/* The thread's k partials of count c as one Welford state in acc: count
+ * k c, the walked mean (the plain mean of the means where that is not
+ * finite: an infinite partial, as the general combine gives), m2 = sum m2
+ * + c dev.  With no partial every part stays 0, the identity. */
+static void gwalk_end(rl *L, const gwalk *g, fu_kval *k, fu_kval *c, fu_kval **acc) {
+  fu_dtype dt = g->mean->dtype;
+  fu_kval *n = cast_to(L, chk(L, fu_kb_read(&L->b, NULL, k)), dt);
+  fu_kval *o = chk(L, fu_kb_const_f(&L->b, NULL, dt, 1.0)), *z = chk(L, fu_kb_const_f(&L->b, NULL, dt, 0.0));
   fu_kval *none = n && z ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_EQ, FU_DT_BOOL, n, z)) : NULL;
   fu_kval *safe = fwhere(L, none, o, n);
   fu_kval *r = safe ? chk(L, fu_kb_unary(&L->b, NULL, FU_OP_RECIPROCAL, dt, safe)) : NULL;
-  fu_kval *s1 = chk(L, fu_kb_read(&L->b, NULL, g->s1)), *s2 = chk(L, fu_kb_read(&L->b, NULL, g->s2));
-  fu_kval *m2 = chk(L, fu_kb_read(&L->b, NULL, g->m2)), *sum = chk(L, fu_kb_read(&L->b, NULL, g->sum));
-  fu_kval *mean = fbin(L, FU_OP_ADD, g->k, fbin(L, FU_OP_MUL, s1, r));
+  fu_kval *mean = chk(L, fu_kb_read(&L->b, NULL, g->mean));
   fu_kval *fin = mean ? chk(L, fu_kb_math(&L->b, NULL, FU_OP_ISFINITE, FU_DT_BOOL, &mean, 1)) : NULL;
-  mean = fwhere(L, fin, mean, fbin(L, FU_OP_MUL, sum, r));
-  fu_kval *dev = fbin(L, FU_OP_SUB, s2, fbin(L, FU_OP_MUL, fbin(L, FU_OP_MUL, s1, s1), r));
-  fu_kval *neg = dev && z ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_LT, FU_DT_BOOL, dev, z)) : NULL;
-  dev = fwhere(L, neg, z, dev);
-  fu_kval *v[FU_WELFORD_PARTS] = {fwhere(L, none, z, mean), fwhere(L, none, z, fbin(L, FU_OP_ADD, m2, fbin(L, FU_OP_MUL, c, dev))),
-                                  fbin(L, FU_OP_MUL, n, c)};
+  mean = fwhere(L, fin, mean, fbin(L, FU_OP_MUL, chk(L, fu_kb_read(&L->b, NULL, g->sum)), r));
+  fu_kval *m2 = fbin(L, FU_OP_ADD, chk(L, fu_kb_read(&L->b, NULL, g->m2)),
+                     fbin(L, FU_OP_MUL, c, chk(L, fu_kb_read(&L->b, NULL, g->dev))));
+  fu_kval *v[FU_WELFORD_PARTS] = {mean, m2, fbin(L, FU_OP_MUL, n, c)};
   for (uint32_t q = 0; q < FU_WELFORD_PARTS && !L->failed; q++)
     if (!v[q] || !fu_kb_assign(&L->b, acc[q], v[q])) chk(L, NULL);
 }
 
-/* acc[j] = acc[j] combined with p[j] for every state but the shifted
- * ones (sh[j].k), whose sums take p[j] instead. */
-static void fold_or_shift(rl *L, rstate *acc, rstate *p, const gshift *sh) {
+/* The weight of the next partial of the walk: k += 1, then 1 / k (NULL
+ * without a walk). */
+static fu_kval *gwalk_step(rl *L, fu_kval *k) {
+  if (!k) return NULL;
+  fu_kval *o = chk(L, fu_kb_const_f(&L->b, NULL, k->dtype, 1.0));
+  fu_kval *n = fbin(L, FU_OP_ADD, chk(L, fu_kb_read(&L->b, NULL, k)), o);
+  if (!n || !fu_kb_assign(&L->b, k, n)) return chk(L, NULL);
+  return chk(L, fu_kb_unary(&L->b, NULL, FU_OP_RECIPROCAL, k->dtype, n));
+}
+
+/* acc[j] = acc[j] combined with p[j] for every state but those of the
+ * walk (w[j].on), which take p[j] with weight r. */
+static void fold_or_walk(rl *L, rstate *acc, rstate *p, const gwalk *w, fu_kval *r) {
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
-    if (sh[j].k) {
-      gshift_add(L, &sh[j], p[j]);
+    if (w[j].on) {
+      gwalk_add(L, &w[j], p[j], r);
       continue;
     }
     const fu_op *op = op_of(L, j);
@@ -1113,8 +1127,9 @@ static fu_kbuilder combine_partials(rl *L, rstate *part, fu_kval **cnt, rstate *
   c = c ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, L->idx, c, t)) : NULL;
   c = c ? chk(L, fu_kb_binary(&L->b, "mine", FU_OP_DIV, L->idx, c, nrv)) : NULL;
   fu_kval *steps = c ? chk(L, fu_kb_binary(&L->b, "steps", FU_OP_DIV, L->idx, c, uv)) : NULL;
-  gshift sh[MAX_STATES];
-  gshift_begin(L, part, cnt, t, gdy, ystride, base, sh);
+  gwalk w[MAX_STATES];
+  fu_kval *wk = NULL;
+  gwalk_begin(L, cnt, w, &wk);
   fu_kinst *lp = steps && !L->failed ? fu_kb_for(&L->b, "gu", zero, steps, one, FU_LOOP_SERIAL) : NULL;
   if (!lp) {
     chk(L, NULL);
@@ -1131,7 +1146,7 @@ static fu_kbuilder combine_partials(rl *L, rstate *part, fu_kval **cnt, rstate *
     fu_kval *g = u ? (du ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, g0, du)) : NULL) : g0;
     load_partials(L, part, cnt, g, ystride, base, p[u]);
   }
-  for (uint32_t u = 0; u < GRID_UNROLL && !L->failed; u++) fold_or_shift(L, acc, p[u], sh);
+  for (uint32_t u = 0; u < GRID_UNROLL && !L->failed; u++) fold_or_walk(L, acc, p[u], w, gwalk_step(L, wk));
   fu_lix_pop(&L->lix, mark);
   L->b = here;
   /* the rest, from t + steps * U * nr */
@@ -1147,11 +1162,11 @@ static fu_kbuilder combine_partials(rl *L, rstate *part, fu_kval **cnt, rstate *
   rstate q[MAX_STATES];
   mark = fu_lix_mark(&L->lix);
   load_partials(L, part, cnt, lp->results[0], ystride, base, q);
-  fold_or_shift(L, acc, q, sh);
+  fold_or_walk(L, acc, q, w, gwalk_step(L, wk));
   fu_lix_pop(&L->lix, mark);
   L->b = here;
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
-    if (sh[j].k) gshift_end(L, &sh[j], c, cnt[j], acc[j]);
+    if (w[j].on) gwalk_end(L, &w[j], wk, cnt[j], acc[j]);
   return L->b;
 }
 
