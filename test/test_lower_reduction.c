@@ -137,15 +137,17 @@ static void test_inner_vectors(void) {
   one_with("sum", "bool", "[3, 1023]", "[1]", "[3]", "i64", "block", "rsu: unroll");
 }
 
-/* Few long rows: the row split over blockIdx.y, partials through a
- * workspace, the last block (semaphore) combining them in order. */
+/* Few long rows: the row split over the grid (chunks on blockIdx.x and
+ * the rows on blockIdx.y for several rows of a static count, blockIdx.y
+ * for one row), partials through a workspace, the last block (semaphore)
+ * combining them in order. */
 static void test_grid(void) {
-  with("sum", "f32", "[2, 70000]", "[1]", "[2]", "grid", "ry: blockIdx.y");     /* vectors */
-  with("sum", "f32", "[1, 33001]", "[1]", "[1]", "grid", "ry: blockIdx.y");     /* scalars, a partial chunk */
-  with("sum", "f32", "[100003]", "[0]", "[]", "grid", "rv: vectorize");        /* every dim, a prime */
-  with("max", "i32", "[3, 40000]", "[1]", "[3]", "grid", "ry: blockIdx.y");
+  with("sum", "f32", "[2, 70000]", "[1]", "[2]", "grid", "d0: blockIdx.y, ry: blockIdx.x"); /* vectors */
+  with("sum", "f32", "[1, 33001]", "[1]", "[1]", "grid", "ry: blockIdx.y"); /* scalars, a partial chunk */
+  with("sum", "f32", "[100003]", "[0]", "[]", "grid", "rv: vectorize");    /* every dim, a prime */
+  with("max", "i32", "[3, 40000]", "[1]", "[3]", "grid", "ry: blockIdx.x");
   with("min", "bf16", "[5, 65536]", "[1]", "[5]", "grid", "split d1, 8 -> ro, rv");
-  with("sum", "f16", "[2, 3, 20000]", "[1, 2]", "[2]", "grid", "ry: blockIdx.y");
+  with("sum", "f16", "[2, 3, 20000]", "[1, 2]", "[2]", "grid", "ry: blockIdx.x");
   /* two reductions and an epilogue in one grid kernel */
   char printed[65536];
   run("grid two", "fusion @g {\n  %T0 = input f32[3, 50000]\n  %T1 = sum %T0 {axes=[1]} : f32[3]\n"

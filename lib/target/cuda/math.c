@@ -148,7 +148,12 @@ static bool float_op(mx *x, fu_op_kind op, uint32_t n) {
   case FU_OP_ADD: binop(x, "+"); return true;
   case FU_OP_SUB: binop(x, "-"); return true;
   case FU_OP_MUL: binop(x, "*"); return true;
-  case FU_OP_DIV: binop(x, "/"); return true;
+  case FU_OP_DIV:
+    /* __fdiv_rn/__ddiv_rn are `/` as compiled here (div.rn), but a divisor
+     * that folds to a constant 0 is no front-end error (#39) */
+    fu_strbuf_printf(x->e, "%s(%s, %s)", x->C == FU_DT_F64 ? "__ddiv_rn" : "__fdiv_rn", x->a[0], x->a[1]);
+    x->safe = true;
+    return true;
   case FU_OP_REMAINDER: helper_call(x, "fu_remainder", 2, CU_H_REM_F); return true;
   case FU_OP_MAXIMUM: helper_call(x, "fu_maximum", 2, CU_H_MAXMIN); return true;
   case FU_OP_MINIMUM: helper_call(x, "fu_minimum", 2, CU_H_MAXMIN); return true;
