@@ -38,9 +38,11 @@
  * thread of a short-row reduction should have in flight; OUTER_GRID_REGS:
  * the registers a thread of a tall outer grid reduction is assumed to
  * take (resident_blocks); SWEEP_BLOCKS: the most blocks a one-row grid
- * reduction is split into (grid_split). */
+ * reduction is split into (grid_split); WIDE_COLUMN_BLOCKS, WIDE_WAVES:
+ * an outer grid reduction of at least that many column blocks is split
+ * into about that many waves (grid_split). */
 enum { MAX_AXES = 48, SHORT_ROW = 256, OUTER_TY = 16, FEW_ROWS = 512, SMEM_BUDGET = 40 * 1024, ROW_BYTES = 64,
-       OUTER_GRID_REGS = 40, SWEEP_BLOCKS = 16384 };
+       OUTER_GRID_REGS = 40, SWEEP_BLOCKS = 16384, WIDE_COLUMN_BLOCKS = 64, WIDE_WAVES = 8 };
 
 typedef struct rbuild {
   fu_saxis axes[MAX_AXES];
@@ -271,6 +273,14 @@ static int outer_thread_regs(const fu_op *seg, int64_t vw) {
  * 101.9 in one wave of 512 (8192 blocks: 96.4, 4096: 99.0); 64 rows of
  * 1M took 95.4 swept, 102.1 in one wave, and 103.5 in the same 16384
  * blocks with the rows on blockIdx.x (64 streams at once).
+ * An outer reduction of at least WIDE_COLUMN_BLOCKS column blocks takes
+ * about WIDE_WAVES waves instead of one (each column's last block then
+ * combines about 32 partials): on the H100, f32 sums over dim 0 of
+ * [4096, 16384], [2048, 32768] and [8192, 8192] took 99.6, 100.3 and
+ * 100.4 us in 8 waves against 101.4, 101.4 and 101.6 in one (4 waves:
+ * 100.2-100.5), bf16 [4096, 16384] 53.5 against 54.2-54.5; with 32
+ * column blocks ([16384, 4096]) 8 waves gained nothing (101.5 against
+ * 101.8).
  * Updates *rs and *per to the chunk and says why in `why`.  var/var_mean
  * split the same way: their Welford states go through the workspace. */
 static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double groups, bool rows_on_y,
@@ -279,9 +289,9 @@ static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double 
   bool per_sm = per_sm_regs > 0;
   double wave = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
   if (groups >= wave / 2 || *per < 4.0 * (double)unroll) return false;
-  bool few = per_sm && groups < 4;
+  bool few = per_sm && groups < 4, wide = per_sm && groups >= WIDE_COLUMN_BLOCKS;
   uint32_t per_sm_blocks = few ? resident_blocks(dev, threads, per_sm_regs) : 0;
-  double want = few ? (double)dev->n_sms * per_sm_blocks : wave;
+  double want = few ? (double)dev->n_sms * per_sm_blocks : wide ? WIDE_WAVES * wave : wave;
   bool sweep = !per_sm && (groups <= 1.0 || rows_on_y);
   int64_t chunk = pow2_at_least(*per * (sweep ? groups / (double)SWEEP_BLOCKS : 1.0 / ceil(want / groups)));
   if (chunk < unroll) chunk = unroll;
@@ -302,6 +312,8 @@ static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double 
   if (sweep)
     snprintf(fwhy, sizeof fwhy, "; short blocks that sweep %s in order, at most %d", swap ? "each row" : "the row",
              SWEEP_BLOCKS);
+  if (wide)
+    snprintf(fwhy, sizeof fwhy, "; at least %d column blocks: about %d waves", WIDE_COLUMN_BLOCKS, WIDE_WAVES);
   snprintf(why, cap,
            "; %.0f %s cannot fill %u SMs: %.0f %s on %s, %lld iterations each (%.0f blocks, %.1f waves of "
            "%.0f%s), combined through a workspace (reduce=grid)",
