@@ -34,6 +34,16 @@ static void test_presets(void) {
   char arch[16];
   fu_device_arch(&d, arch, sizeof arch);
   CHECK_STR(arch, "sm_80");
+  /* the one reading of architecture names (verifier, targets) */
+  CHECK_EQ_INT(fu_arch_sm(arch), 80);
+  CHECK_EQ_INT(fu_arch_sm("sm_90a"), 90);
+  CHECK_EQ_INT(fu_arch_sm("sm_100f"), 100);
+  CHECK_EQ_INT(fu_arch_sm("sm_9"), 0);
+  CHECK_EQ_INT(fu_arch_sm("sm_1000"), 0);
+  CHECK_EQ_INT(fu_arch_sm("sm_90b"), 0);
+  CHECK_EQ_INT(fu_arch_sm("sm_90af"), 0);
+  CHECK_EQ_INT(fu_arch_sm("compute_90"), 0);
+  CHECK_EQ_INT(fu_arch_sm(NULL), 0);
   CHECK(!fu_device_preset("h900", &d));
   fu_device def = fu_device_default();
   CHECK_STR(def.name, "h100");

@@ -70,6 +70,12 @@ fu_status fu_device_from_spec(const char *spec, fu_allocator alloc, fu_device *o
 /* The LLVM NVPTX name of the device's architecture: "sm_90". */
 void fu_device_arch(const fu_device *d, char *buf, size_t cap);
 
+/* The compute capability an architecture name gives: 90 for "sm_90" and
+ * "sm_90a" (two or three digits, then an optional 'a' or 'f'); 0 for
+ * NULL or any other text.  The one reading of such names for the
+ * verifier and the targets. */
+uint32_t fu_arch_sm(const char *arch);
+
 /* Checks the numbers make sense (non-zero, warp-multiple limits, ...);
  * false with the reason in `why` (may be NULL). */
 bool fu_device_valid(const fu_device *d, fu_strbuf *why);

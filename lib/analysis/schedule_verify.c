@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuser/device.h"
 #include "fuser/index_graph.h"
 #include "fuser/schedule.h"
 
@@ -191,7 +192,7 @@ static bool verify_indexing(fu_fusion *f, fu_op *seg, const fu_schedule *s, fu_d
       }
       break;
     case FU_PT_CLUSTER_X: {
-      int sm = s->arch && strncmp(s->arch, "sm_", 3) == 0 ? atoi(s->arch + 3) : 0;
+      uint32_t sm = fu_arch_sm(s->arch);
       if (!c || (v != 2 && v != 4 && v != 8)) {
         fu_error(diag, l->loc, "axis '%s' bound to cluster.x needs a constant extent of 2, 4 or 8 blocks", an);
         ok = false;

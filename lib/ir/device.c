@@ -88,6 +88,15 @@ bool fu_device_valid(const fu_device *d, fu_strbuf *why) {
   return bad == NULL;
 }
 
+uint32_t fu_arch_sm(const char *arch) {
+  if (!arch || strncmp(arch, "sm_", 3) != 0) return 0;
+  const char *p = arch + 3;
+  uint32_t sm = 0, digits = 0;
+  for (; *p >= '0' && *p <= '9'; p++, digits++) sm = sm * 10 + (uint32_t)(*p - '0');
+  if (digits < 2 || digits > 3 || (*p && !((*p == 'a' || *p == 'f') && !p[1]))) return 0;
+  return sm;
+}
+
 void fu_device_print(fu_strbuf *out, const fu_device *d) {
   fu_strbuf_printf(out, "name = %s\nsm = %u\nsms = %u\nwarp_size = %u\n", d->name, d->sm, d->n_sms, d->warp_size);
   fu_strbuf_printf(out, "max_threads_per_block = %u\nmax_threads_per_sm = %u\nmax_blocks_per_sm = %u\n",

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuser/device.h"
 #include "internal.h"
 
 void cu_error(cu_module *m, const char *fmt, ...) {
@@ -577,7 +578,7 @@ fu_status cu_emit_module(cu_module *m, const fu_kernel *const *ks, uint32_t n, c
   }
   if (st != FU_OK) return st;
   const char *a = arch ? arch : FU_DEFAULT_ARCH;
-  m->sm = strncmp(a, "sm_", 3) == 0 ? (uint32_t)strtoul(a + 3, NULL, 10) : 0;
+  m->sm = fu_arch_sm(a);
   m->arch = a;
   fu_strbuf body;
   fu_strbuf_init(&body, m->alloc);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuser/device.h"
 #include "internal.h"
 
 /* NVRTC's C API, as declared in nvrtc.h (not included: the build needs no
@@ -169,9 +170,7 @@ static const char *include_dir(cu_nvrtc *nv) {
 
 /* "sm_90a" -> "--gpu-architecture=compute_90a" (PTX for that architecture). */
 static bool arch_option(const char *arch, char *buf, size_t size) {
-  if (!arch || strncmp(arch, "sm_", 3) != 0 || !arch[3]) return false;
-  for (const char *p = arch + 3; *p; p++)
-    if (!((*p >= '0' && *p <= '9') || ((*p == 'a' || *p == 'f') && !p[1]))) return false;
+  if (!fu_arch_sm(arch)) return false;
   snprintf(buf, size, "--gpu-architecture=compute_%s", arch + 3);
   return true;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fuser/device.h"
 #include "internal.h"
 
 typedef struct cu_target {
@@ -85,13 +86,7 @@ static fu_status cuda_emit(void *state, const fu_kernel *const *ks, uint32_t n, 
 
 /* Any sm_NN (sm_NNa): the CUDA C is the same for all; NVRTC says which it
  * cannot compile for. */
-static bool cuda_arch_supported(const char *arch) {
-  if (!arch || strncmp(arch, "sm_", 3) != 0) return false;
-  const char *p = arch + 3;
-  int digits = 0;
-  while (*p >= '0' && *p <= '9') p++, digits++;
-  return digits >= 2 && digits <= 3 && (!*p || ((*p == 'a' || *p == 'f') && !p[1]));
-}
+static bool cuda_arch_supported(const char *arch) { return fu_arch_sm(arch) != 0; }
 
 static void cuda_timing(void *state, fu_target_timing *out) { *out = ((cu_target *)state)->timing; }
 

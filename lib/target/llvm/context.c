@@ -8,6 +8,7 @@
 
 #include <llvm-c/Target.h>
 
+#include "fuser/device.h"
 #include "fuser/target.h"
 #include "internal.h"
 
@@ -111,8 +112,7 @@ bool fu_backend_sm_supported(const char *sm) {
 }
 
 int bk_sm_number(const char *sm) {
-  if (!fu_backend_sm_supported(sm)) return 0;
-  return atoi(sm + 3);
+  return fu_backend_sm_supported(sm) ? (int)fu_arch_sm(sm) : 0;
 }
 
 fu_status fu_backend_new(const fu_backend_options *opts, fu_allocator alloc, fu_diag_engine *diag,
