@@ -411,6 +411,14 @@ static fu_kbuilder open_if(rl *L, fu_kval *cond) {
   return saved;
 }
 
+/* all && (x == 0) (x == 0 where all is NULL): one term of a one-writer
+ * guard (one_writer, unseen_dims_guard). */
+static fu_kval *and_at_zero(rl *L, fu_kval *all, const fu_ix *x) {
+  fu_kval *v = emit_ix(L, x), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
+  fu_kval *p = v && zero ? chk(L, fu_kb_binary(&L->b, "one_writer", FU_OP_EQ, FU_DT_BOOL, v, zero)) : NULL;
+  return all && p ? chk(L, fu_kb_binary(&L->b, "one_writer", FU_OP_LOGICAL_AND, FU_DT_BOOL, all, p)) : p;
+}
+
 /* The guard that makes one thread write an output whose offset does not
  * depend on some kept block, thread or serial loop (an intermediate
  * broadcast along the kept dims, indexed by the reduced ones: every kept
@@ -425,9 +433,7 @@ static fu_kval *one_writer(rl *L, const fu_ix *off) {
     if (L->ra[l->axis] || !kept_loop) continue;
     const fu_ix *var = fu_igraph_loop_var(L->g, i);
     if (!var || fu_ix_subst(L->ix, off, var, fu_ix_const(L->ix, 0)) != off) continue;
-    fu_kval *v = emit_ix(L, var), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
-    fu_kval *p = v && zero ? chk(L, fu_kb_binary(&L->b, "one_writer", FU_OP_EQ, FU_DT_BOOL, v, zero)) : NULL;
-    all = all && p ? chk(L, fu_kb_binary(&L->b, "one_writer", FU_OP_LOGICAL_AND, FU_DT_BOOL, all, p)) : p;
+    all = and_at_zero(L, all, var);
   }
   return all;
 }
@@ -467,10 +473,7 @@ static fu_kval *unseen_dims_guard(rl *L, const fu_value *o) {
     if (!ref->type.dims[d].sym && ref->type.dims[d].value == 1) continue;
     bool seen = false;
     for (int32_t k = 0; k < orank && !seen; k++) seen = og[k] == rg[d];
-    if (seen) continue;
-    fu_kval *v = emit_ix(L, rc[d]), *zero = emit_ix(L, fu_ix_const(L->ix, 0));
-    fu_kval *p = v && zero ? chk(L, fu_kb_binary(&L->b, "one_writer", FU_OP_EQ, FU_DT_BOOL, v, zero)) : NULL;
-    all = all && p ? chk(L, fu_kb_binary(&L->b, "one_writer", FU_OP_LOGICAL_AND, FU_DT_BOOL, all, p)) : p;
+    if (!seen) all = and_at_zero(L, all, rc[d]);
   }
   return all;
 }
@@ -1022,16 +1025,12 @@ static fu_kval *fwhere(rl *L, fu_kval *c, fu_kval *x, fu_kval *y) {
 static void gwalk_begin(rl *L, fu_kval **cnt, gwalk *w, fu_kval **k) {
   memset(w, 0, sizeof(gwalk) * MAX_STATES);
   *k = NULL;
-  fu_dtype kt = FU_DT_NONE;
-  for (uint32_t j = 0; j < L->n_states; j++)
-    if (cnt[j] && fu_welford_op(op_of(L, j))) {
-      w[j].on = true;
-      if (kt == FU_DT_NONE || acc_dtype(op_of(L, j)) == FU_DT_F64) kt = acc_dtype(op_of(L, j));
-    }
-  if (kt == FU_DT_NONE) return;
+  fu_dtype kt = FU_DT_NONE; /* the count's: f64 if any state is */
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
-    if (!w[j].on) continue;
+    if (!cnt[j] || !fu_welford_op(op_of(L, j))) continue;
+    w[j].on = true;
     fu_dtype dt = acc_dtype(op_of(L, j));
+    if (kt == FU_DT_NONE || dt == FU_DT_F64) kt = dt;
     fu_kval *z = chk(L, fu_kb_const_f(&L->b, NULL, dt, 0.0));
     fu_kval **m[4] = {&w[j].mean, &w[j].dev, &w[j].m2, &w[j].sum};
     for (uint32_t q = 0; q < 4 && z && !L->failed; q++) {
@@ -1039,6 +1038,7 @@ static void gwalk_begin(rl *L, fu_kval **cnt, gwalk *w, fu_kval **k) {
       if (*m[q] && !fu_kb_assign(&L->b, *m[q], z)) chk(L, NULL);
     }
   }
+  if (kt == FU_DT_NONE || L->failed) return;
   fu_kval *z = chk(L, fu_kb_const_f(&L->b, NULL, kt, 0.0));
   *k = chk(L, fu_kval_new_mutable(L->m, L->k, "gwalk_k", kt));
   if (!z || !*k || !fu_kb_assign(&L->b, *k, z)) chk(L, NULL);

@@ -309,10 +309,10 @@ static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double 
     snprintf(fwhy, sizeof fwhy,
              "; at most %u blocks an SM (%d registers a thread), the last block combining a column block's partials",
              per_sm_blocks, per_sm_regs);
-  if (sweep)
+  else if (sweep)
     snprintf(fwhy, sizeof fwhy, "; short blocks that sweep %s in order, at most %d", swap ? "each row" : "the row",
              SWEEP_BLOCKS);
-  if (wide)
+  else if (wide)
     snprintf(fwhy, sizeof fwhy, "; at least %d column blocks: about %d waves", WIDE_COLUMN_BLOCKS, WIDE_WAVES);
   snprintf(why, cap,
            "; %.0f %s cannot fill %u SMs: %.0f %s on %s, %lld iterations each (%.0f blocks, %.1f waves of "
