@@ -38,11 +38,13 @@
  * thread of a short-row reduction should have in flight; OUTER_GRID_REGS:
  * the registers a thread of a tall outer grid reduction is assumed to
  * take (resident_blocks); SWEEP_BLOCKS: the most blocks a one-row grid
- * reduction is split into (grid_split); WIDE_COLUMN_BLOCKS, WIDE_WAVES:
- * an outer grid reduction of at least that many column blocks is split
- * into about that many waves (grid_split). */
+ * reduction is split into (grid_split); WIDE_COLUMN_BLOCKS, WIDE_WAVES,
+ * WIDE_SEGMENT_BYTES: an outer grid reduction of at least that many
+ * column blocks, each reading at least that many bytes of a row, is
+ * split into about that many waves (grid_split). */
 enum { MAX_AXES = 48, SHORT_ROW = 256, OUTER_TY = 16, FEW_ROWS = 512, SMEM_BUDGET = 40 * 1024, ROW_BYTES = 64,
-       OUTER_GRID_REGS = 40, SWEEP_BLOCKS = 16384, WIDE_COLUMN_BLOCKS = 64, WIDE_WAVES = 8 };
+       OUTER_GRID_REGS = 40, SWEEP_BLOCKS = 16384, WIDE_COLUMN_BLOCKS = 64, WIDE_WAVES = 8,
+       WIDE_SEGMENT_BYTES = 512 };
 
 typedef struct rbuild {
   fu_saxis axes[MAX_AXES];
@@ -280,16 +282,20 @@ static int outer_thread_regs(const fu_op *seg, int64_t vw) {
  * 100.4 us in 8 waves against 101.4, 101.4 and 101.6 in one (4 waves:
  * 100.2-100.5), bf16 [4096, 16384] 53.5 against 54.2-54.5; with 32
  * column blocks ([16384, 4096]) 8 waves gained nothing (101.5 against
- * 101.8).
+ * 101.8).  Those blocks read 512 bytes of each row (32 vectors); blocks
+ * of 32 scalar columns (128 bytes: a symbolic column count) lose in 8
+ * waves: seed000's [8192, 4096].sum(0) took 74.7 us against 55.1 in one
+ * wave (64 scalar columns, 256 bytes: 73.4), so they keep one wave.
  * Updates *rs and *per to the chunk and says why in `why`.  var/var_mean
  * split the same way: their Welford states go through the workspace. */
 static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double groups, bool rows_on_y,
-                       const char *gname, const char *bname, int64_t unroll, int per_sm_regs, uint32_t *rs,
-                       double *per, char *why, size_t cap) {
+                       const char *gname, const char *bname, int64_t unroll, int per_sm_regs, int64_t segment_bytes,
+                       uint32_t *rs, double *per, char *why, size_t cap) {
   bool per_sm = per_sm_regs > 0;
   double wave = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
   if (groups >= wave / 2 || *per < 4.0 * (double)unroll) return false;
-  bool few = per_sm && groups < 4, wide = per_sm && groups >= WIDE_COLUMN_BLOCKS;
+  bool few = per_sm && groups < 4, wide = per_sm && groups >= WIDE_COLUMN_BLOCKS &&
+                                       segment_bytes >= WIDE_SEGMENT_BYTES;
   uint32_t per_sm_blocks = few ? resident_blocks(dev, threads, per_sm_regs) : 0;
   double want = few ? (double)dev->n_sms * per_sm_blocks : wide ? WIDE_WAVES * wave : wave;
   bool sweep = !per_sm && (groups <= 1.0 || rows_on_y);
@@ -313,7 +319,8 @@ static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double 
     snprintf(fwhy, sizeof fwhy, "; short blocks that sweep %s in order, at most %d", swap ? "each row" : "the row",
              SWEEP_BLOCKS);
   else if (wide)
-    snprintf(fwhy, sizeof fwhy, "; at least %d column blocks: about %d waves", WIDE_COLUMN_BLOCKS, WIDE_WAVES);
+    snprintf(fwhy, sizeof fwhy, "; at least %d column blocks of %d bytes a row: about %d waves", WIDE_COLUMN_BLOCKS,
+             WIDE_SEGMENT_BYTES, WIDE_WAVES);
   snprintf(why, cap,
            "; %.0f %s cannot fill %u SMs: %.0f %s on %s, %lld iterations each (%.0f blocks, %.1f waves of "
            "%.0f%s), combined through a workspace (reduce=grid)",
@@ -570,7 +577,8 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       /* rows of static extent that fit gridDim.y may move there */
       bool rows_on_y = i != UINT32_MAX && rows <= (double)dev->max_grid_yz;
       for (int32_t d = 0; d < rank; d++) rows_on_y &= reduced[d] || ref->type.dims[d].sym == NULL;
-      if (grid_split(b, dev, tx, rows, rows_on_y, "row(s)", "blocks per row", unroll, 0, &rs, &per, gwhy, sizeof gwhy))
+      if (grid_split(b, dev, tx, rows, rows_on_y, "row(s)", "blocks per row", unroll, 0, 0, &rs, &per, gwhy,
+                     sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, rx, FU_PT_THREAD_X);
       serial_loops(b, rs, per, unroll);
@@ -670,7 +678,8 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
         snprintf(gwhy, sizeof gwhy, "; %.0f column block(s) of %lld threads for %.0f rows (at most %d: no grid split)",
                  colblocks, (long long)tx, depth, FEW_ROWS);
       else if (grid_split(b, dev, tx * ty, colblocks, false, "column block(s)", "blocks down", unroll,
-                          outer_thread_regs(seg, vw), &rs, &per, gwhy, sizeof gwhy))
+                          outer_thread_regs(seg, vw), tx * vw * (int64_t)fu_dtype_size(ref->type.dtype), &rs, &per,
+                          gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, ix, FU_PT_THREAD_X);
       add_loop(b, rt, FU_PT_THREAD_Y);
