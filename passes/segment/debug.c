@@ -344,13 +344,19 @@ void fu_seg_put_reason(fu_seg_env *env, fu_strbuf *sb, const fu_seg_verdict *vd,
   /* the rest need the members of the view */
   fu_seg_vec m = {0};
   uint32_t stamp = view_members(env, a, b, whole, &m);
-  if (vd->why == FU_SEG_WHY_UNATTACHED) {
+  if (vd->why == FU_SEG_WHY_UNATTACHED || vd->why == FU_SEG_WHY_SIDE_OFF_SPACE || vd->why == FU_SEG_WHY_SIDE_OUTER) {
     const fu_op *lone = unattached_op(env, &m, stamp);
     put_reduces(sb, op);
     fu_strbuf_puts(sb, " but ");
     if (lone) put_name(sb, lone);
     else fu_strbuf_puts(sb, "an op");
     fu_strbuf_puts(sb, " is not a producer or consumer of a reduction");
+    if (vd->why == FU_SEG_WHY_SIDE_OFF_SPACE)
+      fu_strbuf_puts(sb, ", and ops beside it give a value outside the reduction input's iteration space, permute "
+                         "(the transpose scheduler's), or are views alone (host ops, not a copy in a kernel)");
+    else if (vd->why == FU_SEG_WHY_SIDE_OUTER)
+      fu_strbuf_puts(sb, ", and an outer reduction's threads walk down its columns: ops beside it would run on "
+                         "as few threads (slower than two kernels on the H100)");
   } else if (vd->why == FU_SEG_WHY_OUT_SPACES || vd->why == FU_SEG_WHY_OUT_NOT_RED) {
     const fu_value *first = NULL, *other = NULL;
     int32_t red_in = op ? env->nodes[vd->op].red_in : -1, red_out = op ? env->nodes[vd->op].red_out : -1;

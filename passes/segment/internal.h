@@ -93,6 +93,8 @@ typedef struct fu_seg_summary {
   uint32_t red_axes;       /* first_red's reduced axes (see fu_seg_node) */
   uint32_t n_comp;         /* weakly connected components inside the group */
   uint32_t n_comp_nored;   /* ... of which contain no reduction */
+  uint32_t n_comp_off;     /* ... of those, with an output outside red_in (counted only when the group
+                              has a reduction and n_comp_nored > 0; else 0) */
   uint32_t n_down_in;      /* ops after a reduction of the group in its input space */
   uint32_t n_down_bad;     /* ops after a reduction in neither its input nor output space */
   int32_t first_down_in, first_down_bad;
@@ -127,6 +129,8 @@ typedef enum fu_seg_why {
   FU_SEG_WHY_NO_REDUCTION,
   FU_SEG_WHY_RED_MISMATCH,
   FU_SEG_WHY_UNATTACHED,
+  FU_SEG_WHY_SIDE_OFF_SPACE,
+  FU_SEG_WHY_SIDE_OUTER,
   FU_SEG_WHY_DOWN_BAD,
   FU_SEG_WHY_DOWN_SKEW,
   FU_SEG_WHY_SHIFT_PAD_OUTPUTS,
@@ -384,6 +388,7 @@ void fu_seg_summary_single(fu_seg_env *env, uint32_t n, fu_seg_summary *out);
  * the ops: step 1 uses it for the whole fusion, the tests to check the
  * incremental summaries. */
 fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t n_nodes, fu_seg_summary *out);
+fu_status fu_seg_count_comp_off(fu_seg_env *env, const uint32_t *nodes, uint32_t k, int32_t red_in, uint32_t *n_off);
 bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b);
 /* Counts node n, which follows a reduction of its group, as an op in the
  * reduction's input space (needs a persistent kernel), or in neither the

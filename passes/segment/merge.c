@@ -7,7 +7,8 @@
  *           group graph stays acyclic;
  *   step 3  the producer->consumer pairs still possible, in topological
  *           order, then horizontal merges: groups reading a common value,
- *           then independent groups of the same kind;
+ *           then independent groups of the same kind, then pointwise
+ *           groups beside a reduction group;
  *   step 4  groups of views that only reinterpret memory become host ops.
  *
  * A merge attempt ("trial") gathers the uses crossing from one group to the
@@ -204,16 +205,20 @@ static fu_status trial_eval(fu_seg_env *env, trial *t) {
     for (uint32_t i = 0; i < env->newly_down.n; i++)
       fu_seg_classify_down(env, env->newly_down.v[i], env->sum[x].first_red, &dm, &t->sum);
   }
-  if (t->sum.first_clamp >= 0) {
-    /* outputs upstream of a clamp: a walk over the union's members
-     * (groups with a cat or widening pad only) */
+  /* facts that need a walk over the union's members, for the few groups
+   * they concern: outputs upstream of a clamp (a cat or widening pad), and
+   * ops beside a reduction that connect to nothing of it */
+  bool clamp = t->sum.first_clamp >= 0, side = t->sum.first_red >= 0 && t->sum.n_comp_nored > 0;
+  if (clamp || side) {
     fu_seg_vec *mem = &env->scratch;
     mem->n = 0;
     uint32_t roots[2] = {x, y};
     for (int i = 0; i < 2; i++)
       for (uint32_t n = env->mem_head[roots[i]]; n != FU_SEG_NONE; n = env->mem_next[n])
         if (!fu_seg_vec_push(mem, &env->alloc, n)) return FU_ERR_NOMEM;
-    fu_status st = fu_seg_out_before_clamp(env, mem->v, mem->n, &t->sum.first_out_before_clamp);
+    fu_status st = FU_OK;
+    if (clamp) st = fu_seg_out_before_clamp(env, mem->v, mem->n, &t->sum.first_out_before_clamp);
+    if (st == FU_OK && side) st = fu_seg_count_comp_off(env, mem->v, mem->n, t->sum.red_in, &t->sum.n_comp_off);
     if (st != FU_OK) return st;
   }
   t->kind = fu_seg_choose(env, &t->sum, env->dbg ? t->verdicts : NULL);
@@ -655,6 +660,35 @@ static fu_status step3_independent(fu_seg_env *env) {
   return st;
 }
 
+enum { MAX_BESIDE_REDUCTIONS = 4 };
+
+/* Pointwise groups beside a reduction group, into its kernel when the
+ * reduction scheduler takes them (inner reductions whose input space they
+ * cover: fu_seg_accept_reduction says why): one launch fewer.  The first
+ * few inner reduction groups in topological order are offered each
+ * pointwise group whose outputs lie in their input space. */
+static fu_status step3_beside(fu_seg_env *env) {
+  fu_seg_vec roots = {0};
+  fu_status st = roots_by_ord(env, &roots);
+  uint32_t reds[MAX_BESIDE_REDUCTIONS], n_reds = 0;
+  for (uint32_t i = 0; i < roots.n && st == FU_OK && n_reds < MAX_BESIDE_REDUCTIONS; i++)
+    if (env->kind[roots.v[i]] == FU_SK_REDUCTION && env->nodes[env->sum[roots.v[i]].first_red].red_inner)
+      reds[n_reds++] = roots.v[i];
+  for (uint32_t i = 0; i < roots.n && st == FU_OK && n_reds > 0; i++) {
+    uint32_t p = roots.v[i];
+    if (find(env, p) != p || env->kind[p] != FU_SK_POINTWISE || env->sum[p].n_views == env->sum[p].n_ops) continue;
+    bool merged = false;
+    const fu_seg_summary *ps = &env->sum[p];
+    for (uint32_t j = 0; j < n_reds && !merged && st == FU_OK; j++) {
+      uint32_t r = find(env, reds[j]);
+      if (!ps->spaces_overflow && ps->n_spaces == 1 && ps->space[0] == env->sum[r].red_in)
+        st = try_merge(env, r, p, 3, MODE_HORIZONTAL, NULL, &merged);
+    }
+  }
+  fu_seg_vec_free(&roots, &env->alloc);
+  return st;
+}
+
 /* ---- step 4 ----------------------------------------------------------------- */
 
 /* A group of views becomes host ops when every op only reinterprets memory:
@@ -797,6 +831,7 @@ fu_status fu_seg_partition(fu_seg_env *env) {
       bool horizontal = !env->features || !(env->features->off & (1u << FU_FEATURE_HORIZONTAL));
       if (st == FU_OK && horizontal) st = step3_shared(env);
       if (st == FU_OK && horizontal) st = step3_independent(env);
+      if (st == FU_OK && horizontal) st = step3_beside(env);
     }
   }
   if (st == FU_OK) st = step4(env);
