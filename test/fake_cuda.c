@@ -35,7 +35,9 @@
  * when launched without clusters and faults at its mapa with
  * CUDA_ERROR_ILLEGAL_INSTRUCTION), so that a runtime that forgets the
  * attribute fails here too.  FAKE_CUDA_LAUNCHES=1 prints one line per
- * launch to stderr: the entry point, the call and its cluster shape. */
+ * launch to stderr: the entry point, the call, its cluster shape and its
+ * stream (numbered in the order streams are made), and one per
+ * cuStreamWaitEvent. */
 #include <cuda.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -212,7 +214,14 @@ EXPORT CUresult cuDeviceTotalMem(size_t *b, CUdevice d) {
   *b = (size_t)80 << 30;
   return CUDA_SUCCESS;
 }
-static int ctx_token, stream_token, module_token;
+static int ctx_token, module_token;
+/* streams are numbered in the order they are made (the log names them) */
+static int stream_tokens[8], n_streams;
+static int stream_number(CUstream s) {
+  for (int i = 0; i < n_streams; i++)
+    if ((void *)s == (void *)&stream_tokens[i]) return i;
+  return -1;
+}
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
   *c = (CUcontext)(void *)&ctx_token;
   return CUDA_SUCCESS;
@@ -304,8 +313,9 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v) 
  * for a launch without clusters), or refuses the launch as the driver
  * would refuse its cluster shape. */
 static CUresult launch(const fake_kernel *k, const unsigned grid[3], const unsigned block[3], unsigned cluster,
-                       const char *call, void **params) {
-  if (env_size("FAKE_CUDA_LAUNCHES")) fprintf(stderr, "fake-cuda: %s('%s') cluster=%u\n", call, k->name, cluster);
+                       const char *call, void **params, CUstream s) {
+  if (env_size("FAKE_CUDA_LAUNCHES"))
+    fprintf(stderr, "fake-cuda: %s('%s') cluster=%u stream=%d\n", call, k->name, cluster, stream_number(s));
   if (cluster == 1) cluster = 0; /* a cluster of one block is no cluster */
   /* FAKE_CUDA_ANY_KERNEL's stand-in takes any shape */
   bool refused = k != &nothing && cluster != k->cluster;
@@ -321,7 +331,7 @@ static CUresult launch(const fake_kernel *k, const unsigned grid[3], const unsig
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned smem, CUstream s, void **params, void **extra) {
   const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
-  return launch((const fake_kernel *)(const void *)f, grid, block, 0, "cuLaunchKernel", params);
+  return launch((const fake_kernel *)(const void *)f, grid, block, 0, "cuLaunchKernel", params, s);
 }
 /* The cluster dimension is the only attribute the fake knows; one of
  * another shape than {x, 1, 1} is refused. */
@@ -334,10 +344,11 @@ EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p
     if (a->value.clusterDim.y != 1 || a->value.clusterDim.z != 1) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
     cluster = a->value.clusterDim.x;
   }
-  return launch((const fake_kernel *)(const void *)f, grid, block, cluster, "cuLaunchKernelEx", params);
+  return launch((const fake_kernel *)(const void *)f, grid, block, cluster, "cuLaunchKernelEx", params, c->hStream);
 }
 EXPORT CUresult cuStreamCreate(CUstream *s, unsigned flags) {
-  *s = (CUstream)(void *)&stream_token;
+  if (n_streams == (int)(sizeof stream_tokens / sizeof stream_tokens[0])) return CUDA_ERROR_OUT_OF_MEMORY;
+  *s = (CUstream)(void *)&stream_tokens[n_streams++];
   return CUDA_SUCCESS;
 }
 EXPORT CUresult cuStreamDestroy(CUstream s) { return CUDA_SUCCESS; }
@@ -345,6 +356,11 @@ EXPORT CUresult cuStreamDestroy(CUstream s) { return CUDA_SUCCESS; }
  * fail from then on (the memory is still released, as a context's is when
  * it is destroyed). */
 EXPORT CUresult cuStreamSynchronize(CUstream s) { return pending_fault ? CUDA_ERROR_ILLEGAL_ADDRESS : CUDA_SUCCESS; }
+/* Streams run in call order here, so a wait orders nothing: logged only. */
+EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+  if (env_size("FAKE_CUDA_LAUNCHES")) fprintf(stderr, "fake-cuda: cuStreamWaitEvent(stream=%d)\n", stream_number(s));
+  return CUDA_SUCCESS;
+}
 EXPORT CUresult cuEventCreate(CUevent *e, unsigned flags) {
   double *t = calloc(1, sizeof *t);
   if (!t) return CUDA_ERROR_OUT_OF_MEMORY;

@@ -1460,7 +1460,7 @@ static void test_tool_clusters(void) {
       CHECK_EQ_INT(rc, 0);
       CHECK(strstr(g_out, "launch @fake_scale_cluster2: grid=[8, 1, 1] block=[128, 1, 1] smem=0 cluster=2 (reads 4000 "
                           "bytes, writes 4000 bytes)\n") != NULL);
-      CHECK(strstr(g_out, "fake-cuda: cuLaunchKernelEx('fake_scale_cluster2') cluster=2\n") != NULL);
+      CHECK(strstr(g_out, "fake-cuda: cuLaunchKernelEx('fake_scale_cluster2') cluster=2 stream=0\n") != NULL);
       CHECK(strstr(g_out, "fake-cuda: cuLaunchKernel(") == NULL);
       CHECK(strstr(g_out, "  check %T1: PASS f32[1000]") != NULL);
     } else {

@@ -210,6 +210,8 @@ typedef struct fu_rt_launch_plan {
   uint32_t n_args;
   uint64_t bytes_read;    /* distinct bytes of the tensors it reads */
   uint64_t bytes_written; /* bytes of the tensors it writes */
+  uint8_t stream;         /* 0: the runtime's stream, in op order; 1: the side stream, beside the others
+                             (it shares no buffer another launch writes, nor writes one another touches) */
 } fu_rt_launch_plan;
 
 /* An output with an alias (`output %o {alias=%in}`) that its kernel did not
@@ -238,6 +240,7 @@ typedef struct fu_rt_plan {
   uint64_t bytes_written; /* bytes of the fusion outputs the kernels write */
   fu_rt_alias_copy *alias_copies; /* run after the kernels, in order */
   uint32_t n_alias_copies;
+  bool concurrent;        /* some launch runs on the side stream */
 } fu_rt_plan;
 
 /* A launch's name: its kernel's, or its cuBLASLt call's. */
@@ -318,6 +321,9 @@ typedef struct fu_rt_bench_result {
   fu_rt_timing *kernels; /* one per launch that is not empty, in order */
   uint32_t n_kernels;
   fu_rt_timing total;    /* first launch start to last launch end, fusion bytes */
+  bool concurrent;       /* the plan runs launches on two streams: `total` is timed so (kernels beside each
+                            other), `kernels` and `sequential` in another run, one after another */
+  fu_rt_timing sequential;
   double copy_gbs;       /* device-to-device copy, bytes read + written per second */
   size_t copy_bytes;
   size_t flush_bytes;    /* 0 when not flushed */

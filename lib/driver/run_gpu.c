@@ -172,6 +172,10 @@ static void gpu_report_parts(const run_args *a, const gpu_ctx *g, const fu_rt_pl
   }
   fu_strbuf_puts(json_bench, "], \"total\": ");
   json_timing(json_bench, &br->total);
+  if (br->concurrent) {
+    fu_strbuf_puts(json_bench, ", \"streams\": 2, \"one_after_another\": ");
+    json_timing(json_bench, &br->sequential);
+  }
   fu_strbuf_puts(json_bench, "}");
   fu_strbuf_printf(text_bench, "  bench: median of %u runs after %u warm-up", br->iters, br->warmup);
   if (br->flush_bytes)
@@ -188,6 +192,7 @@ static void gpu_report_parts(const run_args *a, const gpu_ctx *g, const fu_rt_pl
     text_timing(text_bench, what, &br->kernels[k]);
   }
   text_timing(text_bench, "total", &br->total);
+  if (br->concurrent) text_timing(text_bench, "total, one stream (the side stream's kernels in line)", &br->sequential);
   (void)a;
 }
 

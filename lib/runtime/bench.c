@@ -132,6 +132,39 @@ fu_status fu_rt_copy_bandwidth(fu_rt *rt, size_t bytes, uint32_t iters, double *
   return st;
 }
 
+/* What the flush before a timed run needs: the buffer it writes, how
+ * (a store kernel or cuMemsetD32Async), and the spin after it. */
+typedef struct bench_flush {
+  fu_rt_ptr buf;
+  size_t bytes;
+  bool with_kernel;
+  const fu_rt_func *fill, *spin;
+  uint64_t settle_ns;
+} bench_flush;
+
+/* Writes the flush buffer (a value that changes with the iteration, so no
+ * write is skipped), then spins the GPU for settle_ns. */
+static fu_status flush_l2(fu_rt *rt, const bench_flush *f, uint32_t it) {
+  fu_rt_ptr buf = f->buf;
+  uint64_t settle_ns = f->settle_ns;
+  uint32_t value = 0x01010101u * (it & 0xff);
+  fu_rt_launch_config one = {{1, 1, 1}, {1, 1, 1}, 0, 0};
+  fu_status st;
+  if (f->with_kernel) {
+    fu_rt_launch_config grid = {{1024, 1, 1}, {256, 1, 1}, 0, 0};
+    uint64_t words = f->bytes / 16;
+    void *fill_params[] = {&buf, &words, &value};
+    st = fu_rt_launch(rt, f->fill, &grid, fill_params);
+  } else {
+    char what[64];
+    snprintf(what, sizeof what, "cuMemsetD32Async(%zu bytes)", f->bytes);
+    st = fu_rt_check(rt, rt->api.memset_d32_async((CUdeviceptr)buf, value, f->bytes / 4, rt->stream), what);
+  }
+  void *spin_params[] = {&settle_ns};
+  if (st == FU_OK) st = fu_rt_launch(rt, f->spin, &one, spin_params);
+  return st;
+}
+
 static void set_timing(fu_rt_timing *t, const char *name, double *samples, uint32_t n, uint64_t bytes,
                        double copy_gbs) {
   t->name = name;
@@ -157,12 +190,16 @@ fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt
   uint32_t k = 0; /* launches that run */
   for (uint32_t l = 0; l < p->n_launches; l++) k += !p->launches[l].empty;
   uint32_t iters = out->iters;
+  /* a plan with launches on two streams is timed twice an iteration: one
+   * after another (each kernel bracketed), then beside each other */
+  bool conc = p->concurrent;
+  out->concurrent = conc;
   fu_rt_ptr flush = 0;
   fu_rt_module *settle = NULL;
   fu_rt_func spin = {NULL, NULL}, fill = {NULL, NULL};
   uint64_t settle_ns = 0;
   event_set ev = {0};
-  double *samples = fu_mem_calloc(&rt->alloc, (size_t)(k + 1) * iters, sizeof *samples);
+  double *samples = fu_mem_calloc(&rt->alloc, (size_t)(k + 2) * iters, sizeof *samples);
   out->kernels = fu_mem_calloc(&rt->alloc, k ? k : 1, sizeof *out->kernels);
   fu_status st = samples && out->kernels ? FU_OK : FU_ERR_NOMEM;
   if (out->kernels) out->n_kernels = k;
@@ -183,28 +220,13 @@ fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt
     if (st == FU_OK) st = fu_rt_module_function(settle, "fuser_bench_settle", &spin);
     if (st == FU_OK && o.flush_kernel) st = fu_rt_module_function(settle, "fuser_bench_fill", &fill);
   }
-  if (st == FU_OK) st = events_create(rt, &ev, k + 1);
+  if (st == FU_OK) st = events_create(rt, &ev, k + 3);
   for (uint32_t i = 0; i < out->warmup && st == FU_OK; i++) st = fu_rt_exec_launch_all(e, false);
   if (st == FU_OK) st = fu_rt_synchronize(rt);
 
+  bench_flush fl = {flush, out->flush_bytes, o.flush_kernel, &fill, &spin, settle_ns};
   for (uint32_t it = 0; it < iters && st == FU_OK; it++) {
-    if (flush) {
-      uint32_t value = 0x01010101u * (it & 0xff);
-      fu_rt_launch_config one = {{1, 1, 1}, {1, 1, 1}, 0, 0};
-      if (o.flush_kernel) {
-        fu_rt_launch_config grid = {{1024, 1, 1}, {256, 1, 1}, 0, 0};
-        uint64_t words = out->flush_bytes / 16;
-        void *fill_params[] = {&flush, &words, &value};
-        st = fu_rt_launch(rt, &fill, &grid, fill_params);
-      } else {
-        char what[64];
-        snprintf(what, sizeof what, "cuMemsetD32Async(%zu bytes)", out->flush_bytes);
-        CUresult r = rt->api.memset_d32_async((CUdeviceptr)flush, value, out->flush_bytes / 4, rt->stream);
-        st = fu_rt_check(rt, r, what);
-      }
-      void *spin_params[] = {&settle_ns};
-      if (st == FU_OK) st = fu_rt_launch(rt, &spin, &one, spin_params);
-    }
+    if (flush) st = flush_l2(rt, &fl, it);
     uint32_t j = 0;
     if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_record(ev.ev[0], rt->stream), "cuEventRecord");
     for (uint32_t l = 0; l < p->n_launches && st == FU_OK; l++) {
@@ -216,6 +238,14 @@ fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt
     if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_synchronize(ev.ev[k]), "cuEventSynchronize");
     for (uint32_t i = 0; i < k && st == FU_OK; i++) st = elapsed_us(rt, ev.ev[i], ev.ev[i + 1], &samples[(size_t)i * iters + it]);
     if (st == FU_OK) st = elapsed_us(rt, ev.ev[0], ev.ev[k], &samples[(size_t)k * iters + it]);
+    if (!conc || st != FU_OK) continue;
+    /* beside each other: events k + 1 and k + 2 around the fork and join */
+    if (flush) st = flush_l2(rt, &fl, it);
+    if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_record(ev.ev[k + 1], rt->stream), "cuEventRecord");
+    if (st == FU_OK) st = fu_rt_exec_launch_streams(e);
+    if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_record(ev.ev[k + 2], rt->stream), "cuEventRecord");
+    if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_synchronize(ev.ev[k + 2]), "cuEventSynchronize");
+    if (st == FU_OK) st = elapsed_us(rt, ev.ev[k + 1], ev.ev[k + 2], &samples[(size_t)(k + 1) * iters + it]);
   }
 
   if (st == FU_OK) {
@@ -227,16 +257,20 @@ fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt
                  lp->bytes_read + lp->bytes_written, out->copy_gbs);
       i++;
     }
-    if (k)
-      set_timing(&out->total, "total", &samples[(size_t)k * iters], iters, p->bytes_read + p->bytes_written,
-                 out->copy_gbs);
-    else
+    uint64_t bytes = p->bytes_read + p->bytes_written;
+    if (k && conc) {
+      set_timing(&out->total, "total", &samples[(size_t)(k + 1) * iters], iters, bytes, out->copy_gbs);
+      set_timing(&out->sequential, "one after another", &samples[(size_t)k * iters], iters, bytes, out->copy_gbs);
+    } else if (k) {
+      set_timing(&out->total, "total", &samples[(size_t)k * iters], iters, bytes, out->copy_gbs);
+    } else {
       out->total.name = "total";
+    }
   }
-  events_destroy(rt, &ev, k + 1);
+  events_destroy(rt, &ev, k + 3);
   if (settle) fu_rt_module_unload(settle);
   fu_rt_mem_free(rt, flush);
-  if (samples) fu_mem_free(&rt->alloc, samples, (size_t)(k + 1) * iters * sizeof *samples);
+  if (samples) fu_mem_free(&rt->alloc, samples, (size_t)(k + 2) * iters * sizeof *samples);
   rt->diag = saved;
   if (st != FU_OK) fu_rt_bench_result_free(out);
   return st;

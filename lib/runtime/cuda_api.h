@@ -51,6 +51,7 @@
   X(stream_create, cuStreamCreate, "cuStreamCreate")                         \
   X(stream_destroy, cuStreamDestroy, "cuStreamDestroy_v2")                   \
   X(stream_synchronize, cuStreamSynchronize, "cuStreamSynchronize")          \
+  X(stream_wait_event, cuStreamWaitEvent, "cuStreamWaitEvent")               \
   X(event_create, cuEventCreate, "cuEventCreate")                            \
   X(event_destroy, cuEventDestroy, "cuEventDestroy_v2")                      \
   X(event_record, cuEventRecord, "cuEventRecord")                            \

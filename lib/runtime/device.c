@@ -195,6 +195,7 @@ void fu_rt_close(fu_rt *rt) {
   if (!rt) return;
   /* Teardown failures cannot be acted on; they are reported, not hidden. */
   fu_rt_lt_close(rt);
+  fu_rt_side_stream_close(rt);
   if (rt->stream) fu_rt_check(rt, rt->api.stream_destroy(rt->stream), "cuStreamDestroy");
   if (rt->ctx_retained) fu_rt_check(rt, rt->api.primary_ctx_release(rt->device), "cuDevicePrimaryCtxRelease");
   fu_cuda_api_unload(rt->lib);

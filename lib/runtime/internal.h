@@ -14,6 +14,8 @@ struct fu_rt {
   CUcontext ctx;        /* the primary context, retained */
   bool ctx_retained;
   CUstream stream;
+  CUstream side_stream; /* launches beside the others (streams.c), created at the first such plan */
+  CUevent fork_ev, join_ev;
   fu_rt_device_info info;
   CUresult fault;       /* a sticky error a kernel left (CUDA_SUCCESS: none) */
   const char *libcublaslt_path; /* fu_rt_options' */
@@ -27,6 +29,14 @@ struct fu_rt {
 fu_status fu_rt_lt_open(fu_rt *rt, fu_loc loc, const char *segment);
 void fu_rt_lt_close(fu_rt *rt);
 fu_status fu_rt_gemm_run(fu_rt *rt, const fu_rt_gemm *g, const fu_rt_ptr *ptrs, fu_loc loc);
+
+/* The side stream and its events (streams.c): made at the first use,
+ * released by fu_rt_close. */
+fu_status fu_rt_side_stream_ready(fu_rt *rt);
+void fu_rt_side_stream_close(fu_rt *rt);
+/* Each launch's stream and the plan's `concurrent` (streams.c), once the
+ * plan's launches and buffers are made. */
+fu_status fu_rt_plan_assign_streams(fu_rt_plan *p);
 
 struct fu_rt_module {
   fu_rt *rt;

@@ -814,6 +814,7 @@ fu_status fu_rt_plan_build(fu_fusion *f, const fu_arg *inputs, uint32_t n_inputs
         b.input_pos[op->results[0]->id] = (int32_t)pos++;
     st = build(&b);
   }
+  if (st == FU_OK) st = fu_rt_plan_assign_streams(out);
   if (b.la_ready) fu_layout_analysis_free(&b.la);
   fu_mem_free(&alloc, b.input_pos, nv * sizeof *b.input_pos);
   return st;
@@ -905,6 +906,7 @@ void fu_rt_plan_print_launches(fu_strbuf *out, const fu_rt_plan *p) {
     fu_strbuf_printf(out, "launch @%s: grid=[%u, %u, %u] block=[%u, %u, %u] smem=%u", lp->kernel->name, c->grid[0],
                      c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2], c->smem_bytes);
     if (c->cluster > 1) fu_strbuf_printf(out, " cluster=%u", c->cluster);
+    if (lp->stream) fu_strbuf_puts(out, " stream=side");
     fu_strbuf_printf(out, "%s (reads %llu bytes, writes %llu bytes)\n", lp->empty ? " skipped: empty grid" : "",
                      (unsigned long long)lp->bytes_read, (unsigned long long)lp->bytes_written);
     for (uint32_t i = 0; i < lp->n_args; i++) {
