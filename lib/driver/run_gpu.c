@@ -62,6 +62,37 @@ static fu_status recheck_ints(fu_rt_exec *e, const fu_arg *first, uint32_t n, ru
   return FU_OK;
 }
 
+/* After --bench's runs, which put independent kernels on a second stream
+ * (lib/runtime/streams.c) where the checked run waited after each: the
+ * outputs of the last of them must equal the checked run's bit for bit (the
+ * kernels are deterministic), else the streams raced. */
+static fu_status recheck_streams(fu_rt_exec *e, const fu_rt_plan *plan, const fu_arg *first, uint32_t n,
+                                 fu_diag_engine *diag) {
+  fu_allocator al = fu_default_allocator(); /* the tool's allocator is the default one */
+  fu_arg *again = NULL;
+  uint32_t n2 = 0;
+  fu_status st = fu_rt_exec_outputs(e, al, &again, &n2);
+  for (uint32_t i = 0; i < n && i < n2 && st == FU_OK; i++) {
+    const fu_host_tensor *t = &first[i].tensor;
+    if (first[i].kind != FU_ARG_TENSOR) continue;
+    size_t es = fu_dtype_size(t->dtype);
+    int64_t numel = fu_host_tensor_numel(t), bad = 0;
+    for (int64_t k = 0; k < numel; k++)
+      bad += memcmp((const char *)t->data + k * (int64_t)es, (const char *)again[i].tensor.data + k * (int64_t)es,
+                    es) != 0;
+    if (bad) {
+      const fu_value *o = plan->outputs[i];
+      fu_error(diag, plan->fusion->loc,
+               "output '%%%s' after --bench's runs on two streams differs from the checked run's in %lld of %lld "
+               "elements",
+               o->name ? o->name : "?", (long long)bad, (long long)numel);
+      st = FU_ERR_RUNTIME;
+    }
+  }
+  fu_args_free(again, n2, al);
+  return st;
+}
+
 /* For each output with an alias, the input's device memory after the run
  * and whether the kernel wrote it in place or the runtime copied it there;
  * *after stays NULL when the fusion has no alias. */
@@ -354,6 +385,7 @@ static int run_gpu_fusion(gpu_ctx *g, fu_fusion *f, const run_args *a, bool seve
     bo.flush_kernel = a->flush_kernel;
     st = fu_rt_exec_bench(e, &bo, &br);
     have_bench = st == FU_OK && a->bench;
+    if (have_bench && br.concurrent && a->check && !after) st = recheck_streams(e, &plan, res, n_res, diag);
     if (st == FU_OK && eff) dump_eff_bandwidth(a, f, &br);
   }
   fu_strbuf diff_json;
