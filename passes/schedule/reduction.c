@@ -688,7 +688,7 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
                "outer reduction (%.0f rows down, %.0f columns): %lld columns per block on threadIdx.x, the rows split "
                "over %lld %s on threadIdx.y (combined through shared memory%s)%s%s%s%s",
                depth, cols, (long long)(tx * vw), (long long)ty, tx == 32 ? "warps" : "threads",
-               ty >= 64 && (ty & (ty - 1)) == 0 ? ", folded in a tree" : "", swhy,
+               ty >= 32 && (ty & (ty - 1)) == 0 ? ", folded in a tree" : "", swhy,
                per >= (double)unroll ? (unroll == 2 ? ", serial loop unrolled by 2" : ", serial loop unrolled by 4") : "",
                vwhy, gwhy);
     }
