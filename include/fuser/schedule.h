@@ -245,6 +245,11 @@ typedef struct fu_reduction_info {
 } fu_reduction_info;
 bool fu_schedule_reduction(const fu_op *seg, const fu_schedule *s, fu_reduction_info *ri, fu_diag_engine *diag);
 bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag_engine *diag);
+/* Whether the block combine of a reduction over `rows` threadIdx.y rows
+ * (a power of two, from 32 rows, or 8 with a Welford state) folds them in
+ * a tree rather than walking them in row order: the lowering's choice,
+ * which the schedule's explanation names (lib/analysis/reduction_axes.c). */
+bool fu_reduction_rows_fold(uint32_t rows, bool welford);
 
 /* The shared memory of a persist=smem block (lib/analysis/persist_smem.c):
  * each staged input is an array of `rows` rows (the block's rows) of

@@ -33,6 +33,16 @@ static void gpu_diag_handler(void *user, const fu_diagnostic *d) {
     fprintf(g->err, RUN_TOOL ": %s: %s\n", fu_severity_name(d->severity), d->message);
 }
 
+/* How many elements of a and b (same dtype and shape) differ in their
+ * bytes. */
+static int64_t differing_elems(const fu_host_tensor *a, const fu_host_tensor *b) {
+  size_t es = fu_dtype_size(a->dtype);
+  int64_t numel = fu_host_tensor_numel(a), bad = 0;
+  for (int64_t k = 0; k < numel; k++)
+    bad += memcmp((const char *)a->data + k * (int64_t)es, (const char *)b->data + k * (int64_t)es, es) != 0;
+  return bad;
+}
+
 /* Ints have no NaN: an element that no kernel writes looks like -1 after
  * the 0xFF poison, a valid value.  A second run poisoned with 0x00 tells:
  * elements that differ between the runs were never written. */
@@ -51,11 +61,7 @@ static fu_status recheck_ints(fu_rt_exec *e, const fu_arg *first, uint32_t n, ru
   for (uint32_t i = 0; i < n && i < n2; i++) {
     const fu_host_tensor *t = &first[i].tensor;
     if (first[i].kind != FU_ARG_TENSOR || !fu_dtype_is_int(t->dtype)) continue;
-    size_t es = fu_dtype_size(t->dtype);
-    int64_t numel = fu_host_tensor_numel(t);
-    for (int64_t k = 0; k < numel; k++)
-      if (memcmp((const char *)t->data + k * (int64_t)es, (const char *)second[i].tensor.data + k * (int64_t)es, es))
-        lines[i].n_unwritten++;
+    lines[i].n_unwritten += differing_elems(t, &second[i].tensor);
     if (lines[i].n_unwritten) lines[i].pass = false;
   }
   fu_args_free(second, n2, al);
@@ -75,11 +81,7 @@ static fu_status recheck_streams(fu_rt_exec *e, const fu_rt_plan *plan, const fu
   for (uint32_t i = 0; i < n && i < n2 && st == FU_OK; i++) {
     const fu_host_tensor *t = &first[i].tensor;
     if (first[i].kind != FU_ARG_TENSOR) continue;
-    size_t es = fu_dtype_size(t->dtype);
-    int64_t numel = fu_host_tensor_numel(t), bad = 0;
-    for (int64_t k = 0; k < numel; k++)
-      bad += memcmp((const char *)t->data + k * (int64_t)es, (const char *)again[i].tensor.data + k * (int64_t)es,
-                    es) != 0;
+    int64_t numel = fu_host_tensor_numel(t), bad = differing_elems(t, &again[i].tensor);
     if (bad) {
       const fu_value *o = plan->outputs[i];
       fu_error(diag, plan->fusion->loc,

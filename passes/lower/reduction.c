@@ -42,14 +42,8 @@
 #include "reduction_welford.h"
 
 /* GRID_UNROLL: the partials a thread of a grid reduction's last block loads
- * before it combines them (combine_partials); TREE_ROWS: the threadIdx.y
- * extent from which the rows' slots fold in a tree (fold_rows): from 32
- * rows, [262144, 64].sum(0) (32 rows of 4 lanes, walked twice) compiles in
- * 36% fewer instructions and ran 1.2% slower on the H100 (31.9 us against
- * 31.5), the norm backward weights 0.1-0.2%; the unrolled walk of 32 rows
- * was the compile time's largest part; WELFORD_TREE_ROWS: the same for
- * Welford states, whose combines cost several times a sum's. */
-enum { GRID_UNROLL = 4, TREE_ROWS = 32, WELFORD_TREE_ROWS = 8 };
+ * before it combines them (combine_partials). */
+enum { GRID_UNROLL = 4 };
 
 static bool fail(rl *L, fu_loc loc, const char *what) {
   if (!L->failed) fu_error(L->diag, loc, "cannot lower reduction segment '@%s': %s", L->seg->u.segment.name, what);
@@ -774,11 +768,9 @@ static void fold_rows(rl *L, rstate *arr, fu_kval *at, const fu_ix *ty, uint32_t
 /* The combine across threadIdx.y (the reduced thread axis `ty` of an
  * outer reduction, threadIdx.x keeping columns): every thread stores its
  * value to slot [ty][tx] of shared memory, sync, and every thread combines
- * its column's slots in threadIdx.y order; from TREE_ROWS rows (a power of
- * two), or WELFORD_TREE_ROWS with a Welford state, the rows fold in a tree
- * first (fold_rows) and every thread reads row 0.  On the H100 the serial
- * walk of 16 rows of four Welford lanes (an NHWC batch norm's statistics)
- * ran as one half warp a block while the others waited at the barrier. */
+ * its column's slots in threadIdx.y order; where fu_reduction_rows_fold
+ * says so the rows fold in a tree first (fold_rows) and every thread
+ * reads row 0. */
 static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const char *tag) {
   uint32_t nx = L->k->block[0], ny = L->k->block[1];
   const fu_ix *kx = L->kx ? L->kx : fu_ix_const(L->ix, 0);
@@ -790,7 +782,7 @@ static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const 
   if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
   bool welford = false;
   for (uint32_t j = 0; j < L->n_states; j++) welford |= fu_welford_op(op_of(L, j));
-  bool tree = ny >= (welford ? WELFORD_TREE_ROWS : TREE_ROWS) && (ny & (ny - 1)) == 0;
+  bool tree = fu_reduction_rows_fold(ny, welford);
   if (tree) fold_rows(L, arr, at, ty, nx, ny, cnt);
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
     for (uint32_t w = 0; w < (tree ? 1 : ny) && !L->failed; w++)

@@ -288,14 +288,27 @@ static int outer_thread_regs(const fu_op *seg, int64_t vw) {
  * wave (64 scalar columns, 256 bytes: 73.4), so they keep one wave.
  * Updates *rs and *per to the chunk and says why in `why`.  var/var_mean
  * split the same way: their Welford states go through the workspace. */
-static bool grid_split(rbuild *b, const fu_device *dev, int64_t threads, double groups, bool rows_on_y,
-                       const char *gname, const char *bname, int64_t unroll, int per_sm_regs, int64_t segment_bytes,
-                       uint32_t *rs, double *per, char *why, size_t cap) {
-  bool per_sm = per_sm_regs > 0;
+typedef struct grid_ask {
+  int64_t threads;       /* a block's */
+  double groups;         /* the independent outputs: rows (inner) or column blocks (outer) */
+  int64_t unroll;        /* of the serial loop */
+  bool rows_on_y;        /* inner: rows of a static count that fit gridDim.y */
+  int per_sm_regs;       /* outer: the registers a thread takes (0 for inner) */
+  int64_t segment_bytes; /* outer: the bytes a block reads of each row */
+  const char *gname, *bname; /* the groups' and the split blocks' names, for `why` */
+} grid_ask;
+
+static bool grid_split(rbuild *b, const fu_device *dev, const grid_ask *g, uint32_t *rs, double *per, char *why,
+                       size_t cap) {
+  int64_t threads = g->threads, unroll = g->unroll;
+  double groups = g->groups;
+  int per_sm_regs = g->per_sm_regs;
+  bool per_sm = per_sm_regs > 0, rows_on_y = g->rows_on_y;
+  const char *gname = g->gname, *bname = g->bname;
   double wave = (double)dev->n_sms * (double)(dev->max_threads_per_sm / (uint32_t)threads);
   if (groups >= wave / 2 || *per < 4.0 * (double)unroll) return false;
   bool few = per_sm && groups < 4, wide = per_sm && groups >= WIDE_COLUMN_BLOCKS &&
-                                       segment_bytes >= WIDE_SEGMENT_BYTES;
+                                       g->segment_bytes >= WIDE_SEGMENT_BYTES;
   uint32_t per_sm_blocks = few ? resident_blocks(dev, threads, per_sm_regs) : 0;
   double want = few ? (double)dev->n_sms * per_sm_blocks : wide ? WIDE_WAVES * wave : wave;
   bool sweep = !per_sm && (groups <= 1.0 || rows_on_y);
@@ -394,6 +407,13 @@ static double estimate_where(fu_fusion *f, const fu_value *ref, const bool *redu
 /* Bytes of one thread's reduction states in shared memory: per
  * reduction of the segment its accumulator (8 bytes for f64 and integer
  * results, else 4), three of them for var/var_mean (mean, m2, count). */
+/* Whether a reduction of the segment is a Welford one (var, var_mean). */
+static bool has_welford(const fu_op *seg) {
+  for (const fu_op *op = seg->u.segment.body->first; op; op = op->next)
+    if (op->kind == FU_OP_VAR || op->kind == FU_OP_VAR_MEAN) return true;
+  return false;
+}
+
 static int64_t state_bytes(const fu_op *seg) {
   int64_t n = 0;
   for (const fu_op *op = seg->u.segment.body->first; op; op = op->next) {
@@ -577,8 +597,9 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       /* rows of static extent that fit gridDim.y may move there */
       bool rows_on_y = i != UINT32_MAX && rows <= (double)dev->max_grid_yz;
       for (int32_t d = 0; d < rank; d++) rows_on_y &= reduced[d] || ref->type.dims[d].sym == NULL;
-      if (grid_split(b, dev, tx, rows, rows_on_y, "row(s)", "blocks per row", unroll, 0, 0, &rs, &per, gwhy,
-                     sizeof gwhy))
+      grid_ask ask = {.threads = tx, .groups = rows, .unroll = unroll, .rows_on_y = rows_on_y,
+                      .gname = "row(s)", .bname = "blocks per row"};
+      if (grid_split(b, dev, &ask, &rs, &per, gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, rx, FU_PT_THREAD_X);
       serial_loops(b, rs, per, unroll);
@@ -677,9 +698,12 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       if (few_rows && colblocks < wave / 2)
         snprintf(gwhy, sizeof gwhy, "; %.0f column block(s) of %lld threads for %.0f rows (at most %d: no grid split)",
                  colblocks, (long long)tx, depth, FEW_ROWS);
-      else if (grid_split(b, dev, tx * ty, colblocks, false, "column block(s)", "blocks down", unroll,
-                          outer_thread_regs(seg, vw), tx * vw * (int64_t)fu_dtype_size(ref->type.dtype), &rs, &per,
-                          gwhy, sizeof gwhy))
+      else if (grid_split(b, dev,
+                          &(grid_ask){.threads = tx * ty, .groups = colblocks, .unroll = unroll,
+                                      .per_sm_regs = outer_thread_regs(seg, vw),
+                                      .segment_bytes = tx * vw * (int64_t)fu_dtype_size(ref->type.dtype),
+                                      .gname = "column block(s)", .bname = "blocks down"},
+                          &rs, &per, gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, ix, FU_PT_THREAD_X);
       add_loop(b, rt, FU_PT_THREAD_Y);
@@ -688,7 +712,7 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
                "outer reduction (%.0f rows down, %.0f columns): %lld columns per block on threadIdx.x, the rows split "
                "over %lld %s on threadIdx.y (combined through shared memory%s)%s%s%s%s",
                depth, cols, (long long)(tx * vw), (long long)ty, tx == 32 ? "warps" : "threads",
-               ty >= 32 && (ty & (ty - 1)) == 0 ? ", folded in a tree" : "", swhy,
+               fu_reduction_rows_fold((uint32_t)ty, has_welford(seg)) ? ", folded in a tree" : "", swhy,
                per >= (double)unroll ? (unroll == 2 ? ", serial loop unrolled by 2" : ", serial loop unrolled by 4") : "",
                vwhy, gwhy);
     }

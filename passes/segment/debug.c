@@ -183,34 +183,18 @@ static bool is_output(const fu_seg_env *env, uint32_t v, uint32_t stamp) {
   return false;
 }
 
-static uint32_t fmt_find(uint32_t *uf, uint32_t x) {
-  while (uf[x] != x) x = uf[x] = uf[uf[x]];
-  return x;
-}
-
 /* An op of the view connected to no reduction: preferably one whose value
  * leaves the view (what the user sees), else the first. */
 static const fu_op *unattached_op(fu_seg_env *env, const fu_seg_vec *m, uint32_t stamp) {
-  for (uint32_t i = 0; i < m->n; i++) env->fmt_uf[m->v[i]] = m->v[i];
-  for (uint32_t i = 0; i < m->n; i++) {
-    const fu_op *op = env->nodes[m->v[i]].op;
-    for (uint32_t k = 0; k < op->n_operands; k++) {
-      const fu_value *v = op->operands[k];
-      if (v->is_literal || v->id >= env->n_values) continue;
-      uint32_t d = env->v_def[v->id];
-      if (d == FU_SEG_NONE || env->fmt_mark[d] != stamp) continue;
-      uint32_t ra = fmt_find(env->fmt_uf, d), rb = fmt_find(env->fmt_uf, m->v[i]);
-      if (ra != rb) env->fmt_uf[ra] = rb;
-    }
-  }
+  fu_seg_group_components(env, m->v, m->n, stamp);
   /* roots of the components holding a reduction (usually few) */
   fu_seg_vec red_roots = {0};
   for (uint32_t i = 0; i < m->n; i++)
     if (env->nodes[m->v[i]].flags & FU_SEG_NF_REDUCTION)
-      (void)fu_seg_vec_push(&red_roots, &env->alloc, fmt_find(env->fmt_uf, m->v[i]));
+      (void)fu_seg_vec_push(&red_roots, &env->alloc, fu_seg_component(env, m->v[i]));
   const fu_op *first = NULL, *out = NULL;
   for (uint32_t i = 0; i < m->n && !out; i++) {
-    uint32_t root = fmt_find(env->fmt_uf, m->v[i]);
+    uint32_t root = fu_seg_component(env, m->v[i]);
     bool has_red = false;
     for (uint32_t j = 0; j < red_roots.n && !has_red; j++) has_red = red_roots.v[j] == root;
     if (has_red) continue;

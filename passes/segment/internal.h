@@ -388,6 +388,11 @@ void fu_seg_summary_single(fu_seg_env *env, uint32_t n, fu_seg_summary *out);
  * the ops: step 1 uses it for the whole fusion, the tests to check the
  * incremental summaries. */
 fu_status fu_seg_summary_scan(fu_seg_env *env, const uint32_t *nodes, uint32_t n_nodes, fu_seg_summary *out);
+/* The weakly connected components of the group nodes[0..k) (each marked
+ * `stamp` in fmt_mark), in fmt_uf: an op joins the ops of the group whose
+ * values it reads.  fu_seg_component gives a node's component root. */
+void fu_seg_group_components(fu_seg_env *env, const uint32_t *nodes, uint32_t k, uint32_t stamp);
+uint32_t fu_seg_component(fu_seg_env *env, uint32_t n);
 fu_status fu_seg_count_comp_off(fu_seg_env *env, const uint32_t *nodes, uint32_t k, int32_t red_in, uint32_t *n_off);
 bool fu_seg_summary_equal(const fu_seg_summary *a, const fu_seg_summary *b);
 /* Counts node n, which follows a reduction of its group, as an op in the

@@ -146,6 +146,23 @@ static uint32_t uf_find(uint32_t *uf, uint32_t x) {
   return x;
 }
 
+uint32_t fu_seg_component(fu_seg_env *env, uint32_t n) { return uf_find(env->fmt_uf, n); }
+
+void fu_seg_group_components(fu_seg_env *env, const uint32_t *nodes, uint32_t k, uint32_t stamp) {
+  for (uint32_t i = 0; i < k; i++) env->fmt_uf[nodes[i]] = nodes[i];
+  for (uint32_t i = 0; i < k; i++) {
+    const fu_op *op = env->nodes[nodes[i]].op;
+    for (uint32_t j = 0; j < op->n_operands; j++) {
+      const fu_value *v = op->operands[j];
+      if (v->is_literal || v->id >= env->n_values) continue;
+      uint32_t d = env->v_def[v->id];
+      if (d == FU_SEG_NONE || env->fmt_mark[d] != stamp) continue;
+      uint32_t ra = uf_find(env->fmt_uf, d), rb = uf_find(env->fmt_uf, nodes[i]);
+      if (ra != rb) env->fmt_uf[ra] = rb;
+    }
+  }
+}
+
 static bool is_one(fu_extent e) { return !e.sym && e.value == 1; }
 
 /* Whether two types have the same extents in the same order, dims of
@@ -310,21 +327,8 @@ fu_status fu_seg_count_comp_off(fu_seg_env *env, const uint32_t *nodes, uint32_t
   /* on roots: 1 reduction, 2 output off red_in or a permute, 4 an op that is not a view */
   uint8_t *flags = fu_mem_calloc(&env->alloc, env->n_nodes, 1);
   if (!flags) return FU_ERR_NOMEM;
-  for (uint32_t i = 0; i < k; i++) {
-    env->fmt_mark[nodes[i]] = stamp;
-    env->fmt_uf[nodes[i]] = nodes[i];
-  }
-  for (uint32_t i = 0; i < k; i++) {
-    const fu_op *op = env->nodes[nodes[i]].op;
-    for (uint32_t j = 0; j < op->n_operands; j++) {
-      const fu_value *v = op->operands[j];
-      if (v->is_literal || v->id >= env->n_values) continue;
-      uint32_t d = env->v_def[v->id];
-      if (d == FU_SEG_NONE || env->fmt_mark[d] != stamp) continue;
-      uint32_t ra = uf_find(env->fmt_uf, d), rb = uf_find(env->fmt_uf, nodes[i]);
-      if (ra != rb) env->fmt_uf[ra] = rb;
-    }
-  }
+  for (uint32_t i = 0; i < k; i++) env->fmt_mark[nodes[i]] = stamp;
+  fu_seg_group_components(env, nodes, k, stamp);
   for (uint32_t i = 0; i < k; i++) {
     uint32_t n = nodes[i], root = uf_find(env->fmt_uf, n);
     if (env->nodes[n].flags & FU_SEG_NF_REDUCTION) flags[root] |= 1;
