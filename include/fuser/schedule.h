@@ -175,6 +175,9 @@ typedef struct fu_schedule {
   fu_reduce_mode reduce;
   /* FU_PM_NONE except in persistent schedules, which must name one */
   fu_persist_mode persist;
+  /* Persistent schedules: each sum of exp(x - max(x)) folds in the max's
+   * pass (`online=true`, lib/analysis/online_softmax.c) */
+  bool online;
 } fu_schedule;
 
 /* ---- text (lib/text/schedule_text.c) ------------------------------------- */
@@ -250,6 +253,13 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
  * a tree rather than walking them in row order: the lowering's choice,
  * which the schedule's explanation names (lib/analysis/reduction_axes.c). */
 bool fu_reduction_rows_fold(uint32_t rows, bool welford);
+/* The online-softmax pattern (lib/analysis/online_softmax.c): the max
+ * that `sum` can fold with in one pass, i.e. `sum` reduces exp(a - b)
+ * where b broadcasts max(a) back over the same axes (f32 or f64, all in
+ * one block); NULL when it does not.  fu_online_softmax_pairs: how many
+ * sums of segment `seg` have one. */
+const fu_op *fu_online_softmax_max(const fu_op *sum);
+uint32_t fu_online_softmax_pairs(const fu_op *seg);
 
 /* The shared memory of a persist=smem block (lib/analysis/persist_smem.c):
  * each staged input is an array of `rows` rows (the block's rows) of
@@ -338,6 +348,7 @@ typedef struct fu_schedule_options {
   bool no_vectorize;        /* --disable=vectorize: vectorize loop axes become unroll, accesses scalar */
   bool no_unroll;           /* --disable=unroll: unroll loop axes become serial where the schedule allows */
   bool no_inner_outer;      /* --disable=inner_outer: no partial sums in persistent segments */
+  bool no_online;           /* --disable=online_softmax: persistent schedules say online=false */
 } fu_schedule_options;
 /* fu_schedule_module with options (NULL: the defaults). */
 fu_status fu_schedule_module_with(fu_module *m, const fu_device *dev, const fu_schedule_options *opt,

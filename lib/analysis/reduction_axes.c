@@ -224,6 +224,17 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
              fu_sched_kind_name(seg->u.segment.kind));
     return false;
   }
+  if (s->online && !persistent) {
+    fu_error(diag, s->loc, "'online=' is for persistent segments, and segment '@%s' is a %s segment", seg_name(seg),
+             fu_sched_kind_name(seg->u.segment.kind));
+    return false;
+  }
+  if (s->online && fu_online_softmax_pairs(seg) == 0) {
+    fu_error(diag, s->loc,
+             "online=true, but segment '@%s' has no sum of exp(x - max(x)) over the max's axes to fold with its max",
+             seg_name(seg));
+    return false;
+  }
   if (!is_red && s->reduce == FU_RM_NONE) return true;
   if (!is_red) {
     fu_error(diag, s->loc, "'reduce=' is for reduction segments, and segment '@%s' is a %s segment", seg_name(seg),

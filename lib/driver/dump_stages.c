@@ -88,6 +88,7 @@ static void put_params(fu_strbuf *sb, const fu_schedule *s) {
   }
   if (s->reduce != FU_RM_NONE) fu_strbuf_printf(sb, ", reduce=%s", fu_reduce_mode_name(s->reduce));
   if (s->persist != FU_PM_NONE) fu_strbuf_printf(sb, ", persist=%s", fu_persist_mode_name(s->persist));
+  if (s->online) fu_strbuf_puts(sb, ", online=true");
 }
 
 static void put_ref(void *user, fu_strbuf *out, const fu_value *v) {

@@ -33,6 +33,9 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
                              "off unless enabled: thread-block clusters (sm_90), a normalization row too long "
                              "for one block's registers split over a cluster's blocks (else staged in shared "
                              "memory or reread)"},
+    [FU_FEATURE_ONLINE_SOFTMAX] = {"online_softmax",
+                                   "persistent schedules' online=true: a sum of exp(x - max(x)) folded in the same "
+                                   "pass as its max (else a pass of its own after the max's)"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {

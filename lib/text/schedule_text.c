@@ -103,6 +103,10 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
     fu_strbuf_puts(out, n++ ? ", " : " {");
     fu_strbuf_printf(out, "persist=%s", fu_persist_mode_name(s->persist));
   }
+  if (s->online) {
+    fu_strbuf_puts(out, n++ ? ", " : " {");
+    fu_strbuf_puts(out, "online=true");
+  }
   if (n) fu_strbuf_putc(out, '}');
   fu_strbuf_puts(out, " {\n");
   if (s->reference) {
@@ -402,8 +406,13 @@ static void header_attrs(sparser *p, fu_schedule *s) {
       for (fu_persist_mode r = FU_PM_REGISTERS; r <= FU_PM_REREAD; r++)
         if (is_word(&a[i].value, fu_persist_mode_name(r))) s->persist = r;
       if (s->persist == FU_PM_NONE) bad_attr_value(p, &a[i], "registers, smem or reread");
+    } else if (fu_txt_tok_is(&a[i].name, "online")) {
+      if (is_word(&a[i].value, "true")) s->online = true;
+      else if (is_word(&a[i].value, "false")) s->online = false;
+      else bad_attr_value(p, &a[i], "true or false");
     } else {
-      serr(p, &a[i].name, "unknown attribute '%.*s' for 'schedule'; valid: device, arch, index, kind, reduce, persist",
+      serr(p, &a[i].name,
+           "unknown attribute '%.*s' for 'schedule'; valid: device, arch, index, kind, reduce, persist, online",
            (int)a[i].name.len, a[i].name.p);
     }
   }

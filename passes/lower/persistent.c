@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "reduction_internal.h"
+#include "reduction_online.h"
 
 enum { MAX_CHUNKS = 128, MAX_V = 16, MAX_PERM = 2 * FU_MAX_SEG_REDUCTIONS };
 
@@ -48,8 +49,10 @@ typedef enum pass_kind { PASS_REDUCE, PASS_OUTPUT } pass_kind;
 /* What a reduction pass folds per element: the reduction's own combine
  * (a Welford update for var/var_mean), or, for var/var_mean over a row in
  * registers, the element (a sum) or its squared deviation from the mean
- * of the pass before. */
-typedef enum fold_kind { FOLD_OP, FOLD_SUM, FOLD_SQDEV } fold_kind;
+ * of the pass before, or, for a max and the sum of exp(x - max) it pairs
+ * with (online=true), the online state of both (reduction_online.h), a
+ * whole vector at a time. */
+typedef enum fold_kind { FOLD_OP, FOLD_SUM, FOLD_SQDEV, FOLD_ONLINE } fold_kind;
 
 typedef struct prow {
   rl *L;
@@ -77,6 +80,13 @@ typedef struct prow {
   rstate *acc;
   fold_kind fold[FU_MAX_SEG_REDUCTIONS];    /* by reduction of the pass */
   fu_kval *dev_mean[FU_MAX_SEG_REDUCTIONS]; /* FOLD_SQDEV: the mean */
+  /* online=true: the (max, sum) pairs that fold together; FOLD_ONLINE
+   * states collect a whole vector's elements (`stash`, by state and lane)
+   * before they fold it */
+  const fu_op *pair_max[FU_MAX_SEG_REDUCTIONS], *pair_sum[FU_MAX_SEG_REDUCTIONS];
+  uint32_t n_pairs;
+  bool stash;
+  fu_kval *stashed[FU_MAX_SEG_REDUCTIONS][MAX_V];
   /* partial sums: the ops, their accumulators by (op, chunk, lane), the
    * chunk being emitted, the kept serial loop over rows (-1: none) */
   const fu_op *partial[FU_PERSIST_MAX_PARTIALS];
@@ -124,6 +134,36 @@ static bool reads_result(const rl *L, const fu_value *v, const fu_op *red) {
   for (uint32_t i = 0; i < op->n_operands; i++)
     if (reads_result(L, op->operands[i], red)) return true;
   return false;
+}
+
+/* The sum that max `mx` folds with (online=true), or NULL. */
+static const fu_op *paired_sum(const prow *P, const fu_op *mx) {
+  for (uint32_t k = 0; k < P->n_pairs; k++)
+    if (P->pair_max[k] == mx) return P->pair_sum[k];
+  return NULL;
+}
+
+/* The max that sum `sm` folds with (online=true), or NULL. */
+static const fu_op *paired_max(const prow *P, const fu_op *sm) {
+  for (uint32_t k = 0; k < P->n_pairs; k++)
+    if (P->pair_sum[k] == sm) return P->pair_max[k];
+  return NULL;
+}
+
+/* online=true: pairs every sum of L->ri that fu_online_softmax_max
+ * matches with its max (a max pairs with one sum). */
+static void find_pairs(prow *P) {
+  rl *L = LL(P);
+  P->n_pairs = 0;
+  if (!L->s->online) return;
+  for (uint32_t j = 0; j < L->ri.n_ops; j++) {
+    const fu_op *mx = fu_online_softmax_max(L->ri.ops[j]);
+    bool in = false;
+    for (uint32_t k = 0; mx && k < L->ri.n_ops; k++) in |= L->ri.ops[k] == mx;
+    if (!in || paired_sum(P, mx)) continue;
+    P->pair_max[P->n_pairs] = mx;
+    P->pair_sum[P->n_pairs++] = L->ri.ops[j];
+  }
 }
 
 /* One vector load of access x from global memory at the current point. */
@@ -189,14 +229,43 @@ static void load_access(prow *P, uint32_t a, int64_t V, int32_t chunk, fu_kval *
   if (done) *done = true;
 }
 
+/* Folds online state j with the n elements x[0..n). */
+static void fold_online(prow *P, uint32_t j, fu_kval *const *x, uint32_t n) {
+  rl *L = LL(P);
+  rstate a = {NULL}, o = {NULL};
+  for (uint32_t p = 0; p < FU_ONLINE_PARTS; p++) a[p] = fu_rl_chk(L, fu_kb_read(&L->b, NULL, P->acc[j][p]));
+  for (uint32_t i = 0; i < n; i++)
+    if (!x[i]) return;
+  if (L->failed || !fu_online_update(&L->b, a, x, n, o)) {
+    fu_rl_chk(L, NULL);
+    return;
+  }
+  for (uint32_t p = 0; p < FU_ONLINE_PARTS; p++)
+    if (!fu_kb_assign(&L->b, P->acc[j][p], o[p])) fu_rl_chk(L, NULL);
+}
+
+/* Folds the online states' stashed vectors of V lanes (after the lanes of
+ * a whole vector). */
+static void fold_stashed(prow *P, int64_t V) {
+  rl *L = LL(P);
+  for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++)
+    if (P->fold[j] == FOLD_ONLINE) fold_online(P, j, P->stashed[j], (uint32_t)V);
+}
+
 /* Folds lane's element into the pass's accumulators (Welford elements
- * shifted, as in the reduction lowering). */
-static void accumulate_lane(prow *P) {
+ * shifted, as in the reduction lowering; online states' elements stashed
+ * when P->stash, for fold_stashed). */
+static void accumulate_lane(prow *P, int64_t lane) {
   rl *L = LL(P);
   for (uint32_t j = 0; j < L->ri.n_ops && !L->failed; j++) {
     const fu_op *op = L->ri.ops[j];
     const fu_value *x = op->operands[0];
     fu_kval *v = fu_rl_cast(L, fu_rl_eval(L, x, fu_igraph_coords(L->g, x)), fu_rl_acc_dtype(op));
+    if (P->fold[j] == FOLD_ONLINE) {
+      if (P->stash && lane >= 0 && lane < MAX_V) P->stashed[j][lane] = v;
+      else fold_online(P, j, &v, 1);
+      continue;
+    }
     if (P->fold[j] != FOLD_OP) {
       bool shifted = L->shift[j] && v && P->fold[j] == FOLD_SUM;
       fu_kval *sh = shifted ? fu_rl_chk(L, fu_kb_read(&L->b, NULL, L->shift[j])) : NULL;
@@ -307,7 +376,7 @@ static void accumulate_partials(prow *P, int64_t lane) {
 /* One lane's work for the pass. */
 static void lane_work(prow *P, int64_t lane, bool vector, fu_kval **outs) {
   if (P->kind == PASS_REDUCE) {
-    accumulate_lane(P);
+    accumulate_lane(P, lane);
     return;
   }
   outputs_lane(P, lane, vector, outs);
@@ -357,6 +426,7 @@ static void point(prow *P, int32_t vl, int32_t chunk) {
     }
     fu_lix_pop(&L->lix, mark);
     bool vec_out = lane && vector_outputs(P);
+    P->stash = P->kind == PASS_REDUCE;
     fu_kval **outs = fu_mem_calloc(&L->m->alloc, (size_t)n_out * MAX_V + 1, sizeof *outs);
     if (!outs) fu_rl_chk(L, NULL);
     for (int64_t j = 0; j < V && !L->failed; j++) {
@@ -370,6 +440,8 @@ static void point(prow *P, int32_t vl, int32_t chunk) {
       lane_work(P, j, vec_out, outs);
       fu_lix_pop(&L->lix, mark);
     }
+    P->stash = false;
+    if (P->kind == PASS_REDUCE) fold_stashed(P, V);
     if (outs && vec_out && P->kind == PASS_OUTPUT) store_vectors(P, lane, V, outs);
     if (outs) fu_mem_free(&L->m->alloc, outs, ((size_t)n_out * MAX_V + 1) * sizeof *outs);
     L->b = level;
@@ -499,6 +571,31 @@ static bool on_chip(prow *P, const fu_op *op) {
  * enough at any mean (x = 1e4 + randn) and costs no global read. */
 static void reduce_pass(prow *P, const fu_op **ops, uint32_t n, uint32_t pass) {
   rl *L = LL(P);
+  /* a max and the sum it pairs with, both of this pass: one online state,
+   * a stand-in max with the two results (reduction_online.h) */
+  fu_op pairs[FU_MAX_SEG_REDUCTIONS];
+  fu_value *pair_res[FU_MAX_SEG_REDUCTIONS][2];
+  const fu_op *states[FU_MAX_SEG_REDUCTIONS];
+  uint32_t ns = 0;
+  for (uint32_t j = 0; j < n; j++) {
+    const fu_op *sm = paired_sum(P, ops[j]), *mx = paired_max(P, ops[j]);
+    bool sum_here = false, max_here = false;
+    for (uint32_t k = 0; k < n; k++) sum_here |= sm && ops[k] == sm, max_here |= mx && ops[k] == mx;
+    if (max_here) continue;
+    if (!sum_here) {
+      states[ns++] = ops[j];
+      continue;
+    }
+    pairs[ns] = *ops[j];
+    pair_res[ns][0] = ops[j]->results[0];
+    pair_res[ns][1] = sm->results[0];
+    pairs[ns].results = pair_res[ns];
+    pairs[ns].n_results = 2;
+    states[ns] = &pairs[ns];
+    ns++;
+  }
+  ops = states;
+  n = ns;
   /* the reduction lowering's helpers work on L->ri: narrow it to this
    * pass's reductions (var/var_mean by two passes as stand-ins of kind
    * sum), and their shifts, for the pass */
@@ -509,7 +606,8 @@ static void reduce_pass(prow *P, const fu_op **ops, uint32_t n, uint32_t pass) {
   bool two = false;
   for (uint32_t j = 0; j < n; j++) {
     L->ri.ops[j] = ops[j];
-    P->fold[j] = FOLD_OP;
+    P->fold[j] = fu_online_op(ops[j]) ? FOLD_ONLINE : FOLD_OP;
+    L->shift[j] = NULL;
     if (fu_welford_op(ops[j]) && on_chip(P, ops[j])) {
       sums[j] = *ops[j];
       sums[j].kind = FU_OP_SUM;
@@ -562,6 +660,7 @@ static void reduce_pass(prow *P, const fu_op **ops, uint32_t n, uint32_t pass) {
   for (uint32_t j = 0; j < n && !L->failed; j++) {
     const fu_op *op = ops[j];
     fu_kval *res[2] = {v[j][0], NULL};
+    if (fu_online_op(op) && v[j][0] && v[j][1] && !fu_online_results(&L->b, v[j], res)) fu_rl_chk(L, NULL);
     if (fu_welford_op(op) && v[j][0] && L->shift[j]) {
       fu_kval *sh = fu_rl_chk(L, fu_kb_read(&L->b, NULL, L->shift[j]));
       v[j][0] = sh ? fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, sh->dtype, v[j][0], sh)) : NULL;
@@ -728,7 +827,10 @@ static void row_body(prow *P, uint32_t nv) {
   uint32_t n = 0, pass = 0;
   for (uint32_t j = 0; j <= L->ri.n_ops && !L->failed; j++) {
     bool dep = false;
-    for (uint32_t k = 0; j < L->ri.n_ops && k < n; k++) dep |= reads_result(L, L->ri.ops[j]->operands[0], group[k]);
+    /* a sum folds in the pass of the max it pairs with (online=true) */
+    const fu_op *mx = j < L->ri.n_ops ? paired_max(P, L->ri.ops[j]) : NULL;
+    for (uint32_t k = 0; j < L->ri.n_ops && k < n; k++)
+      dep |= group[k] != mx && reads_result(L, L->ri.ops[j]->operands[0], group[k]);
     if (n && (j == L->ri.n_ops || dep)) {
       reduce_pass(P, group, n, pass++);
       n = 0;
@@ -852,6 +954,7 @@ static void persistent_body(rl *L) {
   }
   if (!L->failed && s->reduce != FU_RM_SERIAL && !P.tx) fu_rl_fail(L, s->loc, "no reduced axis on threadIdx.x");
   if (L->failed) return;
+  find_pairs(&P);
   P.n_acc = fu_igraph_num_accesses(L->g);
   size_t n_cache = (size_t)P.n_acc * MAX_CHUNKS;
   uint32_t nv = L->f->next_value_id ? L->f->next_value_id : 1;

@@ -39,6 +39,7 @@
 #include "fuser/schedule.h"
 #include "lower_internal.h"
 #include "reduction_internal.h"
+#include "reduction_online.h"
 #include "reduction_welford.h"
 
 /* GRID_UNROLL: the partials a thread of a grid reduction's last block loads
@@ -340,7 +341,9 @@ static fu_kval *combine(rl *L, const fu_op *op, fu_kval *a, fu_kval *b) {
   return a && b ? chk(L, fu_kb_binary(&L->b, NULL, combine_op(op), acc_dtype(op), a, b)) : NULL;
 }
 
-static uint32_t parts(const fu_op *op) { return fu_welford_op(op) ? FU_WELFORD_PARTS : 1; }
+static uint32_t parts(const fu_op *op) {
+  return fu_welford_op(op) ? FU_WELFORD_PARTS : fu_online_op(op) ? FU_ONLINE_PARTS : 1;
+}
 
 /* The reduction of state s (kept lane s / n_ops). */
 static const fu_op *op_of(const rl *L, uint32_t s) { return L->ri.ops[s % L->ri.n_ops]; }
@@ -363,8 +366,13 @@ static void combine_state(rl *L, const fu_op *op, fu_kval *const *a, fu_kval *co
       out[0] = NULL;
       return;
     }
-  if (!fu_welford_op(op)) out[0] = combine(L, op, a[0], b[0]);
-  else if (!fu_welford_combine(&L->b, a, b, out, stored_parts(L, op) == parts(op))) out[0] = chk(L, NULL);
+  if (fu_online_op(op)) {
+    if (!fu_online_combine(&L->b, a, b, out)) out[0] = chk(L, NULL);
+  } else if (!fu_welford_op(op)) {
+    out[0] = combine(L, op, a[0], b[0]);
+  } else if (!fu_welford_combine(&L->b, a, b, out, stored_parts(L, op) == parts(op))) {
+    out[0] = chk(L, NULL);
+  }
 }
 
 /* Every part of every state of `acc` read into v; a known count is a
@@ -378,18 +386,26 @@ static void read_states(rl *L, rstate *acc, rstate *v) {
 }
 
 /* One mutable state per reduction, named `prefix<j>` (Welford parts
- * mean<j>, m2_<j>, count<j>, after the prefix unless it is "acc"), set to
- * the reduction's identity. */
+ * mean<j>, m2_<j>, count<j>, online ones max<j>, sumexp<j>, after the
+ * prefix unless it is "acc"), set to the reduction's identity. */
 static void new_accumulators(rl *L, const char *prefix, rstate *acc) {
   static const char *const wn[FU_WELFORD_PARTS] = {"mean", "m2_", "count"};
+  static const char *const on[FU_ONLINE_PARTS] = {"max", "sumexp"};
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
     const fu_op *op = op_of(L, j);
     rstate id = {NULL};
-    if (!fu_welford_op(op)) id[0] = identity(L, op);
-    else if (!fu_welford_identity(&L->b, acc_dtype(op), id)) chk(L, NULL);
+    if (fu_online_op(op)) {
+      if (!fu_online_identity(&L->b, acc_dtype(op), id)) chk(L, NULL);
+    } else if (!fu_welford_op(op)) {
+      id[0] = identity(L, op);
+    } else if (!fu_welford_identity(&L->b, acc_dtype(op), id)) {
+      chk(L, NULL);
+    }
     for (uint32_t p = 0; p < stored_parts(L, op) && !L->failed; p++) {
       char nm[32];
-      if (fu_welford_op(op)) snprintf(nm, sizeof nm, "%s%s%u", strcmp(prefix, "acc") ? prefix : "", wn[p], j);
+      const char *pre = strcmp(prefix, "acc") ? prefix : "";
+      if (fu_welford_op(op)) snprintf(nm, sizeof nm, "%s%s%u", pre, wn[p], j);
+      else if (fu_online_op(op)) snprintf(nm, sizeof nm, "%s%s%u", pre, on[p], j);
       else snprintf(nm, sizeof nm, "%s%u", prefix, j);
       acc[j][p] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(op)));
       if (acc[j][p] && id[p] && !fu_kb_assign(&L->b, acc[j][p], id[p])) chk(L, NULL);
@@ -513,6 +529,10 @@ static void accumulate_point(rl *L, fu_kval *cond, rstate *acc, uint32_t lane) {
   fu_kbuilder saved = open_if(L, cond);
   for (uint32_t j = lane * L->ri.n_ops; j < (lane + 1) * L->ri.n_ops && !L->failed; j++) {
     const fu_op *op = op_of(L, j);
+    if (fu_online_op(op)) {
+      fail(L, op->loc, "an online (max, sum of exp) state outside a persistent kernel");
+      break;
+    }
     const fu_value *x = op->operands[0];
     fu_kval *v = cast_to(L, eval(L, x, fu_igraph_coords(L->g, x)), acc_dtype(op));
     fu_kval *sh = L->shift[j] && v ? chk(L, fu_kb_read(&L->b, NULL, L->shift[j])) : NULL;

@@ -295,7 +295,9 @@ static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_
   char arch[16];
   fu_device_arch(dev, arch, sizeof arch);
   *s = (fu_schedule){.reference = (fu_value *)ref, .loc = seg->loc, .kind = FU_SK_PERSISTENT, .reduce = mode,
-                     .persist = pm, .n_axes = b->n_axes, .n_xforms = b->n_xf, .n_loops = b->n_loops,
+                     .persist = pm, .online = pm != FU_PM_REGISTERS && fu_online_softmax_pairs(seg) > 0,
+                     .n_axes = b->n_axes,
+                     .n_xforms = b->n_xf, .n_loops = b->n_loops,
                      .device = fu_arena_strdup(m->arena, dev->name), .arch = fu_arena_strdup(m->arena, arch)};
   s->axes = fu_arena_memdup(m->arena, b->axes, b->n_axes, sizeof *b->axes);
   s->xforms = b->n_xf ? fu_arena_memdup(m->arena, b->xf, b->n_xf, sizeof *b->xf) : NULL;
@@ -547,6 +549,18 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
             sname, ref->name ? ref->name : "?", fu_reduce_mode_name(mode), fu_persist_mode_name((*out)->persist), row,
             rows, (long long)tx, warp ? "shuffles within the warp" : "shuffles then shared memory", (long long)ty, vwhy,
             where.data ? where.data : "", fu_dtype_name((*out)->index_dtype));
+    uint32_t pairs = fu_online_softmax_pairs(seg);
+    if ((*out)->online)
+      fprintf(debug,
+              "schedule: @%s: online=true: %u sum(s) of exp(x - max(x)) fold in their max's pass, each thread "
+              "keeping (max, sum of exp(x - max)) and rescaling the sum when the max grows: one pass over the row "
+              "(%s) and one combine across threads fewer\n",
+              sname, pairs, (*out)->persist == FU_PM_SMEM ? "through shared memory" : "from global memory");
+    else if (pairs)
+      fprintf(debug,
+              "schedule: @%s: online=false: the row stays in registers, where the sum's own pass reads no memory "
+              "and two plain combines cost less than one of (max, sum) states, an exponential a step\n",
+              sname);
     fu_strbuf_free(&where);
   }
   return st;

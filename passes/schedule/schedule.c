@@ -97,10 +97,11 @@ static bool retype_loops(fu_fusion *f, fu_op *seg, fu_schedule *s, fu_ptype from
   return ok;
 }
 
-/* --disable=vectorize and --disable=unroll act on what every scheduler
- * wrote, so that no scheduler needs to know of them: vector accesses
- * become unrolled scalar ones (the same elements per thread, vector width
- * 1), unrolled loops serial ones. */
+/* --disable=vectorize, --disable=unroll and --disable=online_softmax act
+ * on what every scheduler wrote, so that no scheduler needs to know of
+ * them: vector accesses become unrolled scalar ones (the same elements per
+ * thread, vector width 1), unrolled loops serial ones, online folds
+ * passes of their own. */
 static void apply_switches(fu_fusion *f, fu_op *seg, fu_schedule *s, const fu_schedule_options *opt, FILE *debug) {
   if (!opt) return;
   fu_allocator alloc = f->module->alloc;
@@ -110,6 +111,13 @@ static void apply_switches(fu_fusion *f, fu_op *seg, fu_schedule *s, const fu_sc
   if (opt->no_unroll && !retype_loops(f, seg, s, FU_PT_UNROLL, FU_PT_SERIAL, alloc) && debug)
     fprintf(debug, "schedule: @%s: segment '@%s' keeps its unroll axes (--disable=unroll): the schedule needs them\n",
             f->name ? f->name : "?", seg_name(seg));
+  if (opt->no_online && s->online) {
+    s->online = false;
+    if (debug)
+      fprintf(debug, "schedule: @%s: segment '@%s': online=false (--disable=online_softmax): each sum of exp(x - "
+                     "max(x)) takes a pass of its own\n",
+              f->name ? f->name : "?", seg_name(seg));
+  }
 }
 
 fu_status fu_schedule_module(fu_module *m, const fu_device *dev, fu_diag_engine *diag, FILE *debug) {
@@ -171,7 +179,8 @@ static fu_status run_schedule(fu_module *m, fu_pass_context *ctx) {
   const char *tr = fu_pass_option_value(ctx, "transpose");
   fu_schedule_options opt = {tr && strcmp(tr, "pointwise") == 0, !fu_pass_feature_on(ctx, FU_FEATURE_VECTORIZE),
                              !fu_pass_feature_on(ctx, FU_FEATURE_UNROLL),
-                             !fu_pass_feature_on(ctx, FU_FEATURE_INNER_OUTER)};
+                             !fu_pass_feature_on(ctx, FU_FEATURE_INNER_OUTER),
+                             !fu_pass_feature_on(ctx, FU_FEATURE_ONLINE_SOFTMAX)};
   if (tr && !opt.transpose_pointwise && strcmp(tr, "tile") != 0) {
     fu_error(ctx->diag, fu_loc_none(), "schedule: option 'transpose' is '%s'; valid: tile, pointwise", tr);
     return FU_ERR_INVALID_ARG;
