@@ -55,6 +55,12 @@ fu_status fu_lower_persistent(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu
 /* Lowers every scheduled segment of m (replacing a kernel already there:
  * lowering is deterministic, so running it twice changes nothing). */
 fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug);
+/* What the lower pass's switches turn off (all false: the defaults). */
+typedef struct fu_lower_options {
+  bool no_exp16; /* --disable=exp16: every f32 exp keeps the backends' accurate form (relax_exp.c) */
+} fu_lower_options;
+/* fu_lower_module with options (NULL: the defaults). */
+fu_status fu_lower_module_with(fu_module *m, const fu_lower_options *opt, fu_diag_engine *diag, FILE *debug);
 
 /* The kernels of every segment of m, in fusion and segment order, into
  * out[0..cap); returns how many there are.  Segments without a kernel are

@@ -32,6 +32,7 @@ typedef enum fu_feature {
   FU_FEATURE_INNER_OUTER, /* schedule: sums over a persistent segment's rows folded into it as partial sums */
   FU_FEATURE_CLUSTERS,    /* schedule: rows split over thread-block clusters (sm_90); off unless enabled */
   FU_FEATURE_ONLINE_SOFTMAX, /* schedule: a sum of exp(x - max(x)) folded in its max's pass (online=true) */
+  FU_FEATURE_EXP16,          /* lower: f32 exps that only reach 16-bit values as exp2(x * log2 e) */
   FU_FEATURE_COUNT
 } fu_feature;
 

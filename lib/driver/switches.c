@@ -22,7 +22,8 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
                                "the segmenter's horizontal merges (groups sharing an input, independent groups)"},
     [FU_FEATURE_FAST_PATHS] = {"fast_paths",
                                "instructions in place of libdevice calls in the llvm backend (sqrt, abs), and "
-                               "the f32 reciprocal as rcp.approx (both backends)"},
+                               "the f32 reciprocal, exp and exp2 through rcp.approx and ex2.approx.ftz (both "
+                               "backends)"},
     [FU_FEATURE_RECOMPUTE] = {"recompute",
                               "the segmenter's copies of cheap prologues into the segments that read them, in "
                               "place of passing the values through global memory"},
@@ -36,6 +37,8 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
     [FU_FEATURE_ONLINE_SOFTMAX] = {"online_softmax",
                                    "persistent schedules' online=true: a sum of exp(x - max(x)) folded in the same "
                                    "pass as its max (else a pass of its own after the max's)"},
+    [FU_FEATURE_EXP16] = {"exp16", "f32 exps whose results only reach bf16/f16 values computed as exp2(x * log2 e) "
+                                   "(lower; else the backends' exp within 3.5 ulps)"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {

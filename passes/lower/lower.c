@@ -28,8 +28,13 @@ static const fu_lower_entry_fn lowerings[FU_SK_COUNT] = {
 
 fu_lower_entry_fn fu_lower_entry(fu_sched_kind k) { return (unsigned)k < FU_SK_COUNT ? lowerings[k] : NULL; }
 
-fu_status fu_lower_segment(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
+/* One segment's kernel, and its kernel-IR steps: loads hoisted, then
+ * (unless opt says not) the exps that only reach 16-bit values relaxed,
+ * counted in *n_relaxed. */
+static fu_status lower_one(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag,
+                           fu_kernel **out, uint32_t *n_relaxed) {
   *out = NULL;
+  *n_relaxed = 0;
   fu_lower_entry_fn entry = fu_lower_entry(seg->u.segment.kind);
   if (!entry) {
     fu_error(diag, seg->loc, "segment '@%s' is a %s segment; its lowering comes later",
@@ -37,12 +42,23 @@ fu_status fu_lower_segment(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_ke
     return FU_ERR_UNSUPPORTED;
   }
   fu_status st = entry(f, seg, diag, out);
-  if (st == FU_OK && *out && (st = fu_lower_hoist_loads(f->module, *out)) == FU_ERR_NOMEM)
+  if (st == FU_OK && *out) st = fu_lower_hoist_loads(f->module, *out);
+  if (st == FU_OK && *out && !(opt && opt->no_exp16)) st = fu_lower_relax_exp(f->module, *out, n_relaxed);
+  if (st == FU_ERR_NOMEM)
     fu_error(diag, seg->loc, "out of memory while lowering '@%s'", seg->u.segment.name ? seg->u.segment.name : "?");
   return st;
 }
 
+fu_status fu_lower_segment(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
+  uint32_t n = 0;
+  return lower_one(f, seg, NULL, diag, out, &n);
+}
+
 fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {
+  return fu_lower_module_with(m, NULL, diag, debug);
+}
+
+fu_status fu_lower_module_with(fu_module *m, const fu_lower_options *opt, fu_diag_engine *diag, FILE *debug) {
   for (fu_fusion *f = m->first; f; f = f->next) {
     for (fu_op *op = f->body.first; op; op = op->next) {
       if (op->kind != FU_OP_SEGMENT) continue;
@@ -60,7 +76,8 @@ fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {
         continue;
       }
       fu_kernel *k = NULL;
-      fu_status st = fu_lower_segment(f, op, diag, &k);
+      uint32_t relaxed = 0;
+      fu_status st = lower_one(f, op, opt, diag, &k, &relaxed);
       if (st != FU_OK) return st;
       si->kernel = k;
       if (debug)
@@ -69,6 +86,11 @@ fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {
                 si->kind != FU_SK_TRANSPOSE           ? ""
                 : fu_schedule_has_tile(si->schedule) ? " (transpose: a shared-memory tile)"
                                                       : " (transpose: the uncoalesced pointwise fallback)");
+      if (debug && relaxed)
+        fprintf(debug,
+                "lower: @%s: kernel '@%s': %u f32 exp(s) only reach bf16/f16 values (through mul, div, neg, casts): "
+                "exp2(x * log2 e), two instructions\n",
+                f->name ? f->name : "?", k->name, relaxed);
     }
   }
   return FU_OK;
@@ -76,7 +98,8 @@ fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {
 
 static fu_status run_lower(fu_module *m, fu_pass_context *ctx) {
   FILE *debug = fu_pass_debug_enabled(ctx, "lower") ? ctx->debug_out : NULL;
-  return fu_lower_module(m, ctx->diag, debug);
+  fu_lower_options opt = {!fu_pass_feature_on(ctx, FU_FEATURE_EXP16)};
+  return fu_lower_module_with(m, &opt, ctx->diag, debug);
 }
 
 uint32_t fu_module_kernels(fu_module *m, fu_kernel **out, uint32_t cap, uint32_t *missing) {

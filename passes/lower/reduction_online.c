@@ -44,13 +44,26 @@ bool fu_online_update(fu_kbuilder *b, fu_kval *const *st, fu_kval *const *x, uin
   return m && s;
 }
 
+/* One exponential a combine: the larger max's sum plus the other's scaled
+ * by exp(-|ma - mc|); a NaN difference (both -inf, or a NaN max) scales by
+ * 0, which leaves an all -inf pair at sum 0 (a NaN max is the results'
+ * NaN anyway).  Either order gives the same bits: |ma - mc| is the same,
+ * and the larger's sum is the addend either way. */
 bool fu_online_combine(fu_kbuilder *b, fu_kval *const *a, fu_kval *const *c, fu_kval **out) {
   fu_kval *m = bin(b, FU_OP_MAXIMUM, a[0], c[0]);
-  fu_kval *ms = m ? subtrahend(b, m) : NULL;
-  fu_kval *sa = bin(b, FU_OP_MUL, a[1], exp_nonpositive(b, bin(b, FU_OP_SUB, a[0], ms)));
-  fu_kval *sc = bin(b, FU_OP_MUL, c[1], exp_nonpositive(b, bin(b, FU_OP_SUB, c[0], ms)));
+  fu_kval *d = bin(b, FU_OP_SUB, a[0], c[0]);
+  fu_kval *ad = d ? fu_kb_unary(b, NULL, FU_OP_ABS, d->dtype, d) : NULL;
+  fu_kval *e = ad ? exp_nonpositive(b, fu_kb_unary(b, NULL, FU_OP_NEG, ad->dtype, ad)) : NULL;
+  fu_kval *nan = d ? fu_kb_math(b, NULL, FU_OP_ISNAN, FU_DT_BOOL, &d, 1) : NULL;
+  fu_kval *zero = e ? fu_kb_const_f(b, NULL, e->dtype, 0.0) : NULL;
+  fu_kval *a1[3] = {nan, zero, e};
+  fu_kval *w = nan && zero ? fu_kb_math(b, NULL, FU_OP_WHERE, e->dtype, a1, 3) : NULL;
+  fu_kval *ge = fu_kb_binary(b, NULL, FU_OP_GE, FU_DT_BOOL, a[0], c[0]);
+  fu_kval *sa = bin(b, FU_OP_ADD, a[1], bin(b, FU_OP_MUL, c[1], w));
+  fu_kval *sc = bin(b, FU_OP_ADD, c[1], bin(b, FU_OP_MUL, a[1], w));
+  fu_kval *a2[3] = {ge, sa, sc};
   out[0] = m;
-  out[1] = bin(b, FU_OP_ADD, sa, sc);
+  out[1] = ge && sa && sc ? fu_kb_math(b, NULL, FU_OP_WHERE, m ? m->dtype : a[1]->dtype, a2, 3) : NULL;
   return m && out[1];
 }
 

@@ -6,8 +6,8 @@
  * largest element so far, NaN-propagating like the max reduction, and s
  * the sum of exp(x - m) over the elements so far.  A vector of elements
  * raises m to m' once and rescales s by exp(m - m'); two states combine
- * as (max(ma, mc), sa exp(ma - m) + sc exp(mc - m)), the same bits
- * whichever comes first.  -inf is handled by subtracting 0 instead of an
+ * as (max(ma, mc), the larger max's s plus the other's times exp(-|ma -
+ * mc|)), the same bits whichever comes first.  -inf is handled by subtracting 0 instead of an
  * m' of -inf (so -inf elements add 0 and an all -inf state stays (-inf,
  * 0)); at the end a max that is not finite gives the sum the NaN that the
  * two-pass definition gives (exp(-inf - -inf), exp(inf - inf), NaN).

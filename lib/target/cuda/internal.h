@@ -39,6 +39,7 @@ typedef enum cu_helper {
   CU_H_LDCS = 1u << 12,     /* fu_ldcs: a load that L2 evicts first (a `stream` parameter) */
   CU_H_EXP = 1u << 13,      /* fu_exp: the f32 exp's fast path */
   CU_H_CLUSTER = 1u << 14,  /* fu_cluster_rank, fu_cluster_sync, fu_ld_cta: thread-block clusters (sm_90) */
+  CU_H_EXP2 = 1u << 15,     /* fu_exp2: the f32 exp2's fast path */
 } cu_helper;
 
 /* Writes the includes and helper definitions of `used` (a cu_helper mask). */

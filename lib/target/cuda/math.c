@@ -86,6 +86,10 @@ static bool float_op(mx *x, fu_op_kind op, uint32_t n) {
     x->safe = true;
     return true;
   }
+  if (op == FU_OP_EXP2 && fast_f32(x)) {
+    helper_call(x, "fu_exp2", 1, CU_H_EXP2);
+    return true;
+  }
   if (m && n == (uint32_t)fu_op_info_of(op)->num_operands) {
     math_call(x, m, n);
     return true;

@@ -202,6 +202,15 @@ static const char fast_exp_text[] =
     "  return __fmul_rn(p, fmaxf(__fmaf_rn(e, 0x1.62e43p-1f, 1.0f), 0.5f));\n"
     "}\n";
 
+/* The LLVM backend's f32 exp2 (fast_math.c): one ex2.approx.ftz. */
+static const char fast_exp2_text[] =
+    "// 2^x within 2 ulps, results below 2^-126 flushed to 0 (ex2.approx.ftz.f32)\n"
+    "__device__ __forceinline__ float fu_exp2(float x) {\n"
+    "  float p;\n"
+    "  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(p) : \"f\"(x));\n"
+    "  return p;\n"
+    "}\n";
+
 /* Thread-block clusters, as inline PTX with the LLVM backend's
  * instructions (lib/target/llvm/codegen.c): the rank register, the
  * cluster barrier, and a load from another block's shared memory through
@@ -238,7 +247,7 @@ void cu_prelude_write(fu_strbuf *out, unsigned used) {
       {CU_H_VEC, vec_text},   {CU_H_MAXMIN, maxmin_text}, {CU_H_REM_F, rem_f_text}, {CU_H_REM_I, rem_i_text},
       {CU_H_IPOW, ipow_text}, {CU_H_LERP, lerp_text},     {CU_H_CLAMP, clamp_text}, {CU_H_INT_BITS, int_bits_text},
       {CU_H_RNG, rng_text},   {CU_H_RCP, rcp_text},       {CU_H_LDCS, ldcs_text},
-      {CU_H_EXP, fast_exp_text}, {CU_H_CLUSTER, cluster_text},
+      {CU_H_EXP, fast_exp_text}, {CU_H_CLUSTER, cluster_text}, {CU_H_EXP2, fast_exp2_text},
   };
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (used & parts[i].bit) {

@@ -113,6 +113,8 @@ LLVMValueRef bk_math(bk_module *m, fu_op_kind op, fu_dtype result, const fu_dtyp
  * and an exp of ex2.approx and a correction. */
 LLVMValueRef bk_fast_rcp_f32(bk_module *m, LLVMValueRef v);
 LLVMValueRef bk_fast_exp_f32(bk_module *m, LLVMValueRef x);
+/* 2^x: one ex2.approx.ftz (f32, fast paths). */
+LLVMValueRef bk_fast_exp2_f32(bk_module *m, LLVMValueRef x);
 
 /* ---- rng.c ---- */
 /* uniform or normal of a `result` element from (a, b, seed, offset, index),

@@ -258,6 +258,7 @@ static LLVMValueRef float_op(const mctx *x, fu_op_kind op, LLVMValueRef *a, uint
   /* ops.def's MATH column: the libdevice function of the same name */
   const char *ld = fu_op_info_of(op)->math;
   if (op == FU_OP_EXP) return exp_of(x, a);
+  if (op == FU_OP_EXP2 && x->C == FU_DT_F32 && !x->m->be->no_fast_paths) return bk_fast_exp2_f32(x->m, a[0]);
   if (ld && n == (uint32_t)fu_op_info_of(op)->num_operands) return libdevice_call(x, ld, a, n);
   switch (op) {
   case FU_OP_ROUND: return libdevice_call(x, "rint", a, 1); /* half to even, as torch.round */
