@@ -22,7 +22,8 @@
  * the row is read once.  With persist=smem the loops stay kernel loops
  * and the staged inputs (`tensor %X {memory=shared}`) live in dynamic
  * shared arrays: the first pass that loads one stores it there, the later
- * passes load it from there.  With persist=reread each pass loops and
+ * passes load it from there (a pass that reads nothing else keeps its
+ * unroll loops rolled).  With persist=reread each pass loops and
  * loads again.  Only the inputs a pass reaches are loaded in it (layer norm's
  * weight and bias in the last pass only).  Reduction results, once
  * combined, are memoized for the rest of the kernel, so the ops after them
@@ -76,6 +77,11 @@ typedef struct prow {
   /* the pass being emitted */
   pass_kind kind;
   bool *need;   /* by value id: inputs the pass reads */
+  /* the pass reads shared memory only (persist=smem, after the first
+   * pass): its unroll loops stay rolled, kernel loops of one vector an
+   * iteration (nothing to keep in flight; softmax of bf16 [1024, 65536]
+   * 99.6 -> 97.7 us on the H100, and a third less code to compile) */
+  bool rolled;
   bool reverse; /* serial row loops run backwards (every other pass) */
   rstate *acc;
   fold_kind fold[FU_MAX_SEG_REDUCTIONS];    /* by reduction of the pass */
@@ -495,7 +501,8 @@ static void row_loops(prow *P, uint32_t li, int32_t chunk) {
   fu_kval *zero = fu_rl_emit_ix(L, fu_ix_const(L->ix, 0)), *one = fu_rl_emit_ix(L, fu_ix_const(L->ix, 1));
   fu_kval *end = fu_rl_emit_ix(L, fu_igraph_axis_extent(L->g, l->axis));
   fu_kinst *lp = zero && one && end ? fu_kb_for(&L->b, L->s->axes[l->axis].name, zero, end, one,
-                                                l->ptype == FU_PT_UNROLL ? FU_LOOP_UNROLL : FU_LOOP_SERIAL)
+                                                l->ptype == FU_PT_UNROLL && !P->rolled ? FU_LOOP_UNROLL
+                                                                                       : FU_LOOP_SERIAL)
                                     : NULL;
   if (!lp) {
     fu_rl_chk(L, NULL);
@@ -515,6 +522,19 @@ static void row_loops(prow *P, uint32_t li, int32_t chunk) {
   L->b = saved;
 }
 
+/* Whether every segment input that P->need marks is staged in shared
+ * memory: will be after the first pass (`now` false), or is already. */
+static bool need_staged(prow *P, bool now) {
+  rl *L = LL(P);
+  if (!P->stage) return false;
+  for (uint32_t a = 0; a < P->n_acc; a++) {
+    const fu_iaccess *x = fu_igraph_access(L->g, a);
+    if (x->is_store || !P->need[x->value->id] || !fu_segment_has_input(L->seg, x->value)) continue;
+    if (!P->stage[a] || (now && !P->staged[a])) return false;
+  }
+  return true;
+}
+
 /* Folds the reductions L->ri.ops (of P->fold) over the row, combines them
  * across the row's threads and leaves their states in v.  `pass` and
  * `sfx` name the accumulators and slots. */
@@ -530,7 +550,9 @@ static void fold_row(prow *P, const fu_op *const *orig, uint32_t pass, const cha
   P->kind = PASS_REDUCE;
   P->acc = acc;
   P->reverse = pass % 2 == 1;
+  P->rolled = need_staged(P, true);
   row_loops(P, 0, 0);
+  P->rolled = false;
   for (uint32_t a = 0; P->stage && a < P->n_acc; a++) P->staged[a] |= P->storing[a];
   fu_rl_read_states(L, acc, v);
   if (L->s->reduce != FU_RM_SERIAL && !L->failed) fu_rl_combine_threads(L, v, P->tx, tag);
@@ -553,14 +575,9 @@ static fu_kval *row_count(rl *L, fu_dtype t) {
 static bool on_chip(prow *P, const fu_op *op) {
   rl *L = LL(P);
   if (P->registers) return true;
-  if (!P->stage) return false;
   memset(P->need, 0, L->f->next_value_id * sizeof *P->need);
   mark_inputs(P, op->operands[0]);
-  for (uint32_t a = 0; a < P->n_acc; a++) {
-    const fu_iaccess *x = fu_igraph_access(L->g, a);
-    if (!x->is_store && P->need[x->value->id] && fu_segment_has_input(L->seg, x->value) && !P->stage[a]) return false;
-  }
-  return true;
+  return need_staged(P, false);
 }
 
 /* One pass that folds the reductions ops[0..n) (none reading another),
@@ -844,7 +861,9 @@ static void row_body(prow *P, uint32_t nv) {
   for (uint32_t k = 0; k < P->n_partial; k++) mark_inputs(P, P->partial[k]->operands[0]);
   P->kind = PASS_OUTPUT;
   P->reverse = pass % 2 == 1;
+  P->rolled = need_staged(P, true);
   row_loops(P, 0, 0);
+  P->rolled = false;
   /* the per-row outputs (mean, rstd), by the row's thread 0 */
   reset_memo(P);
   fu_kval *cond = fu_rl_guards(L, false);
