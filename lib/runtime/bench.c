@@ -232,7 +232,7 @@ fu_status fu_rt_exec_bench(fu_rt_exec *e, const fu_rt_bench_options *opts, fu_rt
     for (uint32_t l = 0; l < p->n_launches && st == FU_OK; l++) {
       const fu_rt_launch_plan *lp = &p->launches[l];
       if (lp->empty) continue;
-      st = fu_rt_exec_launch_one(e, l);
+      st = fu_rt_exec_launch_one(e, l, rt->stream);
       if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_record(ev.ev[++j], rt->stream), "cuEventRecord");
     }
     if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_synchronize(ev.ev[k]), "cuEventSynchronize");

@@ -225,7 +225,7 @@ static fu_status entry_for(fu_rt *rt, const fu_rt_gemm *g, fu_loc loc, lt_entry 
   return FU_OK;
 }
 
-fu_status fu_rt_gemm_run(fu_rt *rt, const fu_rt_gemm *g, const fu_rt_ptr *ptrs, fu_loc loc) {
+fu_status fu_rt_gemm_run(fu_rt *rt, CUstream stream, const fu_rt_gemm *g, const fu_rt_ptr *ptrs, fu_loc loc) {
   struct fu_rt_lt *lt = rt->lt;
   if (!lt) {
     fu_error(rt->diag, loc, "cuBLASLt is not loaded");
@@ -244,6 +244,6 @@ fu_status fu_rt_gemm_run(fu_rt *rt, const fu_rt_gemm *g, const fu_rt_ptr *ptrs, 
   const void *a = (const void *)(uintptr_t)ptrs[g->buf_b], *b = (const void *)(uintptr_t)ptrs[g->buf_a];
   void *d = (void *)(uintptr_t)ptrs[g->buf_d];
   return lt_check(rt, lt->api.matmul(lt->handle, e->desc, &alpha, a, e->la, b, e->lb, &beta, d, e->ld, d, e->ld, &e->algo,
-                                     (void *)(uintptr_t)lt->workspace, LT_WORKSPACE_BYTES, (void *)rt->stream),
+                                     (void *)(uintptr_t)lt->workspace, LT_WORKSPACE_BYTES, (void *)stream),
                   loc, "cublasLtMatmul");
 }

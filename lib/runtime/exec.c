@@ -162,10 +162,10 @@ fu_status fu_rt_exec_poison(fu_rt_exec *e, uint8_t byte) {
   return st;
 }
 
-fu_status fu_rt_exec_launch_one(fu_rt_exec *e, uint32_t l) {
+fu_status fu_rt_exec_launch_one(fu_rt_exec *e, uint32_t l, CUstream stream) {
   const fu_rt_launch_plan *lp = &e->plan->launches[l];
-  if (lp->gemm) return fu_rt_gemm_run(e->rt, lp->gemm, e->ptrs, seg_loc(lp));
-  return fu_rt_launch(e->rt, &e->launches[l].fn, &lp->config, e->launches[l].params);
+  if (lp->gemm) return fu_rt_gemm_run(e->rt, stream, lp->gemm, e->ptrs, seg_loc(lp));
+  return fu_rt_launch_on(e->rt, stream, &e->launches[l].fn, &lp->config, e->launches[l].params);
 }
 
 /* After a synchronized launch: an index error flag the kernel set
@@ -214,7 +214,7 @@ fu_status fu_rt_exec_launch_all(fu_rt_exec *e, bool sync_each) {
   for (uint32_t l = 0; l < e->plan->n_launches && st == FU_OK && !streams; l++) {
     const fu_rt_launch_plan *lp = &e->plan->launches[l];
     if (lp->empty) continue;
-    st = fu_rt_exec_launch_one(e, l);
+    st = fu_rt_exec_launch_one(e, l, e->rt->stream);
     if (st == FU_OK && sync_each) st = fu_rt_synchronize(e->rt);
     if (st == FU_OK && sync_each) st = check_index_flags(e, lp);
     if (st != FU_OK)

@@ -28,8 +28,8 @@ struct fu_rt_exec {
  * one so that a failure names its kernel.  Errors get a note at the
  * segment.  The caller has pointed rt->diag at e->diag. */
 fu_status fu_rt_exec_launch_all(fu_rt_exec *e, bool sync_each);
-/* Queues launch l: its kernel, or its cuBLASLt call. */
-fu_status fu_rt_exec_launch_one(fu_rt_exec *e, uint32_t l);
+/* Queues launch l on `stream`: its kernel, or its cuBLASLt call. */
+fu_status fu_rt_exec_launch_one(fu_rt_exec *e, uint32_t l, CUstream stream);
 /* Queues every non-empty launch on its stream (streams.c): the side
  * stream's launches start after what the runtime's stream holds so far,
  * and the runtime's stream goes on only after them. */

@@ -24,11 +24,15 @@ struct fu_rt {
 
 /* cuBLASLt (cublaslt.c): loaded once per runtime, at the first matmul
  * segment `segment` (at `loc`); an error naming the library when it is
- * missing.  fu_rt_gemm_run queues one call on the runtime's stream with
- * the buffers' addresses `ptrs`. */
+ * missing.  fu_rt_gemm_run queues one call on `stream` with the
+ * buffers' addresses `ptrs`. */
 fu_status fu_rt_lt_open(fu_rt *rt, fu_loc loc, const char *segment);
 void fu_rt_lt_close(fu_rt *rt);
-fu_status fu_rt_gemm_run(fu_rt *rt, const fu_rt_gemm *g, const fu_rt_ptr *ptrs, fu_loc loc);
+fu_status fu_rt_gemm_run(fu_rt *rt, CUstream stream, const fu_rt_gemm *g, const fu_rt_ptr *ptrs, fu_loc loc);
+
+/* fu_rt_launch on `stream` (the runtime's own, or the side stream). */
+fu_status fu_rt_launch_on(fu_rt *rt, CUstream stream, const fu_rt_func *fn, const fu_rt_launch_config *cfg,
+                          void **params);
 
 /* The side stream and its events (streams.c): made at the first use,
  * released by fu_rt_close. */

@@ -118,7 +118,8 @@ fu_status fu_rt_module_function(fu_rt_module *mod, const char *entry, fu_rt_func
  * driver would refuse a grid.x that is not a multiple of c with
  * CUDA_ERROR_INVALID_CLUSTER_SIZE or the like; it is checked here first,
  * with a message that says what is wrong. */
-static fu_status launch_clusters(fu_rt *rt, const fu_rt_func *fn, const fu_rt_launch_config *cfg, void **params) {
+static fu_status launch_clusters(fu_rt *rt, CUstream stream, const fu_rt_func *fn, const fu_rt_launch_config *cfg,
+                                 void **params) {
   uint32_t c = cfg->cluster;
   if (cfg->grid[0] % c != 0) {
     fu_error(rt->diag, fu_loc_none(),
@@ -149,7 +150,7 @@ static fu_status launch_clusters(fu_rt *rt, const fu_rt_func *fn, const fu_rt_la
   lc.blockDimY = cfg->block[1];
   lc.blockDimZ = cfg->block[2];
   lc.sharedMemBytes = cfg->smem_bytes;
-  lc.hStream = rt->stream;
+  lc.hStream = stream;
   lc.attrs = &attr;
   lc.numAttrs = 1;
   char what[256];
@@ -160,6 +161,11 @@ static fu_status launch_clusters(fu_rt *rt, const fu_rt_func *fn, const fu_rt_la
 }
 
 fu_status fu_rt_launch(fu_rt *rt, const fu_rt_func *fn, const fu_rt_launch_config *cfg, void **params) {
+  return fu_rt_launch_on(rt, rt->stream, fn, cfg, params);
+}
+
+fu_status fu_rt_launch_on(fu_rt *rt, CUstream stream, const fu_rt_func *fn, const fu_rt_launch_config *cfg,
+                          void **params) {
   char what[256];
   CUfunction f = (CUfunction)fn->handle;
   if (cfg->smem_bytes > 48 * 1024) {
@@ -169,11 +175,11 @@ fu_status fu_rt_launch(fu_rt *rt, const fu_rt_func *fn, const fu_rt_launch_confi
         rt, rt->api.func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)cfg->smem_bytes), what);
     if (st != FU_OK) return st;
   }
-  if (cfg->cluster > 1) return launch_clusters(rt, fn, cfg, params);
+  if (cfg->cluster > 1) return launch_clusters(rt, stream, fn, cfg, params);
   snprintf(what, sizeof what, "cuLaunchKernel('%s', grid=[%u, %u, %u], block=[%u, %u, %u], smem=%u)", fn->entry,
            cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block[0], cfg->block[1], cfg->block[2], cfg->smem_bytes);
   return fu_rt_check(rt,
                      rt->api.launch_kernel(f, cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block[0], cfg->block[1],
-                                           cfg->block[2], cfg->smem_bytes, rt->stream, params, NULL),
+                                           cfg->block[2], cfg->smem_bytes, stream, params, NULL),
                      what);
 }

@@ -131,8 +131,7 @@ void fu_rt_side_stream_close(fu_rt *rt) {
 }
 
 /* The side stream waits for what the runtime's stream holds (the inputs'
- * uploads, a flush), its launches are queued there (rt->stream points at
- * it meanwhile, so a launch needs no stream argument), and the runtime's
+ * uploads, a flush), its launches are queued there, and the runtime's
  * stream waits for them before anything queued after. */
 fu_status fu_rt_exec_launch_streams(fu_rt_exec *e) {
   fu_rt *rt = e->rt;
@@ -140,18 +139,15 @@ fu_status fu_rt_exec_launch_streams(fu_rt_exec *e) {
   fu_status st = fu_rt_side_stream_ready(rt);
   if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_record(rt->fork_ev, rt->stream), "cuEventRecord");
   if (st == FU_OK) st = fu_rt_check(rt, rt->api.stream_wait_event(rt->side_stream, rt->fork_ev, 0), "cuStreamWaitEvent");
-  CUstream own = rt->stream;
   for (uint32_t l = 0; l < p->n_launches && st == FU_OK; l++) {
     const fu_rt_launch_plan *lp = &p->launches[l];
     if (lp->empty) continue;
-    rt->stream = lp->stream ? rt->side_stream : own;
-    st = fu_rt_exec_launch_one(e, l);
-    rt->stream = own;
+    st = fu_rt_exec_launch_one(e, l, lp->stream ? rt->side_stream : rt->stream);
     if (st != FU_OK)
       fu_note(e->diag, lp->segment ? lp->segment->loc : fu_loc_none(), "while running kernel '@%s' on the %s stream",
               fu_rt_launch_name(lp), lp->stream ? "side" : "runtime's");
   }
   if (st == FU_OK) st = fu_rt_check(rt, rt->api.event_record(rt->join_ev, rt->side_stream), "cuEventRecord");
-  if (st == FU_OK) st = fu_rt_check(rt, rt->api.stream_wait_event(own, rt->join_ev, 0), "cuStreamWaitEvent");
+  if (st == FU_OK) st = fu_rt_check(rt, rt->api.stream_wait_event(rt->stream, rt->join_ev, 0), "cuStreamWaitEvent");
   return st;
 }
