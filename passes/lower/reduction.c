@@ -510,7 +510,12 @@ static void store_outputs(rl *L, bool reduced) {
       fail(L, L->seg->loc, "an output is not reached by the loop domain");
       return;
     }
-    if (on_reduced(L, off) != reduced) continue;
+    /* a size-1 dim's coordinate may depend on a reduced loop whose
+     * offset does not (0 times its stride): the coordinates say where
+     * the value is computed */
+    bool varies = on_reduced(L, off);
+    for (int32_t d = 0; d < o->type.rank && !varies; d++) varies = on_reduced(L, c[d]);
+    if (varies != reduced) continue;
     /* the value and its index before the guard: what they compute is
      * memoized for the code after it */
     fu_kval *val = cast_to(L, eval(L, o, c), o->type.dtype), *at = emit_ix(L, off);
