@@ -118,6 +118,12 @@ static void add_loop(rbuild *b, uint32_t a, fu_ptype p) {
   b->loops[b->n_loops++] = (fu_sloop){.axis = a, .ptype = p, .loc = fu_loc_none()};
 }
 
+/* Binds the loop over axis a, already added, to p instead. */
+static void rebind_loop(rbuild *b, uint32_t a, fu_ptype p) {
+  for (uint32_t l = 0; l < b->n_loops; l++)
+    if (b->loops[l].axis == a) b->loops[l].ptype = p;
+}
+
 /* Extent estimate of reference dims [lo, hi) at the example sizes
  * (unbound symbols count as 4096). */
 static double estimate(fu_fusion *f, const fu_value *ref, int32_t lo, int32_t hi) {
@@ -296,9 +302,13 @@ typedef struct grid_ask {
   int per_sm_regs;       /* outer: the registers a thread takes (0 for inner) */
   int64_t segment_bytes; /* outer: the bytes a block reads of each row */
   const char *gname, *bname; /* the groups' and the split blocks' names, for `why` */
+  /* out: the chunks went on blockIdx.x, and the caller's rows belong on
+   * blockIdx.y (several rows that sweep: blocks launch x first, so a
+   * row's chunks run in order) */
+  bool chunks_on_x;
 } grid_ask;
 
-static bool grid_split(rbuild *b, const fu_device *dev, const grid_ask *g, uint32_t *rs, double *per, char *why,
+static bool grid_split(rbuild *b, const fu_device *dev, grid_ask *g, uint32_t *rs, double *per, char *why,
                        size_t cap) {
   int64_t threads = g->threads, unroll = g->unroll;
   double groups = g->groups;
@@ -317,11 +327,11 @@ static bool grid_split(rbuild *b, const fu_device *dev, const grid_ask *g, uint3
   double blocks = groups * ceil(*per / (double)chunk);
   uint32_t ry, rss;
   split_axis(b, *rs, chunk, "ry", "rss", &ry, &rss);
-  /* several rows: the chunks on blockIdx.x and the rows on blockIdx.y, so
-   * that the blocks, launched x first, take a row's chunks in order */
+  /* several rows: the chunks on blockIdx.x (the caller moves the rows to
+   * blockIdx.y), so that the blocks, launched x first, take a row's
+   * chunks in order */
   bool swap = sweep && groups > 1.0;
-  for (uint32_t l = 0; swap && l < b->n_loops; l++)
-    if (b->loops[l].ptype == FU_PT_BLOCK_X) b->loops[l].ptype = FU_PT_BLOCK_Y;
+  g->chunks_on_x = swap;
   add_loop(b, ry, swap ? FU_PT_BLOCK_X : FU_PT_BLOCK_Y);
   char fwhy[160] = "";
   if (few)
@@ -599,8 +609,10 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       for (int32_t d = 0; d < rank; d++) rows_on_y &= reduced[d] || ref->type.dims[d].sym == NULL;
       grid_ask ask = {.threads = tx, .groups = rows, .unroll = unroll, .rows_on_y = rows_on_y,
                       .gname = "row(s)", .bname = "blocks per row"};
-      if (grid_split(b, dev, &ask, &rs, &per, gwhy, sizeof gwhy))
+      if (grid_split(b, dev, &ask, &rs, &per, gwhy, sizeof gwhy)) {
         mode = FU_RM_GRID;
+        if (ask.chunks_on_x && i != UINT32_MAX) rebind_loop(b, i, FU_PT_BLOCK_Y);
+      }
       add_loop(b, rx, FU_PT_THREAD_X);
       serial_loops(b, rs, per, unroll);
       snprintf(why, sizeof why,
