@@ -253,6 +253,10 @@ bool fu_schedule_reduction_check(const fu_op *seg, const fu_schedule *s, fu_diag
  * a tree rather than walking them in row order: the lowering's choice,
  * which the schedule's explanation names (lib/analysis/reduction_axes.c). */
 bool fu_reduction_rows_fold(uint32_t rows, bool welford);
+/* red[d] (FU_MAX_RANK flags): whether reduction `op` (sum ... var_mean:
+ * their payloads start with the same axes list) reduces dim d of its
+ * operand, negative axes counted from the end. */
+void fu_reduction_dims(const fu_op *op, bool *red);
 /* The online-softmax pattern (lib/analysis/online_softmax.c): the max
  * that `sum` can fold with in one pass, i.e. `sum` reduces exp(a - b)
  * where b broadcasts max(a) back over the same axes (f32 or f64, all in

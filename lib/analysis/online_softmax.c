@@ -11,17 +11,6 @@
 
 #include "fuser/schedule.h"
 
-/* The reduced dims of reduction `op` over its operand, as flags. */
-static void reduced_dims(const fu_op *op, bool *red) {
-  int32_t rank = op->operands[0]->type.rank;
-  memset(red, 0, (size_t)FU_MAX_RANK * sizeof *red);
-  for (uint32_t i = 0; i < op->u.reduce.axes.n; i++) {
-    int64_t a = op->u.reduce.axes.v[i];
-    if (a < 0) a += rank;
-    if (a >= 0 && a < rank) red[a] = true;
-  }
-}
-
 /* Whether broadcast op b puts back exactly the dims `red` of a rank-`rank`
  * value that a reduction removed (keepdim=false). */
 static bool restores(const fu_op *b, const bool *red, int32_t rank) {
@@ -66,8 +55,8 @@ const fu_op *fu_online_softmax_max(const fu_op *sum) {
   if (mx->results[0]->type.dtype != t || a->type.dtype != t) return NULL;
   if (!fu_type_same_shape(&a->type, &sum->operands[0]->type)) return NULL;
   bool red_max[FU_MAX_RANK], red_sum[FU_MAX_RANK];
-  reduced_dims(mx, red_max);
-  reduced_dims(sum, red_sum);
+  fu_reduction_dims(mx, red_max);
+  fu_reduction_dims(sum, red_sum);
   if (memcmp(red_max, red_sum, sizeof red_max) != 0) return NULL;
   return b == mx || restores(b, red_max, a->type.rank) ? mx : NULL;
 }

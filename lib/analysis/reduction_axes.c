@@ -9,6 +9,16 @@
 
 static const char *seg_name(const fu_op *seg) { return seg->u.segment.name ? seg->u.segment.name : "?"; }
 
+void fu_reduction_dims(const fu_op *op, bool *red) {
+  int32_t rank = op->operands[0]->type.rank;
+  memset(red, 0, (size_t)FU_MAX_RANK * sizeof *red);
+  for (uint32_t i = 0; i < op->u.reduce.axes.n; i++) {
+    int64_t a = op->u.reduce.axes.v[i];
+    if (a < 0) a += rank;
+    if (a >= 0 && a < rank) red[a] = true;
+  }
+}
+
 /* Collects the segment's reductions and marks the reduced dims of their
  * common operand domain, then propagates the marks through the schedule's
  * transforms.  A schedule must not merge a reduced axis with a kept one:
@@ -25,12 +35,8 @@ bool fu_schedule_reduction(const fu_op *seg, const fu_schedule *s, fu_reduction_
       return false;
     }
     const fu_value *x = op->operands[0];
-    bool red[FU_MAX_RANK] = {false};
-    for (uint32_t i = 0; i < op->u.reduce.axes.n; i++) {
-      int64_t a = op->u.reduce.axes.v[i];
-      if (a < 0) a += x->type.rank;
-      if (a >= 0 && a < x->type.rank) red[a] = true;
-    }
+    bool red[FU_MAX_RANK];
+    fu_reduction_dims(op, red);
     if (ri->n_ops == 0) {
       memcpy(ri->reduced_dim, red, sizeof red);
     } else if (!fu_type_same_shape(&x->type, &ri->ops[0]->operands[0]->type) ||

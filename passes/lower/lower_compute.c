@@ -62,6 +62,11 @@ fu_kval *fu_lower_pointwise_math(fu_kbuilder *b, const fu_op *op, fu_kval **a, c
   return fu_kb_unary(b, name, FU_OP_CAST, rt, res);
 }
 
+fu_kval *fu_lower_exp2_arg(fu_kbuilder *b, fu_kval *x) {
+  fu_kval *l2e = fu_kb_const_f(b, NULL, FU_DT_F32, 1.4426950408889634);
+  return l2e ? fu_kb_binary(b, NULL, FU_OP_MUL, FU_DT_F32, x, l2e) : NULL;
+}
+
 const fu_ix *fu_lower_linear_index(fu_ix_ctx *ix, const fu_type *t, const fu_ix *const *c) {
   const fu_ix *lin = fu_ix_const(ix, 0);
   for (int32_t d = 0; d < t->rank && lin; d++) {

@@ -101,5 +101,10 @@ fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k);
  * reach bf16/f16 values through mul, div, neg and casts become exp2(x *
  * log2 e); *n_relaxed counts them. */
 fu_status fu_lower_relax_exp(fu_module *m, fu_kernel *k, uint32_t *n_relaxed);
+/* x * log2 e for an f32 x: what exp2 takes to give exp(x) in a product
+ * and one ex2.approx.ftz (lower_compute.c); relax_exp.c and the online
+ * softmax's states (reduction_online.c) say when its |x| u error is
+ * harmless.  NULL when the builder runs out of memory. */
+fu_kval *fu_lower_exp2_arg(fu_kbuilder *b, fu_kval *x);
 
 #endif

@@ -2,6 +2,7 @@
  * they hold and why the exponentials may be exp2 of a product). */
 #include <math.h>
 
+#include "lower_internal.h"
 #include "reduction_online.h"
 
 bool fu_online_op(const fu_op *op) { return op->kind == FU_OP_MAX && op->n_results == 2; }
@@ -21,7 +22,7 @@ static fu_kval *bin(fu_kbuilder *b, fu_op_kind k, fu_kval *a, fu_kval *c) {
 static fu_kval *exp_nonpositive(fu_kbuilder *b, fu_kval *d) {
   if (!d) return NULL;
   if (d->dtype != FU_DT_F32) return fu_kb_unary(b, NULL, FU_OP_EXP, d->dtype, d);
-  fu_kval *t = bin(b, FU_OP_MUL, d, fu_kb_const_f(b, NULL, d->dtype, 1.4426950408889634));
+  fu_kval *t = fu_lower_exp2_arg(b, d);
   return t ? fu_kb_unary(b, NULL, FU_OP_EXP2, d->dtype, t) : NULL;
 }
 
@@ -63,7 +64,7 @@ bool fu_online_combine(fu_kbuilder *b, fu_kval *const *a, fu_kval *const *c, fu_
   fu_kval *sc = bin(b, FU_OP_ADD, c[1], bin(b, FU_OP_MUL, a[1], w));
   fu_kval *a2[3] = {ge, sa, sc};
   out[0] = m;
-  out[1] = ge && sa && sc ? fu_kb_math(b, NULL, FU_OP_WHERE, m ? m->dtype : a[1]->dtype, a2, 3) : NULL;
+  out[1] = ge && sa && sc ? fu_kb_math(b, NULL, FU_OP_WHERE, a[1]->dtype, a2, 3) : NULL;
   return m && out[1];
 }
 

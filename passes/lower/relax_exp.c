@@ -107,8 +107,7 @@ static bool rewrite(relaxer *r, fu_module *m, fu_kernel *k, fu_kblock *blk, uint
     /* the product in a block of its own, spliced in before the exp */
     fu_kblock tmp = {NULL, NULL};
     fu_kbuilder b = fu_kbuilder_at(m, k, &tmp);
-    fu_kval *l2e = fu_kb_const_f(&b, NULL, FU_DT_F32, 1.4426950408889634);
-    fu_kval *t = l2e ? fu_kb_binary(&b, NULL, FU_OP_MUL, FU_DT_F32, x, l2e) : NULL;
+    fu_kval *t = fu_lower_exp2_arg(&b, x);
     if (!t) return false;
     tmp.last->next = in;
     if (prev) prev->next = tmp.first;

@@ -149,17 +149,6 @@ static double dim_estimate(fu_fusion *f, fu_extent e, double dflt) {
   return dflt;
 }
 
-/* reduced[d]: whether reduction `red` reduces dim d of its rank-`rank`
- * operand (var/var_mean's payload starts with the same axes list). */
-static void reduced_dims(const fu_op *red, int32_t rank, bool *reduced) {
-  for (int32_t d = 0; d < rank; d++) reduced[d] = false;
-  const fu_int_list *axes = &red->u.reduce.axes;
-  for (uint32_t i = 0; i < axes->n; i++) {
-    int64_t a = axes->v[i] < 0 ? axes->v[i] + rank : axes->v[i];
-    if (a >= 0 && a < rank) reduced[a] = true;
-  }
-}
-
 /* The vector: 16 bytes of the widest full-size tensor (0: bool among
  * them, scalar), at most 8 elements and `cap`, dividing the trailing run
  * of n elements. */
@@ -392,7 +381,7 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   const fu_value *ref = red->operands[0];
   int32_t rank = ref->type.rank;
   bool reduced[FU_MAX_RANK];
-  reduced_dims(red, rank, reduced);
+  fu_reduction_dims(red, reduced);
   /* the reduced dims include the last one: r merges them in order, i the
    * kept ones (batch norm over N, H, W of NCHW: a row of N runs of H * W);
    * with the last dim kept (an outer normalization) the segmenter makes a
@@ -606,7 +595,7 @@ int64_t fu_schedule_inner_outer_parts(fu_fusion *f, const fu_op *seg, uint32_t n
   int32_t rank = ref->type.rank;
   if (rank < 2) return 0;
   bool reduced[FU_MAX_RANK];
-  reduced_dims(red, rank, reduced);
+  fu_reduction_dims(red, reduced);
   int64_t n = 1;
   for (int32_t d = 0; d < rank; d++) {
     if (reduced[d] != (d > 0) || (d > 0 && ref->type.dims[d].sym)) return 0;

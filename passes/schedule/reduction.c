@@ -467,12 +467,8 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
   if (!b) return FU_ERR_NOMEM;
   const fu_value *ref = b->ref = red->operands[0];
   int32_t rank = ref->type.rank;
-  bool reduced[FU_MAX_RANK] = {false};
-  for (uint32_t i = 0; i < red->u.reduce.axes.n; i++) {
-    int64_t a = red->u.reduce.axes.v[i];
-    if (a < 0) a += rank;
-    if (a >= 0 && a < rank) reduced[a] = true;
-  }
+  bool reduced[FU_MAX_RANK];
+  fu_reduction_dims(red, reduced);
   int32_t nred = 0, first = rank, last = -1;
   for (int32_t d = 0; d < rank; d++)
     if (reduced[d]) {
