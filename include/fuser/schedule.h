@@ -123,6 +123,12 @@ typedef struct fu_stensor {
   int32_t inline_pos; /* -1: default (inlined into every loop axis) */
   fu_access access;
   fu_loc loc;
+  /* persist=smem, a staged input: the first `keep` chunks of each
+   * thread's part of the row (iterations of the row's unrolled loops, a
+   * vector each) stay in registers and only the rest is staged, so that
+   * two blocks fit an SM's shared memory (docs/ir.md, `keep=`); 0: all
+   * staged */
+  int32_t keep;
 } fu_stensor;
 
 /* How a reduction schedule combines the partial results of the threads
@@ -280,6 +286,13 @@ int64_t fu_persist_stage_bytes(fu_dtype dtype, int64_t rows, int64_t row);
 int64_t fu_persist_slot_bytes(uint32_t n_reductions, int64_t threads);
 bool fu_persist_device(const fu_schedule *s, fu_device *out);
 uint32_t fu_persist_smem_limit(const fu_device *dev);
+/* The chunks of a thread's part of a row (`keep=`): the threads along
+ * the row (threadIdx.x), the chunks (the product of the row's unroll
+ * loops' constant extents) and the elements of a chunk (the vectorize
+ * loop's extent, 1 without one).  False when the row's loops are not
+ * threadIdx.x, unroll and vectorize loops of constant extent, the shape
+ * keep= needs.  `ra` marks the reduced axes (fu_schedule_reduction). */
+bool fu_persist_chunks(const fu_schedule *s, const bool *ra, int64_t *threads, int64_t *chunks, int64_t *lanes);
 /* The blocks of `threads` threads a persistent kernel with a row loop
  * (partial sums) plans on per SM: up to 2 while each thread keeps 64
  * registers and the SM's threads allow, at least 1.  The scheduler makes

@@ -95,10 +95,51 @@ static int64_t any_extent(const fu_schedule *s, uint32_t a) {
   return x->out[1] == a ? x->factor : in > 0 ? (in + x->factor - 1) / x->factor : 0;
 }
 
+bool fu_persist_chunks(const fu_schedule *s, const bool *ra, int64_t *threads, int64_t *chunks, int64_t *lanes) {
+  *threads = *chunks = *lanes = 1;
+  bool tx = false;
+  for (uint32_t i = 0; i < s->n_loops; i++) {
+    const fu_sloop *l = &s->loops[i];
+    if (!ra[l->axis]) continue;
+    int64_t e = any_extent(s, l->axis);
+    if (e <= 0) return false;
+    if (l->ptype == FU_PT_THREAD_X) *threads *= e, tx = true;
+    else if (l->ptype == FU_PT_UNROLL) *chunks *= e;
+    else if (l->ptype == FU_PT_VECTORIZE) *lanes *= e;
+    else return false;
+  }
+  return tx;
+}
+
+/* keep= on staged input t (persist=smem): a row of threadIdx.x, unroll
+ * and vectorize loops of constant extent, exact (each thread's part is
+ * whole chunks), at most 64 chunks a thread, fewer kept than there are.
+ * *kept: the elements of a row kept in registers. */
+static bool keep_check(const fu_schedule *s, const bool *ra, const fu_stensor *t, int64_t row, int64_t *kept,
+                       fu_diag_engine *diag) {
+  int64_t threads, chunks, lanes;
+  const char *nm = t->value->name ? t->value->name : "?";
+  if (!fu_persist_chunks(s, ra, &threads, &chunks, &lanes)) {
+    fu_error(diag, t->loc,
+             "keep=%d on '%%%s' needs the row's loops to be threadIdx.x, unroll and vectorize loops of constant extent",
+             (int)t->keep, nm);
+    return false;
+  }
+  if (threads * chunks * lanes != row || chunks > 64 || t->keep >= chunks) {
+    fu_error(diag, t->loc,
+             "keep=%d on '%%%s': a thread's part of the row is %lld chunk(s) of %lld element(s) at %lld threads (a "
+             "row of %lld), and keep= needs them to cover the row exactly, at most 64, more than it keeps",
+             (int)t->keep, nm, (long long)chunks, (long long)lanes, (long long)threads, (long long)row);
+    return false;
+  }
+  *kept = (int64_t)t->keep * threads * lanes;
+  return true;
+}
+
 /* persist=smem: a constant row, at least one staged input, and the
- * staged rows with the reductions' slots within the shared memory a block
- * may have on the device the schedule names (when it names a preset, by
- * device or arch). */
+ * staged rows (less the chunks keep= holds in registers) with the
+ * reductions' slots within the shared memory a block may have on the
+ * device the schedule names (when it names a preset, by device or arch). */
 static bool smem_check(const fu_op *seg, const fu_schedule *s, const bool *ra, const fu_reduction_info *ri,
                        fu_diag_engine *diag) {
   int64_t row = 1, rows = 1, threads = 1, staged = 0;
@@ -121,7 +162,9 @@ static bool smem_check(const fu_op *seg, const fu_schedule *s, const bool *ra, c
   uint32_t n = 0;
   for (uint32_t i = 0; i < s->n_tensors; i++)
     if (s->tensors[i].memory == FU_MEM_SHARED) {
-      staged += fu_persist_stage_bytes(s->tensors[i].value->type.dtype, rows, row);
+      int64_t kept = 0;
+      if (s->tensors[i].keep > 0 && !keep_check(s, ra, &s->tensors[i], row, &kept, diag)) return false;
+      staged += fu_persist_stage_bytes(s->tensors[i].value->type.dtype, rows, row - kept);
       n++;
     }
   if (!n) {

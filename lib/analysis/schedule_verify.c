@@ -98,6 +98,13 @@ static bool verify_structure_in(fu_op *seg, const fu_schedule *s, fu_diag_engine
                    : "");
       ok = false;
     }
+    if (t->keep > 0 && !staged) {
+      fu_error(diag, t->loc,
+               "keep= holds part of a staged row in registers: '%%%s' is not an input staged in shared memory by a "
+               "persist=smem schedule",
+               t->value->name ? t->value->name : "?");
+      ok = false;
+    }
     if (!global && t->memory != FU_MEM_LOCAL) {
       fu_error(diag, t->loc,
                "'%%%s' is an intermediate: the pointwise lowering keeps intermediates in registers (memory=local)",

@@ -7,7 +7,7 @@
  *              | 'merge' AXIS ',' AXIS '->' AXIS
  *              | 'split' AXIS ',' INT '->' AXIS ',' AXIS attrs?      {tail=exact|guard|peel}
  *              | 'loop' '[' (AXIS ':' PTYPE attrs? (',' ...)*)? ']'  {grid=direct|stride}
- *              | 'tensor' VALUE attrs?               {memory=..., inline=N, access=...}
+ *              | 'tensor' VALUE attrs?               {memory=..., inline=N, access=..., keep=N}
  *   attrs    ::= '{' IDENT '=' (IDENT | INT | STRING) (',' ...)* '}'
  *   gemm     ::= 'gemm' VALUE ',' VALUE '->' VALUE '{' IDENT '=' value (',' ...)* '}'
  *                a, b: row | col; lda, ldb: INT | IDENT | STRING; epilogue: none | relu | gelu;
@@ -149,6 +149,7 @@ void fu_schedule_print(fu_strbuf *out, const fu_schedule *s, int indent, fu_valu
     put_ref(out, t->value, ref, user);
     fu_strbuf_printf(out, " {memory=%s", memory_name(t->memory));
     if (t->inline_pos >= 0) fu_strbuf_printf(out, ", inline=%d", (int)t->inline_pos);
+    if (t->keep > 0) fu_strbuf_printf(out, ", keep=%d", (int)t->keep);
     if (t->access != FU_ACCESS_DEFAULT)
       fu_strbuf_printf(out, ", access=%s",
                        t->access == FU_ACCESS_VECTOR ? "vector" : t->access == FU_ACCESS_TILE ? "tile" : "scalar");
@@ -612,13 +613,18 @@ static bool parse_tensor(sparser *p, const fu_token *kw) {
           bad_attr_value(p, &a[i], "a non-negative integer (a loop position)");
         else
           t.inline_pos = (int32_t)val->ival;
+      } else if (fu_txt_tok_is(&a[i].name, "keep")) {
+        if (val->kind != FU_TOK_INT || val->ival < 1 || val->ival > 64)
+          bad_attr_value(p, &a[i], "an integer from 1 to 64 (chunks a thread keeps in registers)");
+        else
+          t.keep = (int32_t)val->ival;
       } else if (fu_txt_tok_is(&a[i].name, "access")) {
         if (is_word(val, "vector")) t.access = FU_ACCESS_VECTOR;
         else if (is_word(val, "scalar")) t.access = FU_ACCESS_SCALAR;
         else if (is_word(val, "tile")) t.access = FU_ACCESS_TILE;
         else serr(p, val, "unknown access mode '%.*s'; valid: vector, scalar, tile", (int)val->len, val->p);
       } else {
-        serr(p, &a[i].name, "unknown attribute '%.*s' for 'tensor'; valid: memory, inline, access", (int)a[i].name.len,
+        serr(p, &a[i].name, "unknown attribute '%.*s' for 'tensor'; valid: memory, inline, access, keep", (int)a[i].name.len,
              a[i].name.p);
       }
     }

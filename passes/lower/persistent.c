@@ -74,6 +74,13 @@ typedef struct prow {
   fu_kval **stage;
   const fu_ix **stage_at;
   bool *staged, *storing;
+  /* keep= (by load access): the first keep[a] chunks of the thread's part
+   * stay in the register cache, the rest are staged at (chunk - keep) *
+   * chunk_elems past stage_at; with any, `hybrid`: the row loops unroll
+   * per chunk, as with persist=registers */
+  int32_t *keep;
+  int64_t chunk_elems;
+  bool hybrid;
   /* the pass being emitted */
   pass_kind kind;
   bool *need;   /* by value id: inputs the pass reads */
@@ -184,10 +191,11 @@ static void load_global(rl *L, const fu_iaccess *x, int64_t V, fu_kval **vals) {
  * pass stored it, else from global memory, stored to the shared array for
  * the passes after this one.  A thread reads back only the elements it
  * stored, so no barrier separates the passes. */
-static void load_staged(prow *P, uint32_t a, int64_t V, fu_kval **vals) {
+static void load_staged(prow *P, uint32_t a, int64_t V, int64_t off, fu_kval **vals) {
   rl *L = LL(P);
   const fu_iaccess *x = fu_igraph_access(L->g, a);
-  fu_kval *at = fu_rl_emit_ix(L, P->stage_at[a]);
+  const fu_ix *where = off ? fu_ix_add(L->ix, P->stage_at[a], fu_ix_const(L->ix, off)) : P->stage_at[a];
+  fu_kval *at = fu_rl_emit_ix(L, where);
   if (!at) return;
   if (P->staged[a]) {
     char nm[48];
@@ -211,8 +219,13 @@ static void load_staged(prow *P, uint32_t a, int64_t V, fu_kval **vals) {
  * backward spilled 8 bytes with its weight cached). */
 static void load_access(prow *P, uint32_t a, int64_t V, int32_t chunk, fu_kval **vals) {
   rl *L = LL(P);
-  if (P->stage && P->stage[a]) {
-    load_staged(P, a, V, vals);
+  int32_t keep = P->keep ? P->keep[a] : 0;
+  if (keep && chunk < 0) {
+    fu_rl_fail(L, L->s->loc, "keep= needs whole vectors at every point of the row (an exact split)");
+    return;
+  }
+  if (P->stage && P->stage[a] && (!keep || chunk >= keep)) {
+    load_staged(P, a, V, keep ? (int64_t)(chunk - keep) * P->chunk_elems : 0, vals);
     return;
   }
   const fu_iaccess *x = fu_igraph_access(L->g, a);
@@ -486,7 +499,8 @@ static void row_loops(prow *P, uint32_t li, int32_t chunk) {
   const fu_sloop *l = &L->s->loops[P->loops[li]];
   const fu_ix *var = fu_igraph_loop_var(L->g, P->loops[li]);
   int64_t e = 0;
-  if (P->registers && l->ptype == FU_PT_UNROLL && fu_ix_is_const(fu_igraph_axis_extent(L->g, l->axis), &e)) {
+  if ((P->registers || P->hybrid) && l->ptype == FU_PT_UNROLL &&
+      fu_ix_is_const(fu_igraph_axis_extent(L->g, l->axis), &e)) {
     for (int64_t k = 0; k < e && !L->failed; k++) {
       uint32_t mark = fu_lix_mark(&L->lix);
       fu_rl_ixv_set(L, var, fu_rl_emit_ix(L, fu_ix_const(L->ix, k)));
@@ -550,7 +564,7 @@ static void fold_row(prow *P, const fu_op *const *orig, uint32_t pass, const cha
   P->kind = PASS_REDUCE;
   P->acc = acc;
   P->reverse = pass % 2 == 1;
-  P->rolled = need_staged(P, true);
+  P->rolled = !P->hybrid && need_staged(P, true);
   row_loops(P, 0, 0);
   P->rolled = false;
   for (uint32_t a = 0; P->stage && a < P->n_acc; a++) P->staged[a] |= P->storing[a];
@@ -725,7 +739,13 @@ static void setup_stage(prow *P) {
   }
   int64_t stride = fu_persist_stage_stride(row);
   const fu_ix *at = fu_ix_add(L->ix, fu_ix_mul(L->ix, ty, fu_ix_const(L->ix, stride)), lin);
-  bool vector = fu_igraph_lane_var(L->g, &width) != NULL;
+  const fu_ix *lane = fu_igraph_lane_var(L->g, &width);
+  bool vector = lane != NULL;
+  /* keep=: the staged chunks in the thread's order, (chunk - keep) *
+   * threads * lanes + threadIdx.x * lanes + lane, after the row's ty */
+  int64_t threads = 1, chunks = 1, lanes = 1;
+  bool chunked = P->tx && fu_persist_chunks(s, L->ra, &threads, &chunks, &lanes);
+  P->chunk_elems = threads * lanes;
   for (uint32_t a = 0; a < P->n_acc && !L->failed; a++) {
     const fu_iaccess *x = fu_igraph_access(L->g, a);
     const fu_stensor *t = fu_schedule_tensor(s, x->value);
@@ -735,8 +755,22 @@ static void setup_stage(prow *P) {
     if (!first) continue;
     char nm[48];
     snprintf(nm, sizeof nm, "%s_row", x->value->name ? x->value->name : "x");
-    P->stage[a] = fu_rl_chk(L, fu_kernel_dynamic_array(L->m, L->k, nm, x->value->type.dtype, rows * stride));
+    int64_t len = rows * stride;
     P->stage_at[a] = at;
+    if (t->keep > 0) {
+      if (!chunked || t->keep >= chunks) {
+        fu_rl_fail(L, t->loc, "keep= needs a row of threadIdx.x, unroll and vectorize loops, with chunks left to stage");
+        return;
+      }
+      int64_t kstride = fu_persist_stage_stride(row - (int64_t)t->keep * P->chunk_elems);
+      len = rows * kstride;
+      const fu_ix *mine = fu_ix_mul(L->ix, P->tx, fu_ix_const(L->ix, lanes));
+      if (lane) mine = fu_ix_add(L->ix, mine, lane);
+      P->stage_at[a] = fu_ix_add(L->ix, fu_ix_mul(L->ix, ty, fu_ix_const(L->ix, kstride)), mine);
+      P->keep[a] = t->keep;
+      P->hybrid = true;
+    }
+    P->stage[a] = fu_rl_chk(L, fu_kernel_dynamic_array(L->m, L->k, nm, x->value->type.dtype, len));
   }
 }
 
@@ -861,7 +895,7 @@ static void row_body(prow *P, uint32_t nv) {
   for (uint32_t k = 0; k < P->n_partial; k++) mark_inputs(P, P->partial[k]->operands[0]);
   P->kind = PASS_OUTPUT;
   P->reverse = pass % 2 == 1;
-  P->rolled = need_staged(P, true);
+  P->rolled = !P->hybrid && need_staged(P, true);
   row_loops(P, 0, 0);
   P->rolled = false;
   /* the per-row outputs (mean, rstd), by the row's thread 0 */
@@ -939,6 +973,24 @@ static uint32_t planned_blocks(const prow *P) {
   return fu_persist_register_blocks(&dev, threads, (int64_t)cached * ((row + threads - 1) / threads));
 }
 
+/* keep=: the blocks an SM holds by their shared memory (the staged rows
+ * and the reductions' slots, and the 1 KiB the driver reserves a block)
+ * and threads, at most 2, which the lowering asks ptxas for: a kept
+ * chunk is worth its registers only where it lets a second block in. */
+static uint32_t hybrid_blocks(const prow *P) {
+  rl *L = P->L;
+  fu_device dev;
+  if (!fu_persist_device(L->s, &dev)) return 0;
+  int64_t threads = (int64_t)L->k->block[0] * L->k->block[1] * L->k->block[2];
+  int64_t smem = fu_persist_slot_bytes(L->ri.n_ops, threads) + 1024;
+  for (uint32_t a = 0; a < P->n_acc; a++)
+    if (P->stage[a]) smem += P->stage[a]->length * (int64_t)fu_dtype_size(P->stage[a]->dtype);
+  int64_t b = 2;
+  if ((int64_t)dev.smem_per_sm / smem < b) b = (int64_t)dev.smem_per_sm / smem;
+  if ((int64_t)dev.max_threads_per_sm / threads < b) b = (int64_t)dev.max_threads_per_sm / threads;
+  return b > 1 ? (uint32_t)b : 0;
+}
+
 /* The kernel body (fu_rl_lower's callback). */
 static void persistent_body(rl *L) {
   const fu_schedule *s = L->s;
@@ -986,6 +1038,7 @@ static void persistent_body(rl *L) {
     P.stage_at = fu_mem_calloc(&L->m->alloc, n_st, sizeof *P.stage_at);
     P.staged = fu_mem_calloc(&L->m->alloc, n_st, sizeof *P.staged);
     P.storing = fu_mem_calloc(&L->m->alloc, n_st, sizeof *P.storing);
+    P.keep = fu_mem_calloc(&L->m->alloc, n_st, sizeof *P.keep);
   }
   /* partial sums: their ops, and their outputs, which this body stores */
   bool *own = fu_mem_calloc(&L->m->alloc, nv, sizeof *own);
@@ -999,10 +1052,11 @@ static void persistent_body(rl *L) {
   uint32_t want = planned_blocks(&P);
   if (want > 1) L->k->min_blocks = want;
   if (!P.cache || !P.loaded || !P.need || !own || !P.pacc ||
-      (n_st && (!P.stage || !P.stage_at || !P.staged || !P.storing))) {
+      (n_st && (!P.stage || !P.stage_at || !P.staged || !P.storing || !P.keep))) {
     fu_rl_chk(L, NULL);
   } else if (!L->failed) {
     if (n_st) setup_stage(&P);
+    if (P.hybrid && !L->failed) L->k->min_blocks = hybrid_blocks(&P);
     if (P.n_partial) init_partials(&P);
     if (P.n_partial && P.row_loop >= 0 && !L->failed && !parts_fixed(&P))
       fu_rl_fail(L, s->loc, "a partial sum's part changes along the row loop: split the rows by its parts");
@@ -1025,6 +1079,7 @@ static void persistent_body(rl *L) {
   fu_mem_free(&L->m->alloc, P.stage_at, n_st * sizeof *P.stage_at);
   fu_mem_free(&L->m->alloc, P.staged, n_st * sizeof *P.staged);
   fu_mem_free(&L->m->alloc, P.storing, n_st * sizeof *P.storing);
+  fu_mem_free(&L->m->alloc, P.keep, n_st * sizeof *P.keep);
 }
 
 fu_status fu_lower_persistent(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {

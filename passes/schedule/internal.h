@@ -58,9 +58,19 @@ typedef struct fu_stage_plan {
   int64_t bytes; /* of the staged rows */
   int64_t slots; /* at most, of the reductions' slots */
   int64_t limit; /* the shared memory a block may have (fu_persist_smem_limit) */
+  /* keep= (fu_schedule_stage_keep): the chunks each thread keeps in
+   * registers of every staged input (0: none), at `threads` threads a row
+   * of `chunks` chunks a thread */
+  int64_t keep, threads, chunks;
 } fu_stage_plan;
 fu_status fu_schedule_stage_plan(fu_fusion *f, const fu_op *seg, const fu_value *const *full, uint32_t n_full,
                                  int64_t rows, int64_t row, int64_t threads, const fu_device *dev, fu_stage_plan *out);
+/* Whether plan sp (one row per block, of `vecs` vectors of vw elements)
+ * takes keep=: its staged rows let one block an SM, and KEEP_THREADS
+ * threads a row keeping their first chunks in registers (half of what two
+ * blocks leave a thread) let two; then sp says how (keep, threads,
+ * chunks, and the staged and slot bytes that remain). */
+bool fu_schedule_stage_keep(const fu_op *seg, const fu_device *dev, int64_t vecs, int64_t vw, fu_stage_plan *sp);
 
 /* The inner-outer rewrite (passes/schedule/inner_outer.c): the parts of
  * the partial sums persistent segment `seg` would take with `n_partials`

@@ -319,7 +319,7 @@ static fu_status finish(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_
       continue;
     }
     s->tensors[s->n_tensors++] = (fu_stensor){.value = (fu_value *)v, .memory = FU_MEM_SHARED, .inline_pos = -1,
-                                              .loc = fu_loc_none()};
+                                              .loc = fu_loc_none(), .keep = (int32_t)sp->keep};
     sp->staged[kept++] = v;
   }
   if (pm == FU_PM_SMEM) sp->n_staged = kept;
@@ -349,6 +349,11 @@ static void explain_smem(fu_strbuf *out, const fu_stage_plan *sp, bool staged, b
       fu_strbuf_printf(out, "%s%%%s", k ? ", " : "", sp->staged[k]->name ? sp->staged[k]->name : "?");
     fu_strbuf_printf(out, " staged (%lld bytes, and at most %lld for the reductions' slots, of %lld per block)",
                      (long long)sp->bytes, (long long)sp->slots, (long long)sp->limit);
+    if (sp->keep)
+      fu_strbuf_printf(out,
+                       ", but for the first %lld of each thread's %lld vectors, which stay in registers (keep=) so "
+                       "that two blocks of %lld threads fit an SM",
+                       (long long)sp->keep, (long long)sp->chunks, (long long)sp->threads);
     for (uint32_t k = 0; k < sp->n_left; k++)
       fu_strbuf_printf(out, ", %%%s reread (%lld bytes more do not fit)", sp->left[k]->name ? sp->left[k]->name : "?",
                        (long long)sp->left_bytes[k]);
@@ -455,9 +460,14 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
     if (pst != FU_OK) return pst;
   }
   bool smem = sp.n_staged > 0;
+  int64_t tried = tx, tried_per = per; /* what the registers schedule would have had */
+  /* one block an SM by its staged rows: keep= may let two in */
+  if (smem && ty == 1 && cluster == 1 && !n_partial && fu_schedule_stage_keep(seg, dev, (int64_t)vecs, vw, &sp)) {
+    tx = sp.threads;
+    per = sp.chunks;
+  }
   /* else every pass rereads it with REREAD_THREADS threads (at 1024, the
    * 64 registers a thread may have spill a little) */
-  int64_t tried = tx; /* the threads the registers schedule would have had */
   if (!regs && !smem && !warp) {
     tx = (uint32_t)REREAD_THREADS < dev->max_threads_per_block ? REREAD_THREADS : dev->max_threads_per_block;
     ty = 1;
@@ -494,7 +504,7 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
    * where one full-size input is read (with two, the unrolled loads of a
    * 1024-thread block spill at its 64 registers: a bf16 residual add plus
    * layer norm over rows of 65536 spilled 168 bytes, 0 as a loop) */
-  bind(&b, rs, regs || (smem && per <= SMEM_UNROLL && n_full == 1) ? FU_PT_UNROLL : FU_PT_SERIAL);
+  bind(&b, rs, regs || sp.keep || (smem && per <= SMEM_UNROLL && n_full == 1) ? FU_PT_UNROLL : FU_PT_SERIAL);
   if (rv != UINT32_MAX) bind(&b, rv, FU_PT_VECTORIZE);
   fu_reduce_mode mode = warp ? FU_RM_WARP : FU_RM_BLOCK;
   fu_persist_mode pm = regs ? FU_PM_REGISTERS : smem ? FU_PM_SMEM : FU_PM_REREAD;
@@ -511,7 +521,7 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
                !row_const ? "symbolic row" : cap < 8 ? "wider vectors do not fit every access" : "no vector divides the row");
     snprintf(regs_why, sizeof regs_why,
              "at %lld threads per row, %lld elements per thread would need %lld bytes of registers, more than %d",
-             (long long)tried, (long long)(per * vw), (long long)(per * vw * (int64_t)cached), (int)budget);
+             (long long)tried, (long long)(tried_per * vw), (long long)(tried_per * vw * (int64_t)cached), (int)budget);
     fu_strbuf where;
     fu_strbuf_init(&where, f->module->alloc);
     if (regs && cluster > 1)

@@ -102,7 +102,8 @@ static fu_status one_d(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, const fu_
     /* a tensor read on several paths has several accesses: list it once */
     if (!fu_schedule_tensor(s, a->value))
       s->tensors[s->n_tensors++] =
-          (fu_stensor){(fu_value *)a->value, FU_MEM_GLOBAL, -1, FU_ACCESS_SCALAR, fu_loc_none()};
+          (fu_stensor){.value = (fu_value *)a->value, .memory = FU_MEM_GLOBAL, .inline_pos = -1,
+                       .access = FU_ACCESS_SCALAR, .loc = fu_loc_none()};
   }
   fu_igraph_free(g);
   *out = s;

@@ -310,7 +310,7 @@ fu_status fu_schedule_transpose(fu_fusion *f, fu_op *seg, const fu_device *dev, 
     for (uint32_t i = 0; i < p.n; i++)
       if (p.a[i].v == gv && p.a[i].store == (gi >= seg->n_operands) && tiled(&p.a[i], di, dj)) t = true;
     if (!t || fu_schedule_tensor(s, gv)) continue;
-    s->tensors[n_t++] = (fu_stensor){gv, FU_MEM_GLOBAL, -1, FU_ACCESS_TILE, fu_loc_none()};
+    s->tensors[n_t++] = (fu_stensor){.value = gv, .memory = FU_MEM_GLOBAL, .inline_pos = -1, .access = FU_ACCESS_TILE, .loc = fu_loc_none()};
     size_t len = strlen(list);
     snprintf(list + len, sizeof list - len, "%s%%%s", len ? ", " : "", vn(gv));
   }
