@@ -76,12 +76,14 @@ fu_status fu_schedule_stage_plan(fu_fusion *f, const fu_op *seg, const fu_value 
 }
 
 /* With one block an SM a row's passes leave the SM idle through their
- * reductions and barriers; a second block covers them.  On the H100 (bf16
- * [1024, 65536], 1024 threads staging 128 KiB against 256 threads keeping
- * 8 of their 32 vectors in registers and staging 96 KiB, two blocks an
- * SM): layer norm 106.3 -> 102.8 us, softmax 98.1 -> 97.9, RMS norm 97.3
- * both; keeping 6 or 12 chunks, or 512 threads keeping 3 to 6, was no
- * better on all three (docs/performance.md). */
+ * reductions and barriers; a second block covers them.  Measured on the
+ * H100 against the whole row staged (docs/performance.md, "keep="), it
+ * helps some rows and costs others, by ptxas's register allocation more
+ * than by rule, so it is off unless --enable=smem_keep: bf16 layer norm
+ * [1024, 65536] 106.0 -> 102.7-104.0 us, [512, 65536] 60.4 -> 55.4, the
+ * residual add and layer norm of [2048, 32768] 190.2 -> 187.0, RMS norm
+ * equal, softmax 97.7 -> 98.7, f32 softmax [2048, 40960] 231.5 -> 243.0,
+ * and layer norm [1536, 61440] 156 -> 347 (648 bytes spilled). */
 bool fu_schedule_stage_keep(const fu_op *seg, const fu_device *dev, int64_t vecs, int64_t vw, fu_stage_plan *sp) {
   enum { KEEP_THREADS = 256, DRIVER_RESERVE = 1024, MAX_CHUNKS = 64 };
   const int64_t per_sm = dev->smem_per_sm;

@@ -373,9 +373,11 @@ static void explain_smem(fu_strbuf *out, const fu_stage_plan *sp, bool staged, b
 /* The schedule with vectors of at most `cap` elements; *vw_out: the width
  * it chose.  With `scalar_staged`, no shared memory: an earlier try
  * staged inputs that the schedule reads element by element, which the
- * lowering does not stage (then *retry asks for that try). */
+ * lowering does not stage (then *retry asks for that try).  With
+ * `keep_ok`, a staged row may take keep= (fu_schedule_stage_keep). */
 static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
-                            int64_t cap, bool scalar_staged, int64_t *vw_out, fu_schedule **out, bool *retry) {
+                            int64_t cap, bool scalar_staged, bool keep_ok, int64_t *vw_out, fu_schedule **out,
+                            bool *retry) {
   *out = NULL;
   const char *sname = seg->u.segment.name ? seg->u.segment.name : "?";
   const fu_op *red = first_reduction(seg);
@@ -462,7 +464,8 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   bool smem = sp.n_staged > 0;
   int64_t tried = tx, tried_per = per; /* what the registers schedule would have had */
   /* one block an SM by its staged rows: keep= may let two in */
-  if (smem && ty == 1 && cluster == 1 && !n_partial && fu_schedule_stage_keep(seg, dev, (int64_t)vecs, vw, &sp)) {
+  if (keep_ok && smem && ty == 1 && cluster == 1 && !n_partial &&
+      fu_schedule_stage_keep(seg, dev, (int64_t)vecs, vw, &sp)) {
     tx = sp.threads;
     per = sp.chunks;
   }
@@ -571,17 +574,32 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
 /* The ladder at vector width `cap` (fu_schedule_width_fn): again without
  * shared memory when its staged inputs turned out to be read element by
  * element. */
+static fu_status build_with(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                            int64_t cap, bool keep_ok, int64_t *vw_out, fu_schedule **out) {
+  bool retry = false;
+  fu_status st = build_tier(f, seg, dev, diag, debug, cap, false, keep_ok, vw_out, out, &retry);
+  if (st == FU_OK && retry) st = build_tier(f, seg, dev, diag, debug, cap, true, keep_ok, vw_out, out, &retry);
+  return st;
+}
+
 static fu_status build(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug, int64_t cap,
                        int64_t *vw_out, fu_schedule **out) {
-  bool retry = false;
-  fu_status st = build_tier(f, seg, dev, diag, debug, cap, false, vw_out, out, &retry);
-  if (st == FU_OK && retry) st = build_tier(f, seg, dev, diag, debug, cap, true, vw_out, out, &retry);
-  return st;
+  return build_with(f, seg, dev, diag, debug, cap, false, vw_out, out);
+}
+
+static fu_status build_keep(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
+                            int64_t cap, int64_t *vw_out, fu_schedule **out) {
+  return build_with(f, seg, dev, diag, debug, cap, true, vw_out, out);
 }
 
 fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                  fu_schedule **out) {
   return fu_schedule_narrowed(f, seg, dev, diag, debug, build, out);
+}
+
+fu_status fu_schedule_persistent_keep(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
+                                      FILE *debug, fu_schedule **out) {
+  return fu_schedule_narrowed(f, seg, dev, diag, debug, build_keep, out);
 }
 
 /* The parts of the inner-outer rewrite for persistent segment `seg` with
