@@ -41,6 +41,10 @@ typedef struct fu_device {
   uint32_t max_cluster;
 } fu_device;
 
+/* The shared memory the driver keeps per resident block (1 KiB from sm_80
+ * on), counted against smem_per_sm where blocks per SM are sized. */
+enum { FU_SMEM_RESERVED_PER_BLOCK = 1024 };
+
 /* The preset named `name` ("h100", "h100-sxm", "h200", "a100", "sm_80",
  * "sm_90"; case-sensitive).  False when there is no such preset.
  * sm_90 is the H100 SXM, sm_80 the A100 SXM 80 GB. */

@@ -172,7 +172,7 @@ uint32_t fu_kernel_smem_blocks_per_sm(const fu_kernel *k, uint32_t sm) {
   if (!k->smem_bytes || !threads || !fu_device_preset(name, &dev)) return 0;
   const fu_kval *seen[MAX_STATIC_SEEN];
   uint32_t n_seen = 0;
-  uint64_t per_block = k->smem_bytes + static_smem(&k->body, seen, &n_seen) + 1024;
+  uint64_t per_block = k->smem_bytes + static_smem(&k->body, seen, &n_seen) + FU_SMEM_RESERVED_PER_BLOCK;
   uint64_t by_smem = dev.smem_per_sm / per_block, by_threads = dev.max_threads_per_sm / threads;
   if (by_threads > dev.max_blocks_per_sm) by_threads = dev.max_blocks_per_sm;
   if (by_smem >= by_threads) return 0;

@@ -974,7 +974,7 @@ static uint32_t planned_blocks(const prow *P) {
 }
 
 /* keep=: the blocks an SM holds by their shared memory (the staged rows
- * and the reductions' slots, and the 1 KiB the driver reserves a block)
+ * and the reductions' slots, and what the driver reserves a block)
  * and threads, at most 2, which the lowering asks ptxas for: a kept
  * chunk is worth its registers only where it lets a second block in. */
 static uint32_t hybrid_blocks(const prow *P) {
@@ -982,7 +982,7 @@ static uint32_t hybrid_blocks(const prow *P) {
   fu_device dev;
   if (!fu_persist_device(L->s, &dev)) return 0;
   int64_t threads = (int64_t)L->k->block[0] * L->k->block[1] * L->k->block[2];
-  int64_t smem = fu_persist_slot_bytes(L->ri.n_ops, threads) + 1024;
+  int64_t smem = fu_persist_slot_bytes(L->ri.n_ops, threads) + FU_SMEM_RESERVED_PER_BLOCK;
   for (uint32_t a = 0; a < P->n_acc; a++)
     if (P->stage[a]) smem += P->stage[a]->length * (int64_t)fu_dtype_size(P->stage[a]->dtype);
   int64_t b = 2;

@@ -85,9 +85,9 @@ fu_status fu_schedule_stage_plan(fu_fusion *f, const fu_op *seg, const fu_value 
  * equal, softmax 97.7 -> 98.7, f32 softmax [2048, 40960] 231.5 -> 243.0,
  * and layer norm [1536, 61440] 156 -> 347 (648 bytes spilled). */
 bool fu_schedule_stage_keep(const fu_op *seg, const fu_device *dev, int64_t vecs, int64_t vw, fu_stage_plan *sp) {
-  enum { KEEP_THREADS = 256, DRIVER_RESERVE = 1024, MAX_CHUNKS = 64 };
+  enum { KEEP_THREADS = 256, MAX_CHUNKS = 64 };
   const int64_t per_sm = dev->smem_per_sm;
-  if (sp->rows != 1 || !sp->n_staged || sp->n_left || 2 * (sp->bytes + sp->slots + DRIVER_RESERVE) <= per_sm)
+  if (sp->rows != 1 || !sp->n_staged || sp->n_left || 2 * (sp->bytes + sp->slots + FU_SMEM_RESERVED_PER_BLOCK) <= per_sm)
     return false;
   int64_t threads = KEEP_THREADS;
   if (vecs % threads != 0 || 2 * threads > (int64_t)dev->max_threads_per_sm) return false;
@@ -106,7 +106,7 @@ bool fu_schedule_stage_keep(const fu_op *seg, const fu_device *dev, int64_t vecs
   int64_t bytes = 0, slots = fu_persist_slot_bytes(n_reductions(seg), threads);
   for (uint32_t k = 0; k < sp->n_staged; k++)
     bytes += fu_persist_stage_bytes(sp->staged[k]->type.dtype, 1, sp->row - keep * threads * vw);
-  if (2 * (bytes + slots + DRIVER_RESERVE) > per_sm || bytes + slots > sp->limit) return false;
+  if (2 * (bytes + slots + FU_SMEM_RESERVED_PER_BLOCK) > per_sm || bytes + slots > sp->limit) return false;
   sp->keep = keep;
   sp->threads = threads;
   sp->chunks = chunks;

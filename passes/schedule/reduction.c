@@ -732,14 +732,14 @@ static fu_status build_schedule(fu_fusion *f, fu_op *seg, const fu_device *dev, 
       char gwhy[384] = "";
       mode = FU_RM_BLOCK;
       add_loop(b, ib, FU_PT_BLOCK_X);
-      if (few_rows && colblocks < wave / 2)
-        snprintf(gwhy, sizeof gwhy, "; %.0f column block(s) of %lld threads for %.0f rows (at most %d: no grid split)",
-                 colblocks, (long long)tx, depth, FEW_ROWS);
       grid_ask ask = {.threads = tx * ty, .groups = colblocks, .unroll = unroll,
                       .per_sm_regs = outer_thread_regs(seg, vw),
                       .segment_bytes = tx * vw * (int64_t)fu_dtype_size(ref->type.dtype),
                       .gname = "column block(s)", .bname = "blocks down"};
-      if (!(few_rows && colblocks < wave / 2) && grid_split(b, dev, &ask, &rs, &per, gwhy, sizeof gwhy))
+      if (few_rows && colblocks < wave / 2)
+        snprintf(gwhy, sizeof gwhy, "; %.0f column block(s) of %lld threads for %.0f rows (at most %d: no grid split)",
+                 colblocks, (long long)tx, depth, FEW_ROWS);
+      else if (grid_split(b, dev, &ask, &rs, &per, gwhy, sizeof gwhy))
         mode = FU_RM_GRID;
       add_loop(b, ix, FU_PT_THREAD_X);
       add_loop(b, rt, FU_PT_THREAD_Y);
