@@ -121,6 +121,10 @@ typedef enum fu_kinst_kind {
   FU_KI_FENCE,   /* memory fence at scope u.fence */
   FU_KI_MISALIGN,/* results[0] = (address of tensor param args[0]) / element size, mod u.misalign (a power of
                     two, 2..16): how many elements its base lies past a boundary of that many elements */
+  FU_KI_OPAQUE,  /* results[0..n) = args[0..n), bit for bit, all of one dtype (1 <= n <= 16), through
+                    an optimization barrier: the backend does not merge what is computed from the results
+                    with what is computed from the args (a row kept in registers in its 16-bit form is
+                    widened again in each pass, not kept widened from the first) */
   FU_KI_FOR,     /* for results[0] in [args[0], args[1]) step args[2] { u.loop.body } */
   FU_KI_IF,      /* if args[0] { u.branch.then_body } else { u.branch.else_body } */
 } fu_kinst_kind;
@@ -304,6 +308,9 @@ fu_kinst *fu_kb_fence(fu_kbuilder *b, fu_fence_scope scope);
  * an integer of `dtype`: a peeled split's shift is computed from it
  * (docs/ir.md, "Peeled vector splits"). */
 fu_kval *fu_kb_misalign(fu_kbuilder *b, const char *name, fu_kval *mem, uint32_t modulus, fu_dtype dtype);
+/* `%r0, ... = opaque %x0, ...`: n (1..16) values of one dtype through an
+ * optimization barrier (FU_KI_OPAQUE); writes the n results to `out`. */
+fu_kinst *fu_kb_opaque(fu_kbuilder *b, fu_kval *const *values, uint32_t n, fu_kval **out);
 /* `for %name = start to end step step`; the induction variable has start's
  * dtype.  Continue building inside with fu_kbuilder_at(m, k, &inst->u.loop.body). */
 fu_kinst *fu_kb_for(fu_kbuilder *b, const char *name, fu_kval *start, fu_kval *end, fu_kval *step,

@@ -458,6 +458,9 @@ static void exec(kexec *x, const fu_kinst *in) {
     return;
   }
   case FU_KI_READ: x->reg[in->results[0]->id] = x->reg[in->args[0]->id]; return;
+  case FU_KI_OPAQUE: /* the barrier is the backend's; the values pass unchanged */
+    for (uint32_t i = 0; i < in->n_results; i++) x->reg[in->results[i]->id] = x->reg[in->args[i]->id];
+    return;
   case FU_KI_ASSIGN:
     x->reg[in->args[0]->id] = 0;
     convert(in->args[1]->dtype, &x->reg[in->args[1]->id], in->args[0]->dtype, &x->reg[in->args[0]->id]);

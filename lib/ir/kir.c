@@ -395,6 +395,22 @@ fu_kval *fu_kb_misalign(fu_kbuilder *b, const char *name, fu_kval *mem, uint32_t
   return r;
 }
 
+fu_kinst *fu_kb_opaque(fu_kbuilder *b, fu_kval *const *values, uint32_t n, fu_kval **out) {
+  if (n == 0 || n > 16 || !out) return NULL;
+  fu_kval *res[16];
+  for (uint32_t i = 0; i < n; i++) {
+    if (!values[i] || values[i]->dtype != values[0]->dtype) return NULL;
+    char nm[96];
+    snprintf(nm, sizeof nm, "%.80s_o", values[i]->name ? values[i]->name : "opaque");
+    if (!(res[i] = fu_kval_new_local(b->m, b->k, nm, values[0]->dtype))) return NULL;
+  }
+  fu_kinst *in = fu_kinst_new(b->m, FU_KI_OPAQUE, values, n, res, n);
+  if (!in) return NULL;
+  fu_kblock_append(b->block, in);
+  memcpy(out, res, n * sizeof *res);
+  return in;
+}
+
 fu_kinst *fu_kb_fence(fu_kbuilder *b, fu_fence_scope scope) {
   fu_kinst *in = fu_kinst_new(b->m, FU_KI_FENCE, NULL, 0, NULL, 0);
   if (!in) return NULL;

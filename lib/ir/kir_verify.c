@@ -45,6 +45,7 @@ static const char *inst_name(const fu_kinst *in) {
   case FU_KI_ATOM_ADD: return "atom.add";
   case FU_KI_FENCE: return "fence";
   case FU_KI_MISALIGN: return "misalign";
+  case FU_KI_OPAQUE: return "opaque";
   case FU_KI_FOR: return "for";
   case FU_KI_IF: return "if";
   }
@@ -423,6 +424,21 @@ static void verify_inst(kverifier *v, const fu_kinst *in, unsigned depth) {
     if (in->u.fence != FU_FENCE_BLOCK && in->u.fence != FU_FENCE_GPU) verr(v, in, "has an unknown scope");
     return;
   case FU_KI_ATOM_ADD: verify_atom(v, in); return;
+  case FU_KI_OPAQUE:
+    if (in->n_args == 0 || in->n_args > 16 || in->n_results != in->n_args) {
+      verr(v, in, "needs 1 to 16 operands and as many results");
+      return;
+    }
+    for (uint32_t i = 0; i < in->n_args; i++) {
+      if (!use_scalar(v, in, in->args[i], "operand")) return;
+      define(v, in, in->results[i]);
+      if (in->results[i] && in->results[i]->dtype != in->args[i]->dtype)
+        verr(v, in, "result %u is %s but its operand is %s", i, fu_dtype_name(in->results[i]->dtype),
+             fu_dtype_name(in->args[i]->dtype));
+      else if (in->args[i]->dtype != in->args[0]->dtype)
+        verr(v, in, "operands must have one dtype");
+    }
+    return;
   case FU_KI_MISALIGN: {
     uint32_t w = in->u.misalign;
     if (in->n_args != 1 || in->n_results != 1 || !in->args[0]) {

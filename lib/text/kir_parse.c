@@ -914,7 +914,7 @@ static bool parse_assignment(kparser *p, fu_kblock *b, bool top, fu_loc loc) {
 
   uint32_t w;
   fu_kinst *in = NULL;
-  if (mem_width(&op, "load") == 0 && n != 1) {
+  if (mem_width(&op, "load") == 0 && !word_is(&op, "opaque") && n != 1) {
     perr(p, names[1].loc, "'%.*s' has one result", (int)op.len, op.text);
     return false;
   }
@@ -962,6 +962,25 @@ static bool parse_assignment(kparser *p, fu_kblock *b, bool top, fu_loc loc) {
     in = fu_kinst_new(p->m, FU_KI_READ, &mut, 1, res, 1);
     if (!in) return oom(p);
     if (!parse_result_type(p, res, 1)) return false;
+  } else if (word_is(&op, "opaque")) {
+    /* `%a, %b = opaque %x, %y : dtype`: one operand per result */
+    fu_kval *args[16];
+    uint32_t na = 0;
+    while (!is_punct(p, ':')) {
+      if (na && !expect_punct(p, ',')) return false;
+      if (na == n) {
+        perr(p, p->tok.loc, "'opaque' has one operand per result (%u)", n);
+        return false;
+      }
+      if (!(args[na++] = use_value(p))) return false;
+    }
+    if (na != n) {
+      perr(p, op.loc, "'opaque' has one operand per result: %u results, %u operands", n, na);
+      return false;
+    }
+    in = fu_kinst_new(p->m, FU_KI_OPAQUE, args, na, res, n);
+    if (!in) return oom(p);
+    if (!parse_result_type(p, res, n)) return false;
   } else if (word_is(&op, "shfl.xor")) {
     uint32_t mask = 0;
     if (!(in = parse_value_int(p, FU_KI_SHFL_XOR, res, 1, 31, "lane mask", &mask))) return false;

@@ -358,8 +358,9 @@ static void print_inst(kprinter *p, const fu_kinst *in, int indent) {
     print_args(p, in, 2);
     break;
   case FU_KI_READ:
+  case FU_KI_OPAQUE:
     print_results(p, in);
-    fu_strbuf_puts(out, "read ");
+    fu_strbuf_puts(out, in->kind == FU_KI_READ ? "read " : "opaque ");
     print_args(p, in, 0);
     print_result_type(p, in);
     break;

@@ -205,6 +205,28 @@ static void emit_shfl(cu_kernel *kc, const fu_kinst *in) {
     fu_strbuf_printf(kc->out, "__shfl_xor_sync(0xffffffffu, %s, %u);\n", cu_name(kc, x), in->u.shfl_mask);
 }
 
+/* `opaque`: each value copied, its bits through an empty volatile asm
+ * that NVVM cannot see through (a 16-bit float as an unsigned short). */
+static void emit_opaque(cu_kernel *kc, const fu_kinst *in) {
+  for (uint32_t i = 0; i < in->n_results; i++) {
+    const fu_kval *x = in->args[i], *r = in->results[i];
+    if (!used(kc, r)) continue;
+    cu_use_dtype(kc->mod, r->dtype);
+    indent(kc);
+    const char *ty = cu_reg_type(r->dtype), *name = cu_name(kc, r);
+    fu_strbuf_printf(kc->out, "%s %s = %s;", ty, name, cu_name(kc, x));
+    switch (r->dtype) {
+    case FU_DT_F16:
+    case FU_DT_BF16: fu_strbuf_printf(kc->out, " asm volatile(\"\" : \"+h\"(*(unsigned short *)&%s));\n", name); break;
+    case FU_DT_F32: fu_strbuf_printf(kc->out, " asm volatile(\"\" : \"+f\"(%s));\n", name); break;
+    case FU_DT_I32: fu_strbuf_printf(kc->out, " asm volatile(\"\" : \"+r\"(%s));\n", name); break;
+    case FU_DT_F64: fu_strbuf_printf(kc->out, " asm volatile(\"\" : \"+d\"(%s));\n", name); break;
+    case FU_DT_I64: fu_strbuf_printf(kc->out, " asm volatile(\"\" : \"+l\"(%s));\n", name); break;
+    default: fu_strbuf_putc(kc->out, '\n'); break;
+    }
+  }
+}
+
 /* atomicAdd, relaxed, as atom.global.add; i64 through CUDA's unsigned
  * long long form (the same bits). */
 static void emit_atom_add(cu_kernel *kc, const fu_kinst *in) {
@@ -282,6 +304,7 @@ static bool dead(const cu_kernel *kc, const fu_kinst *in) {
   case FU_KI_MISALIGN:
   case FU_KI_READ: return !used(kc, in->results[0]);
   case FU_KI_LOAD:
+  case FU_KI_OPAQUE:
     for (uint32_t i = 0; i < in->n_results; i++)
       if (used(kc, in->results[i])) return false;
     return true;
@@ -315,6 +338,13 @@ static fu_status prune(cu_kernel *kc, const fu_kblock *b) {
     if (in->kind == FU_KI_IF) {
       st = prune(kc, &in->u.branch.else_body);
       if (st == FU_OK) st = prune(kc, &in->u.branch.then_body);
+    }
+    if (in->kind == FU_KI_OPAQUE) {
+      /* a copy per value: each unused result drops its own operand */
+      for (uint32_t r = 0; r < in->n_results && r < in->n_args; r++)
+        if (!used(kc, in->results[r]) && in->args[r]->id < kc->n_ids && kc->uses[in->args[r]->id])
+          kc->uses[in->args[r]->id]--;
+      continue;
     }
     if (!dead(kc, in)) continue;
     for (uint32_t a = 0; a < in->n_args; a++)
@@ -392,6 +422,7 @@ static void emit_inst(cu_kernel *kc, const fu_kinst *in) {
     indent(kc);
     fu_strbuf_puts(kc->out, in->u.fence == FU_FENCE_GPU ? "__threadfence();\n" : "__threadfence_block();\n");
     return;
+  case FU_KI_OPAQUE: emit_opaque(kc, in); return;
   case FU_KI_FOR: emit_for(kc, in); return;
   case FU_KI_IF: emit_if(kc, in); return;
   }

@@ -154,6 +154,55 @@ static void emit_store(bk_kernel *kc, const fu_kinst *in) {
   LLVMSetAlignment(st, access_align(mem, w));
 }
 
+/* ---- optimization barriers ----------------------------------------------------- */
+
+/* `asm sideeffect "", "=R,0"(v)`: v unchanged, as a value LLVM cannot see
+ * through.  The side effect keeps two of them on one value apart (LLVM and
+ * MachineCSE merge neither); the memory they touch is only the
+ * inaccessible kind, so loads and stores still move across them. */
+static LLVMValueRef opaque_word(bk_module *m, LLVMValueRef v, const char *cons) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  LLVMTypeRef fty = LLVMFunctionType(t, &t, 1, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, "", 0, (char *)cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef call = LLVMBuildCall2(m->B, fty, fn, &v, 1, "");
+  unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->C, nounwind, 0));
+  /* memory(inaccessiblemem: readwrite): ModRef (3) at location 1 */
+  unsigned mem = LLVMGetEnumAttributeKindForName("memory", 6);
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(m->C, mem, 3u << 2));
+  return call;
+}
+
+/* `opaque`: each value through opaque_word, 16-bit floats two to a 32-bit
+ * word (a kept bf16 vector stays 4 registers in ptxas, not 8), 32- and
+ * 64-bit values as integers of their size; bool passes as it is. */
+static void emit_opaque(bk_kernel *kc, const fu_kinst *in) {
+  bk_module *m = kc->mod;
+  LLVMBuilderRef B = m->B;
+  fu_dtype dt = in->args[0]->dtype;
+  size_t size = fu_dtype_size(dt);
+  for (uint32_t i = 0; i < in->n_args; i++) {
+    LLVMValueRef v = kc->vals[in->args[i]->id];
+    LLVMTypeRef t = LLVMTypeOf(v);
+    if (dt == FU_DT_BOOL) {
+      kc->vals[in->results[i]->id] = v;
+    } else if (size == 2 && i + 1 < in->n_args) {
+      LLVMTypeRef pair = LLVMVectorType(t, 2);
+      LLVMValueRef zero = LLVMConstInt(m->t_i32, 0, 0), one = LLVMConstInt(m->t_i32, 1, 0);
+      LLVMValueRef p = LLVMBuildInsertElement(B, LLVMGetPoison(pair), v, zero, "");
+      p = LLVMBuildInsertElement(B, p, kc->vals[in->args[i + 1]->id], one, "");
+      p = LLVMBuildBitCast(B, opaque_word(m, LLVMBuildBitCast(B, p, m->t_i32, ""), "=r,0"), pair, "");
+      kc->vals[in->results[i]->id] = LLVMBuildExtractElement(B, p, zero, "");
+      kc->vals[in->results[i + 1]->id] = LLVMBuildExtractElement(B, p, one, "");
+      i++;
+    } else {
+      LLVMTypeRef it = size == 2 ? m->t_i16 : size == 4 ? m->t_i32 : m->t_i64;
+      const char *cons = size == 2 ? "=h,0" : size == 4 ? "=r,0" : "=l,0";
+      kc->vals[in->results[i]->id] = LLVMBuildBitCast(B, opaque_word(m, LLVMBuildBitCast(B, v, it, ""), cons), t, "");
+    }
+  }
+}
+
 /* ---- thread-block clusters (sm_90) ------------------------------------------- */
 
 /* `sync cluster`: barrier.cluster.arrive then barrier.cluster.wait, whose
@@ -396,6 +445,7 @@ static void emit_inst(bk_kernel *kc, const fu_kinst *in) {
     kc->vals[in->results[0]->id] = LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpAdd, element_ptr(kc, in->args[0], in->args[1]),
                                                       kc->vals[in->args[2]->id], LLVMAtomicOrderingMonotonic, 0);
     return;
+  case FU_KI_OPAQUE: emit_opaque(kc, in); return;
   case FU_KI_FOR: emit_for(kc, in); return;
   case FU_KI_IF: emit_if(kc, in); return;
   }
