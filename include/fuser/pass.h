@@ -33,14 +33,14 @@ typedef enum fu_feature {
   FU_FEATURE_CLUSTERS,    /* schedule: rows split over thread-block clusters (sm_90); off unless enabled */
   FU_FEATURE_ONLINE_SOFTMAX, /* schedule: a sum of exp(x - max(x)) folded in its max's pass (online=true) */
   FU_FEATURE_EXP16,          /* lower: f32 exps that only reach 16-bit values as exp2(x * log2 e) */
-  FU_FEATURE_SMEM_KEEP,      /* schedule: keep= on staged rows for two blocks an SM; off unless enabled */
+  FU_FEATURE_SMEM_KEEP,      /* schedule: keep= on staged 16-bit rows for two blocks an SM */
   FU_FEATURE_COUNT
 } fu_feature;
 
 /* Features that are off unless turned on (--enable, FUSER_ENABLE):
  * clusters, measured slower than the shared-memory tier on the H100
  * (docs/performance.md, "Thread-block clusters"). */
-#define FU_FEATURES_OFF_BY_DEFAULT ((1u << FU_FEATURE_CLUSTERS) | (1u << FU_FEATURE_SMEM_KEEP))
+#define FU_FEATURES_OFF_BY_DEFAULT (1u << FU_FEATURE_CLUSTERS)
 
 typedef struct fu_feature_set {
   uint32_t off;       /* bit (1u << fu_feature) per feature turned off */

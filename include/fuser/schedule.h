@@ -366,7 +366,8 @@ typedef struct fu_schedule_options {
   bool no_unroll;           /* --disable=unroll: unroll loop axes become serial where the schedule allows */
   bool no_inner_outer;      /* --disable=inner_outer: no partial sums in persistent segments */
   bool no_online;           /* --disable=online_softmax: persistent schedules say online=false */
-  bool smem_keep;           /* --enable=smem_keep: persistent segments through fu_schedule_persistent_keep */
+  bool no_smem_keep;        /* --disable=smem_keep: persistent segments through fu_schedule_persistent, not
+                               fu_schedule_persistent_keep */
 } fu_schedule_options;
 /* fu_schedule_module with options (NULL: the defaults). */
 fu_status fu_schedule_module_with(fu_module *m, const fu_device *dev, const fu_schedule_options *opt,
@@ -386,9 +387,10 @@ fu_schedule_entry_fn fu_schedule_entry(fu_sched_kind k);
 fu_status fu_schedule_reduction_kind(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,
                                      fu_schedule **out);
 /* The persistent (normalization) scheduler (passes/schedule/persistent.c). */
-/* fu_schedule_persistent, where a row staged in shared memory with room
- * for one block an SM may keep its first chunks in registers instead
- * (keep=) so that two fit (--enable=smem_keep). */
+/* fu_schedule_persistent, where a 16-bit row staged in shared memory with
+ * room for one block an SM may keep its first chunks in registers instead
+ * (keep=) so that two fit: the schedule pass's default (--disable=smem_keep:
+ * fu_schedule_persistent). */
 fu_status fu_schedule_persistent_keep(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag,
                                       FILE *debug, fu_schedule **out);
 fu_status fu_schedule_persistent(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_diag_engine *diag, FILE *debug,

@@ -40,9 +40,9 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
     [FU_FEATURE_EXP16] = {"exp16", "f32 exps whose results only reach bf16/f16 values computed as exp2(x * log2 e) "
                                    "(lower; else the backends' exp within 3.5 ulps)"},
     [FU_FEATURE_SMEM_KEEP] = {"smem_keep",
-                              "off unless enabled: a normalization row staged in shared memory with room for one "
-                              "block an SM keeps its first chunks in registers (keep=) at 256 threads, so that two "
-                              "blocks fit"},
+                              "a 16-bit normalization row staged in shared memory with room for one block an SM "
+                              "keeps its first chunks in registers (keep=), so that two blocks fit (else the whole "
+                              "row is staged)"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {

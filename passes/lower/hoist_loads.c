@@ -47,6 +47,7 @@ typedef struct hoister {
   uint8_t *mark;    /* per position: MOVES, or IN_CONE during a walk */
   uint32_t *cone;   /* the positions reached by the current walk */
   uint32_t cap;
+  uint64_t budget;  /* bytes of loads a region moves at most */
 } hoister;
 
 enum { STAYS = 0, MOVES = 1, IN_CONE = 2 };
@@ -120,8 +121,13 @@ static void hoist_region(hoister *h, uint32_t lo, uint32_t hi, fu_kinst **out, u
       const fu_kval *v = h->insts[i]->results[r];
       if (v->id < h->n_ids) h->def[v->id] = (int32_t)i;
     }
+  uint64_t bytes = 0, budget = h->budget;
   for (uint32_t i = lo; i < hi; i++)
-    if (h->insts[i]->kind == FU_KI_LOAD && h->mark[i] == STAYS && pure(h->insts[i])) cone_movable(h, i);
+    if (h->insts[i]->kind == FU_KI_LOAD && h->mark[i] == STAYS && pure(h->insts[i])) {
+      uint64_t b = (uint64_t)h->insts[i]->u.mem.width * fu_dtype_size(h->insts[i]->args[0]->dtype);
+      if (budget && bytes + b > budget) break;
+      if (cone_movable(h, i)) bytes += b;
+    }
   for (int group = 0; group < 2; group++)
     for (uint32_t i = lo; i < hi; i++)
       if ((h->mark[i] == MOVES) == (group == 0)) out[(*n_out)++] = h->insts[i];
@@ -164,9 +170,30 @@ static fu_status hoist_block(hoister *h, fu_kblock *b) {
   return FU_OK;
 }
 
-fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k) {
+/* The bytes of loads a region moves ahead at most, against the registers
+ * a thread may hold (the launch's threads and the blocks an SM is planned
+ * to hold), a byte per register: moved loads hold their registers from the
+ * region's start to their use.  A row part of which stays in registers
+ * through every pass (`kept`, keep=) leaves less: an eighth of them.
+ * Layer norm over rows of 61440 (512 threads, two blocks an SM: 64
+ * registers, 6 chunks kept) spilled 18 bytes with 64 bytes of weights and
+ * biases moved ahead of its last pass, none with 32; a row of 61440 at 256
+ * threads with 8 chunks kept (in f32) spilled 3 KB moving all 60 of them.
+ * At least 64 bytes (four vectors) otherwise.  Loads past the budget stay
+ * where their values are first needed. */
+static uint64_t hoist_budget(const fu_kernel *k, bool kept) {
+  uint64_t threads = (uint64_t)k->block[0] * k->block[1] * k->block[2];
+  uint64_t blocks = k->min_blocks ? k->min_blocks : 1;
+  uint64_t regs = threads ? 65536 / (threads * blocks) : 255;
+  if (regs > 255) regs = 255;
+  if (kept) return regs / 2;
+  return regs < 64 ? 64 : regs;
+}
+
+fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k, bool kept) {
   hoister h;
   memset(&h, 0, sizeof h);
+  h.budget = hoist_budget(k, kept);
   h.alloc = m->alloc;
   h.n_ids = k->next_kval_id;
   h.def = fu_mem_calloc(&h.alloc, (size_t)h.n_ids + 1, sizeof *h.def);

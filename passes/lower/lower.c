@@ -28,6 +28,13 @@ static const fu_lower_entry_fn lowerings[FU_SK_COUNT] = {
 
 fu_lower_entry_fn fu_lower_entry(fu_sched_kind k) { return (unsigned)k < FU_SK_COUNT ? lowerings[k] : NULL; }
 
+/* Whether schedule s keeps part of a staged row in registers (keep=). */
+static bool keeps_registers(const fu_schedule *s) {
+  for (uint32_t t = 0; s && t < s->n_tensors; t++)
+    if (s->tensors[t].keep > 0) return true;
+  return false;
+}
+
 /* One segment's kernel, and its kernel-IR steps: loads hoisted, then
  * (unless opt says not) the exps that only reach 16-bit values relaxed,
  * counted in *n_relaxed. */
@@ -42,7 +49,7 @@ static fu_status lower_one(fu_fusion *f, fu_op *seg, const fu_lower_options *opt
     return FU_ERR_UNSUPPORTED;
   }
   fu_status st = entry(f, seg, diag, out);
-  if (st == FU_OK && *out) st = fu_lower_hoist_loads(f->module, *out);
+  if (st == FU_OK && *out) st = fu_lower_hoist_loads(f->module, *out, keeps_registers(seg->u.segment.schedule));
   if (st == FU_OK && *out && !(opt && opt->no_exp16)) st = fu_lower_relax_exp(f->module, *out, n_relaxed);
   if (st == FU_ERR_NOMEM)
     fu_error(diag, seg->loc, "out of memory while lowering '@%s'", seg->u.segment.name ? seg->u.segment.name : "?");

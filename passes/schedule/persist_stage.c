@@ -75,38 +75,67 @@ fu_status fu_schedule_stage_plan(fu_fusion *f, const fu_op *seg, const fu_value 
   return FU_OK;
 }
 
+/* The segment's outputs of fewer elements than the row tensor x: one
+ * value per row (a mean, an rstd). */
+static int64_t row_outputs(const fu_op *seg, const fu_value *x) {
+  int64_t n = 0, full = fu_type_numel(&x->type);
+  for (uint32_t k = 0; k < seg->u.segment.n_outputs; k++) {
+    int64_t e = fu_type_numel(&seg->u.segment.outputs[k]->type);
+    n += full > 0 && e >= 0 && e < full;
+  }
+  return n;
+}
+
 /* With one block an SM a row's passes leave the SM idle through their
- * reductions and barriers; a second block covers them.  Measured on the
- * H100 against the whole row staged (docs/performance.md, "keep="), it
- * helps some rows and costs others, by ptxas's register allocation more
- * than by rule, so it is off unless --enable=smem_keep: bf16 layer norm
- * [1024, 65536] 106.0 -> 102.7-104.0 us, [512, 65536] 60.4 -> 55.4, the
- * residual add and layer norm of [2048, 32768] 190.2 -> 187.0, RMS norm
- * equal, softmax 97.7 -> 98.7, f32 softmax [2048, 40960] 231.5 -> 243.0,
- * and layer norm [1536, 61440] 156 -> 347 (648 bytes spilled). */
+ * reductions and barriers; a second block covers them.  Each thread keeps
+ * its first chunks in registers, in their 16-bit form (the lowering puts
+ * them through `opaque` in the later passes, and moves fewer loads ahead),
+ * in 3/8 of the registers two blocks leave it, and stages the rest.  512
+ * threads where the row divides (256 otherwise): more warps to cover the
+ * first pass's loads.  Only 16-bit rows: an f32 row's kept chunks take
+ * twice the registers, and f32 softmax [2048, 40960], at 97% of copy
+ * staged whole, ran 231.9 -> 243.0 us.  Measured on the H100 against the
+ * whole row staged (docs/performance.md, "Kept chunks in their 16-bit
+ * form"): bf16 layer norm [1024, 65536] 106.5 -> 99.3 us, [1536, 61440]
+ * 155.9 -> 136.8, [512, 65536] 60.4 -> 53.6, residual add and layer norm
+ * [2048, 32768] 191.1 -> 189.0, softmax 98.0 -> 97.8, RMS norm 97.0 ->
+ * 97.5. */
 bool fu_schedule_stage_keep(const fu_op *seg, const fu_device *dev, int64_t vecs, int64_t vw, fu_stage_plan *sp) {
-  enum { KEEP_THREADS = 256, MAX_CHUNKS = 64 };
+  enum { MAX_CHUNKS = 64 };
   const int64_t per_sm = dev->smem_per_sm;
   if (sp->rows != 1 || !sp->n_staged || sp->n_left || 2 * (sp->bytes + sp->slots + FU_SMEM_RESERVED_PER_BLOCK) <= per_sm)
     return false;
-  int64_t threads = KEEP_THREADS;
+  int64_t threads = vecs % 512 == 0 ? 512 : 256;
   if (vecs % threads != 0 || 2 * threads > (int64_t)dev->max_threads_per_sm) return false;
   int64_t chunks = vecs / threads;
   if (chunks < 2 || chunks > MAX_CHUNKS) return false;
-  /* a kept element lives in its compute dtype (f32 for f16 and bf16) */
   int64_t chunk_bytes = 0;
   for (uint32_t k = 0; k < sp->n_staged; k++) {
     size_t sz = fu_dtype_size(sp->staged[k]->type.dtype);
-    chunk_bytes += vw * (int64_t)(sz < 4 ? 4 : sz);
+    if (sz != 2) return false;
+    chunk_bytes += vw * (int64_t)sz;
   }
   int64_t regs = (int64_t)dev->regs_per_sm / (2 * threads); /* a thread's, two blocks resident */
-  int64_t keep = regs / 2 * 4 / chunk_bytes;
+  /* 3/8 of them (4 bytes a register) hold the kept chunks and what else
+   * lives through the passes, a 16-bit vector's worth each: per further
+   * staged input one in flight, per per-row output (a layer norm's mean
+   * and rstd) one, and per online softmax pair the f32 vector its first
+   * pass collects before it folds.  ptxas runs these kernels at the 64
+   * registers' edge: without the outputs' and the pairs' shares a layer
+   * norm with its mean and rstd and softmax over rows of 61440 spilled 4
+   * bytes (0 with them, over rows of 30720 to 98304) */
+  int64_t held = (int64_t)(sp->n_staged - 1 + row_outputs(seg, sp->staged[0])) * vw * 2 +
+                 (int64_t)fu_online_softmax_pairs(seg) * vw * 4;
+  int64_t keep = (regs * 3 / 8 * 4 - held) / chunk_bytes;
   if (keep >= chunks) keep = chunks - 1;
   if (keep < 1) return false;
   int64_t bytes = 0, slots = fu_persist_slot_bytes(n_reductions(seg), threads);
   for (uint32_t k = 0; k < sp->n_staged; k++)
     bytes += fu_persist_stage_bytes(sp->staged[k]->type.dtype, 1, sp->row - keep * threads * vw);
-  if (2 * (bytes + slots + FU_SMEM_RESERVED_PER_BLOCK) > per_sm || bytes + slots > sp->limit) return false;
+  /* two blocks in 7/8 of the SM's shared memory: the rest stays L1 (3
+   * chunks kept of 16 over rows of 65536, 2 x 105 KiB, ran 104.4 us where
+   * 4 ran 100.2) */
+  if (2 * (bytes + slots + FU_SMEM_RESERVED_PER_BLOCK) > per_sm / 8 * 7 || bytes + slots > sp->limit) return false;
   sp->keep = keep;
   sp->threads = threads;
   sp->chunks = chunks;

@@ -139,7 +139,7 @@ fu_status fu_schedule_module_with(fu_module *m, const fu_device *dev, const fu_s
       if (si->schedule) continue;
       fu_schedule_entry_fn entry = fu_schedule_entry(si->kind);
       if (si->kind == FU_SK_TRANSPOSE && opt && opt->transpose_pointwise) entry = fu_schedule_pointwise;
-      if (si->kind == FU_SK_PERSISTENT && opt && opt->smem_keep) entry = fu_schedule_persistent_keep;
+      if (si->kind == FU_SK_PERSISTENT && !(opt && opt->no_smem_keep)) entry = fu_schedule_persistent_keep;
       if (!entry) {
         if (debug)
           fprintf(debug, "schedule: @%s: segment '@%s' is a %s segment; its scheduler comes later\n",
@@ -182,7 +182,7 @@ static fu_status run_schedule(fu_module *m, fu_pass_context *ctx) {
                              !fu_pass_feature_on(ctx, FU_FEATURE_UNROLL),
                              !fu_pass_feature_on(ctx, FU_FEATURE_INNER_OUTER),
                              !fu_pass_feature_on(ctx, FU_FEATURE_ONLINE_SOFTMAX),
-                             fu_pass_feature_on(ctx, FU_FEATURE_SMEM_KEEP)};
+                             !fu_pass_feature_on(ctx, FU_FEATURE_SMEM_KEEP)};
   if (tr && !opt.transpose_pointwise && strcmp(tr, "tile") != 0) {
     fu_error(ctx->diag, fu_loc_none(), "schedule: option 'transpose' is '%s'; valid: tile, pointwise", tr);
     return FU_ERR_INVALID_ARG;
