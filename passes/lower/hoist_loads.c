@@ -20,7 +20,9 @@
  * above a barrier, a shuffle, an atomic, a fence, a loop or a branch: it
  * moves to the start of its region.  The moved instructions keep their
  * relative order, and so do the others, so every instruction still follows
- * the definitions of its operands. */
+ * the definitions of its operands.  A region moves loads in order up to a
+ * budget of bytes set by the registers a thread may hold (hoist_budget);
+ * the rest stay where they were. */
 #include <string.h>
 
 #include "fuser/kir.h"

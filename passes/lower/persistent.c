@@ -243,6 +243,10 @@ static void load_access(prow *P, uint32_t a, int64_t V, int32_t chunk, fu_kval *
   rl *L = LL(P);
   int32_t keep = P->keep ? P->keep[a] : 0;
   if (chunk == CHUNK_STAGED) {
+    if (!P->stage || !P->stage[a]) {
+      fu_rl_fail(L, L->s->loc, "internal error: a rolled keep= pass reads an input that is not staged");
+      return;
+    }
     /* (chunk_var - keep) * chunk_elems past the thread's place */
     const fu_ix *off = keep ? fu_ix_mul(L->ix, fu_ix_add(L->ix, P->chunk_var, fu_ix_const(L->ix, -(int64_t)keep)),
                                         fu_ix_const(L->ix, P->chunk_elems))
