@@ -352,7 +352,7 @@ static void explain_smem(fu_strbuf *out, const fu_stage_plan *sp, bool staged, b
     if (sp->keep)
       fu_strbuf_printf(out,
                        ", but for the first %lld of each thread's %lld vectors, which stay in registers (keep=) so "
-                       "that two blocks of %lld threads fit an SM",
+                       "that two blocks of %lld threads fit in 7/8 of an SM's shared memory",
                        (long long)sp->keep, (long long)sp->chunks, (long long)sp->threads);
     for (uint32_t k = 0; k < sp->n_left; k++)
       fu_strbuf_printf(out, ", %%%s reread (%lld bytes more do not fit)", sp->left[k]->name ? sp->left[k]->name : "?",
