@@ -429,8 +429,9 @@ static void verify_inst(kverifier *v, const fu_kinst *in, unsigned depth) {
       verr(v, in, "needs 1 to 16 operands and as many results");
       return;
     }
-    for (uint32_t i = 0; i < in->n_args; i++) {
+    for (uint32_t i = 0; i < in->n_args; i++)
       if (!use_scalar(v, in, in->args[i], "operand")) return;
+    for (uint32_t i = 0; i < in->n_args; i++) {
       define(v, in, in->results[i]);
       if (in->results[i] && in->results[i]->dtype != in->args[i]->dtype)
         verr(v, in, "result %u is %s but its operand is %s", i, fu_dtype_name(in->results[i]->dtype),
