@@ -123,11 +123,11 @@ static void hoist_region(hoister *h, uint32_t lo, uint32_t hi, fu_kinst **out, u
       const fu_kval *v = h->insts[i]->results[r];
       if (v->id < h->n_ids) h->def[v->id] = (int32_t)i;
     }
-  uint64_t bytes = 0, budget = h->budget;
+  uint64_t bytes = 0;
   for (uint32_t i = lo; i < hi; i++)
     if (h->insts[i]->kind == FU_KI_LOAD && h->mark[i] == STAYS && pure(h->insts[i])) {
       uint64_t b = (uint64_t)h->insts[i]->u.mem.width * fu_dtype_size(h->insts[i]->args[0]->dtype);
-      if (budget && bytes + b > budget) break;
+      if (bytes + b > h->budget) break;
       if (cone_movable(h, i)) bytes += b;
     }
   for (int group = 0; group < 2; group++)
@@ -186,7 +186,7 @@ static fu_status hoist_block(hoister *h, fu_kblock *b) {
 static uint64_t hoist_budget(const fu_kernel *k, bool kept) {
   uint64_t threads = (uint64_t)k->block[0] * k->block[1] * k->block[2];
   uint64_t blocks = k->min_blocks ? k->min_blocks : 1;
-  uint64_t regs = threads ? 65536 / (threads * blocks) : 255;
+  uint64_t regs = 65536 / (threads * blocks); /* the register file of an SM since sm_50 */
   if (regs > 255) regs = 255;
   if (kept) return regs / 2;
   return regs < 64 ? 64 : regs;

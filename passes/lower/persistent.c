@@ -521,29 +521,34 @@ static void point(prow *P, int32_t vl, int32_t chunk) {
 
 static void row_loops(prow *P, uint32_t li, int32_t chunk);
 
-/* roll_staged: the chunks [from, e) of unroll loop P->loops[li], all
- * staged, as a kernel loop of one chunk an iteration (no global load to
- * keep in flight, as in a rolled pass).  Softmax over bf16 rows of 65536
- * compiles in 29% fewer instructions (200 M -> 143 M), layer norm 10%
- * fewer; on the H100 both ran as fast as with every chunk a copy, layer
- * norm [512, 65536] 0.8% slower. */
-static void staged_loop(prow *P, uint32_t li, int64_t from, int64_t e) {
+/* Loop P->loops[li] as a kernel loop over [from, extent) of `kind`, its
+ * body the loops inside at `body_chunk`: serial loops backwards in every
+ * other pass; the staged chunks of a keep= row (body_chunk CHUNK_STAGED)
+ * number their points by the loop variable, P->chunk_var. */
+static void kernel_row_loop(prow *P, uint32_t li, int64_t from, fu_loop_kind kind, int32_t body_chunk) {
   rl *L = LL(P);
+  const fu_sloop *l = &L->s->loops[P->loops[li]];
+  const fu_ix *var = fu_igraph_loop_var(L->g, P->loops[li]);
   uint32_t mark = fu_lix_mark(&L->lix);
   fu_kbuilder saved = L->b;
-  fu_kval *start = fu_rl_emit_ix(L, fu_ix_const(L->ix, from)), *end = fu_rl_emit_ix(L, fu_ix_const(L->ix, e));
-  fu_kval *one = fu_rl_emit_ix(L, fu_ix_const(L->ix, 1));
-  fu_kinst *lp = start && end && one ? fu_kb_for(&L->b, L->s->axes[L->s->loops[P->loops[li]].axis].name, start, end,
-                                                 one, FU_LOOP_SERIAL)
-                                     : NULL;
+  fu_kval *start = fu_rl_emit_ix(L, fu_ix_const(L->ix, from)), *one = fu_rl_emit_ix(L, fu_ix_const(L->ix, 1));
+  fu_kval *end = fu_rl_emit_ix(L, fu_igraph_axis_extent(L->g, l->axis));
+  fu_kinst *lp = start && one && end ? fu_kb_for(&L->b, L->s->axes[l->axis].name, start, end, one, kind) : NULL;
   if (!lp) {
     fu_rl_chk(L, NULL);
     return;
   }
   L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
-  P->chunk_var = fu_igraph_loop_var(L->g, P->loops[li]);
-  fu_rl_ixv_set(L, P->chunk_var, lp->results[0]);
-  row_loops(P, li + 1, CHUNK_STAGED);
+  fu_kval *it = lp->results[0];
+  if (P->reverse && l->ptype == FU_PT_SERIAL) {
+    /* end - 1 - k: this pass starts where the last one ended, on the part
+     * of the row most likely still in L2 */
+    fu_kval *last = fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, L->idx, end, one));
+    it = last ? fu_rl_chk(L, fu_kb_binary(&L->b, "rev", FU_OP_SUB, L->idx, last, it)) : NULL;
+  }
+  fu_rl_ixv_set(L, var, it);
+  if (body_chunk == CHUNK_STAGED) P->chunk_var = var;
+  row_loops(P, li + 1, body_chunk);
   fu_lix_pop(&L->lix, mark);
   L->b = saved;
 }
@@ -574,33 +579,16 @@ static void row_loops(prow *P, uint32_t li, int32_t chunk) {
       row_loops(P, li + 1, c >= 0 && c < MAX_CHUNKS ? (int32_t)c : -1);
       fu_lix_pop(&L->lix, mark);
     }
-    if (copies < e && !L->failed) staged_loop(P, li, copies, e);
+    /* roll_staged: the staged chunks as a kernel loop of one chunk an
+     * iteration (no global load to keep in flight, as in a rolled pass).
+     * Softmax over bf16 rows of 65536 compiles in 29% fewer instructions
+     * (200 M -> 143 M), layer norm 10% fewer; on the H100 both ran as
+     * fast as with every chunk a copy, layer norm [512, 65536] 0.8%
+     * slower. */
+    if (copies < e && !L->failed) kernel_row_loop(P, li, copies, FU_LOOP_SERIAL, CHUNK_STAGED);
     return;
   }
-  uint32_t mark = fu_lix_mark(&L->lix);
-  fu_kbuilder saved = L->b;
-  fu_kval *zero = fu_rl_emit_ix(L, fu_ix_const(L->ix, 0)), *one = fu_rl_emit_ix(L, fu_ix_const(L->ix, 1));
-  fu_kval *end = fu_rl_emit_ix(L, fu_igraph_axis_extent(L->g, l->axis));
-  fu_kinst *lp = zero && one && end ? fu_kb_for(&L->b, L->s->axes[l->axis].name, zero, end, one,
-                                                l->ptype == FU_PT_UNROLL && !P->rolled ? FU_LOOP_UNROLL
-                                                                                       : FU_LOOP_SERIAL)
-                                    : NULL;
-  if (!lp) {
-    fu_rl_chk(L, NULL);
-    return;
-  }
-  L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
-  fu_kval *it = lp->results[0];
-  if (P->reverse && l->ptype == FU_PT_SERIAL) {
-    /* end - 1 - k: this pass starts where the last one ended, on the part
-     * of the row most likely still in L2 */
-    fu_kval *last = fu_rl_chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, L->idx, end, one));
-    it = last ? fu_rl_chk(L, fu_kb_binary(&L->b, "rev", FU_OP_SUB, L->idx, last, it)) : NULL;
-  }
-  fu_rl_ixv_set(L, var, it);
-  row_loops(P, li + 1, -1);
-  fu_lix_pop(&L->lix, mark);
-  L->b = saved;
+  kernel_row_loop(P, li, 0, l->ptype == FU_PT_UNROLL && !P->rolled ? FU_LOOP_UNROLL : FU_LOOP_SERIAL, -1);
 }
 
 /* Whether every segment input that P->need marks is staged in shared
@@ -614,6 +602,15 @@ static bool need_staged(prow *P, bool now) {
     if (!P->stage[a] || (now && !P->staged[a])) return false;
   }
   return true;
+}
+
+/* The pass's rolling, before its row loops: a pass that reads only rows
+ * already on chip keeps its unroll loops rolled (`rolled`), or with keep=
+ * rolls its staged chunks (`roll_staged`). */
+static void set_rolling(prow *P) {
+  bool on_chip = need_staged(P, true);
+  P->rolled = !P->hybrid && on_chip;
+  P->roll_staged = P->hybrid && !P->n_partial && on_chip;
 }
 
 /* Folds the reductions L->ri.ops (of P->fold) over the row, combines them
@@ -631,8 +628,7 @@ static void fold_row(prow *P, const fu_op *const *orig, uint32_t pass, const cha
   P->kind = PASS_REDUCE;
   P->acc = acc;
   P->reverse = pass % 2 == 1;
-  P->rolled = !P->hybrid && need_staged(P, true);
-  P->roll_staged = P->hybrid && !P->n_partial && need_staged(P, true);
+  set_rolling(P);
   row_loops(P, 0, 0);
   P->rolled = P->roll_staged = false;
   for (uint32_t a = 0; P->stage && a < P->n_acc; a++) P->staged[a] |= P->storing[a];
@@ -964,8 +960,7 @@ static void row_body(prow *P, uint32_t nv) {
   for (uint32_t k = 0; k < P->n_partial; k++) mark_inputs(P, P->partial[k]->operands[0]);
   P->kind = PASS_OUTPUT;
   P->reverse = pass % 2 == 1;
-  P->rolled = !P->hybrid && need_staged(P, true);
-  P->roll_staged = P->hybrid && !P->n_partial && need_staged(P, true);
+  set_rolling(P);
   row_loops(P, 0, 0);
   P->rolled = P->roll_staged = false;
   /* the per-row outputs (mean, rstd), by the row's thread 0 */
