@@ -145,6 +145,7 @@ typedef enum fu_fence_scope {
 typedef enum fu_loop_kind {
   FU_LOOP_SERIAL,
   FU_LOOP_UNROLL,      /* the backend fully unrolls (constant trip count) */
+  FU_LOOP_ROLLED,      /* the backend keeps the loop: no unrolling at all */
 } fu_loop_kind;
 
 typedef struct fu_kblock {

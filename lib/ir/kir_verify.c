@@ -471,7 +471,7 @@ static void verify_inst(kverifier *v, const fu_kinst *in, unsigned depth) {
       else if (in->results[0] && in->results[0]->dtype != t)
         verr(v, in, "induction variable must have the bounds' dtype");
     }
-    if ((unsigned)in->u.loop.kind > FU_LOOP_UNROLL) verr(v, in, "unknown loop kind");
+    if ((unsigned)in->u.loop.kind > FU_LOOP_ROLLED) verr(v, in, "unknown loop kind");
     uint32_t mark = v->n_scope;
     define(v, in, in->results[0]);
     verify_block(v, &in->u.loop.body, depth + 1);

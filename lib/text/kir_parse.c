@@ -758,6 +758,9 @@ static bool parse_for(kparser *p, fu_kblock *b, fu_loc loc) {
   if (tok_is(p, T_IDENT, "unroll")) {
     kind = FU_LOOP_UNROLL;
     next(p);
+  } else if (tok_is(p, T_IDENT, "rolled")) {
+    kind = FU_LOOP_ROLLED;
+    next(p);
   }
   fu_kval *args[3] = {start, end, step};
   fu_kinst *in = fu_kinst_new(p->m, FU_KI_FOR, args, 3, &iv, 1);

@@ -389,6 +389,7 @@ static void print_inst(kprinter *p, const fu_kinst *in, int indent) {
     fu_strbuf_puts(out, " step ");
     put_ref(p, in->n_args > 2 ? in->args[2] : NULL);
     if (in->u.loop.kind == FU_LOOP_UNROLL) fu_strbuf_puts(out, " unroll");
+    if (in->u.loop.kind == FU_LOOP_ROLLED) fu_strbuf_puts(out, " rolled");
     fu_strbuf_puts(out, " {\n");
     print_block(p, &in->u.loop.body, indent + 2);
     indent_to(out, indent);

@@ -753,6 +753,36 @@ static void known_counts(rl *L, rstate *v, fu_kval **cnt) {
     cnt[j] = stored_parts(L, op_of(L, j)) < parts(op_of(L, j)) ? v[j][FU_WELFORD_PARTS - 1] : NULL;
 }
 
+/* Step s of the fold (fold_rows): rows ty < s combine row ty + s into
+ * their own slot, then a sync.  s is the value sv, or the constant
+ * s_const when that is not 0.  c[j] is what a slot of a state with a
+ * known count holds at this step (NULL for the others). */
+static void fold_step(rl *L, rstate *arr, fu_kval *at, fu_kval *t, fu_kval *sv, uint32_t s_const, uint32_t nx,
+                      fu_kval **c) {
+  fu_kval *low = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_LT, FU_DT_BOOL, t, sv));
+  if (!low) return;
+  fu_kbuilder saved = open_if(L, low);
+  uint32_t mark = fu_lix_mark(&L->lix);
+  fu_kval *off = NULL;
+  if (s_const) {
+    off = emit_ix(L, fu_ix_const(L->ix, (int64_t)s_const * nx));
+  } else {
+    fu_kval *width = emit_ix(L, fu_ix_const(L->ix, nx));
+    off = width ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, L->idx, sv, width)) : NULL;
+  }
+  fu_kval *up = off ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, at, off)) : NULL;
+  for (uint32_t j = 0; j < L->n_states && up && !L->failed; j++) {
+    rstate p = {NULL};
+    load_combine(L, j, arr[j], at, c[j], true, p);
+    load_combine(L, j, arr[j], up, c[j], false, p);
+    for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++)
+      if (!p[q] || !fu_kb_store(&L->b, arr[j][q], at, &p[q], 1)) chk(L, NULL);
+  }
+  fu_lix_pop(&L->lix, mark);
+  L->b = saved;
+  if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
+}
+
 /* Rows [0, ny) of the slot arrays arr (slot [ty][tx] at `at`) folded
  * into row 0 by halving: rows ty < s combine row ty + s into their own
  * slot, for s = ny / 2, ..., 1, a sync after each step.  log2(ny) steps
@@ -761,27 +791,55 @@ static void known_counts(rl *L, rstate *v, fu_kval **cnt) {
  * A state whose count is known (cnt[j], the same in every thread) holds
  * cnt[j] x ny / 2s in each slot combined at step s, and is returned in
  * cnt[j] as row 0's count, cnt[j] x ny.
+ * From FOLD_ROLLED_STEPS steps on, the steps are one rolled loop over
+ * k = 0 .. log2(ny) - 1 with s = (ny / 2) >> k: each step waits on its
+ * sync anyway, and copies of it cost compile time (every step combines
+ * every state: a Welford combine is about 25 instructions a state, and
+ * LLVM's code generation takes about 15 us an instruction).
  * The order is fixed by ny alone, so results stay deterministic. */
+#define FOLD_ROLLED_STEPS 3
 static void fold_rows(rl *L, rstate *arr, fu_kval *at, const fu_ix *ty, uint32_t nx, uint32_t ny, fu_kval **cnt) {
   fu_kval *t = emit_ix(L, ty);
-  for (uint32_t s = ny / 2; s >= 1 && t && at && !L->failed; s /= 2) {
-    fu_kval *sv = emit_ix(L, fu_ix_const(L->ix, s));
-    fu_kval *low = sv ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_LT, FU_DT_BOOL, t, sv)) : NULL;
-    if (!low) return;
-    fu_kbuilder saved = open_if(L, low);
-    uint32_t mark = fu_lix_mark(&L->lix);
-    fu_kval *off = emit_ix(L, fu_ix_const(L->ix, (int64_t)s * nx));
-    fu_kval *up = off ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, at, off)) : NULL;
-    for (uint32_t j = 0; j < L->n_states && up && !L->failed; j++) {
-      rstate p = {NULL};
-      load_combine(L, j, arr[j], at, cnt[j], true, p);
-      load_combine(L, j, arr[j], up, cnt[j], false, p);
-      for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++)
-        if (!p[q] || !fu_kb_store(&L->b, arr[j][q], at, &p[q], 1)) chk(L, NULL);
+  uint32_t steps = 0;
+  while ((1u << steps) < ny) steps++;
+  if (!t || !at || L->failed) return;
+  if (steps >= FOLD_ROLLED_STEPS) {
+    fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
+    fu_kval *n = emit_ix(L, fu_ix_const(L->ix, steps)), *half = emit_ix(L, fu_ix_const(L->ix, ny / 2));
+    fu_kinst *lp = zero && one && n && half ? fu_kb_for(&L->b, "fold", zero, n, one, FU_LOOP_ROLLED) : NULL;
+    if (!lp) {
+      chk(L, NULL);
+      return;
     }
+    fu_kbuilder saved = L->b;
+    L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
+    uint32_t mark = fu_lix_mark(&L->lix);
+    fu_kval *k = lp->results[0];
+    fu_kval *sv = chk(L, fu_kb_binary(&L->b, "fold_s", FU_OP_BITWISE_RIGHT_SHIFT, L->idx, half, k));
+    fu_kval *c[MAX_STATES] = {NULL};
+    fu_kval *scale = NULL;
+    for (uint32_t j = 0; j < L->n_states && sv && !L->failed; j++) {
+      if (!cnt[j]) continue;
+      if (!scale) { /* 2^k, the slots' count over the known count */
+        fu_kval *pow2 = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_BITWISE_LEFT_SHIFT, L->idx, one, k));
+        scale = pow2 ? chk(L, fu_kb_unary(&L->b, NULL, FU_OP_CAST, cnt[j]->dtype, pow2)) : NULL;
+      }
+      c[j] = scale ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, cnt[j]->dtype, cnt[j], scale)) : NULL;
+    }
+    if (sv && !L->failed) fold_step(L, arr, at, t, sv, 0, nx, c);
     fu_lix_pop(&L->lix, mark);
     L->b = saved;
-    if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
+    for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
+      if (cnt[j]) {
+        fu_kval *rows = chk(L, fu_kb_const_f(&L->b, NULL, cnt[j]->dtype, (double)ny));
+        cnt[j] = rows ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, cnt[j]->dtype, cnt[j], rows)) : NULL;
+      }
+    return;
+  }
+  for (uint32_t s = ny / 2; s >= 1 && !L->failed; s /= 2) {
+    fu_kval *sv = emit_ix(L, fu_ix_const(L->ix, s));
+    if (!sv) return;
+    fold_step(L, arr, at, t, sv, s, nx, cnt);
     for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
       if (cnt[j]) {
         fu_kval *two = chk(L, fu_kb_const_f(&L->b, NULL, cnt[j]->dtype, 2.0));
@@ -886,9 +944,13 @@ static void butterfly(rl *L, rstate *v, uint32_t top) {
  * instead of `warps` combines one after another: a combine with a carried
  * count sits on the dependent chain, and 16 of them in a row were most of
  * a small grid reduction's time (seed002); nor five steps over a whole
- * warp, most of whose lanes would hold nothing. */
+ * warp, most of whose lanes would hold nothing.  A state whose count is
+ * known (`count`, the same in every slot; NULL for the others) shuffles
+ * its mean and m2 only, and its weights fold to constants, as in the
+ * first butterfly: 16 warps' Welford states took 317 PTX instructions
+ * combined one after another, and compile time goes with code size. */
 static void combine_warp_slots(rl *L, uint32_t j, fu_kval **v, fu_kval *const *arr, fu_kval *row, fu_kval *lane,
-                               uint32_t warps) {
+                               uint32_t warps, fu_kval *count) {
   const fu_op *op = op_of(L, j);
   fu_kval *mod = chk(L, fu_kb_const_i(&L->b, NULL, L->idx, (int64_t)warps));
   fu_kval *w = lane && mod ? chk(L, fu_kb_binary(&L->b, "slot", FU_OP_FMOD, L->idx, lane, mod)) : NULL;
@@ -906,10 +968,11 @@ static void combine_warp_slots(rl *L, uint32_t j, fu_kval **v, fu_kval *const *a
     for (uint32_t mask = warps / 2; mask >= 1 && !L->failed; mask /= 2, k++) weighted_step(L, v, mask, &ws, k);
     return;
   }
-  load_combine(L, j, arr, at, NULL, true, v);
+  load_combine(L, j, arr, at, count, true, v);
   for (uint32_t mask = warps / 2; mask >= 1 && !L->failed; mask /= 2) {
     rstate o = {NULL};
-    for (uint32_t p = 0; p < parts(op); p++) o[p] = v[p] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[p], mask)) : NULL;
+    for (uint32_t p = 0; p < parts(op); p++)
+      o[p] = !v[p] || p >= stored_parts(L, op) ? v[p] : chk(L, fu_kb_shfl_xor(&L->b, NULL, v[p], mask));
     combine_state(L, op, v, o, v);
   }
 }
@@ -948,9 +1011,9 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
     if (!fu_kb_sync(&L->b)) chk(L, NULL);
     bool tree = warps > 1 && (warps & (warps - 1)) == 0;
     for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
-      if (tree && !cnt[j])
-        combine_warp_slots(L, j, v[j], arr[j], emit_ix(L, row), lane, warps);
-      else /* a known count: the serial combines' divisions fold to constants */
+      if (tree)
+        combine_warp_slots(L, j, v[j], arr[j], emit_ix(L, row), lane, warps, cnt[j]);
+      else
         for (uint32_t w = 0; w < warps && !L->failed; w++)
           load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w))), cnt[j], w == 0, v[j]);
     /* the next iteration of a kept loop overwrites the slots */

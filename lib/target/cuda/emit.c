@@ -258,9 +258,9 @@ static void emit_block(cu_kernel *kc, const fu_kblock *b);
 static void emit_for(cu_kernel *kc, const fu_kinst *in) {
   const fu_kval *iv = in->results[0];
   const char *i = cu_name(kc, iv);
-  if (in->u.loop.kind == FU_LOOP_UNROLL) {
+  if (in->u.loop.kind != FU_LOOP_SERIAL) {
     indent(kc);
-    fu_strbuf_puts(kc->out, "#pragma unroll\n");
+    fu_strbuf_puts(kc->out, in->u.loop.kind == FU_LOOP_UNROLL ? "#pragma unroll\n" : "#pragma unroll 1\n");
   }
   indent(kc);
   fu_strbuf_printf(kc->out, "for (%s %s = %s; %s < %s; %s += %s) {\n", cu_reg_type(iv->dtype), i,

@@ -345,6 +345,8 @@ static void emit_for(bk_kernel *kc, const fu_kinst *in) {
                     LLVMMetadataAsValue(m->C, loop_metadata(kc, LLVMIsAConstantInt(end) && LLVMIsAConstantInt(start)
                                                                     ? "llvm.loop.unroll.full"
                                                                     : "llvm.loop.unroll.enable")));
+  else if (in->u.loop.kind == FU_LOOP_ROLLED)
+    LLVMSetMetadata(back, kc->loop_kind, LLVMMetadataAsValue(m->C, loop_metadata(kc, "llvm.loop.unroll.disable")));
   LLVMValueRef inv[2] = {start, next};
   LLVMBasicBlockRef inb[2] = {pre, latch};
   LLVMAddIncoming(iv, inv, inb, 2);
