@@ -756,9 +756,11 @@ static void known_counts(rl *L, rstate *v, fu_kval **cnt) {
 /* Step s of the fold (fold_rows): rows ty < s combine row ty + s into
  * their own slot, then a sync.  s is the value sv, or the constant
  * s_const when that is not 0.  c[j] is what a slot of a state with a
- * known count holds at this step (NULL for the others). */
+ * known count holds at this step (NULL for the others); where wn is
+ * given, such a state combines with the weights wn[j] (the count after)
+ * and ww[j] (both halves' weight) computed for the step already. */
 static void fold_step(rl *L, rstate *arr, fu_kval *at, fu_kval *t, fu_kval *sv, uint32_t s_const, uint32_t nx,
-                      fu_kval **c) {
+                      fu_kval **c, fu_kval *const *wn, fu_kval *const *ww) {
   fu_kval *low = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_LT, FU_DT_BOOL, t, sv));
   if (!low) return;
   fu_kbuilder saved = open_if(L, low);
@@ -774,13 +776,42 @@ static void fold_step(rl *L, rstate *arr, fu_kval *at, fu_kval *t, fu_kval *sv, 
   for (uint32_t j = 0; j < L->n_states && up && !L->failed; j++) {
     rstate p = {NULL};
     load_combine(L, j, arr[j], at, c[j], true, p);
-    load_combine(L, j, arr[j], up, c[j], false, p);
+    if (wn && wn[j]) {
+      rstate o = {NULL};
+      load_combine(L, j, arr[j], up, c[j], true, o);
+      if (!fu_welford_combine_weighted(&L->b, p, o, wn[j], ww[j], ww[j], p)) chk(L, NULL);
+    } else {
+      load_combine(L, j, arr[j], up, c[j], false, p);
+    }
     for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++)
       if (!p[q] || !fu_kb_store(&L->b, arr[j][q], at, &p[q], 1)) chk(L, NULL);
   }
   fu_lix_pop(&L->lix, mark);
   L->b = saved;
   if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
+}
+
+/* Mutables carrying, through the rolled fold, each known count cnt[j]
+ * (cm[j]: what a slot holds) and the reciprocal of twice it (rn[j]), so
+ * that a step's weights are products, not a division: 1 / 2c halves
+ * exactly when c doubles, so every step gets the bits the unrolled
+ * fold's constant-folded 1 / 2c gives. */
+static void fold_count_state(rl *L, fu_kval **cnt, fu_kval **cm, fu_kval **rn) {
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
+    cm[j] = rn[j] = NULL;
+    if (!cnt[j]) continue;
+    fu_dtype t = cnt[j]->dtype;
+    fu_kval *zero = chk(L, fu_kb_const_f(&L->b, NULL, t, 0.0)), *one = chk(L, fu_kb_const_f(&L->b, NULL, t, 1.0));
+    fu_kval *two = cnt[j] ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, t, cnt[j], cnt[j])) : NULL;
+    fu_kval *empty = two && zero ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_EQ, FU_DT_BOOL, two, zero)) : NULL;
+    fu_kval *args[3] = {empty, one, two};
+    fu_kval *safe = empty && one ? chk(L, fu_kb_math(&L->b, NULL, FU_OP_WHERE, t, args, 3)) : NULL;
+    fu_kval *r = safe ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_DIV, t, one, safe)) : NULL;
+    cm[j] = chk(L, fu_kval_new_mutable(L->m, L->k, "fold_count", t));
+    rn[j] = chk(L, fu_kval_new_mutable(L->m, L->k, "fold_rn", t));
+    if (!cm[j] || !rn[j] || !r || !fu_kb_assign(&L->b, cm[j], cnt[j]) || !fu_kb_assign(&L->b, rn[j], r))
+      chk(L, NULL);
+  }
 }
 
 /* Rows [0, ny) of the slot arrays arr (slot [ty][tx] at `at`) folded
@@ -806,6 +837,8 @@ static void fold_rows(rl *L, rstate *arr, fu_kval *at, const fu_ix *ty, uint32_t
   if (steps >= FOLD_ROLLED_STEPS) {
     fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
     fu_kval *n = emit_ix(L, fu_ix_const(L->ix, steps)), *half = emit_ix(L, fu_ix_const(L->ix, ny / 2));
+    fu_kval *cm[MAX_STATES], *rn[MAX_STATES];
+    fold_count_state(L, cnt, cm, rn);
     fu_kinst *lp = zero && one && n && half ? fu_kb_for(&L->b, "fold", zero, n, one, FU_LOOP_ROLLED) : NULL;
     if (!lp) {
       chk(L, NULL);
@@ -814,32 +847,33 @@ static void fold_rows(rl *L, rstate *arr, fu_kval *at, const fu_ix *ty, uint32_t
     fu_kbuilder saved = L->b;
     L->b = fu_kbuilder_at(L->m, L->k, &lp->u.loop.body);
     uint32_t mark = fu_lix_mark(&L->lix);
-    fu_kval *k = lp->results[0];
-    fu_kval *sv = chk(L, fu_kb_binary(&L->b, "fold_s", FU_OP_BITWISE_RIGHT_SHIFT, L->idx, half, k));
-    fu_kval *c[MAX_STATES] = {NULL};
-    fu_kval *scale = NULL;
-    for (uint32_t j = 0; j < L->n_states && sv && !L->failed; j++) {
-      if (!cnt[j]) continue;
-      if (!scale) { /* 2^k, the slots' count over the known count */
-        fu_kval *pow2 = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_BITWISE_LEFT_SHIFT, L->idx, one, k));
-        scale = pow2 ? chk(L, fu_kb_unary(&L->b, NULL, FU_OP_CAST, cnt[j]->dtype, pow2)) : NULL;
-      }
-      c[j] = scale ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, cnt[j]->dtype, cnt[j], scale)) : NULL;
+    fu_kval *sv = chk(L, fu_kb_binary(&L->b, "fold_s", FU_OP_BITWISE_RIGHT_SHIFT, L->idx, half, lp->results[0]));
+    fu_kval *c[MAX_STATES] = {NULL}, *wn[MAX_STATES] = {NULL}, *ww[MAX_STATES] = {NULL}, *r[MAX_STATES] = {NULL};
+    for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
+      if (!cm[j]) continue;
+      fu_dtype dt = cnt[j]->dtype;
+      c[j] = chk(L, fu_kb_read(&L->b, "fold_c", cm[j]));
+      r[j] = chk(L, fu_kb_read(&L->b, NULL, rn[j]));
+      wn[j] = c[j] ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, dt, c[j], c[j])) : NULL;
+      ww[j] = c[j] && r[j] ? chk(L, fu_kb_binary(&L->b, "fold_w", FU_OP_MUL, dt, c[j], r[j])) : NULL;
     }
-    if (sv && !L->failed) fold_step(L, arr, at, t, sv, 0, nx, c);
+    if (sv && !L->failed) fold_step(L, arr, at, t, sv, 0, nx, c, wn, ww);
+    for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
+      if (!cm[j]) continue;
+      fu_kval *h = chk(L, fu_kb_const_f(&L->b, NULL, cnt[j]->dtype, 0.5));
+      fu_kval *next = h ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, cnt[j]->dtype, r[j], h)) : NULL;
+      if (!next || !fu_kb_assign(&L->b, cm[j], wn[j]) || !fu_kb_assign(&L->b, rn[j], next)) chk(L, NULL);
+    }
     fu_lix_pop(&L->lix, mark);
     L->b = saved;
     for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
-      if (cnt[j]) {
-        fu_kval *rows = chk(L, fu_kb_const_f(&L->b, NULL, cnt[j]->dtype, (double)ny));
-        cnt[j] = rows ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, cnt[j]->dtype, cnt[j], rows)) : NULL;
-      }
+      if (cm[j]) cnt[j] = chk(L, fu_kb_read(&L->b, NULL, cm[j]));
     return;
   }
   for (uint32_t s = ny / 2; s >= 1 && !L->failed; s /= 2) {
     fu_kval *sv = emit_ix(L, fu_ix_const(L->ix, s));
     if (!sv) return;
-    fold_step(L, arr, at, t, sv, s, nx, cnt);
+    fold_step(L, arr, at, t, sv, s, nx, cnt, NULL, NULL);
     for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
       if (cnt[j]) {
         fu_kval *two = chk(L, fu_kb_const_f(&L->b, NULL, cnt[j]->dtype, 2.0));
@@ -944,13 +978,9 @@ static void butterfly(rl *L, rstate *v, uint32_t top) {
  * instead of `warps` combines one after another: a combine with a carried
  * count sits on the dependent chain, and 16 of them in a row were most of
  * a small grid reduction's time (seed002); nor five steps over a whole
- * warp, most of whose lanes would hold nothing.  A state whose count is
- * known (`count`, the same in every slot; NULL for the others) shuffles
- * its mean and m2 only, and its weights fold to constants, as in the
- * first butterfly: 16 warps' Welford states took 317 PTX instructions
- * combined one after another, and compile time goes with code size. */
+ * warp, most of whose lanes would hold nothing. */
 static void combine_warp_slots(rl *L, uint32_t j, fu_kval **v, fu_kval *const *arr, fu_kval *row, fu_kval *lane,
-                               uint32_t warps, fu_kval *count) {
+                               uint32_t warps) {
   const fu_op *op = op_of(L, j);
   fu_kval *mod = chk(L, fu_kb_const_i(&L->b, NULL, L->idx, (int64_t)warps));
   fu_kval *w = lane && mod ? chk(L, fu_kb_binary(&L->b, "slot", FU_OP_FMOD, L->idx, lane, mod)) : NULL;
@@ -968,11 +998,10 @@ static void combine_warp_slots(rl *L, uint32_t j, fu_kval **v, fu_kval *const *a
     for (uint32_t mask = warps / 2; mask >= 1 && !L->failed; mask /= 2, k++) weighted_step(L, v, mask, &ws, k);
     return;
   }
-  load_combine(L, j, arr, at, count, true, v);
+  load_combine(L, j, arr, at, NULL, true, v);
   for (uint32_t mask = warps / 2; mask >= 1 && !L->failed; mask /= 2) {
     rstate o = {NULL};
-    for (uint32_t p = 0; p < parts(op); p++)
-      o[p] = !v[p] || p >= stored_parts(L, op) ? v[p] : chk(L, fu_kb_shfl_xor(&L->b, NULL, v[p], mask));
+    for (uint32_t p = 0; p < parts(op); p++) o[p] = v[p] ? chk(L, fu_kb_shfl_xor(&L->b, NULL, v[p], mask)) : NULL;
     combine_state(L, op, v, o, v);
   }
 }
@@ -1011,9 +1040,11 @@ static void combine_threads(rl *L, rstate *v, const fu_ix *tx, bool in_loop, con
     if (!fu_kb_sync(&L->b)) chk(L, NULL);
     bool tree = warps > 1 && (warps & (warps - 1)) == 0;
     for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
-      if (tree)
-        combine_warp_slots(L, j, v[j], arr[j], emit_ix(L, row), lane, warps, cnt[j]);
-      else
+      if (tree && !cnt[j])
+        combine_warp_slots(L, j, v[j], arr[j], emit_ix(L, row), lane, warps);
+      else /* a known count: the serial combines' divisions fold to constants
+            * (a butterfly of them took 1.7 us more of a batch norm's
+            * statistics in 98 blocks a row, 3%) */
         for (uint32_t w = 0; w < warps && !L->failed; w++)
           load_combine(L, j, arr[j], emit_ix(L, fu_ix_add(L->ix, row, fu_ix_const(L->ix, w))), cnt[j], w == 0, v[j]);
     /* the next iteration of a kept loop overwrites the slots */
