@@ -5,7 +5,9 @@
                                 LABEL=BUILD_DIR[:VAR=VALUE...][:+ARG...] ...
 
 For each seed (DIR/*.py, default test/fusions) the fusion is first
-translated to .fir with the first build's fuser-translate; then every round
+translated to .fir with the first build's fuser-translate (DIR/*.fir are
+taken as they are: `--seeds bench/persistent` times the normalization
+benchmarks); then every round
 runs `BUILD_DIR/fuser-opt SEED.fir --pass=all --emit=ptx -o OUT.ptx` once
 per build, one build after the other, so builds compared in one call see
 the same machine (this machine's speed drifts by 1.5x over minutes: compare
@@ -83,12 +85,16 @@ def instructions(cmd, env):
 
 def main():
     a = parse_args()
-    seeds = sorted(f[:-3] for f in os.listdir(a.seeds) if f.endswith(".py"))
+    seeds = sorted(os.path.splitext(f)[0] for f in os.listdir(a.seeds) if f.endswith((".py", ".fir")))
     translate = os.path.join(os.path.dirname(a.builds[0][1]), "fuser-translate")
     work = tempfile.mkdtemp(prefix="fuser-compile-time.")
     try:
         firs = {}
         for s in seeds:
+            given = os.path.join(a.seeds, s + ".fir")
+            if os.path.exists(given):
+                firs[s] = given
+                continue
             fir = os.path.join(work, s + ".fir")
             subprocess.run([translate, "--from=nvfuser-py", os.path.join(a.seeds, s + ".py"), "-o", fir], check=True)
             firs[s] = fir

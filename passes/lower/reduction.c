@@ -828,7 +828,7 @@ static void fold_count_state(rl *L, fu_kval **cnt, fu_kval **cm, fu_kval **rn) {
  * every state: a Welford combine is about 25 instructions a state, and
  * LLVM's code generation takes about 15 us an instruction).
  * The order is fixed by ny alone, so results stay deterministic. */
-#define FOLD_ROLLED_STEPS 3
+#define FOLD_ROLLED_STEPS 5
 static void fold_rows(rl *L, rstate *arr, fu_kval *at, const fu_ix *ty, uint32_t nx, uint32_t ny, fu_kval **cnt) {
   fu_kval *t = emit_ix(L, ty);
   uint32_t steps = 0;
