@@ -5,9 +5,9 @@
                                 LABEL=BUILD_DIR[:VAR=VALUE...][:+ARG...] ...
 
 For each seed (DIR/*.py, default test/fusions) the fusion is first
-translated to .fir with the first build's fuser-translate (DIR/*.fir are
-taken as they are: `--seeds bench/persistent` times the normalization
-benchmarks); then every round
+translated to .fir with the first build's fuser-translate (a DIR with .fir
+files is read as those alone, as they are: `--seeds bench/persistent`
+times the normalization benchmarks); then every round
 runs `BUILD_DIR/fuser-opt SEED.fir --pass=all --emit=ptx -o OUT.ptx` once
 per build, one build after the other, so builds compared in one call see
 the same machine (this machine's speed drifts by 1.5x over minutes: compare
@@ -85,7 +85,9 @@ def instructions(cmd, env):
 
 def main():
     a = parse_args()
-    seeds = sorted(os.path.splitext(f)[0] for f in os.listdir(a.seeds) if f.endswith((".py", ".fir")))
+    names = os.listdir(a.seeds)
+    ext = ".fir" if any(f.endswith(".fir") for f in names) else ".py"
+    seeds = sorted(f[: -len(ext)] for f in names if f.endswith(ext))
     translate = os.path.join(os.path.dirname(a.builds[0][1]), "fuser-translate")
     work = tempfile.mkdtemp(prefix="fuser-compile-time.")
     try:
