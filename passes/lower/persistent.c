@@ -92,8 +92,8 @@ typedef struct prow {
    * iteration (nothing to keep in flight; softmax of bf16 [1024, 65536]
    * 99.6 -> 97.7 us on the H100, and a third less code to compile) */
   bool rolled;
-  /* keep=, a pass after the first that reads only on-chip rows: the
-   * chunks every input stages (from keep_max on) are a kernel loop over
+  /* keep=, a pass that rolls its staged chunks (set_rolling): the chunks
+   * every input stages (from keep_max on) are a kernel loop over
    * chunk_var, whose points load at a computed offset (CHUNK_STAGED) */
   bool roll_staged;
   int32_t keep_max;
@@ -243,8 +243,8 @@ static void load_access(prow *P, uint32_t a, int64_t V, int32_t chunk, fu_kval *
   rl *L = LL(P);
   int32_t keep = P->keep ? P->keep[a] : 0;
   if (chunk == CHUNK_STAGED) {
-    if (!P->stage || !P->stage[a]) {
-      fu_rl_fail(L, L->s->loc, "internal error: a rolled keep= pass reads an input that is not staged");
+    if (!P->stage || !P->stage[a]) { /* a weight: from global memory at the loop's chunk */
+      load_global(L, fu_igraph_access(L->g, a), V, vals);
       return;
     }
     /* (chunk_var - keep) * chunk_elems past the thread's place */
@@ -592,28 +592,18 @@ static void row_loops(prow *P, uint32_t li, int32_t chunk) {
 }
 
 /* Whether every segment input that P->need marks is staged in shared
- * memory: will be after the first pass (`now` false), or is already. */
-static bool need_staged(prow *P, bool now) {
+ * memory: will be after the first pass (`now` false), or is already.
+ * With `weights`, an input not staged passes too when it is smaller than
+ * the row's tensor (a weight broadcast along the rows, which L1 serves). */
+static bool need_staged(prow *P, bool now, bool weights) {
   rl *L = LL(P);
   if (!P->stage) return false;
   for (uint32_t a = 0; a < P->n_acc; a++) {
     const fu_iaccess *x = fu_igraph_access(L->g, a);
     if (x->is_store || !P->need[x->value->id] || !fu_segment_has_input(L->seg, x->value)) continue;
-    if (!P->stage[a] || (now && !P->staged[a])) return false;
-  }
-  return true;
-}
-
-/* Whether every segment input that P->need marks is staged and on chip,
- * or, not staged, smaller than the row's tensor (a weight broadcast
- * along the rows, which L1 serves). */
-static bool on_chip_but_weights(prow *P) {
-  rl *L = LL(P);
-  if (!P->stage) return false;
-  for (uint32_t a = 0; a < P->n_acc; a++) {
-    const fu_iaccess *x = fu_igraph_access(L->g, a);
-    if (x->is_store || !P->need[x->value->id] || !fu_segment_has_input(L->seg, x->value)) continue;
-    if (P->stage[a] ? !P->staged[a] : fu_type_same_shape(&x->value->type, &L->s->reference->type)) return false;
+    if (P->stage[a] ? now && !P->staged[a]
+                    : !weights || fu_type_same_shape(&x->value->type, &L->s->reference->type))
+      return false;
   }
   return true;
 }
@@ -633,7 +623,10 @@ static bool folds_pair(prow *P) {
  * reads the row from global memory rolls its staged chunks too where it
  * folds an online softmax pair: an exp and a rescale an element make it
  * the pass with the most code per chunk.  The loop loads a chunk, stores
- * it to shared memory and folds it, an iteration.  Softmax over bf16
+ * it to shared memory and folds it, an iteration; an input it does not
+ * stage (a weight) it reads from global memory in the loop (a softmax of
+ * bf16 x times a weight over rows of 65536: 4 bytes spilled, against 584
+ * with every chunk a copy).  Softmax over bf16
  * rows of 65536: 144 M -> 88 M instructions to compile (1559 -> 913 PTX
  * lines); on the H100 0.5-1.4% slower over rows of 57344-65536 (two
  * chunks an iteration, for more loads in flight, was slower still).
@@ -647,8 +640,8 @@ static bool folds_pair(prow *P) {
  * on the H100, batch norm NCHW [32, 64, 28, 28] 80 M -> 68 M, 1% slower
  * (0.1 us of 8.9). */
 static void set_rolling(prow *P) {
-  bool on_chip = need_staged(P, true);
-  P->rolled = !P->hybrid && (on_chip || (P->kind == PASS_OUTPUT && on_chip_but_weights(P)));
+  bool on_chip = need_staged(P, true, false);
+  P->rolled = !P->hybrid && (on_chip || (P->kind == PASS_OUTPUT && need_staged(P, true, true)));
   P->roll_staged = P->hybrid && !P->n_partial && (on_chip || (P->kind == PASS_REDUCE && folds_pair(P)));
 }
 
@@ -694,7 +687,7 @@ static bool on_chip(prow *P, const fu_op *op) {
   if (P->registers) return true;
   memset(P->need, 0, L->f->next_value_id * sizeof *P->need);
   mark_inputs(P, op->operands[0]);
-  return need_staged(P, false);
+  return need_staged(P, false, false);
 }
 
 /* One pass that folds the reductions ops[0..n) (none reading another),
