@@ -23,8 +23,27 @@ typedef struct mctx {
 static LLVMValueRef fconst(const mctx *x, double v) { return LLVMConstReal(x->T, v); }
 static LLVMValueRef iconst(const mctx *x, long long v) { return LLVMConstInt(x->T, (unsigned long long)v, 1); }
 
-/* __nv_<base>f for f32, __nv_<base> for f64. */
+/* libdevice functions whose body, with __nvvm_reflect answered as the
+ * backend answers it (no FTZ), is one NVVM intrinsic: llvm.nvvm.<op>.f for
+ * f32, .d for f64.  Calling the intrinsic directly gives the same PTX and
+ * spares a fusion that needs no other libdevice function (every layer,
+ * RMS, group and batch norm: rsqrt) the libdevice load, a sixth of a small
+ * fusion's compile. */
+static const struct {
+  const char *base, *nvvm;
+} one_intrinsic[] = {
+    {"rsqrt", "rsqrt.approx"}, {"rint", "round"}, {"trunc", "trunc"}, {"floor", "floor"}, {"ceil", "ceil"},
+};
+
+/* __nv_<base>f for f32, __nv_<base> for f64 (or the one intrinsic such a
+ * function wraps). */
 static LLVMValueRef libdevice_call(const mctx *x, const char *base, LLVMValueRef *args, unsigned n) {
+  for (size_t i = 0; n == 1 && i < sizeof one_intrinsic / sizeof one_intrinsic[0]; i++) {
+    if (strcmp(base, one_intrinsic[i].base) != 0) continue;
+    char iname[64];
+    snprintf(iname, sizeof iname, "llvm.nvvm.%s.%s", one_intrinsic[i].nvvm, x->C == FU_DT_F32 ? "f" : "d");
+    return bk_call_intrinsic(x->m, iname, NULL, 0, args, 1);
+  }
   char name[64];
   snprintf(name, sizeof name, "__nv_%s%s", base, x->C == FU_DT_F32 ? "f" : "");
   LLVMValueRef fn = bk_libdevice_function(x->m, name);
