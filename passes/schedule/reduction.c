@@ -234,20 +234,23 @@ static uint32_t resident_blocks(const fu_device *dev, int64_t threads, int regs)
 
 /* The registers a thread of an outer grid reduction is assumed to take
  * with vw-element vectors: OUTER_GRID_REGS for plain accumulators (sum,
- * max, ...: 34 to 40 on sm_90 at 4 lanes), and 20 a lane for each
- * Welford state (var, var_mean: mean, m2, count and the lane's shift,
- * four partials of each at a step of the last block's combine), which
- * ptxas gave 80 registers at 4 lanes (a batch norm's NHWC statistics).
- * At a flat 40 the heuristic planned 6 blocks an SM where 3 fit: 784
- * blocks, two waves, and twice the partials for the last block, whose
- * combine is most of a small batch norm's time (on the H100 the NHWC bf16
- * [32, 28, 28, 64] statistics took 25.1 us in 784 blocks, 17.3 in 392). */
+ * max, ...: 34 to 40 on sm_90 at 4 lanes), and 16 a lane for each
+ * Welford state (var, var_mean: mean, m2 and the lane's shift, the count
+ * too where it is not known, partials of each at a step of the last
+ * block's combine): ptxas gives a batch norm's NHWC statistics 63
+ * registers at 4 lanes, bf16 and f32, so 4 blocks of 256 threads fit an
+ * SM (at 20 a lane, the 80 registers that kernel took before its known
+ * counts left the shared slots, the plan was 3).  At a flat 40 the
+ * heuristic planned 6 blocks an SM where 3 fit: 784 blocks, two waves,
+ * and twice the partials for the last block, whose combine is most of a
+ * small batch norm's time (on the H100 the NHWC bf16 [32, 28, 28, 64]
+ * statistics took 25.1 us in 784 blocks, 17.3 in 392). */
 static int outer_thread_regs(const fu_op *seg, int64_t vw) {
   int64_t lanes = vw > 1 ? vw : 1, regs = 0;
   bool plain = false;
   for (const fu_op *op = seg->u.segment.body->first; op; op = op->next) {
     if (!fu_op_has(op->kind, FU_OF_REDUCTION)) continue;
-    if (op->kind == FU_OP_VAR || op->kind == FU_OP_VAR_MEAN) regs += 20 * lanes;
+    if (op->kind == FU_OP_VAR || op->kind == FU_OP_VAR_MEAN) regs += 16 * lanes;
     else plain = true;
   }
   if (plain) regs += OUTER_GRID_REGS;
@@ -310,6 +313,24 @@ static int outer_thread_regs(const fu_op *seg, int64_t vw) {
  * [20011, 3].var(0) 7.5 -> 8.8, so they keep the resident-blocks target.
  * Updates *rs and *per to the chunk and says why in `why`.  var/var_mean
  * split the same way: their Welford states go through the workspace. */
+/* The chunk of a few-column-block outer grid reduction: the power of two
+ * grid_split picks can leave a quarter of the wave empty (50176 rows a
+ * column block over 528 block slots: chunks of 128, 392 blocks); the
+ * smallest chunk below it that divides the `per` iterations exactly (no
+ * guard, so Welford counts stay known), is a multiple of the unroll and
+ * still gives at most `blocks` blocks a column block fills the wave
+ * instead (chunks of 98: 512 blocks).  On the H100 the statistics of a
+ * batch norm NHWC bf16 [256, 56, 56, 64] took 67.5 us in 512 blocks
+ * against 76.4 in 392, f32 95.2 against 96.8; 784 blocks of 64 (two
+ * waves) took 83.8 and 105.0.  `chunk` when no such divisor exists. */
+static int64_t wave_filling_chunk(double per, double blocks, int64_t unroll, int64_t chunk) {
+  if (per != floor(per) || per > (double)INT64_MAX / 2 || blocks < 1.0) return chunk;
+  int64_t n = (int64_t)per, lo = (int64_t)ceil(per / blocks);
+  for (int64_t c = (lo + unroll - 1) / unroll * unroll; c < chunk; c += unroll)
+    if (n % c == 0) return c;
+  return chunk;
+}
+
 typedef struct grid_ask {
   int64_t threads;       /* a block's */
   double groups;         /* the independent outputs: rows (inner) or column blocks (outer) */
@@ -348,6 +369,7 @@ static bool grid_split(rbuild *b, const fu_device *dev, grid_ask *g, uint32_t *r
     chunk = share > SHORT_CHUNK ? SHORT_CHUNK : share > chunk ? share : chunk;
     g->full_unroll = true;
   }
+  if (few && !g->full_unroll) chunk = wave_filling_chunk(*per, ceil(want / groups), unroll, chunk);
   double blocks = groups * ceil(*per / (double)chunk);
   uint32_t ry, rss;
   split_axis(b, *rs, chunk, "ry", "rss", &ry, &rss);
