@@ -390,6 +390,7 @@ static void read_states(rl *L, rstate *acc, rstate *v) {
  * prefix unless it is "acc"), set to the reduction's identity. */
 static void new_accumulators(rl *L, const char *prefix, rstate *acc) {
   static const char *const wn[FU_WELFORD_PARTS] = {"mean", "m2_", "count"};
+  static const char *const sn[FU_WELFORD_PARTS] = {"sum", "sumsq", "count"}; /* L->sums */
   static const char *const on[FU_ONLINE_PARTS] = {"max", "sumexp"};
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
     const fu_op *op = op_of(L, j);
@@ -404,7 +405,7 @@ static void new_accumulators(rl *L, const char *prefix, rstate *acc) {
     for (uint32_t p = 0; p < stored_parts(L, op) && !L->failed; p++) {
       char nm[32];
       const char *pre = strcmp(prefix, "acc") ? prefix : "";
-      if (fu_welford_op(op)) snprintf(nm, sizeof nm, "%s%s%u", pre, wn[p], j);
+      if (fu_welford_op(op)) snprintf(nm, sizeof nm, "%s%s%u", pre, L->sums ? sn[p] : wn[p], j);
       else if (fu_online_op(op)) snprintf(nm, sizeof nm, "%s%s%u", pre, on[p], j);
       else snprintf(nm, sizeof nm, "%s%u", prefix, j);
       acc[j][p] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(op)));
@@ -544,6 +545,15 @@ static void accumulate_point(rl *L, fu_kval *cond, rstate *acc, uint32_t lane) {
     if (sh) v = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, v->dtype, v, sh));
     rstate a = {NULL}, n = {NULL};
     for (uint32_t p = 0; p < stored_parts(L, op); p++) a[p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
+    if (fu_welford_op(op) && L->sums) {
+      /* s += v, ss += v * v (sum_states) */
+      fu_kval *sq = v ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, v->dtype, v, v)) : NULL;
+      n[0] = v && a[0] ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, v->dtype, a[0], v)) : NULL;
+      n[1] = sq && a[1] ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, v->dtype, a[1], sq)) : NULL;
+      for (uint32_t p = 0; p < 2; p++)
+        if (n[p] && !fu_kb_assign(&L->b, acc[j][p], n[p])) chk(L, NULL);
+      continue;
+    }
     if (stored_parts(L, op) < parts(op)) a[FU_WELFORD_PARTS - 1] = count_of(L, op, L->lin);
     if (!fu_welford_op(op)) n[0] = combine(L, op, a[0], v);
     else if (v && a[0] && a[1] && a[2] && !fu_welford_update(&L->b, a, v, n, stored_parts(L, op) == parts(op)))
@@ -1422,12 +1432,44 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   L->b = saved;
 }
 
+/* A thread's Welford states from the sums its serial loops kept
+ * (L->sums): with n elements of shifted values v, sum s and sum of
+ * squares q, mean = s / n and m2 = q - s * mean, the states the combines
+ * across threads and blocks take.  Per element that is an add and a
+ * fused multiply-add where Welford's update takes a dozen dependent
+ * instructions (a reciprocal, two where-isfinite selects): an NHWC batch
+ * norm's statistics loop is issue-bound, not load-bound.  The shift (the
+ * reduced dim's first element) keeps |mean(v)| near the data's spread, so
+ * q and s * mean do not cancel; a non-finite element makes s and q, and
+ * so mean and m2, non-finite as Welford's update does (inf: mean inf, m2
+ * NaN). */
+static void sums_to_welford(rl *L, rstate *v) {
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
+    if (!fu_welford_op(op_of(L, j))) continue;
+    fu_kval *s = v[j][0], *q = v[j][1], *n = v[j][FU_WELFORD_PARTS - 1];
+    if (!s || !q || !n) {
+      chk(L, NULL);
+      return;
+    }
+    fu_kval *one = chk(L, fu_kb_const_f(&L->b, NULL, s->dtype, 1.0));
+    fu_kval *rn = one ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_DIV, s->dtype, one, n)) : NULL;
+    fu_kval *mean = rn ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, s->dtype, s, rn)) : NULL;
+    fu_kval *sm = mean ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, s->dtype, s, mean)) : NULL;
+    v[j][0] = mean;
+    v[j][1] = sm ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, s->dtype, q, sm)) : NULL;
+  }
+}
+
 /* The combine across the threads (and blocks) of every reduction, then
  * the epilogue under the kept guards, on threadIdx.x == 0 when the
  * threads of a row share it. */
 static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
   rstate v[MAX_STATES];
   read_states(L, acc, v);
+  if (L->sums) {
+    sums_to_welford(L, v);
+    L->sums = false; /* Welford states from here on (the last block's too) */
+  }
   if (L->s->reduce != FU_RM_SERIAL) combine_threads(L, v, tx, in_loop, "warp_partials");
   fu_kbuilder outer = L->b;
   if (L->s->reduce == FU_RM_GRID && !L->failed) {
@@ -1714,6 +1756,7 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
   rstate acc[MAX_STATES];
   if (!L->klane_rows) bind_peel(L);
   welford_counts(L, red0);
+  L->sums = L->known_count;
   new_accumulators(L, "acc", acc);
   welford_shifts(L);
   accumulate(L, red0, acc);

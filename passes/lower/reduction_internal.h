@@ -85,6 +85,10 @@ typedef struct rl {
    * the current one, `n_thread` a thread's elements in all */
   bool known_count;
   const fu_ix *lin, *n_thread;
+  /* with known counts, in the reduction lowering: a Welford state's mean
+   * and m2 mutables hold the sum of its shifted elements and the sum of
+   * their squares through the serial loops (sum_states, finish converts) */
+  bool sums;
   /* by value id: outputs the body stores itself (partial sums), which
    * store_outputs leaves alone; NULL when none */
   const bool *own_store;
