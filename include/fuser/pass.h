@@ -34,6 +34,7 @@ typedef enum fu_feature {
   FU_FEATURE_ONLINE_SOFTMAX, /* schedule: a sum of exp(x - max(x)) folded in its max's pass (online=true) */
   FU_FEATURE_EXP16,          /* lower: f32 exps that only reach 16-bit values as exp2(x * log2 e) */
   FU_FEATURE_SMEM_KEEP,      /* schedule: keep= on staged 16-bit rows for two blocks an SM */
+  FU_FEATURE_WELFORD_SUMS,   /* lower: a known-count thread's Welford loop as sums */
   FU_FEATURE_COUNT
 } fu_feature;
 

@@ -43,6 +43,10 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
                               "a 16-bit normalization row staged in shared memory with room for one block an SM "
                               "keeps its first chunks in registers (keep=), so that two blocks fit (else the whole "
                               "row is staged)"},
+    [FU_FEATURE_WELFORD_SUMS] = {"welford_sums",
+                                 "a reduction thread whose Welford count is known keeps the sum and the sum of squares "
+                                 "of its shifted elements, made mean and m2 before the combines (else Welford's "
+                                 "update an element)"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {

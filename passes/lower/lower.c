@@ -48,7 +48,7 @@ static fu_status lower_one(fu_fusion *f, fu_op *seg, const fu_lower_options *opt
              seg->u.segment.name ? seg->u.segment.name : "?", fu_sched_kind_name(seg->u.segment.kind));
     return FU_ERR_UNSUPPORTED;
   }
-  fu_status st = entry(f, seg, diag, out);
+  fu_status st = entry(f, seg, opt, diag, out);
   if (st == FU_OK && *out) st = fu_lower_hoist_loads(f->module, *out, keeps_registers(seg->u.segment.schedule));
   if (st == FU_OK && *out && !(opt && opt->no_exp16)) st = fu_lower_relax_exp(f->module, *out, n_relaxed);
   if (st == FU_ERR_NOMEM)
@@ -105,7 +105,7 @@ fu_status fu_lower_module_with(fu_module *m, const fu_lower_options *opt, fu_dia
 
 static fu_status run_lower(fu_module *m, fu_pass_context *ctx) {
   FILE *debug = fu_pass_debug_enabled(ctx, "lower") ? ctx->debug_out : NULL;
-  fu_lower_options opt = {!fu_pass_feature_on(ctx, FU_FEATURE_EXP16)};
+  fu_lower_options opt = {!fu_pass_feature_on(ctx, FU_FEATURE_EXP16), !fu_pass_feature_on(ctx, FU_FEATURE_WELFORD_SUMS)};
   return fu_lower_module_with(m, &opt, ctx->diag, debug);
 }
 

@@ -1756,7 +1756,7 @@ static void kept_from(rl *L, uint32_t i, bool in_loop) {
   rstate acc[MAX_STATES];
   if (!L->klane_rows) bind_peel(L);
   welford_counts(L, red0);
-  L->sums = L->known_count;
+  L->sums = L->known_count && !(L->opt && L->opt->no_welford_sums);
   new_accumulators(L, "acc", acc);
   welford_shifts(L);
   accumulate(L, red0, acc);
@@ -1866,7 +1866,8 @@ static bool make_launch(rl *L) {
   return true;
 }
 
-fu_status fu_rl_lower(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out, void (*body)(rl *L)) {
+fu_status fu_rl_lower(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out,
+                      void (*body)(rl *L)) {
   *out = NULL;
   const fu_schedule *s = seg->u.segment.schedule;
   if (!s) return FU_ERR_INVALID_ARG;
@@ -1880,6 +1881,7 @@ fu_status fu_rl_lower(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel 
   L->seg = seg;
   L->s = s;
   L->diag = diag;
+  L->opt = opt;
   L->ri.reduced_axis = L->ra;
   L->memo_gen = 1;
   unsigned errors_before = diag->n_errors;
@@ -1933,8 +1935,8 @@ fu_status fu_rl_lower(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel 
 
 static void reduction_body(rl *L) { kept_from(L, 0, false); }
 
-fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
-  return fu_rl_lower(f, seg, diag, out, reduction_body);
+fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out) {
+  return fu_rl_lower(f, seg, opt, diag, out, reduction_body);
 }
 
 bool fu_rl_fail(rl *L, fu_loc loc, const char *what) { return fail(L, loc, what); }

@@ -89,6 +89,7 @@ typedef struct rl {
    * and m2 mutables hold the sum of its shifted elements and the sum of
    * their squares through the serial loops (sum_states, finish converts) */
   bool sums;
+  const fu_lower_options *opt; /* the lower pass's switches (NULL: defaults) */
   /* by value id: outputs the body stores itself (partial sums), which
    * store_outputs leaves alone; NULL when none */
   const bool *own_store;
@@ -98,7 +99,8 @@ typedef struct rl {
 /* A reduction's state: one accumulator, or a Welford (mean, m2, count). */
 typedef fu_kval *rstate[FU_WELFORD_PARTS];
 
-fu_status fu_rl_lower(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out, void (*body)(rl *L));
+fu_status fu_rl_lower(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out,
+                      void (*body)(rl *L));
 
 /* Reports `what` once, at loc; false. */
 bool fu_rl_fail(rl *L, fu_loc loc, const char *what);

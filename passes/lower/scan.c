@@ -95,7 +95,7 @@ static fu_status finish(scan_lw *L, const fu_op *seg, fu_diag_engine *diag, fu_k
   return FU_OK;
 }
 
-fu_status fu_lower_scan(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
+fu_status fu_lower_scan(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out) {
   *out = NULL;
   const fu_schedule *s = seg->u.segment.schedule;
   const fu_op *op = seg->u.segment.body ? seg->u.segment.body->first : NULL;

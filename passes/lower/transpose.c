@@ -284,11 +284,11 @@ static void tile_body(lw *L) {
   L->b = outer;
 }
 
-fu_status fu_lower_transpose(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
+fu_status fu_lower_transpose(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out) {
   *out = NULL;
   const fu_schedule *s = seg->u.segment.schedule;
   if (!s) return FU_ERR_INVALID_ARG;
-  if (!fu_schedule_has_tile(s)) return fu_lower_pointwise(f, seg, diag, out);
+  if (!fu_schedule_has_tile(s)) return fu_lower_pointwise(f, seg, opt, diag, out);
   tl T;
   memset(&T, 0, sizeof T);
   if (!fu_schedule_transpose_tile(s, &T.t, diag)) return FU_ERR_VERIFY;
