@@ -306,6 +306,9 @@ uint32_t fu_persist_row_loop_blocks(const fu_device *dev, int64_t threads);
  * own limit.  The scheduler takes such blocks only then; the lowering asks
  * ptxas for them (`min_blocks`). */
 uint32_t fu_persist_register_blocks(const fu_device *dev, int64_t threads, int64_t cached_bytes);
+/* The registers a thread of `threads` has with two such blocks resident
+ * on an SM (the register file split over both). */
+int64_t fu_persist_two_block_regs(const fu_device *dev, int64_t threads);
 /* The most full-size inputs a persistent schedule considers staging. */
 enum { FU_STAGE_MAX = 16 };
 /* The full-size tensors of persistent segment `seg` (inputs and outputs

@@ -79,9 +79,13 @@ void fu_persist_full_size(const fu_op *seg, const fu_value *ref, bool views, siz
   if (!*cached) *cached = 4;
 }
 
+int64_t fu_persist_two_block_regs(const fu_device *dev, int64_t threads) {
+  return threads < 1 ? 0 : (int64_t)dev->regs_per_sm / (2 * threads);
+}
+
 uint32_t fu_persist_register_blocks(const fu_device *dev, int64_t threads, int64_t cached_bytes) {
   if (threads < 1 || 2 * threads != (int64_t)dev->max_threads_per_sm) return 1;
-  int64_t regs = (int64_t)dev->regs_per_sm / (2 * threads); /* per thread, two blocks resident */
+  int64_t regs = fu_persist_two_block_regs(dev, threads);
   return cached_bytes >= 0 && cached_bytes <= regs / 2 * 4 ? 2 : 1;
 }
 

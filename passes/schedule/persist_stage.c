@@ -98,6 +98,12 @@ static bool reads_unstaged(const fu_op *seg, const fu_stage_plan *sp) {
   return false;
 }
 
+/* The shared memory two blocks take on an SM: each its staged bytes, its
+ * combine slots and the runtime's reserve. */
+static int64_t two_blocks_smem(int64_t bytes, int64_t slots) {
+  return 2 * (bytes + slots + FU_SMEM_RESERVED_PER_BLOCK);
+}
+
 /* With one block an SM a row's passes leave the SM idle through their
  * reductions and barriers; a second block covers them.  Each thread keeps
  * its first chunks in registers, in their 16-bit form (the lowering puts
@@ -121,7 +127,7 @@ bool fu_schedule_stage_keep(const fu_op *seg, const fu_device *dev, int64_t vecs
    * blocks of 104 KiB, ran 90.3 us staged whole and 81.0 keeping 6 of 13
    * chunks, RMS norm 87.0 and 79.1, both 8-11% faster over rows of 51200
    * and 55296; softmax, which reads only its row, 4.5% slower at those) */
-  int64_t two = 2 * (sp->bytes + sp->slots + FU_SMEM_RESERVED_PER_BLOCK);
+  int64_t two = two_blocks_smem(sp->bytes, sp->slots);
   if (sp->rows != 1 || !sp->n_staged || sp->n_left || two <= per_sm / 8 * 7 ||
       (two <= per_sm && !reads_unstaged(seg, sp)))
     return false;
@@ -135,7 +141,7 @@ bool fu_schedule_stage_keep(const fu_op *seg, const fu_device *dev, int64_t vecs
     if (sz != 2) return false;
     chunk_bytes += vw * (int64_t)sz;
   }
-  int64_t regs = (int64_t)dev->regs_per_sm / (2 * threads); /* a thread's, two blocks resident */
+  int64_t regs = fu_persist_two_block_regs(dev, threads);
   /* 3/8 of them (4 bytes a register) hold the kept chunks and what else
    * lives through the passes, a 16-bit vector's worth each: per further
    * staged input one in flight, per per-row output (a layer norm's mean
@@ -155,7 +161,7 @@ bool fu_schedule_stage_keep(const fu_op *seg, const fu_device *dev, int64_t vecs
   /* two blocks in 7/8 of the SM's shared memory: the rest stays L1 (3
    * chunks kept of 16 over rows of 65536, 2 x 105 KiB, ran 104.4 us where
    * 4 ran 100.2) */
-  if (2 * (bytes + slots + FU_SMEM_RESERVED_PER_BLOCK) > per_sm / 8 * 7 || bytes + slots > sp->limit) return false;
+  if (two_blocks_smem(bytes, slots) > per_sm / 8 * 7 || bytes + slots > sp->limit) return false;
   sp->keep = keep;
   sp->threads = threads;
   sp->chunks = chunks;
