@@ -326,7 +326,12 @@ static int outer_thread_regs(const fu_op *seg, int64_t vw) {
 static int64_t wave_filling_chunk(double per, double blocks, int64_t unroll, int64_t chunk) {
   if (per != floor(per) || per > (double)INT64_MAX / 2 || blocks < 1.0) return chunk;
   int64_t n = (int64_t)per, lo = (int64_t)ceil(per / blocks);
-  for (int64_t c = (lo + unroll - 1) / unroll * unroll; c < chunk; c += unroll)
+  /* at most MAX_TRIES candidates: an absurd row count must not make the
+   * scheduler spin (the search is over the chunks between the wave's and
+   * the power of two, about `lo` of them) */
+  enum { MAX_TRIES = 4096 };
+  int64_t c = (lo + unroll - 1) / unroll * unroll;
+  for (int tries = 0; c < chunk && tries < MAX_TRIES; c += unroll, tries++)
     if (n % c == 0) return c;
   return chunk;
 }
