@@ -38,26 +38,31 @@ typedef struct fu_lower_options {
 /* A lowering: the LOWER column of kinds.def (same contract as
  * fu_lower_segment; opt: the lower pass's switches, NULL for the
  * defaults). */
-typedef fu_status (*fu_lower_entry_fn)(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out);
+typedef fu_status (*fu_lower_entry_fn)(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag,
+                                       fu_kernel **out);
 
 /* The lowering of kind k, or NULL while the kind has none. */
 fu_lower_entry_fn fu_lower_entry(fu_sched_kind k);
 
 /* The pointwise lowering (passes/lower/pointwise.c), also the transpose
  * kind's fallback. */
-fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out);
+fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag,
+                             fu_kernel **out);
 /* The scan lowering (passes/lower/scan.c): one thread per line. */
 fu_status fu_lower_scan(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out);
 
 /* The transpose lowering (passes/lower/transpose.c): a schedule with a
  * shared-memory tile (fu_transpose_tile), else the pointwise lowering. */
-fu_status fu_lower_transpose(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out);
+fu_status fu_lower_transpose(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag,
+                             fu_kernel **out);
 
 /* The reduction lowering (passes/lower/reduction.c). */
-fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out);
+fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag,
+                             fu_kernel **out);
 /* The persistent lowering (passes/lower/persistent.c): normalizations,
  * the row kept in registers or reread by each pass. */
-fu_status fu_lower_persistent(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out);
+fu_status fu_lower_persistent(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag,
+                              fu_kernel **out);
 
 /* Lowers every scheduled segment of m (replacing a kernel already there:
  * lowering is deterministic, so running it twice changes nothing). */

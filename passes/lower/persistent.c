@@ -1179,6 +1179,7 @@ static void persistent_body(rl *L) {
   fu_mem_free(&L->m->alloc, P.keep, n_st * sizeof *P.keep);
 }
 
-fu_status fu_lower_persistent(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out) {
+fu_status fu_lower_persistent(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag,
+                              fu_kernel **out) {
   return fu_rl_lower(f, seg, opt, diag, out, persistent_body);
 }

@@ -1117,7 +1117,8 @@ fu_status fu_pwl_end(lw *L, fu_kernel **out) {
   return st;
 }
 
-fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out) {
+fu_status fu_lower_pointwise(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag,
+                             fu_kernel **out) {
   *out = NULL;
   const fu_schedule *s = seg->u.segment.schedule;
   if (!s) return FU_ERR_INVALID_ARG;

@@ -546,7 +546,7 @@ static void accumulate_point(rl *L, fu_kval *cond, rstate *acc, uint32_t lane) {
     rstate a = {NULL}, n = {NULL};
     for (uint32_t p = 0; p < stored_parts(L, op); p++) a[p] = chk(L, fu_kb_read(&L->b, NULL, acc[j][p]));
     if (fu_welford_op(op) && L->sums) {
-      /* s += v, ss += v * v (sum_states) */
+      /* s += v, q += v * v (sums_to_welford converts them) */
       fu_kval *sq = v ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, v->dtype, v, v)) : NULL;
       n[0] = v && a[0] ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, v->dtype, a[0], v)) : NULL;
       n[1] = sq && a[1] ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, v->dtype, a[1], sq)) : NULL;
@@ -1435,8 +1435,8 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
 /* A thread's Welford states from the sums its serial loops kept
  * (L->sums): with n elements of shifted values v, sum s and sum of
  * squares q, mean = s / n and m2 = q - s * mean, the states the combines
- * across threads and blocks take.  Per element that is an add and a
- * fused multiply-add where Welford's update takes a dozen dependent
+ * across threads and blocks take.  Per element that is a multiply and
+ * two adds where Welford's update takes a dozen dependent
  * instructions (a reciprocal, two where-isfinite selects): an NHWC batch
  * norm's statistics loop is issue-bound, not load-bound.  The shift (the
  * reduced dim's first element) keeps |mean(v)| near the data's spread, so
@@ -1935,7 +1935,8 @@ fu_status fu_rl_lower(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_
 
 static void reduction_body(rl *L) { kept_from(L, 0, false); }
 
-fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out) {
+fu_status fu_lower_reduction(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag,
+                             fu_kernel **out) {
   return fu_rl_lower(f, seg, opt, diag, out, reduction_body);
 }
 

@@ -87,7 +87,8 @@ typedef struct rl {
   const fu_ix *lin, *n_thread;
   /* with known counts, in the reduction lowering: a Welford state's mean
    * and m2 mutables hold the sum of its shifted elements and the sum of
-   * their squares through the serial loops (sum_states, finish converts) */
+   * their squares through the serial loops (finish converts them:
+   * sums_to_welford) */
   bool sums;
   const fu_lower_options *opt; /* the lower pass's switches (NULL: defaults) */
   /* by value id: outputs the body stores itself (partial sums), which

@@ -284,7 +284,8 @@ static void tile_body(lw *L) {
   L->b = outer;
 }
 
-fu_status fu_lower_transpose(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag, fu_kernel **out) {
+fu_status fu_lower_transpose(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag,
+                             fu_kernel **out) {
   *out = NULL;
   const fu_schedule *s = seg->u.segment.schedule;
   if (!s) return FU_ERR_INVALID_ARG;

@@ -258,6 +258,29 @@ static int outer_thread_regs(const fu_op *seg, int64_t vw) {
   return regs > 255 ? 255 : (int)regs;
 }
 
+/* The chunk of a few-column-block outer grid reduction: the power of two
+ * grid_split picks can leave a quarter of the wave empty (50176 rows a
+ * column block over 528 block slots: chunks of 128, 392 blocks); the
+ * smallest chunk below it that divides the `per` iterations exactly (no
+ * guard, so Welford counts stay known), is a multiple of the unroll and
+ * still gives at most `blocks` blocks a column block fills the wave
+ * instead (chunks of 98: 512 blocks).  On the H100 the statistics of a
+ * batch norm NHWC bf16 [256, 56, 56, 64] took 67.5 us in 512 blocks
+ * against 76.4 in 392, f32 95.2 against 96.8; 784 blocks of 64 (two
+ * waves) took 83.8 and 105.0.  `chunk` when no such divisor exists. */
+static int64_t wave_filling_chunk(double per, double blocks, int64_t unroll, int64_t chunk) {
+  if (per != floor(per) || per > (double)INT64_MAX / 2 || blocks < 1.0) return chunk;
+  int64_t n = (int64_t)per, lo = (int64_t)ceil(per / blocks);
+  /* at most MAX_TRIES candidates: an absurd row count must not make the
+   * scheduler spin (the search is over the chunks between the wave's and
+   * the power of two, about `lo` of them) */
+  enum { MAX_TRIES = 4096 };
+  int64_t c = (lo + unroll - 1) / unroll * unroll;
+  for (int tries = 0; c < chunk && tries < MAX_TRIES; c += unroll, tries++)
+    if (n % c == 0) return c;
+  return chunk;
+}
+
 /* When `groups` blocks (rows, or column blocks) of `threads` cannot fill
  * the device (fewer than half of SMs x blocks per SM) and each thread has
  * at least 4 unrolled iterations (`*per`, of serial axis *rs), splits *rs
@@ -313,29 +336,6 @@ static int outer_thread_regs(const fu_op *seg, int64_t vw) {
  * [20011, 3].var(0) 7.5 -> 8.8, so they keep the resident-blocks target.
  * Updates *rs and *per to the chunk and says why in `why`.  var/var_mean
  * split the same way: their Welford states go through the workspace. */
-/* The chunk of a few-column-block outer grid reduction: the power of two
- * grid_split picks can leave a quarter of the wave empty (50176 rows a
- * column block over 528 block slots: chunks of 128, 392 blocks); the
- * smallest chunk below it that divides the `per` iterations exactly (no
- * guard, so Welford counts stay known), is a multiple of the unroll and
- * still gives at most `blocks` blocks a column block fills the wave
- * instead (chunks of 98: 512 blocks).  On the H100 the statistics of a
- * batch norm NHWC bf16 [256, 56, 56, 64] took 67.5 us in 512 blocks
- * against 76.4 in 392, f32 95.2 against 96.8; 784 blocks of 64 (two
- * waves) took 83.8 and 105.0.  `chunk` when no such divisor exists. */
-static int64_t wave_filling_chunk(double per, double blocks, int64_t unroll, int64_t chunk) {
-  if (per != floor(per) || per > (double)INT64_MAX / 2 || blocks < 1.0) return chunk;
-  int64_t n = (int64_t)per, lo = (int64_t)ceil(per / blocks);
-  /* at most MAX_TRIES candidates: an absurd row count must not make the
-   * scheduler spin (the search is over the chunks between the wave's and
-   * the power of two, about `lo` of them) */
-  enum { MAX_TRIES = 4096 };
-  int64_t c = (lo + unroll - 1) / unroll * unroll;
-  for (int tries = 0; c < chunk && tries < MAX_TRIES; c += unroll, tries++)
-    if (n % c == 0) return c;
-  return chunk;
-}
-
 typedef struct grid_ask {
   int64_t threads;       /* a block's */
   double groups;         /* the independent outputs: rows (inner) or column blocks (outer) */
