@@ -58,10 +58,14 @@ typedef struct fu_stage_plan {
   int64_t bytes; /* of the staged rows */
   int64_t slots; /* at most, of the reductions' slots */
   int64_t limit; /* the shared memory a block may have (fu_persist_smem_limit) */
+  /* a tensor input not staged that a reduction's operand reads (a weight
+   * the first pass loads beside the row), or NULL */
+  const fu_value *reduced_unstaged;
   /* keep= (fu_schedule_stage_keep): the chunks each thread keeps in
    * registers of every staged input (0: none), at `threads` threads a row
    * of `chunks` chunks a thread */
   int64_t keep, threads, chunks;
+  bool keep_refused; /* keep= would have let two blocks in, but for reduced_unstaged */
 } fu_stage_plan;
 fu_status fu_schedule_stage_plan(fu_fusion *f, const fu_op *seg, const fu_value *const *full, uint32_t n_full,
                                  int64_t rows, int64_t row, int64_t threads, const fu_device *dev, fu_stage_plan *out);

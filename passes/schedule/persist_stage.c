@@ -41,6 +41,17 @@ static uint32_t passes_reading(const fu_op *seg, const fu_value *v, bool *seen, 
   return n;
 }
 
+/* Whether a reduction's operand in segment seg reads input v. */
+static bool reduction_reads(const fu_op *seg, const fu_value *v, bool *seen, size_t n_seen) {
+  const fu_block *body = seg->u.segment.body;
+  for (const fu_op *op = body ? body->first : NULL; op; op = op->next) {
+    if (!fu_op_has(op->kind, FU_OF_REDUCTION)) continue;
+    memset(seen, 0, n_seen);
+    if (reaches(seg, op->operands[0], v, seen)) return true;
+  }
+  return false;
+}
+
 /* The reductions of segment seg. */
 static uint32_t n_reductions(const fu_op *seg) {
   uint32_t n = 0;
@@ -70,6 +81,14 @@ fu_status fu_schedule_stage_plan(fu_fusion *f, const fu_op *seg, const fu_value 
       out->left[out->n_left] = v;
       out->left_bytes[out->n_left++] = b;
     }
+  }
+  for (uint32_t i = 0; i < seg->n_operands; i++) {
+    const fu_value *v = seg->operands[i];
+    bool staged = false;
+    for (uint32_t k = 0; k < out->n_staged; k++) staged |= out->staged[k] == v;
+    if (!staged && !out->reduced_unstaged && fu_type_is_tensor(&v->type) &&
+        reduction_reads(seg, v, seen, n_seen * sizeof *seen))
+      out->reduced_unstaged = v;
   }
   fu_mem_free(&f->module->alloc, seen, n_seen * sizeof *seen);
   return FU_OK;
@@ -135,6 +154,15 @@ bool fu_schedule_stage_keep(const fu_op *seg, const fu_device *dev, int64_t vecs
   if (vecs % threads != 0 || 2 * threads > (int64_t)dev->max_threads_per_sm) return false;
   int64_t chunks = vecs / threads;
   if (chunks < 2 || chunks > MAX_CHUNKS) return false;
+  /* A first pass that loads a weight beside the row does not fit 64
+   * registers with any chunk kept: over bf16 rows of 53248 to 65536 a
+   * softmax of x times a weight spilled 4-12 bytes keeping 1 to 4 chunks,
+   * an RMS norm of x times a weight 246-508 keeping 5 or 6; both staged
+   * whole (one block an SM) spill none. */
+  if (sp->reduced_unstaged) {
+    sp->keep_refused = true;
+    return false;
+  }
   int64_t chunk_bytes = 0;
   for (uint32_t k = 0; k < sp->n_staged; k++) {
     size_t sz = fu_dtype_size(sp->staged[k]->type.dtype);

@@ -354,6 +354,11 @@ static void explain_smem(fu_strbuf *out, const fu_stage_plan *sp, bool staged, b
                        ", but for the first %lld of each thread's %lld vectors, which stay in registers (keep=) so "
                        "that two blocks of %lld threads fit in 7/8 of an SM's shared memory",
                        (long long)sp->keep, (long long)sp->chunks, (long long)sp->threads);
+    else if (sp->keep_refused)
+      fu_strbuf_printf(out,
+                       ", one block an SM: no chunk stays in registers (keep=) because the reductions also read %%%s, "
+                       "which is not staged, and that pass would spill",
+                       sp->reduced_unstaged->name ? sp->reduced_unstaged->name : "?");
     for (uint32_t k = 0; k < sp->n_left; k++)
       fu_strbuf_printf(out, ", %%%s reread (%lld bytes more do not fit)", sp->left[k]->name ? sp->left[k]->name : "?",
                        (long long)sp->left_bytes[k]);
