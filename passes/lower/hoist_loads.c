@@ -173,8 +173,8 @@ static fu_status hoist_block(hoister *h, fu_kblock *b) {
 }
 
 /* The bytes of loads a region moves ahead at most, against the registers
- * a thread may hold (the launch's threads and the blocks an SM is planned
- * to hold), a byte per register: moved loads hold their registers from the
+ * a thread may hold (the SM's regs_per_sm over the launch's threads and
+ * the blocks an SM is planned to hold), a byte per register: moved loads hold their registers from the
  * region's start to their use.  A row part of which stays in registers
  * through every pass (`kept`, keep=) leaves less: an eighth of them.
  * Layer norm over rows of 61440 (512 threads, two blocks an SM: 64
@@ -183,19 +183,19 @@ static fu_status hoist_block(hoister *h, fu_kblock *b) {
  * threads with 8 chunks kept (in f32) spilled 3 KB moving all 60 of them.
  * At least 64 bytes (four vectors) otherwise.  Loads past the budget stay
  * where their values are first needed. */
-static uint64_t hoist_budget(const fu_kernel *k, bool kept) {
+static uint64_t hoist_budget(const fu_kernel *k, bool kept, uint32_t regs_per_sm) {
   uint64_t threads = (uint64_t)k->block[0] * k->block[1] * k->block[2];
   uint64_t blocks = k->min_blocks ? k->min_blocks : 1;
-  uint64_t regs = 65536 / (threads * blocks); /* the register file of an SM since sm_50 */
+  uint64_t regs = regs_per_sm / (threads * blocks);
   if (regs > 255) regs = 255;
   if (kept) return regs / 2;
   return regs < 64 ? 64 : regs;
 }
 
-fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k, bool kept) {
+fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k, bool kept, uint32_t regs_per_sm) {
   hoister h;
   memset(&h, 0, sizeof h);
-  h.budget = hoist_budget(k, kept);
+  h.budget = hoist_budget(k, kept, regs_per_sm);
   h.alloc = m->alloc;
   h.n_ids = k->next_kval_id;
   h.def = fu_mem_calloc(&h.alloc, (size_t)h.n_ids + 1, sizeof *h.def);

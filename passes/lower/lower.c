@@ -28,6 +28,15 @@ static const fu_lower_entry_fn lowerings[FU_SK_COUNT] = {
 
 fu_lower_entry_fn fu_lower_entry(fu_sched_kind k) { return (unsigned)k < FU_SK_COUNT ? lowerings[k] : NULL; }
 
+/* The register file of an SM (32-bit registers) of the device schedule s
+ * names, as the persistent lowering finds it (fu_persist_device: its
+ * preset, or its arch's); that of every GPU since sm_50 when neither is
+ * known. */
+static uint32_t schedule_regs_per_sm(const fu_schedule *s) {
+  fu_device dev;
+  return s && fu_persist_device(s, &dev) && dev.regs_per_sm ? dev.regs_per_sm : 65536;
+}
+
 /* Whether schedule s keeps part of a staged row in registers (keep=). */
 static bool keeps_registers(const fu_schedule *s) {
   for (uint32_t t = 0; s && t < s->n_tensors; t++)
@@ -49,7 +58,8 @@ static fu_status lower_one(fu_fusion *f, fu_op *seg, const fu_lower_options *opt
     return FU_ERR_UNSUPPORTED;
   }
   fu_status st = entry(f, seg, opt, diag, out);
-  if (st == FU_OK && *out) st = fu_lower_hoist_loads(f->module, *out, keeps_registers(seg->u.segment.schedule));
+  const fu_schedule *s = seg->u.segment.schedule;
+  if (st == FU_OK && *out) st = fu_lower_hoist_loads(f->module, *out, keeps_registers(s), schedule_regs_per_sm(s));
   if (st == FU_OK && *out && !(opt && opt->no_exp16)) st = fu_lower_relax_exp(f->module, *out, n_relaxed);
   if (st == FU_ERR_NOMEM)
     fu_error(diag, seg->loc, "out of memory while lowering '@%s'", seg->u.segment.name ? seg->u.segment.name : "?");

@@ -95,8 +95,9 @@ fu_dtype fu_lower_rng_operand_dtype(fu_dtype result, uint32_t i);
 
 /* Every lowering's last step (hoist_loads.c): in each straight-line block of
  * k, loads of read-only tensors and the pure index math they need move ahead
- * of the other instructions, so their memory latencies overlap. */
-fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k, bool kept);
+ * of the other instructions, so their memory latencies overlap; regs_per_sm
+ * is the register file of the schedule's device (32-bit registers). */
+fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k, bool kept, uint32_t regs_per_sm);
 /* Then (relax_exp.c, unless --disable=exp16): f32 exps whose results only
  * reach bf16/f16 values through mul, div, neg and casts become exp2(x *
  * log2 e); *n_relaxed counts them. */
