@@ -42,9 +42,10 @@
 #include "reduction_online.h"
 #include "reduction_welford.h"
 
-/* GRID_UNROLL: the partials a thread of a grid reduction's last block loads
- * before it combines them (combine_partials). */
-enum { GRID_UNROLL = 4 };
+/* GRID_UNROLL: the most partials a thread of a grid reduction's last block
+ * loads before it combines them (combine_partials, grid_unroll); and the
+ * most loads of a step, over the partials and their states' parts. */
+enum { GRID_UNROLL = 4, GRID_STEP_LOADS = 16 };
 
 static bool fail(rl *L, fu_loc loc, const char *what) {
   if (!L->failed) fu_error(L->diag, loc, "cannot lower reduction segment '@%s': %s", L->seg->u.segment.name, what);
@@ -1241,9 +1242,24 @@ static void fold_or_walk(rl *L, rstate *acc, rstate *p, const gwalk *w, fu_kval 
   }
 }
 
+/* The partials a step of the last block's walk loads (combine_partials):
+ * GRID_UNROLL, halved while a step would load more than GRID_STEP_LOADS
+ * words.  On the H100 (docs/performance.md, "The last block's walk"): an
+ * NHWC batch norm's statistics, four lanes of two words a partial, ran
+ * 1.3-2.8% faster at 2 (16 loads) than at 4 (32), and 7-8% slower at 8 or
+ * 16; a tall sum over 64 columns (four words a partial) 0.9% slower at 2
+ * than at 4. */
+static uint32_t grid_unroll(rl *L, fu_kval *const *cnt) {
+  uint32_t words = 0;
+  for (uint32_t j = 0; j < L->n_states; j++) words += parts(op_of(L, j)) - (cnt[j] ? 1 : 0); /* as load_combine */
+  uint32_t u = GRID_UNROLL;
+  while (u > 1 && u * words > GRID_STEP_LOADS) u /= 2;
+  return u;
+}
+
 /* The last block's walk over the partials: thread t folds partials t, t +
  * nr, t + 2 nr, ... (below gridDim.y) into acc, in that order.  The first
- * c - c % GRID_UNROLL of its c partials go GRID_UNROLL a step, all of a
+ * c - c % U of its c partials go U a step (U = grid_unroll), all of a
  * step's loads issued before its combines; the rest one a step.  A plain
  * loop waits one L2 round trip per partial: 512 blocks' partials over 32
  * threads were 16 round trips in a row.  The order, and so the result, is
@@ -1253,8 +1269,9 @@ static fu_kbuilder combine_partials(rl *L, rstate *part, fu_kval **cnt, rstate *
   fu_kbuilder here = L->b;
   fu_kval *zero = emit_ix(L, fu_ix_const(L->ix, 0)), *one = emit_ix(L, fu_ix_const(L->ix, 1));
   fu_kval *nrv = emit_ix(L, fu_ix_const(L->ix, nr)), *nr1 = emit_ix(L, fu_ix_const(L->ix, (int64_t)nr - 1));
-  fu_kval *uv = emit_ix(L, fu_ix_const(L->ix, GRID_UNROLL));
-  fu_kval *stepv = emit_ix(L, fu_ix_const(L->ix, (int64_t)nr * GRID_UNROLL));
+  uint32_t unroll = grid_unroll(L, cnt);
+  fu_kval *uv = emit_ix(L, fu_ix_const(L->ix, unroll));
+  fu_kval *stepv = emit_ix(L, fu_ix_const(L->ix, (int64_t)nr * unroll));
   if (L->failed || !zero || !one || !nrv || !nr1 || !uv || !stepv) {
     chk(L, NULL);
     return here;
@@ -1278,12 +1295,12 @@ static fu_kbuilder combine_partials(rl *L, rstate *part, fu_kval **cnt, rstate *
   fu_kval *g0 = chk(L, fu_kb_binary(&L->b, NULL, FU_OP_MUL, L->idx, lp->results[0], stepv));
   g0 = g0 ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, g0, t)) : NULL;
   rstate p[GRID_UNROLL][MAX_STATES];
-  for (uint32_t u = 0; u < GRID_UNROLL && g0 && !L->failed; u++) {
+  for (uint32_t u = 0; u < unroll && g0 && !L->failed; u++) {
     fu_kval *du = u ? emit_ix(L, fu_ix_const(L->ix, (int64_t)u * nr)) : NULL;
     fu_kval *g = u ? (du ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_ADD, L->idx, g0, du)) : NULL) : g0;
     load_partials(L, part, cnt, g, ystride, base, p[u]);
   }
-  for (uint32_t u = 0; u < GRID_UNROLL && !L->failed; u++) fold_or_walk(L, acc, p[u], w, gwalk_step(L, wk));
+  for (uint32_t u = 0; u < unroll && !L->failed; u++) fold_or_walk(L, acc, p[u], w, gwalk_step(L, wk));
   fu_lix_pop(&L->lix, mark);
   L->b = here;
   /* the rest, from t + steps * U * nr */
@@ -1315,7 +1332,7 @@ static fu_kbuilder combine_partials(rl *L, rstate *part, fu_kval **cnt, rstate *
  *   (shared through a flag); sync
  *   if (last) {                        -- the builder is left in here
  *     fence gpu
- *     thread t combines partials t, t + blockDim.x, ... in order (GRID_UNROLL
+ *     thread t combines partials t, t + blockDim.x, ... in order (grid_unroll
  *     of them loaded before they are combined), then the block combine;
  *     thread 0 resets sem[row] to 0
  *   }
