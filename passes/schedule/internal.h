@@ -65,7 +65,7 @@ typedef struct fu_stage_plan {
    * registers of every staged input (0: none), at `threads` threads a row
    * of `chunks` chunks a thread */
   int64_t keep, threads, chunks;
-  bool keep_refused; /* keep= would have let two blocks in, but for reduced_unstaged */
+  bool keep_refused; /* keep= not tried: a reduction reads reduced_unstaged */
 } fu_stage_plan;
 fu_status fu_schedule_stage_plan(fu_fusion *f, const fu_op *seg, const fu_value *const *full, uint32_t n_full,
                                  int64_t rows, int64_t row, int64_t threads, const fu_device *dev, fu_stage_plan *out);
