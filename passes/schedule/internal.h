@@ -58,8 +58,10 @@ typedef struct fu_stage_plan {
   int64_t bytes; /* of the staged rows */
   int64_t slots; /* at most, of the reductions' slots */
   int64_t limit; /* the shared memory a block may have (fu_persist_smem_limit) */
-  /* a tensor input not staged that a reduction's operand reads (a weight
-   * the first pass loads beside the row), or NULL */
+  /* whether the segment reads a tensor input not staged (a weight, read
+   * through L1 by every block); the first such input that a reduction's
+   * operand reads (a weight the first pass loads beside the row), or NULL */
+  bool reads_unstaged;
   const fu_value *reduced_unstaged;
   /* keep= (fu_schedule_stage_keep): the chunks each thread keeps in
    * registers of every staged input (0: none), at `threads` threads a row

@@ -82,13 +82,15 @@ fu_status fu_schedule_stage_plan(fu_fusion *f, const fu_op *seg, const fu_value 
       out->left_bytes[out->n_left++] = b;
     }
   }
+  /* the tensor inputs left in global memory (weights, read through L1 by
+   * every block), and the first that a reduction reads */
   for (uint32_t i = 0; i < seg->n_operands; i++) {
     const fu_value *v = seg->operands[i];
     bool staged = false;
     for (uint32_t k = 0; k < out->n_staged; k++) staged |= out->staged[k] == v;
-    if (!staged && !out->reduced_unstaged && fu_type_is_tensor(&v->type) &&
-        reduction_reads(seg, v, seen, n_seen * sizeof *seen))
-      out->reduced_unstaged = v;
+    if (staged || !fu_type_is_tensor(&v->type)) continue;
+    out->reads_unstaged = true;
+    if (!out->reduced_unstaged && reduction_reads(seg, v, seen, n_seen * sizeof *seen)) out->reduced_unstaged = v;
   }
   fu_mem_free(&f->module->alloc, seen, n_seen * sizeof *seen);
   return FU_OK;
@@ -103,18 +105,6 @@ static int64_t row_outputs(const fu_op *seg, const fu_value *x) {
     n += full > 0 && e >= 0 && e < full;
   }
   return n;
-}
-
-/* Whether the segment reads a tensor input that sp does not stage (a
- * weight, read through L1 by every block). */
-static bool reads_unstaged(const fu_op *seg, const fu_stage_plan *sp) {
-  for (uint32_t i = 0; i < seg->n_operands; i++) {
-    const fu_value *v = seg->operands[i];
-    bool staged = false;
-    for (uint32_t k = 0; k < sp->n_staged; k++) staged |= sp->staged[k] == v;
-    if (!staged && fu_type_is_tensor(&v->type)) return true;
-  }
-  return false;
 }
 
 /* The shared memory two blocks take on an SM: each its staged bytes, its
@@ -148,7 +138,7 @@ bool fu_schedule_stage_keep(const fu_op *seg, const fu_device *dev, int64_t vecs
    * and 55296; softmax, which reads only its row, 4.5% slower at those) */
   int64_t two = two_blocks_smem(sp->bytes, sp->slots);
   if (sp->rows != 1 || !sp->n_staged || sp->n_left || two <= per_sm / 8 * 7 ||
-      (two <= per_sm && !reads_unstaged(seg, sp)))
+      (two <= per_sm && !sp->reads_unstaged))
     return false;
   int64_t threads = vecs % 512 == 0 ? 512 : 256;
   if (vecs % threads != 0 || 2 * threads > (int64_t)dev->max_threads_per_sm) return false;
