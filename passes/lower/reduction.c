@@ -387,12 +387,15 @@ static void read_states(rl *L, rstate *acc, rstate *v) {
 }
 
 /* One mutable state per reduction, named `prefix<j>` (Welford parts
- * mean<j>, m2_<j>, count<j>, online ones max<j>, sumexp<j>, after the
- * prefix unless it is "acc"), set to the reduction's identity. */
+ * mean<j>, m2_<j>, count<j>, or sum<j>, sumsq<j> for a thread's
+ * accumulators ("acc") that keep sums (L->sums); online ones max<j>,
+ * sumexp<j>; after the prefix unless it is "acc"), set to the reduction's
+ * identity. */
 static void new_accumulators(rl *L, const char *prefix, rstate *acc) {
   static const char *const wn[FU_WELFORD_PARTS] = {"mean", "m2_", "count"};
-  static const char *const sn[FU_WELFORD_PARTS] = {"sum", "sumsq", "count"}; /* L->sums */
+  static const char *const sn[FU_WELFORD_PARTS] = {"sum", "sumsq", "count"};
   static const char *const on[FU_ONLINE_PARTS] = {"max", "sumexp"};
+  bool thread_acc = !strcmp(prefix, "acc");
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++) {
     const fu_op *op = op_of(L, j);
     rstate id = {NULL};
@@ -405,8 +408,8 @@ static void new_accumulators(rl *L, const char *prefix, rstate *acc) {
     }
     for (uint32_t p = 0; p < stored_parts(L, op) && !L->failed; p++) {
       char nm[32];
-      const char *pre = strcmp(prefix, "acc") ? prefix : "";
-      if (fu_welford_op(op)) snprintf(nm, sizeof nm, "%s%s%u", pre, L->sums ? sn[p] : wn[p], j);
+      const char *pre = thread_acc ? "" : prefix;
+      if (fu_welford_op(op)) snprintf(nm, sizeof nm, "%s%s%u", pre, thread_acc && L->sums ? sn[p] : wn[p], j);
       else if (fu_online_op(op)) snprintf(nm, sizeof nm, "%s%s%u", pre, on[p], j);
       else snprintf(nm, sizeof nm, "%s%u", prefix, j);
       acc[j][p] = chk(L, fu_kval_new_mutable(L->m, L->k, nm, acc_dtype(op)));
@@ -1483,10 +1486,7 @@ static void sums_to_welford(rl *L, rstate *v) {
 static void finish(rl *L, rstate *acc, const fu_ix *tx, bool in_loop) {
   rstate v[MAX_STATES];
   read_states(L, acc, v);
-  if (L->sums) {
-    sums_to_welford(L, v);
-    L->sums = false; /* Welford states from here on (the last block's too) */
-  }
+  if (L->sums) sums_to_welford(L, v); /* Welford states from here on (the last block's too) */
   if (L->s->reduce != FU_RM_SERIAL) combine_threads(L, v, tx, in_loop, "warp_partials");
   fu_kbuilder outer = L->b;
   if (L->s->reduce == FU_RM_GRID && !L->failed) {
