@@ -1247,11 +1247,11 @@ static void fold_or_walk(rl *L, rstate *acc, rstate *p, const gwalk *w, fu_kval 
 
 /* The partials a step of the last block's walk loads (combine_partials):
  * GRID_UNROLL, halved while a step would load more than GRID_STEP_LOADS
- * words.  On the H100 (docs/performance.md, "The last block's walk"): an
- * NHWC batch norm's statistics, four lanes of two words a partial, ran
- * 1.3-2.8% faster at 2 (16 loads) than at 4 (32), and 7-8% slower at 8 or
- * 16; a tall sum over 64 columns (four words a partial) 0.9% slower at 2
- * than at 4. */
+ * words.  On the H100 (docs/performance.md, "The grid reduction's last
+ * block"): an NHWC batch norm's statistics, four lanes of two words a
+ * partial, ran 1.3-2.8% faster at 2 (16 loads) than at 4 (32), and 7-8%
+ * slower at 8 or 16; a tall sum over 64 columns (four words a partial)
+ * 0.9% slower at 2 than at 4. */
 static uint32_t grid_unroll(rl *L, fu_kval *const *cnt) {
   uint32_t words = 0;
   for (uint32_t j = 0; j < L->n_states; j++) words += parts(op_of(L, j)) - (cnt[j] ? 1 : 0); /* as load_combine */
