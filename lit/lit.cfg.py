@@ -22,6 +22,12 @@ config.substitutions.append(("%srcroot", config.fuser_src_root))
 config.substitutions.append(("%python", sys.executable))
 if config.ptxas_dir:
     config.available_features.add("ptxas")
+# cuobjdump (--dump=sass): FUSER_CUOBJDUMP, beside ptxas, or on PATH
+import shutil
+if (os.environ.get("FUSER_CUOBJDUMP") or shutil.which("cuobjdump", path=config.environment["PATH"])):
+    config.available_features.add("cuobjdump")
+    if os.environ.get("FUSER_CUOBJDUMP"):
+        config.environment["FUSER_CUOBJDUMP"] = os.environ["FUSER_CUOBJDUMP"]
 if config.fuser_has_llvm:
     config.available_features.add("llvm")
 if config.fuser_has_cuda:

@@ -15,7 +15,7 @@
  * the exit status is 1 if any chunk failed.  --error-limit=N stops after N
  * errors (default 20, counted afresh per chunk; 0: no limit).  --dump=NAME
  * (and FUSER_DUMP) writes kernel_ir, cuda_kernel, llvm_ir, ptx,
- * ptxas_verbose and launch_params of the kernels read; --disable=fast_paths
+ * ptxas_verbose, sass and launch_params of the kernels read; --disable=fast_paths
  * (and FUSER_DISABLE) is the llvm backend's switch (docs/debugging.md). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +47,7 @@ static void usage(FILE *out) {
         "  --pipeline=P  LLVM pass pipeline (default: fuser's own, see lib/target/llvm/context.c; 'default<O3>': LLVM's)\n"
         "  --split-input-file  handle each `// -----` chunk on its own\n"
         "  --error-limit=N     stop after N errors per chunk (default 20; 0: no limit)\n"
-        "  --dump=NAME[,...]   kernel_ir, cuda_kernel, llvm_ir, ptx, ptxas_verbose, launch_params to stderr\n"
+        "  --dump=NAME[,...]   kernel_ir, cuda_kernel, llvm_ir, ptx, ptxas_verbose, sass, launch_params to stderr\n"
         "                      (also FUSER_DUMP; FUSER_DUMP_DIR for files; --dump=help lists them)\n"
         "  --disable=NAME      fast_paths: libdevice's sqrt and fabs in the llvm backend (also FUSER_DISABLE)\n"
         "  --enable=NAME       turn it back on (also FUSER_ENABLE)\n",

@@ -44,6 +44,7 @@
     "each kernel's bytes moved, and on the GPU its time and effective bandwidth on every run")                         \
   X(PTXAS_VERBOSE, "ptxas_verbose", "//",                                                                              \
     "registers, spills and shared memory per kernel (ptxas -v; the JIT's info log on the GPU)")                        \
+  X(SASS, "sass", "//", "the kernels' machine code (ptxas, then cuobjdump -sass, from the CUDA Toolkit)")               \
   X(SEGMENTER_LOGGING, "segmenter_logging", "//", "the segmenter's explanations (what --debug=segment prints)")        \
   X(PYTHON_DEFINITION, "python_definition", "#", "the fusion as an nvFuser Python script (fuser-translate --to)")      \
   X(HOST_IR, "host_ir", "//", "what the host does: host ops, allocations of intermediates, launches in order")

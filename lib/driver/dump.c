@@ -40,7 +40,7 @@ bool fu_dump_any(const fu_dumps *d) { return d && d->on != 0; }
 void fu_dump_print_help(fu_strbuf *out) {
   fu_strbuf_puts(out, "FUSER_DUMP=a,b,... (or --dump=a,b,...) dumps, to stderr or FUSER_DUMP_DIR/<fusion>/<name>:\n");
   for (int k = 0; k < FU_DUMP_COUNT; k++) fu_strbuf_printf(out, "  %-18s %s\n", dump_rows[k].name, dump_rows[k].help);
-  fu_strbuf_puts(out, "  all                every dump above\n");
+  fu_strbuf_puts(out, "  all                every dump above but sass (which needs cuobjdump)\n");
 }
 
 static bool item_is(const char *p, size_t n, const char *name) { return strlen(name) == n && memcmp(p, name, n) == 0; }
@@ -65,7 +65,8 @@ bool fu_dump_parse(fu_dumps *d, const char *list, const char *origin, const char
     if (item_is(name, len, "help")) {
       d->help = found = true;
     } else if (item_is(name, len, "all")) {
-      d->on = (1u << FU_DUMP_COUNT) - 1;
+      /* all but sass: it needs cuobjdump, which a CUDA Toolkit may lack */
+      d->on |= ((1u << FU_DUMP_COUNT) - 1) & ~(1u << FU_DUMP_SASS);
       found = true;
     }
     for (int k = 0; k < FU_DUMP_COUNT && !found; k++)

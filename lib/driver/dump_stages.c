@@ -2,7 +2,8 @@
  * (include/fuser/dump.h).  The IR dumps are the IR printer's text at a
  * pipeline stage, the index graph and the segmenter's log are the passes'
  * own --debug output (captured by fu_pipeline_run), the code dumps go
- * through fu_compiler as --emit does, and ptxas_verbose asks ptxas -v.
+ * through fu_compiler as --emit does, ptxas_verbose asks ptxas -v, and
+ * sass ptxas and cuobjdump -sass.
  * Nothing here duplicates a printer: each dump is an existing one with a
  * header line in front. */
 #include <errno.h>
@@ -220,7 +221,7 @@ fu_status fu_dump_pass_debug(fu_dumps *d, const char *pass, const fu_module *m, 
   return fu_dump_write(d, k, module_label(m, buf, sizeof buf), stage, text, len);
 }
 
-/* ---- code: cuda_kernel, llvm_ir, ptx, ptxas_verbose ------------------------ */
+/* ---- code: cuda_kernel, llvm_ir, ptx, ptxas_verbose, sass ------------------ */
 
 #ifdef FUSER_PTXAS_PATH
 #define PTXAS FUSER_PTXAS_PATH
@@ -228,36 +229,70 @@ fu_status fu_dump_pass_debug(fu_dumps *d, const char *pass, const fu_module *m, 
 #define PTXAS "ptxas"
 #endif
 
-/* ptxas -v over `ptx` (a temporary file), its report in `out`. */
-static fu_status run_ptxas(fu_dumps *d, const char *ptx, size_t len, const char *arch, fu_strbuf *out) {
+/* The cuobjdump of the sass dump: FUSER_CUOBJDUMP, else the one beside the
+ * ptxas this build found, else cuobjdump on PATH. */
+static const char *cuobjdump_path(char *buf, size_t cap) {
+  const char *env = getenv("FUSER_CUOBJDUMP");
+  if (env && *env) return env;
+  const char *slash = strrchr(PTXAS, '/');
+  if (slash) {
+    snprintf(buf, cap, "%.*s/cuobjdump", (int)(slash - PTXAS), PTXAS);
+    if (access(buf, X_OK) == 0) return buf;
+  }
+  return "cuobjdump";
+}
+
+/* Runs `cmd`, its output (stdout and stderr) appended to `out`; false when
+ * it cannot start or exits non-zero. */
+static bool run_into(const char *cmd, fu_strbuf *out) {
+  FILE *p = popen(cmd, "r");
+  if (!p) return false;
+  char line[1024];
+  while (fgets(line, sizeof line, p)) fu_strbuf_puts(out, line);
+  return pclose(p) == 0;
+}
+
+/* Over `ptx` (written to a temporary file): ptxas -v, its report in `out`;
+ * or with `sass`, ptxas to a temporary cubin and cuobjdump -sass over it,
+ * the machine code in `out`. */
+static fu_status run_ptxas(fu_dumps *d, const char *ptx, size_t len, const char *arch, bool sass, fu_strbuf *out) {
+  const char *what = sass ? "sass" : "ptxas_verbose";
   const char *tmp = getenv("TMPDIR");
-  char path[512];
+  char path[512], cubin[600];
   snprintf(path, sizeof path, "%s/fuser-ptxas-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   int fd = mkstemp(path);
   if (fd < 0) {
-    fprintf(d->err, "%s: error: ptxas_verbose: cannot make a temporary file: %s\n", d->tool, strerror(errno));
+    fprintf(d->err, "%s: error: %s: cannot make a temporary file: %s\n", d->tool, what, strerror(errno));
     return FU_ERR_IO;
   }
   bool ok = write(fd, ptx, len) == (ssize_t)len;
   ok &= close(fd) == 0;
+  snprintf(cubin, sizeof cubin, "%s.cubin", path);
+  char cmd[2048];
+  if (sass) snprintf(cmd, sizeof cmd, "'%s' -arch=%s -o '%s' '%s' 2>&1", PTXAS, arch, cubin, path);
+  else snprintf(cmd, sizeof cmd, "'%s' -arch=%s -v -o /dev/null '%s' 2>&1", PTXAS, arch, path);
+  fu_strbuf log;
+  fu_strbuf_init(&log, d->alloc);
   fu_status st = FU_OK;
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd, "'%s' -arch=%s -v -o /dev/null '%s' 2>&1", PTXAS, arch, path);
-  FILE *p = ok ? popen(cmd, "r") : NULL;
-  if (!p) {
-    fprintf(d->err, "%s: error: ptxas_verbose: cannot run %s\n", d->tool, PTXAS);
+  if (!ok || !run_into(cmd, sass ? &log : out)) {
+    fprintf(d->err, "%s: error: %s: '%s -arch=%s' failed (is ptxas, from the CUDA Toolkit, on PATH?)\n%.*s", d->tool,
+            what, PTXAS, arch, (int)log.len, log.data ? log.data : "");
     st = FU_ERR_IO;
-  } else {
-    char line[1024];
-    while (fgets(line, sizeof line, p)) fu_strbuf_puts(out, line);
-    int rc = pclose(p);
-    if (rc != 0) {
-      fprintf(d->err, "%s: error: ptxas_verbose: '%s -arch=%s -v' failed (is ptxas, from the CUDA Toolkit, on PATH?)\n",
-              d->tool, PTXAS, arch);
+  } else if (sass) {
+    char tool[600];
+    const char *cuobjdump = cuobjdump_path(tool, sizeof tool);
+    snprintf(cmd, sizeof cmd, "'%s' -sass '%s' 2>&1", cuobjdump, cubin);
+    if (!run_into(cmd, out)) {
+      fprintf(d->err,
+              "%s: error: sass: '%s -sass' failed (is cuobjdump, from the CUDA Toolkit, on PATH, or named by "
+              "FUSER_CUOBJDUMP?)\n",
+              d->tool, cuobjdump);
       st = FU_ERR_IO;
     }
   }
+  fu_strbuf_free(&log);
   unlink(path);
+  if (sass) unlink(cubin);
   return st;
 }
 
@@ -285,15 +320,17 @@ static fu_status dump_code(fu_dumps *d, fu_dump_kind k, const fu_target_def *t, 
   fu_compiler_init(&c, t->name, &to, d->alloc);
   fu_strbuf code;
   fu_strbuf_init(&code, d->alloc);
-  fu_target_output what = k == FU_DUMP_PTX || k == FU_DUMP_PTXAS_VERBOSE ? FU_TARGET_PTX : FU_TARGET_TEXT;
+  bool via_ptxas = k == FU_DUMP_PTXAS_VERBOSE || k == FU_DUMP_SASS;
+  fu_target_output what = k == FU_DUMP_PTX || via_ptxas ? FU_TARGET_PTX : FU_TARGET_TEXT;
   fu_status st = fu_compile_kernels(&c, ks, n, what, arch, o ? o->src : NULL, &code, diag);
   char stage[96];
   snprintf(stage, sizeof stage, "%s backend, %s", t->name, arch);
-  if (st == FU_OK && k == FU_DUMP_PTXAS_VERBOSE) {
+  if (st == FU_OK && via_ptxas) {
+    bool sass = k == FU_DUMP_SASS;
     fu_strbuf rep;
     fu_strbuf_init(&rep, d->alloc);
-    st = run_ptxas(d, code.data ? code.data : "", code.len, arch, &rep);
-    if (st == FU_OK) st = fu_dump_write(d, k, label, "ptxas -v", rep.data, rep.len);
+    st = run_ptxas(d, code.data ? code.data : "", code.len, arch, sass, &rep);
+    if (st == FU_OK) st = fu_dump_write(d, k, label, sass ? "ptxas, cuobjdump -sass" : "ptxas -v", rep.data, rep.len);
     fu_strbuf_free(&rep);
   } else if (st == FU_OK) {
     st = fu_dump_write(d, k, label, stage, code.data, code.len);
@@ -328,6 +365,8 @@ fu_status fu_dump_kernels(fu_dumps *d, const fu_kernel *const *ks, uint32_t n, c
   if (st == FU_OK && want[FU_DUMP_PTX]) st = dump_code(d, FU_DUMP_PTX, fu_target_lookup(NULL), ks, n, label, arch, o, diag);
   if (st == FU_OK && want[FU_DUMP_PTXAS_VERBOSE])
     st = dump_code(d, FU_DUMP_PTXAS_VERBOSE, fu_target_lookup(NULL), ks, n, label, arch, o, diag);
+  if (st == FU_OK && want[FU_DUMP_SASS])
+    st = dump_code(d, FU_DUMP_SASS, fu_target_lookup(NULL), ks, n, label, arch, o, diag);
   if (st == FU_OK && want[FU_DUMP_LAUNCH_PARAMS]) {
     fu_strbuf sb;
     fu_strbuf_init(&sb, d->alloc);
