@@ -271,14 +271,16 @@ static fu_status run_ptxas(fu_dumps *d, const char *ptx, size_t len, const char 
   char cmd[2048];
   if (sass) snprintf(cmd, sizeof cmd, "'%s' -arch=%s -o '%s' '%s' 2>&1", PTXAS, arch, cubin, path);
   else snprintf(cmd, sizeof cmd, "'%s' -arch=%s -v -o /dev/null '%s' 2>&1", PTXAS, arch, path);
-  fu_strbuf log;
+  fu_strbuf log; /* what ptxas says: the -v report, or why it failed */
   fu_strbuf_init(&log, d->alloc);
   fu_status st = FU_OK;
-  if (!ok || !run_into(cmd, sass ? &log : out)) {
+  if (!ok || !run_into(cmd, &log)) {
     fprintf(d->err, "%s: error: %s: '%s -arch=%s' failed (is ptxas, from the CUDA Toolkit, on PATH?)\n%.*s", d->tool,
             what, PTXAS, arch, (int)log.len, log.data ? log.data : "");
     st = FU_ERR_IO;
-  } else if (sass) {
+  } else if (!sass) {
+    fu_strbuf_append(out, log.data ? log.data : "", log.len);
+  } else {
     char tool[600];
     const char *cuobjdump = cuobjdump_path(tool, sizeof tool);
     snprintf(cmd, sizeof cmd, "'%s' -sass '%s' 2>&1", cuobjdump, cubin);

@@ -175,8 +175,9 @@ static fu_status hoist_block(hoister *h, fu_kblock *b) {
 /* The bytes of loads a region moves ahead at most, against the registers
  * a thread may hold (the SM's regs_per_sm over the launch's threads and
  * the blocks an SM is planned to hold), a byte per register: moved loads
- * hold their registers from the region's start to their use.  A row part of which stays in registers
- * through every pass (`kept`, keep=) leaves less: an eighth of them.
+ * hold their registers from the region's start to their use.  A row part
+ * of which stays in registers through every pass (`kept`, keep=) leaves
+ * less: an eighth of them.
  * Layer norm over rows of 61440 (512 threads, two blocks an SM: 64
  * registers, 6 chunks kept) spilled 18 bytes with 64 bytes of weights and
  * biases moved ahead of its last pass, none with 32; a row of 61440 at 256

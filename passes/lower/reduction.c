@@ -748,11 +748,16 @@ static void new_slots(rl *L, const char *tag, int64_t n, fu_kval *at, rstate *v,
 /* Reduction j's state at slot `at` of arrays arr, loaded and combined into
  * v (or copied to v when `first`); the count is `count` when the slots
  * hold none (a known count, the same in every slot). */
+/* The parts of state j that load_combine loads: all but a known count. */
+static uint32_t loaded_parts(const rl *L, uint32_t j, const fu_kval *count) {
+  return count ? parts(op_of(L, j)) - 1 : parts(op_of(L, j));
+}
+
 static void load_combine(rl *L, uint32_t j, fu_kval *const *arr, fu_kval *at, fu_kval *count, bool first,
                          fu_kval **v) {
   rstate p = {NULL};
   const fu_op *op = op_of(L, j);
-  uint32_t n = count ? parts(op) - 1 : parts(op);
+  uint32_t n = loaded_parts(L, j, count);
   for (uint32_t q = 0; q < n; q++)
     if (at && !fu_kb_load(&L->b, NULL, arr[q], at, 1, acc_dtype(op), &p[q])) chk(L, NULL);
   if (count) p[n] = count;
@@ -1254,7 +1259,7 @@ static void fold_or_walk(rl *L, rstate *acc, rstate *p, const gwalk *w, fu_kval 
  * 0.9% slower at 2 than at 4. */
 static uint32_t grid_unroll(rl *L, fu_kval *const *cnt) {
   uint32_t words = 0;
-  for (uint32_t j = 0; j < L->n_states; j++) words += parts(op_of(L, j)) - (cnt[j] ? 1 : 0); /* as load_combine */
+  for (uint32_t j = 0; j < L->n_states; j++) words += loaded_parts(L, j, cnt[j]);
   uint32_t u = GRID_UNROLL;
   while (u > 1 && u * words > GRID_STEP_LOADS) u /= 2;
   return u;
