@@ -95,6 +95,8 @@ static fu_status optimize(fu_backend *be, bk_module *m, LLVMTargetMachineRef tm)
     bk_error(be, "internal error: a bool-to-float conversion of more than 64 lanes after optimization");
     return st;
   }
+  st = bk_widen_bf16_pairs(m);
+  if (st != FU_OK) return st;
   return be->llvm_error ? FU_ERR_UNSUPPORTED : FU_OK;
 }
 

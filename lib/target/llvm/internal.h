@@ -88,6 +88,11 @@ fu_status bk_limit_inlining(bk_module *m);
  * select; run after the optimization pipeline, before code generation. */
 fu_status bk_fix_nvptx_lowering(bk_module *m);
 
+/* ---- widen_bf16.c: bf16 lanes widened from their 32-bit words ---- */
+/* Rewrites `fpext bfloat` of a lane of a packed pair as a shift or a mask
+ * of the pair's word; run after the optimization pipeline. */
+fu_status bk_widen_bf16_pairs(bk_module *m);
+
 /* ---- types.c: dtypes in registers and in memory, conversions ---- */
 LLVMTypeRef bk_reg_type(bk_module *m, fu_dtype t); /* bool: i1 */
 LLVMTypeRef bk_mem_type(bk_module *m, fu_dtype t); /* bool: i8 */
