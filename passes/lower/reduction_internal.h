@@ -90,6 +90,9 @@ typedef struct rl {
    * their squares through the serial loops (finish converts them:
    * sums_to_welford) */
   bool sums;
+  /* the shared-memory folds over threadIdx.y rows are one rolled loop
+   * from 2 rows on (a two-level grid combine's group and top levels) */
+  bool roll_folds;
   const fu_lower_options *opt; /* the lower pass's switches (NULL: defaults) */
   /* by value id: outputs the body stores itself (partial sums), which
    * store_outputs leaves alone; NULL when none */
