@@ -1539,7 +1539,7 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   rstate gpart[MAX_STATES];
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
     for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++) {
-      char nm[32];
+      char nm[48];
       if (q) snprintf(nm, sizeof nm, "group_partials%u_%u", j, q);
       else snprintf(nm, sizeof nm, "group_partials%u", j);
       gpart[j][q] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(op_of(L, j)), gsize, false));
