@@ -33,6 +33,7 @@ fu_status fu_lower_segment(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_ke
 typedef struct fu_lower_options {
   bool no_exp16;        /* --disable=exp16: every f32 exp keeps the backends' accurate form (relax_exp.c) */
   bool no_welford_sums; /* --disable=welford_sums: a known-count thread keeps Welford's update (reduction.c) */
+  bool grid_tree;       /* --enable=grid_tree: a grid's Welford combine in two levels (reduction.c) */
 } fu_lower_options;
 
 /* A lowering: the LOWER column of kinds.def (same contract as

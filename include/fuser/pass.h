@@ -35,13 +35,16 @@ typedef enum fu_feature {
   FU_FEATURE_EXP16,          /* lower: f32 exps that only reach 16-bit values as exp2(x * log2 e) */
   FU_FEATURE_SMEM_KEEP,      /* schedule: keep= on staged 16-bit rows for two blocks an SM */
   FU_FEATURE_WELFORD_SUMS,   /* lower: a known-count thread's Welford loop as sums */
+  FU_FEATURE_GRID_TREE,      /* lower: a grid's Welford combine in two levels; off unless enabled */
   FU_FEATURE_COUNT
 } fu_feature;
 
 /* Features that are off unless turned on (--enable, FUSER_ENABLE):
  * clusters, measured slower than the shared-memory tier on the H100
- * (docs/performance.md, "Thread-block clusters"). */
-#define FU_FEATURES_OFF_BY_DEFAULT (1u << FU_FEATURE_CLUSTERS)
+ * (docs/performance.md, "Thread-block clusters"); grid_tree, 1-2% faster
+ * on the H100 but whose near-zero means were further from PyTorch's
+ * (docs/performance.md, "Two levels for the grid's Welford combine"). */
+#define FU_FEATURES_OFF_BY_DEFAULT ((1u << FU_FEATURE_CLUSTERS) | (1u << FU_FEATURE_GRID_TREE))
 
 typedef struct fu_feature_set {
   uint32_t off;       /* bit (1u << fu_feature) per feature turned off */

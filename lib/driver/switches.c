@@ -47,6 +47,10 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
                                  "a reduction thread whose Welford count is known keeps the sum and the sum of squares "
                                  "of its shifted elements, made mean and m2 before the combines (else Welford's "
                                  "update an element)"},
+    [FU_FEATURE_GRID_TREE] = {"grid_tree",
+                              "off unless enabled: a grid reduction's Welford states combined in two levels where "
+                              "the last block's threads would walk 8 partials or more (groups of blocks fold "
+                              "theirs first; else one last block walks them all)"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {

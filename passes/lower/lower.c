@@ -116,7 +116,8 @@ fu_status fu_lower_module_with(fu_module *m, const fu_lower_options *opt, fu_dia
 static fu_status run_lower(fu_module *m, fu_pass_context *ctx) {
   FILE *debug = fu_pass_debug_enabled(ctx, "lower") ? ctx->debug_out : NULL;
   fu_lower_options opt = {.no_exp16 = !fu_pass_feature_on(ctx, FU_FEATURE_EXP16),
-                          .no_welford_sums = !fu_pass_feature_on(ctx, FU_FEATURE_WELFORD_SUMS)};
+                          .no_welford_sums = !fu_pass_feature_on(ctx, FU_FEATURE_WELFORD_SUMS),
+                          .grid_tree = fu_pass_feature_on(ctx, FU_FEATURE_GRID_TREE)};
   return fu_lower_module_with(m, &opt, ctx->diag, debug);
 }
 
