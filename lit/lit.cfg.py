@@ -1,5 +1,6 @@
 # lit configuration for fuser's FileCheck tests.
 import os
+import shutil
 import sys
 
 import lit.formats
@@ -22,8 +23,7 @@ config.substitutions.append(("%srcroot", config.fuser_src_root))
 config.substitutions.append(("%python", sys.executable))
 if config.ptxas_dir:
     config.available_features.add("ptxas")
-# cuobjdump (--dump=sass): FUSER_CUOBJDUMP, beside ptxas, or on PATH
-import shutil
+# cuobjdump (--dump=sass): FUSER_CUOBJDUMP, beside ptxas (on the PATH above), or on PATH
 if (os.environ.get("FUSER_CUOBJDUMP") or shutil.which("cuobjdump", path=config.environment["PATH"])):
     config.available_features.add("cuobjdump")
     if os.environ.get("FUSER_CUOBJDUMP"):

@@ -732,26 +732,40 @@ static void accumulate(rl *L, uint32_t i, rstate *acc) {
   L->b = saved;
 }
 
+/* The name of part q of state j's array: `tag<j>`, or `tag<j>_<q>` for a
+ * Welford state's m2 and count. */
+static void part_name(char *nm, size_t cap, const char *tag, uint32_t j, uint32_t q) {
+  if (q) snprintf(nm, cap, "%s%u_%u", tag, j, q);
+  else snprintf(nm, cap, "%s%u", tag, j);
+}
+
 /* Shared arrays `tag<j>` (Welford parts `tag<j>_<part>`) of n slots per
  * state of v, each state stored at slot `at` (none when at is NULL). */
 static void new_slots(rl *L, const char *tag, int64_t n, fu_kval *at, rstate *v, rstate *arr) {
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
     for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++) {
-      char nm[32];
-      if (q) snprintf(nm, sizeof nm, "%s%u_%u", tag, j, q);
-      else snprintf(nm, sizeof nm, "%s%u", tag, j);
+      char nm[48];
+      part_name(nm, sizeof nm, tag, j, q);
       arr[j][q] = chk(L, fu_kval_new_array(L->m, L->k, nm, acc_dtype(op_of(L, j)), FU_MEM_SHARED, n));
       if (arr[j][q] && at && !fu_kb_store(&L->b, arr[j][q], at, &v[j][q], 1)) chk(L, NULL);
     }
 }
 
-/* Reduction j's state at slot `at` of arrays arr, loaded and combined into
- * v (or copied to v when `first`); the count is `count` when the slots
- * hold none (a known count, the same in every slot). */
+/* Whether any of the segment's reductions is a Welford state. */
+static bool any_welford(const rl *L) {
+  for (uint32_t j = 0; j < L->n_states; j++)
+    if (fu_welford_op(op_of(L, j))) return true;
+  return false;
+}
+
 /* The parts of state j that load_combine loads: all but a known count. */
 static uint32_t loaded_parts(const rl *L, uint32_t j, const fu_kval *count) {
   return count ? parts(op_of(L, j)) - 1 : parts(op_of(L, j));
 }
+
+/* Reduction j's state at slot `at` of arrays arr, loaded and combined into
+ * v (or copied to v when `first`); the count is `count` when the slots
+ * hold none (a known count, the same in every slot). */
 
 static void load_combine(rl *L, uint32_t j, fu_kval *const *arr, fu_kval *at, fu_kval *count, bool first,
                          fu_kval **v) {
@@ -927,9 +941,7 @@ static void combine_rows(rl *L, rstate *v, const fu_ix *ty, bool in_loop, const 
   known_counts(L, v, cnt);
   new_slots(L, tag, (int64_t)(nx * ny), at, v, arr);
   if (!L->failed && !fu_kb_sync(&L->b)) chk(L, NULL);
-  bool welford = false;
-  for (uint32_t j = 0; j < L->n_states; j++) welford |= fu_welford_op(op_of(L, j));
-  bool tree = fu_reduction_rows_fold(ny, welford);
+  bool tree = fu_reduction_rows_fold(ny, any_welford(L));
   if (tree) fold_rows(L, arr, at, ty, nx, ny, cnt);
   for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
     for (uint32_t w = 0; w < (tree ? 1 : ny) && !L->failed; w++)
@@ -1332,6 +1344,18 @@ static fu_kbuilder combine_partials(rl *L, rstate *part, fu_kval **cnt, rstate *
   return L->b;
 }
 
+/* One workspace of `size` elements per stored part of every state, named
+ * <prefix><j> and <prefix><j>_<q> (a Welford state's mean, m2 and count:
+ * partials<j>, partials<j>_1, partials<j>_2). */
+static void partial_workspaces(rl *L, const char *prefix, fu_lexpr *size, rstate *part) {
+  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
+    for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++) {
+      char nm[48];
+      part_name(nm, sizeof nm, prefix, j, q);
+      part[j][q] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(op_of(L, j)), size, false));
+    }
+}
+
 /* Thread 0 stores the block's states v as partial `at` of the
  * workspaces part, then a gpu fence; every thread syncs after. */
 static void store_partial(rl *L, rstate *part, fu_kval *at, rstate *v, fu_kval *t0) {
@@ -1418,9 +1442,10 @@ static void walk_level(rl *L, rstate *part, fu_kval **cnt, rstate *v, fu_kval *t
 /* The group size of a two-level grid combine, or 0 for one level (always
  * without --enable=grid_tree: on the H100 the means of the NHWC batch
  * norms below came 2.7e-5 to 4.5e-5 from PyTorch's, relatively, with the
- * folds' counts carried; 1.1e-5 with one level).  The last block's walk is one thread's partials after another: with 512
- * blocks of 16 rows (an NHWC batch norm's statistics) 32 a thread, an
- * L2 round trip per grid_unroll of them.  Two levels take a group of G
+ * folds' counts carried; 1.1e-5 with one level).  The last block's walk
+ * is one thread's partials after another: with 512 blocks of 16 rows (an
+ * NHWC batch norm's statistics) 32 a thread, an L2 round trip per
+ * grid_unroll of them.  Two levels take a group of G
  * blocks (G dividing the row's constant block count, from one walk step
  * of the block's nr threads up) whose last block folds the group into
  * a group partial while other blocks still run; the grid's last block
@@ -1437,9 +1462,7 @@ static void walk_level(rl *L, rstate *part, fu_kval **cnt, rstate *v, fu_kval *t
  * 120.7-121.3 us against 121.1, f32 222.8-222.9 against 222.4-222.7). */
 static uint32_t tree_group(rl *L, const fu_lexpr *gy, uint32_t nr, fu_kval *const *cnt) {
   if (!L->opt || !L->opt->grid_tree) return 0;
-  bool welford = false;
-  for (uint32_t j = 0; j < L->n_states; j++) welford |= fu_welford_op(op_of(L, j));
-  if (!welford || !gy || gy->kind != FU_LX_CONST || gy->value < 8 * (int64_t)nr) return 0;
+  if (!any_welford(L) || !gy || gy->kind != FU_LX_CONST || gy->value < 8 * (int64_t)nr) return 0;
   uint32_t want = nr * grid_unroll(L, cnt);
   for (uint32_t g = want; g <= 4 * want && g < gy->value; g++)
     if (gy->value % g == 0 && gy->value / g >= 2) return g;
@@ -1493,18 +1516,10 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
     chk(L, NULL);
     return;
   }
-  /* one workspace per part of every state (a Welford state's mean, m2
-   * and count: partials<j>, partials<j>_1, partials<j>_2) */
   rstate part[MAX_STATES];
   fu_kval *cnt[MAX_STATES];
   known_counts(L, v, cnt);
-  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
-    for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++) {
-      char nm[32];
-      if (q) snprintf(nm, sizeof nm, "partials%u_%u", j, q);
-      else snprintf(nm, sizeof nm, "partials%u", j);
-      part[j][q] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(op_of(L, j)), size, false));
-    }
+  partial_workspaces(L, "partials", size, part);
   fu_kval *sem = chk(L, fu_kernel_workspace_param(L->m, L->k, "sem", FU_DT_I32, gx, true));
   fu_kval *flag = chk(L, fu_kval_new_array(L->m, L->k, "last_block", FU_DT_I32, FU_MEM_SHARED, 1));
   fu_kval *bx = chk(L, fu_kb_special(&L->b, NULL, cd ? FU_SP_CTAID_X : FU_SP_CTAID_Y, L->idx));
@@ -1547,13 +1562,7 @@ static void combine_grid(rl *L, rstate *v, const fu_ix *tx) {
   fu_lexpr *gsize = fu_lexpr_binary(L->m, FU_LX_MUL, gk, fu_lexpr_const(L->m, NG));
   fu_lexpr *nsem = fu_lexpr_binary(L->m, FU_LX_MUL, gx, fu_lexpr_const(L->m, NG));
   rstate gpart[MAX_STATES];
-  for (uint32_t j = 0; j < L->n_states && !L->failed; j++)
-    for (uint32_t q = 0; q < stored_parts(L, op_of(L, j)) && !L->failed; q++) {
-      char nm[48];
-      if (q) snprintf(nm, sizeof nm, "group_partials%u_%u", j, q);
-      else snprintf(nm, sizeof nm, "group_partials%u", j);
-      gpart[j][q] = chk(L, fu_kernel_workspace_param(L->m, L->k, nm, acc_dtype(op_of(L, j)), gsize, false));
-    }
+  partial_workspaces(L, "group_partials", gsize, gpart);
   fu_kval *gsem = nsem ? chk(L, fu_kernel_workspace_param(L->m, L->k, "group_sem", FU_DT_I32, nsem, true)) : NULL;
   if (L->failed || !Gv || !NGv || !gsem) {
     chk(L, NULL);
