@@ -91,7 +91,9 @@ static fu_kval *guard_set_of(rl *L, guard_set which) {
   for (uint32_t i = 0; i < fu_igraph_num_predicates(L->g) && !L->failed; i++) {
     const fu_ix *idx, *ext;
     fu_igraph_predicate(L->g, i, &idx, &ext);
-    if (which != GUARDS_ALL && on_reduced(L, idx) != (which == GUARDS_REDUCED)) continue;
+    bool reduced = on_reduced(L, idx);
+    if (which != GUARDS_ALL && reduced != (which == GUARDS_REDUCED)) continue;
+    if (which == GUARDS_ALL && L->kept_checked && !reduced) continue;
     fu_kval *a = emit_ix(L, idx), *e = emit_ix(L, ext);
     fu_kval *p = a && e ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LT, FU_DT_BOOL, a, e)) : NULL;
     all = all && p ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LOGICAL_AND, FU_DT_BOOL, all, p)) : p;
@@ -582,6 +584,7 @@ static bool lane_guards(rl *L, const fu_ix *lane, int64_t last, fu_kval **ind, f
     const fu_ix *idx, *ext;
     fu_igraph_predicate(L->g, i, &idx, &ext);
     bool dep = fu_ix_subst(L->ix, idx, lane, fu_ix_const(L->ix, 0)) != idx;
+    if (!dep && L->kept_checked && !on_reduced(L, idx)) continue;
     fu_ix_lane a = dep ? fu_ix_lane_analyze(idx, lane, last + 1) : (fu_ix_lane){.ok = true};
     if (dep && !a.ok) ok = false;
     uint32_t mark = fu_lix_mark(&L->lix);

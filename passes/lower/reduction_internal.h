@@ -93,6 +93,9 @@ typedef struct rl {
   /* the shared-memory folds over threadIdx.y rows are one rolled loop
    * from 2 rows on (a two-level grid combine's group and top levels) */
   bool roll_folds;
+  /* the kept axes' guards (the row in range) were tested once around the
+   * code being emitted: the guards of its points leave them out */
+  bool kept_checked;
   const fu_lower_options *opt; /* the lower pass's switches (NULL: defaults) */
   /* by value id: outputs the body stores itself (partial sums), which
    * store_outputs leaves alone; NULL when none */

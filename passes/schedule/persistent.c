@@ -19,7 +19,8 @@
  *     up to 512 threads where the rows make 8 waves of such blocks),
  *     shuffles then shared memory across the warps (reduce=block), 256
  *     threads per block at least (several rows per block below 256
- *     threads per row);
+ *     threads per row); a row that power of two does not divide is split
+ *     exactly over a multiple of 32 threads instead (exact_split);
  * and where a row is kept:
  *   - persist=registers when the row length is constant and each thread's
  *     part of every cached input (the full-size inputs), counted in its
@@ -65,7 +66,10 @@ enum {
   ONE_VEC_ROW = 32,     /* rows of at most this many vectors take one vector a thread */
   REREAD_THREADS = 512, /* threads per row with persist=reread */
   SMEM_UNROLL = 16,     /* persist=smem unrolls the row loop up to this many vectors per thread */
-  MAX_CLUSTER = 8       /* blocks a row may be split over (the portable cluster size) */
+  MAX_CLUSTER = 8,      /* blocks a row may be split over (the portable cluster size) */
+  EXACT_PER_MIN = 2,    /* exact_split: vectors per thread, at least */
+  EXACT_PER_MAX = 5,    /* at most */
+  EXACT_PER_TARGET = 3  /* and preferably */
 };
 
 typedef struct pbuild {
@@ -177,11 +181,37 @@ static int64_t rows_per_block(int64_t tx, bool kept_const, int64_t m) {
 
 /* Threads per row (tx), rows per block (ty), vectors per thread (per),
  * and whether the row is a warp's (warp) and fits the registers (regs)
- * within `budget` bytes a thread of `cached` bytes per element. */
+ * within `budget` bytes a thread of `cached` bytes per element; pow2_tx:
+ * the ladder's power of two where an exact split replaced it
+ * (exact_split), else 0. */
 typedef struct tplan {
-  int64_t tx, ty, per;
+  int64_t tx, ty, per, pow2_tx;
   bool warp, regs;
 } tplan;
+
+/* Threads per row, a multiple of the warp size that divides the row's
+ * `vecs` vectors into EXACT_PER_MIN..EXACT_PER_MAX whole vectors a thread,
+ * the count nearest EXACT_PER_TARGET (ties: fewer vectors), for a row the
+ * power-of-two ladder would leave a guarded tail vector in (a row length
+ * that is not a power of two times 8, as most models' widths are); 0 when
+ * none fits.  Threads with a guarded vector, or with one vector only,
+ * leave too few loads in flight: layer norm of bf16 rows of 1536, 2560,
+ * 3072, 5120, 6144 and 12288 ran at 69-84% of copy bandwidth on the
+ * H100 with the ladder's 128-1024 threads, at 94-96% split exactly over
+ * 64-512 threads of 2-4 vectors (docs/performance.md, "Rows that are not
+ * a power of two"). */
+static int64_t exact_split(const fu_device *dev, int64_t vecs, int64_t bytes_per_vec, int64_t budget) {
+  int64_t best = 0, best_d = 0;
+  for (int64_t t = 2 * (int64_t)dev->warp_size; t <= (int64_t)dev->max_threads_per_block; t += dev->warp_size) {
+    if (vecs % t) continue;
+    int64_t per = vecs / t, d = per > EXACT_PER_TARGET ? per - EXACT_PER_TARGET : EXACT_PER_TARGET - per;
+    if (per < EXACT_PER_MIN || per > EXACT_PER_MAX || per * bytes_per_vec > budget) continue;
+    /* beyond 512 threads only where two blocks fit an SM's registers */
+    if (t > 512 && fu_persist_register_blocks(dev, t, per * bytes_per_vec) < 2) continue;
+    if (!best || d < best_d || (d == best_d && t > best)) best = t, best_d = d;
+  }
+  return best;
+}
 
 /* The ladder of the header for rows of `vecs` vectors of vw elements (m
  * rows when kept_const); with `one_row`, one row per block (partial
@@ -240,7 +270,17 @@ static tplan plan_threads(const fu_device *dev, double vecs, int64_t vw, bool ro
     per = ((int64_t)vecs + tx - 1) / tx;
     regs = per * vw <= FU_PERSIST_MAX_CACHED && (double)(per * vw) * (double)cached <= (double)budget;
   }
-  return (tplan){.tx = tx, .ty = ty, .per = per, .warp = warp, .regs = regs};
+  int64_t pow2_tx = 0;
+  if (regs && !warp && row_const && (int64_t)vecs % tx != 0) {
+    int64_t t = exact_split(dev, (int64_t)vecs, vw * (int64_t)cached, budget);
+    if (t) {
+      pow2_tx = tx;
+      tx = t;
+      ty = one_row ? 1 : rows_per_block(tx, kept_const, m);
+      per = (int64_t)vecs / tx;
+    }
+  }
+  return (tplan){.tx = tx, .ty = ty, .per = per, .pow2_tx = pow2_tx, .warp = warp, .regs = regs};
 }
 
 /* The blocks of a thread-block cluster (sm_90) a constant row too long
@@ -538,6 +578,13 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
                        "would not hold it) that combine their partial results through distributed shared memory: "
                        "%lld vector(s) per thread, %lld bytes of input",
                        (long long)cluster, (long long)per, (long long)(per * vw * (int64_t)cached));
+    else if (regs && tp.pow2_tx)
+      fu_strbuf_printf(&where,
+                       "the row stays in registers: %lld vector(s) per thread, %lld bytes of input (the row's %.0f "
+                       "vectors split exactly over %lld threads: %lld, the power of two, would leave some threads a "
+                       "guarded last vector)",
+                       (long long)per, (long long)(per * vw * (int64_t)cached), vecs, (long long)tx,
+                       (long long)tp.pow2_tx);
     else if (regs)
       fu_strbuf_printf(&where, "the row stays in registers: %lld vector(s) per thread, %lld bytes of input%s",
                        (long long)per, (long long)(per * vw * (int64_t)cached),

@@ -23,7 +23,15 @@ cast to f32 for compute and back) and one row length:
                                   path (lit/run/persistent-smem-kir.test);
   persistent_symbolic_long.fir    unbound [2, N] rows, run with N = 1048576 on
                                   the GPU: persist=reread at a length known
-                                  only at run time.
+                                  only at run time;
+  persistent_widths.fir           rows of models' widths that are not a
+                                  power of two (1536, 3072, 5120, 12288),
+                                  which the scheduler splits exactly over
+                                  64 to 512 threads, 5 or 3 rows (not a
+                                  multiple of a block's rows: the row guard
+                                  of each pass); the GPU runs them, and so
+                                  does the CPU kernel path
+                                  (lit/run/persistent-widths-kir.test).
 Rerun it after changing it and commit the files it writes.
 """
 import os
@@ -33,6 +41,7 @@ DTYPES = ("f32", "bf16", "f16")
 SMALL = (1, 3, 7, 33, 256, 1000, 4099)
 LARGE = (32768, 1048576)
 SMEM = (65536, 40961)
+WIDTHS = (1536, 3072, 5120, 12288)
 
 
 def rows_for(n):
@@ -285,6 +294,16 @@ def main():
     with open(os.path.join(out, "persistent_symbolic_long.fir"), "w") as fh:
         fh.write(head + "// Rows whose length only the run knows (unbound N, 1048576 on the GPU): persist=reread.\n")
         fh.write("// gpu-tests: --random --default-extent=1048576\n")
+        fh.write("".join(body))
+    body = []
+    for pname, fn in PATTERNS:
+        for dt in DTYPES:
+            for n in WIDTHS:
+                body.append(make(pname, fn, dt, rows_for(n), n, seed))
+                seed += 10
+    with open(os.path.join(out, "persistent_widths.fir"), "w") as fh:
+        fh.write(head + "// Rows of 1536, 3072, 5120 and 12288 elements (not a power of two): split exactly over\n")
+        fh.write("// the threads of a row, 5 or 3 rows (the row guard).\n")
         fh.write("".join(body))
 
 
