@@ -282,8 +282,9 @@ static tplan plan_threads(const fu_device *dev, double vecs, int64_t vw, bool ro
     /* none over two warps or more: one warp of up to EXACT_PER_MAX
      * vectors a thread, shuffles only (layer norm of bf16 rows of 768,
      * 96 vectors: 100.4 us at a warp of 3 against 111.6 at 64 threads of
-     * 2, the second guarded) */
-    if (!t && (int64_t)vecs % w == 0 && wper <= EXACT_PER_MAX && wper * vw * (int64_t)cached <= budget) {
+     * 2, the second guarded); not with partial sums, whose rows take a
+     * block each */
+    if (!t && !one_row && (int64_t)vecs % w == 0 && wper <= EXACT_PER_MAX && wper * vw * (int64_t)cached <= budget) {
       t = w;
       warp = true;
     }
