@@ -91,9 +91,10 @@ static fu_kval *guard_set_of(rl *L, guard_set which) {
   for (uint32_t i = 0; i < fu_igraph_num_predicates(L->g) && !L->failed; i++) {
     const fu_ix *idx, *ext;
     fu_igraph_predicate(L->g, i, &idx, &ext);
-    bool reduced = on_reduced(L, idx);
-    if (which != GUARDS_ALL && reduced != (which == GUARDS_REDUCED)) continue;
-    if (which == GUARDS_ALL && L->kept_checked && !reduced) continue;
+    /* (on_reduced substitutes every reduced loop variable: asked only
+     * where the answer matters) */
+    if (which == GUARDS_ALL ? L->kept_checked && !on_reduced(L, idx) : on_reduced(L, idx) != (which == GUARDS_REDUCED))
+      continue;
     fu_kval *a = emit_ix(L, idx), *e = emit_ix(L, ext);
     fu_kval *p = a && e ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LT, FU_DT_BOOL, a, e)) : NULL;
     all = all && p ? chk(L, fu_kb_binary(&L->b, "in_range", FU_OP_LOGICAL_AND, FU_DT_BOOL, all, p)) : p;
@@ -769,7 +770,6 @@ static uint32_t loaded_parts(const rl *L, uint32_t j, const fu_kval *count) {
 /* Reduction j's state at slot `at` of arrays arr, loaded and combined into
  * v (or copied to v when `first`); the count is `count` when the slots
  * hold none (a known count, the same in every slot). */
-
 static void load_combine(rl *L, uint32_t j, fu_kval *const *arr, fu_kval *at, fu_kval *count, bool first,
                          fu_kval **v) {
   rstate p = {NULL};
@@ -1376,8 +1376,9 @@ static void store_partial(rl *L, rstate *part, fu_kval *at, rstate *v, fu_kval *
 }
 
 /* The block's arrival at semaphore sem[at] of `total` blocks: the first
- * thread adds 1 and tells the block, through the shared flag, whether it
- * was the last; every thread gets that (a bool), after a sync. */
+ * thread adds 1 and tells the block, through the shared flag (its element
+ * `zero`, the index 0), whether it was the last; every thread gets that (a
+ * bool), after a sync. */
 static fu_kval *arrive(rl *L, fu_kval *sem, fu_kval *at, fu_kval *total, fu_kval *flag, fu_kval *first,
                        fu_kval *zero) {
   fu_kval *one = chk(L, fu_kb_const_i(&L->b, NULL, FU_DT_I32, 1));
@@ -1386,8 +1387,7 @@ static fu_kval *arrive(rl *L, fu_kval *sem, fu_kval *at, fu_kval *total, fu_kval
   fu_kval *lastm1 = one ? chk(L, fu_kb_binary(&L->b, NULL, FU_OP_SUB, FU_DT_I32, cast_to(L, total, FU_DT_I32), one)) : NULL;
   fu_kval *is_last = old && lastm1 ? chk(L, fu_kb_binary(&L->b, "is_last", FU_OP_EQ, FU_DT_BOOL, old, lastm1)) : NULL;
   fu_kval *f = cast_to(L, is_last, FU_DT_I32);
-  fu_kval *z = emit_ix(L, fu_ix_const(L->ix, 0));
-  if (f && z && !fu_kb_store(&L->b, flag, z, &f, 1)) chk(L, NULL);
+  if (f && !fu_kb_store(&L->b, flag, zero, &f, 1)) chk(L, NULL);
   L->b = saved;
   if (!fu_kb_sync(&L->b)) chk(L, NULL);
   fu_kval *fl = NULL;

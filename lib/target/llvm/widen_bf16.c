@@ -149,6 +149,7 @@ static LLVMValueRef lane_source(bk_module *m, LLVMValueRef cast, unsigned *lane)
  * ProxyReg copy for both lanes instead of one a lane, and one `mov.b32
  * {lo, hi}` unpacks them where the truncations were two instructions. */
 static void unpack_pair_lanes(bk_module *m, LLVMBuilderRef B, LLVMValueRef f) {
+  LLVMTypeRef pair_t = LLVMVectorType(m->t_bf16, 2);
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef in = LLVMGetFirstInstruction(bb), next; in; in = next) {
       next = LLVMGetNextInstruction(in);
@@ -157,11 +158,11 @@ static void unpack_pair_lanes(bk_module *m, LLVMBuilderRef B, LLVMValueRef f) {
       if (!LLVMIsABitCastInst(in) || LLVMTypeOf(in) != m->t_bf16 || !(w = lane_source(m, in, &lane))) continue;
       LLVMValueRef pair = NULL;
       for (LLVMUseRef u = LLVMGetFirstUse(w); u && !pair; u = LLVMGetNextUse(u))
-        if (LLVMIsABitCastInst(LLVMGetUser(u)) && LLVMTypeOf(LLVMGetUser(u)) == LLVMVectorType(m->t_bf16, 2))
+        if (LLVMIsABitCastInst(LLVMGetUser(u)) && LLVMTypeOf(LLVMGetUser(u)) == pair_t)
           pair = LLVMGetUser(u);
       if (!pair) {
         LLVMPositionBuilderBefore(B, LLVMGetNextInstruction(w));
-        pair = LLVMBuildBitCast(B, w, LLVMVectorType(m->t_bf16, 2), "");
+        pair = LLVMBuildBitCast(B, w, pair_t, "");
       }
       LLVMPositionBuilderBefore(B, in);
       LLVMReplaceAllUsesWith(in, LLVMBuildExtractElement(B, pair, LLVMConstInt(m->t_i32, lane, 0), ""));
