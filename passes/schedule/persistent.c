@@ -20,7 +20,7 @@
  *     shuffles then shared memory across the warps (reduce=block), 256
  *     threads per block at least (several rows per block below 256
  *     threads per row); a row that power of two does not divide is split
- *     exactly over a multiple of 32 threads instead (exact_split);
+ *     exactly over a multiple of 32 threads instead (split_threads);
  * and where a row is kept:
  *   - persist=registers when the row length is constant and each thread's
  *     part of every cached input (the full-size inputs), counted in its
@@ -67,9 +67,12 @@ enum {
   REREAD_THREADS = 512, /* threads per row with persist=reread */
   SMEM_UNROLL = 16,     /* persist=smem unrolls the row loop up to this many vectors per thread */
   MAX_CLUSTER = 8,      /* blocks a row may be split over (the portable cluster size) */
-  EXACT_PER_MIN = 2,    /* exact_split: vectors per thread, at least */
+  EXACT_PER_MIN = 2,    /* split_threads: vectors per thread, at least */
   EXACT_PER_MAX = 5,    /* at most */
-  EXACT_PER_TARGET = 3  /* and preferably */
+  EXACT_PER_TARGET = 3, /* and preferably */
+  NARROW_MIN_BYTES = 4,  /* plan_row narrows a vector down to this many bytes at least, */
+  NARROW_THREAD_BYTES = 16, /* to a plan whose threads each load this many bytes of a row at least, */
+  NEAR_IDLE_SHARE = 8    /* and, for a split that is not exact, only from one with more than 1/8 of its slots idle */
 };
 
 typedef struct pbuild {
@@ -187,33 +190,38 @@ static int64_t rows_per_block(int64_t tx, bool kept_const, int64_t m) {
 /* Threads per row (tx), rows per block (ty), vectors per thread (per),
  * and whether the row is a warp's (warp) and fits the registers (regs)
  * within `budget` bytes a thread of `cached` bytes per element; pow2_tx:
- * the ladder's power of two where an exact split replaced it
- * (exact_split), else 0. */
+ * the ladder's power of two where a split replaced it (split_threads),
+ * else 0; narrowed_from: the vector width plan_row narrowed, else 0. */
 typedef struct tplan {
-  int64_t tx, ty, per, pow2_tx;
+  int64_t tx, ty, per, pow2_tx, narrowed_from;
   bool warp, regs;
 } tplan;
 
-/* Threads per row, a multiple of the warp size that divides the row's
- * `vecs` vectors into EXACT_PER_MIN..EXACT_PER_MAX whole vectors a thread,
- * the count nearest EXACT_PER_TARGET (ties: fewer vectors), for a row the
- * power-of-two ladder would leave a guarded tail vector in (a row length
- * that is not a power of two times 8, as most models' widths are); 0 when
- * none fits.  Threads with a guarded vector, or with one vector only,
- * leave too few loads in flight: layer norm of bf16 rows of 1536, 2560,
- * 3072, 5120, 6144 and 12288 ran at 69-84% of copy bandwidth on the
- * H100 with the ladder's 128-1024 threads, at 94-96% split exactly over
- * 64-512 threads of 2-4 vectors (docs/performance.md, "Rows that are not
- * a power of two"). */
-static int64_t exact_split(const fu_device *dev, int64_t vecs, int64_t bytes_per_vec, int64_t budget) {
-  int64_t best = 0, best_d = 0;
+/* Threads per row, a multiple of the warp size (two warps or more) that
+ * gives each thread EXACT_PER_MIN..EXACT_PER_MAX of the row's `vecs`
+ * vectors, for a row the power-of-two ladder would leave a guarded tail
+ * vector in (a row length that is not a power of two times 8, as most
+ * models' widths are); 0 when none fits.  With `exact`, the threads divide
+ * the row, the count of vectors nearest EXACT_PER_TARGET (ties: fewer
+ * vectors).  Without, the last vector of some threads is guarded: the
+ * fewest idle vector slots, then the count nearest the target, then more
+ * threads.  Threads with a guarded vector, or with one vector only, leave
+ * too few loads in flight: layer norm of bf16 rows of 1536, 2560, 3072,
+ * 5120, 6144 and 12288 ran at 69-84% of copy bandwidth on the H100 with
+ * the ladder's 128-1024 threads, at 94-96% split exactly over 64-512
+ * threads of 2-4 vectors (docs/performance.md, "Rows that are not a power
+ * of two"). */
+static int64_t split_threads(const fu_device *dev, int64_t vecs, int64_t bytes_per_vec, int64_t budget, bool exact) {
+  int64_t best = 0, best_d = 0, best_idle = 0;
   for (int64_t t = 2 * (int64_t)dev->warp_size; t <= (int64_t)dev->max_threads_per_block; t += dev->warp_size) {
-    if (vecs % t) continue;
-    int64_t per = vecs / t, d = per > EXACT_PER_TARGET ? per - EXACT_PER_TARGET : EXACT_PER_TARGET - per;
+    if (exact && vecs % t) continue;
+    int64_t per = (vecs + t - 1) / t, idle = per * t - vecs;
+    int64_t d = per > EXACT_PER_TARGET ? per - EXACT_PER_TARGET : EXACT_PER_TARGET - per;
     if (per < EXACT_PER_MIN || per > EXACT_PER_MAX || per * bytes_per_vec > budget) continue;
     /* beyond 512 threads only where two blocks fit an SM's registers */
     if (t > 512 && fu_persist_register_blocks(dev, t, per * bytes_per_vec) < 2) continue;
-    if (!best || d < best_d || (d == best_d && t > best)) best = t, best_d = d;
+    bool better = !best || idle < best_idle || (idle == best_idle && (d < best_d || (d == best_d && t > best)));
+    if (better) best = t, best_d = d, best_idle = idle;
   }
   return best;
 }
@@ -277,7 +285,7 @@ static tplan plan_threads(const fu_device *dev, double vecs, int64_t vw, bool ro
   }
   int64_t pow2_tx = 0;
   if (regs && !warp && row_const && (int64_t)vecs % tx != 0) {
-    int64_t t = exact_split(dev, (int64_t)vecs, vw * (int64_t)cached, budget);
+    int64_t t = split_threads(dev, (int64_t)vecs, vw * (int64_t)cached, budget, true);
     int64_t w = dev->warp_size, wper = (int64_t)vecs / w;
     /* none over two warps or more: one warp of up to EXACT_PER_MAX
      * vectors a thread, shuffles only (layer norm of bf16 rows of 768,
@@ -296,6 +304,80 @@ static tplan plan_threads(const fu_device *dev, double vecs, int64_t vw, bool ro
     }
   }
   return (tplan){.tx = tx, .ty = ty, .per = per, .pow2_tx = pow2_tx, .warp = warp, .regs = regs};
+}
+
+/* Whether a plan at a narrowed vector of v elements (of `widest` bytes)
+ * keeps enough loads in flight: NARROW_THREAD_BYTES of the row or more
+ * a thread. */
+static bool narrow_ok(int64_t per, int64_t v, size_t widest) {
+  return per * v * (int64_t)widest >= NARROW_THREAD_BYTES;
+}
+
+/* The vector width (*vw_out) and the plan of plan_threads for a row of
+ * `row` elements whose trailing run is n: the widest vector
+ * (vector_width, at most `cap`), or, where that leaves threads fewer
+ * than EXACT_PER_MIN whole vectors and some a guarded last one (its
+ * vectors split neither over the ladder's power of two nor exactly), the
+ * widest narrower one of NARROW_MIN_BYTES or
+ * more that splits the row exactly (tplan.narrowed_from: the width it
+ * replaced), its threads loading NARROW_THREAD_BYTES or more of each row
+ * (vectors x bytes).  Rows of 1280 bf16 are 160 vectors of 8, which no
+ * multiple of 32 threads splits into 2 to 5; in vectors of 4 they are 160
+ * threads of 2.  On the H100 (bf16, 2^26 elements, layer norm / RMS norm /
+ * softmax, us; docs/performance.md, "Narrower vectors"): rows of 1280
+ * 103.5 / 93.7 / 93.2 -> 94.2 / 92.9 / 93.6, of 1152 (96 threads of 3
+ * vectors of 4) 122.5 / 98.4 / 110.5 -> 98.7 / 93.2 / 93.0, of 1600 (160
+ * threads of 5 vectors of 2, 20 bytes) 101.9 / 94.3 / 93.4 -> 97.4 / 93.6
+ * / 93.3; but rows of 1408 at 352 threads of 2 vectors of 2 (8 bytes) ran
+ * 132.0 / 108.7 / 126.7, and of 2112 at 352 threads of 3 (12 bytes) 108.4
+ * / 101.1 / 107.7, where the split below gives 94.9 / 94.2 / 93.3 and
+ * 96.0 / 94.3 / 93.5. */
+static tplan plan_row(const fu_device *dev, double row, size_t widest, int64_t n, int64_t cap, bool row_const,
+                      bool kept_const, int64_t m, size_t cached, int64_t budget, bool one_row, int64_t *vw_out) {
+  int64_t vw = row_const ? vector_width(widest, n, cap) : 1;
+  tplan tp = plan_threads(dev, row / (double)vw, vw, row_const, kept_const, m, cached, budget, one_row);
+  *vw_out = vw;
+  int64_t whole = (int64_t)(row / (double)vw) / tp.tx; /* the ladder's whole vectors a thread, at least */
+  if (!row_const || !tp.regs || tp.warp || (int64_t)(row / (double)vw) % tp.tx == 0) return tp;
+  /* every thread holds EXACT_PER_MIN whole vectors, or none a second
+   * (guarded) one: the ladder stays */
+  if (whole >= EXACT_PER_MIN || tp.per < EXACT_PER_MIN) return tp;
+  for (int64_t v = vw / 2; v >= 1 && (size_t)v * widest >= NARROW_MIN_BYTES; v /= 2) {
+    tplan t = plan_threads(dev, row / (double)v, v, row_const, kept_const, m, cached, budget, one_row);
+    if (!t.regs || !narrow_ok(t.per, v, widest) || (int64_t)(row / (double)v) % t.tx != 0) continue;
+    t.narrowed_from = vw;
+    *vw_out = v;
+    return t;
+  }
+  /* no exact split at any width: the threads that leave the fewest
+   * vector slots idle, as a share of all, at the widest vector, or at a
+   * narrower one that idles fewer where the wider idles more than 1 /
+   * NEAR_IDLE_SHARE of its slots.  On the H100 (bf16, 2^26 elements, us):
+   * layer norm over rows of 4544 (568 vectors of 8) 97.7 at 192 threads
+   * of 3, 8 slots idle, against 136.8 at the ladder's 512 threads, one
+   * vector each but 56; over rows of 2752 95.7 at 128 threads of 3 (40
+   * of 384 idle) against 102.4 at 352 threads of 2 vectors of 4 (16
+   * idle); over rows of 1216 116.1 at 64 threads of 3 (40 of 192 idle),
+   * 96.2 at 160 threads of 2 vectors of 4 (16 of 320) */
+  int64_t best_v = 0, best_t = 0, best_slots = 0, best_idle = 0;
+  for (int64_t v = vw; v >= 1 && (v == vw || (size_t)v * widest >= NARROW_MIN_BYTES); v /= 2) {
+    if (best_t && best_idle * NEAR_IDLE_SHARE <= best_slots) break;
+    int64_t vecs = (int64_t)(row / (double)v), t = split_threads(dev, vecs, v * (int64_t)cached, budget, false);
+    if (!t) continue;
+    int64_t per = (vecs + t - 1) / t, slots = per * t, idle = slots - vecs;
+    if (v != vw && !narrow_ok(per, v, widest)) continue;
+    if (!best_t || idle * best_slots < best_idle * slots) best_v = v, best_t = t, best_slots = slots, best_idle = idle;
+  }
+  if (best_t && (best_t != tp.tx || best_v != vw)) {
+    int64_t vecs = (int64_t)(row / (double)best_v);
+    tp.pow2_tx = tp.tx;
+    tp.narrowed_from = best_v != vw ? vw : 0;
+    tp.tx = best_t;
+    tp.ty = one_row ? 1 : rows_per_block(best_t, kept_const, m);
+    tp.per = (vecs + best_t - 1) / best_t;
+    *vw_out = best_v;
+  }
+  return tp;
 }
 
 /* The blocks of a thread-block cluster (sm_90) a constant row too long
@@ -481,11 +563,6 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   uint32_t n_partial = fu_segment_partial_sums(seg, &first_partial, 1);
   int64_t parts = n_partial ? first_partial->u.partial.parts : 0; /* every one has the same (inner_outer.c) */
   cached += 4 * (size_t)n_partial;
-  /* the vector: 16 bytes of the widest full-size tensor, dividing a
-   * constant row (a symbolic row, or bool tensors: scalar) */
-  int64_t vw = row_const ? vector_width(widest, n, cap) : 1;
-  *vw_out = vw;
-  double vecs = row / (double)vw;
   /* the kept rows, when constant (none kept: one row) */
   int64_t m = 1;
   bool kept_const = true;
@@ -500,7 +577,13 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   bool gathered = false;
   for (int32_t d = 0; d < run; d++) gathered |= reduced[d];
   int64_t budget = gathered ? GATHER_BYTES : REG_BYTES;
-  tplan tp = plan_threads(dev, vecs, vw, row_const, kept_const, m, cached, budget, n_partial > 0);
+  /* the vector: 16 bytes of the widest full-size tensor, dividing a
+   * constant row (a symbolic row, or bool tensors: scalar), narrower where
+   * that splits the row exactly */
+  int64_t vw = 1;
+  tplan tp = plan_row(dev, row, widest, n, cap, row_const, kept_const, m, cached, budget, n_partial > 0, &vw);
+  *vw_out = vw;
+  double vecs = row / (double)vw;
   int64_t cluster = 1;
   if (!tp.regs && row_const && !tp.warp && !n_partial)
     cluster = cluster_split(dev, vecs, vw, kept_const, m, cached, budget, &tp);
@@ -577,8 +660,12 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
     return FU_OK;
   }
   if (st == FU_OK && debug) {
-    char vwhy[64], regs_why[160];
-    if (vw > 1) snprintf(vwhy, sizeof vwhy, "%lld-element vector loads", (long long)vw);
+    char vwhy[128], regs_why[160];
+    if (tp.narrowed_from)
+      snprintf(vwhy, sizeof vwhy, "%s%lld-element vector loads (%lld would leave %s)", vw > 1 ? "" : "scalar loads, not ",
+               (long long)(vw > 1 ? vw : tp.narrowed_from), (long long)tp.narrowed_from,
+               (int64_t)vecs % tx ? "more vector slots idle" : "a guarded last vector");
+    else if (vw > 1) snprintf(vwhy, sizeof vwhy, "%lld-element vector loads", (long long)vw);
     else
       snprintf(vwhy, sizeof vwhy, "scalar loads (%s)",
                !row_const ? "symbolic row" : cap < 8 ? "wider vectors do not fit every access" : "no vector divides the row");
@@ -593,6 +680,14 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
                        "would not hold it) that combine their partial results through distributed shared memory: "
                        "%lld vector(s) per thread, %lld bytes of input",
                        (long long)cluster, (long long)per, (long long)(per * vw * (int64_t)cached));
+    else if (regs && tp.pow2_tx && (int64_t)vecs % tx != 0)
+      fu_strbuf_printf(&where,
+                       "the row stays in registers: %lld vector(s) per thread, %lld bytes of input (no count of "
+                       "threads splits the row's %.0f vectors exactly, at any vector width: %lld threads leave "
+                       "%lld vector slot(s) idle, %lld, the power of two, most threads a single vector or a guarded "
+                       "last one)",
+                       (long long)per, (long long)(per * vw * (int64_t)cached), vecs, (long long)tx,
+                       (long long)(per * tx - (int64_t)vecs), (long long)tp.pow2_tx);
     else if (regs && tp.pow2_tx)
       fu_strbuf_printf(&where,
                        "the row stays in registers: %lld vector(s) per thread, %lld bytes of input (the row's %.0f "
@@ -700,11 +795,10 @@ int64_t fu_schedule_inner_outer_parts(fu_fusion *f, const fu_op *seg, uint32_t n
   const fu_value *full[FU_STAGE_MAX];
   uint32_t n_full;
   fu_persist_full_size(seg, ref, false, &widest, &cached, full, &n_full);
-  int64_t vw = vector_width(widest, n, 8);
   bool kept_const = !ref->type.dims[0].sym;
-  int64_t m = kept_const ? ref->type.dims[0].value : 1;
-  tplan tp = plan_threads(dev, (double)n / (double)vw, vw, true, kept_const, m, cached + 4 * (size_t)n_partials,
-                          REG_BYTES, true);
+  int64_t m = kept_const ? ref->type.dims[0].value : 1, vw = 1;
+  tplan tp = plan_row(dev, (double)n, widest, n, 8, true, kept_const, m, cached + 4 * (size_t)n_partials, REG_BYTES,
+                      true, &vw);
   if (tp.warp || !tp.regs || tp.ty != 1) return 0;
   int64_t parts = (int64_t)fu_persist_row_loop_blocks(dev, tp.tx) * dev->n_sms;
   double rows = dim_estimate(f, ref->type.dims[0], 0.0);

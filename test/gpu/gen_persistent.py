@@ -25,9 +25,13 @@ cast to f32 for compute and back) and one row length:
                                   the GPU: persist=reread at a length known
                                   only at run time;
   persistent_widths.fir           rows of models' widths that are not a
-                                  power of two (1536, 3072, 5120, 12288),
-                                  which the scheduler splits exactly over
-                                  64 to 512 threads, 5 or 3 rows (not a
+                                  power of two (1216, 1280, 1536, 1600,
+                                  3072, 4544, 5120, 12288), which the
+                                  scheduler splits exactly over 64 to 1024
+                                  threads, in narrower vectors where the
+                                  widest do not split, or over the threads
+                                  that idle fewest vector slots where no
+                                  width splits; 5 or 3 rows (not a
                                   multiple of a block's rows: the row guard
                                   of each pass); the GPU runs them, and so
                                   does the CPU kernel path
@@ -41,7 +45,7 @@ DTYPES = ("f32", "bf16", "f16")
 SMALL = (1, 3, 7, 33, 256, 1000, 4099)
 LARGE = (32768, 1048576)
 SMEM = (65536, 40961)
-WIDTHS = (1536, 3072, 5120, 12288)
+WIDTHS = (1216, 1280, 1536, 1600, 3072, 4544, 5120, 12288)
 
 
 def rows_for(n):
@@ -295,8 +299,8 @@ def main():
         fh.write(head + "// Rows whose length only the run knows (unbound N, 1048576 on the GPU): persist=reread.\n")
         fh.write("// gpu-tests: --random --default-extent=1048576\n")
         fh.write("".join(body))
-    write_sizes(out, "persistent_widths.fir", head + "// Rows of 1536, 3072, 5120 and 12288 elements (not a power "
-                "of two): split exactly over\n// the threads of a row, 5 or 3 rows (the row guard).\n", WIDTHS, rows_for,
+    write_sizes(out, "persistent_widths.fir", head + "// Rows of 1216, 1280, 1536, 1600, 3072, 4544, 5120 and 12288 elements (not a power "
+                "of two): split over\n// the threads of a row, 5 or 3 rows (the row guard).\n", WIDTHS, rows_for,
                 seed)
 
 
