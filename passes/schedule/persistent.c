@@ -21,6 +21,10 @@
  *     threads per block at least (several rows per block below 256
  *     threads per row); a row that power of two does not divide is split
  *     exactly over a multiple of 32 threads instead (split_threads);
+ *   - where no such split exists at V and the ladder leaves threads fewer
+ *     than 2 whole vectors: narrower vectors that split the row exactly,
+ *     or else the threads that leave the fewest vector slots idle, the
+ *     last vector guarded (plan_row);
  * and where a row is kept:
  *   - persist=registers when the row length is constant and each thread's
  *     part of every cached input (the full-size inputs), counted in its
@@ -67,9 +71,9 @@ enum {
   REREAD_THREADS = 512, /* threads per row with persist=reread */
   SMEM_UNROLL = 16,     /* persist=smem unrolls the row loop up to this many vectors per thread */
   MAX_CLUSTER = 8,      /* blocks a row may be split over (the portable cluster size) */
-  EXACT_PER_MIN = 2,    /* split_threads: vectors per thread, at least */
-  EXACT_PER_MAX = 5,    /* at most */
-  EXACT_PER_TARGET = 3, /* and preferably */
+  SPLIT_PER_MIN = 2,    /* split_threads: vectors per thread, at least */
+  SPLIT_PER_MAX = 5,    /* at most */
+  SPLIT_PER_TARGET = 3, /* and preferably */
   NARROW_MIN_BYTES = 4,  /* plan_row narrows a vector down to this many bytes at least, */
   NARROW_THREAD_BYTES = 16, /* to a plan whose threads each load this many bytes of a row at least, */
   NEAR_IDLE_SHARE = 8    /* and, for a split that is not exact, only from one with more than 1/8 of its slots idle */
@@ -191,33 +195,36 @@ static int64_t rows_per_block(int64_t tx, bool kept_const, int64_t m) {
  * and whether the row is a warp's (warp) and fits the registers (regs)
  * within `budget` bytes a thread of `cached` bytes per element; pow2_tx:
  * the ladder's power of two where a split replaced it (split_threads),
- * else 0; narrowed_from: the vector width plan_row narrowed, else 0. */
+ * else 0, counted at the plan's vectors for an exact split and at the
+ * widest ones (narrowed_from, when set) for a near split; narrowed_from:
+ * the vector width plan_row narrowed, else 0. */
 typedef struct tplan {
   int64_t tx, ty, per, pow2_tx, narrowed_from;
   bool warp, regs;
 } tplan;
 
 /* Threads per row, a multiple of the warp size (two warps or more) that
- * gives each thread EXACT_PER_MIN..EXACT_PER_MAX of the row's `vecs`
+ * gives each thread SPLIT_PER_MIN..SPLIT_PER_MAX of the row's `vecs`
  * vectors, for a row the power-of-two ladder would leave a guarded tail
  * vector in (a row length that is not a power of two times 8, as most
  * models' widths are); 0 when none fits.  With `exact`, the threads divide
- * the row, the count of vectors nearest EXACT_PER_TARGET (ties: fewer
- * vectors).  Without, the last vector of some threads is guarded: the
- * fewest idle vector slots, then the count nearest the target, then more
- * threads.  Threads with a guarded vector, or with one vector only, leave
- * too few loads in flight: layer norm of bf16 rows of 1536, 2560, 3072,
- * 5120, 6144 and 12288 ran at 69-84% of copy bandwidth on the H100 with
- * the ladder's 128-1024 threads, at 94-96% split exactly over 64-512
- * threads of 2-4 vectors (docs/performance.md, "Rows that are not a power
- * of two"). */
+ * the row, the count of vectors nearest SPLIT_PER_TARGET (ties: fewer
+ * vectors).  Without (a near split, plan_row), the last vector of some
+ * threads is guarded: the fewest idle vector slots, then the count
+ * nearest the target, then more threads.  The ladder's threads with one
+ * vector, or one and a guarded second, leave too few loads in flight:
+ * layer norm of bf16 rows of 1536, 2560, 3072, 5120, 6144 and 12288 ran
+ * at 69-84% of copy bandwidth on the H100 with the ladder's 128-1024
+ * threads, at 94-96% split exactly over 64-512 threads of 2-4 vectors
+ * (docs/performance.md, "Rows that are not a power of two"); a guarded
+ * last vector behind 2 whole ones costs little (near splits, plan_row). */
 static int64_t split_threads(const fu_device *dev, int64_t vecs, int64_t bytes_per_vec, int64_t budget, bool exact) {
   int64_t best = 0, best_d = 0, best_idle = 0;
   for (int64_t t = 2 * (int64_t)dev->warp_size; t <= (int64_t)dev->max_threads_per_block; t += dev->warp_size) {
     if (exact && vecs % t) continue;
     int64_t per = (vecs + t - 1) / t, idle = per * t - vecs;
-    int64_t d = per > EXACT_PER_TARGET ? per - EXACT_PER_TARGET : EXACT_PER_TARGET - per;
-    if (per < EXACT_PER_MIN || per > EXACT_PER_MAX || per * bytes_per_vec > budget) continue;
+    int64_t d = per > SPLIT_PER_TARGET ? per - SPLIT_PER_TARGET : SPLIT_PER_TARGET - per;
+    if (per < SPLIT_PER_MIN || per > SPLIT_PER_MAX || per * bytes_per_vec > budget) continue;
     /* beyond 512 threads only where two blocks fit an SM's registers */
     if (t > 512 && fu_persist_register_blocks(dev, t, per * bytes_per_vec) < 2) continue;
     bool better = !best || idle < best_idle || (idle == best_idle && (d < best_d || (d == best_d && t > best)));
@@ -287,12 +294,12 @@ static tplan plan_threads(const fu_device *dev, double vecs, int64_t vw, bool ro
   if (regs && !warp && row_const && (int64_t)vecs % tx != 0) {
     int64_t t = split_threads(dev, (int64_t)vecs, vw * (int64_t)cached, budget, true);
     int64_t w = dev->warp_size, wper = (int64_t)vecs / w;
-    /* none over two warps or more: one warp of up to EXACT_PER_MAX
+    /* none over two warps or more: one warp of up to SPLIT_PER_MAX
      * vectors a thread, shuffles only (layer norm of bf16 rows of 768,
      * 96 vectors: 100.4 us at a warp of 3 against 111.6 at 64 threads of
      * 2, the second guarded); not with partial sums, whose rows take a
      * block each */
-    if (!t && !one_row && (int64_t)vecs % w == 0 && wper <= EXACT_PER_MAX && wper * vw * (int64_t)cached <= budget) {
+    if (!t && !one_row && (int64_t)vecs % w == 0 && wper <= SPLIT_PER_MAX && wper * vw * (int64_t)cached <= budget) {
       t = w;
       warp = true;
     }
@@ -316,14 +323,18 @@ static bool narrow_ok(int64_t per, int64_t v, size_t widest) {
 /* The vector width (*vw_out) and the plan of plan_threads for a row of
  * `row` elements whose trailing run is n: the widest vector
  * (vector_width, at most `cap`), or, where that leaves threads fewer
- * than EXACT_PER_MIN whole vectors and some a guarded last one (its
+ * than SPLIT_PER_MIN whole vectors and some a guarded last one (its
  * vectors split neither over the ladder's power of two nor exactly), the
  * widest narrower one of NARROW_MIN_BYTES or
  * more that splits the row exactly (tplan.narrowed_from: the width it
  * replaced), its threads loading NARROW_THREAD_BYTES or more of each row
  * (vectors x bytes).  Rows of 1280 bf16 are 160 vectors of 8, which no
  * multiple of 32 threads splits into 2 to 5; in vectors of 4 they are 160
- * threads of 2.  On the H100 (bf16, 2^26 elements, layer norm / RMS norm /
+ * threads of 2.  Where no width splits the row exactly, a near split
+ * (below).  A narrower width whose ladder or exact split is under
+ * NARROW_THREAD_BYTES is passed over whole, even where another count of
+ * threads at that width would pass.  On the H100 (bf16, 2^26 elements,
+ * layer norm / RMS norm /
  * softmax, us; docs/performance.md, "Narrower vectors"): rows of 1280
  * 103.5 / 93.7 / 93.2 -> 94.2 / 92.9 / 93.6, of 1152 (96 threads of 3
  * vectors of 4) 122.5 / 98.4 / 110.5 -> 98.7 / 93.2 / 93.0, of 1600 (160
@@ -339,9 +350,9 @@ static tplan plan_row(const fu_device *dev, double row, size_t widest, int64_t n
   *vw_out = vw;
   int64_t whole = (int64_t)(row / (double)vw) / tp.tx; /* the ladder's whole vectors a thread, at least */
   if (!row_const || !tp.regs || tp.warp || (int64_t)(row / (double)vw) % tp.tx == 0) return tp;
-  /* every thread holds EXACT_PER_MIN whole vectors, or none a second
+  /* every thread holds SPLIT_PER_MIN whole vectors, or none a second
    * (guarded) one: the ladder stays */
-  if (whole >= EXACT_PER_MIN || tp.per < EXACT_PER_MIN) return tp;
+  if (whole >= SPLIT_PER_MIN || tp.per < SPLIT_PER_MIN) return tp;
   for (int64_t v = vw / 2; v >= 1 && (size_t)v * widest >= NARROW_MIN_BYTES; v /= 2) {
     tplan t = plan_threads(dev, row / (double)v, v, row_const, kept_const, m, cached, budget, one_row);
     if (!t.regs || !narrow_ok(t.per, v, widest) || (int64_t)(row / (double)v) % t.tx != 0) continue;
@@ -579,7 +590,7 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
   int64_t budget = gathered ? GATHER_BYTES : REG_BYTES;
   /* the vector: 16 bytes of the widest full-size tensor, dividing a
    * constant row (a symbolic row, or bool tensors: scalar), narrower where
-   * that splits the row exactly */
+   * that splits the row better (plan_row) */
   int64_t vw = 1;
   tplan tp = plan_row(dev, row, widest, n, cap, row_const, kept_const, m, cached, budget, n_partial > 0, &vw);
   *vw_out = vw;
@@ -682,12 +693,13 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
                        (long long)cluster, (long long)per, (long long)(per * vw * (int64_t)cached));
     else if (regs && tp.pow2_tx && (int64_t)vecs % tx != 0)
       fu_strbuf_printf(&where,
-                       "the row stays in registers: %lld vector(s) per thread, %lld bytes of input (no count of "
-                       "threads splits the row's %.0f vectors exactly, at any vector width: %lld threads leave "
-                       "%lld vector slot(s) idle, %lld, the power of two, most threads a single vector or a guarded "
-                       "last one)",
-                       (long long)per, (long long)(per * vw * (int64_t)cached), vecs, (long long)tx,
-                       (long long)(per * tx - (int64_t)vecs), (long long)tp.pow2_tx);
+                       "the row stays in registers: %lld vector(s) per thread, %lld bytes of input (no split of "
+                       "whole vectors over the threads, at %d bytes a thread or more, divides the row: %lld threads "
+                       "leave %lld of its %.0f vector slot(s) idle, the last vector guarded; the ladder's %lld "
+                       "threads at %lld-element vectors left threads fewer than 2 whole vectors)",
+                       (long long)per, (long long)(per * vw * (int64_t)cached), (int)NARROW_THREAD_BYTES,
+                       (long long)tx, (long long)(per * tx - (int64_t)vecs), (double)(per * tx),
+                       (long long)tp.pow2_tx, (long long)(tp.narrowed_from ? tp.narrowed_from : vw));
     else if (regs && tp.pow2_tx)
       fu_strbuf_printf(&where,
                        "the row stays in registers: %lld vector(s) per thread, %lld bytes of input (the row's %.0f "
@@ -731,8 +743,9 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
 }
 
 /* The persistent schedule with the widest vectors that verify: the width
- * above judges the row length and the dtypes only (a permuted input can
- * make a vector cross a dim boundary; passes/schedule/narrow.c). */
+ * above judges the row length, the dtypes and the threads' split only (a
+ * permuted input can make a vector cross a dim boundary;
+ * passes/schedule/narrow.c). */
 /* The ladder at vector width `cap` (fu_schedule_width_fn): again without
  * shared memory when its staged inputs turned out to be read element by
  * element. */
@@ -769,7 +782,7 @@ fu_status fu_schedule_persistent_keep(fu_fusion *f, fu_op *seg, const fu_device 
  * the reductions keep dim 0 alone (rows) and reduce the rest, a constant
  * row of more than a warp's vectors (one row per block) whose cached
  * inputs and an f32 accumulator per partial sum fit the registers at the
- * ladder's threads per row, and rows enough for every part to take
+ * threads per row the schedule takes (plan_row), and rows enough for every part to take
  * ROWS_PER_PART.  The parts are the blocks resident at once
  * (fu_persist_row_loop_blocks a SM: up to 2 while each thread keeps 64
  * registers; the kernel asks ptxas for that many, kernel IR
