@@ -322,37 +322,36 @@ static bool narrow_ok(int64_t per, int64_t v, size_t widest) {
 
 /* The vector width (*vw_out) and the plan of plan_threads for a row of
  * `row` elements whose trailing run is n: the widest vector
- * (vector_width, at most `cap`), or, where that leaves threads fewer
- * than SPLIT_PER_MIN whole vectors and some a guarded last one (its
- * vectors split neither over the ladder's power of two nor exactly), the
- * widest narrower one of NARROW_MIN_BYTES or
- * more that splits the row exactly (tplan.narrowed_from: the width it
- * replaced), its threads loading NARROW_THREAD_BYTES or more of each row
- * (vectors x bytes).  Rows of 1280 bf16 are 160 vectors of 8, which no
- * multiple of 32 threads splits into 2 to 5; in vectors of 4 they are 160
- * threads of 2.  Where no width splits the row exactly, a near split
- * (below).  A narrower width whose ladder or exact split is under
- * NARROW_THREAD_BYTES is passed over whole, even where another count of
- * threads at that width would pass.  On the H100 (bf16, 2^26 elements,
- * layer norm / RMS norm /
- * softmax, us; docs/performance.md, "Narrower vectors"): rows of 1280
+ * (vector_width, at most `cap`), or, where that leaves threads fewer than
+ * SPLIT_PER_MIN whole vectors and some a guarded last one (its vectors
+ * split neither over the ladder's power of two nor exactly), the widest
+ * narrower one of NARROW_MIN_BYTES or more that splits the row exactly
+ * (tplan.narrowed_from: the width it replaced), its threads loading
+ * NARROW_THREAD_BYTES or more of each row (vectors x bytes); where no
+ * width splits the row exactly, a near split (below).  Rows of 1280 bf16
+ * are 160 vectors of 8, which no multiple of 32 threads splits into 2 to
+ * 5; in vectors of 4 they are 160 threads of 2.  A narrower width whose
+ * ladder or exact split is under NARROW_THREAD_BYTES is passed over
+ * whole, even where another count of threads at that width would pass.
+ * On the H100 (bf16, 2^26 elements, layer norm / RMS norm / softmax, us;
+ * docs/performance.md, "Narrower vectors and near splits"): rows of 1280
  * 103.5 / 93.7 / 93.2 -> 94.2 / 92.9 / 93.6, of 1152 (96 threads of 3
  * vectors of 4) 122.5 / 98.4 / 110.5 -> 98.7 / 93.2 / 93.0, of 1600 (160
  * threads of 5 vectors of 2, 20 bytes) 101.9 / 94.3 / 93.4 -> 97.4 / 93.6
  * / 93.3; but rows of 1408 at 352 threads of 2 vectors of 2 (8 bytes) ran
  * 132.0 / 108.7 / 126.7, and of 2112 at 352 threads of 3 (12 bytes) 108.4
- * / 101.1 / 107.7, where the split below gives 94.9 / 94.2 / 93.3 and
+ * / 101.1 / 107.7, where the near split gives 94.9 / 94.2 / 93.3 and
  * 96.0 / 94.3 / 93.5. */
 static tplan plan_row(const fu_device *dev, double row, size_t widest, int64_t n, int64_t cap, bool row_const,
                       bool kept_const, int64_t m, size_t cached, int64_t budget, bool one_row, int64_t *vw_out) {
   int64_t vw = row_const ? vector_width(widest, n, cap) : 1;
   tplan tp = plan_threads(dev, row / (double)vw, vw, row_const, kept_const, m, cached, budget, one_row);
   *vw_out = vw;
-  int64_t whole = (int64_t)(row / (double)vw) / tp.tx; /* the ladder's whole vectors a thread, at least */
-  if (!row_const || !tp.regs || tp.warp || (int64_t)(row / (double)vw) % tp.tx == 0) return tp;
+  int64_t vecs = (int64_t)(row / (double)vw);
+  if (!row_const || !tp.regs || tp.warp || vecs % tp.tx == 0) return tp;
   /* every thread holds SPLIT_PER_MIN whole vectors, or none a second
    * (guarded) one: the ladder stays */
-  if (whole >= SPLIT_PER_MIN || tp.per < SPLIT_PER_MIN) return tp;
+  if (vecs / tp.tx >= SPLIT_PER_MIN || tp.per < SPLIT_PER_MIN) return tp;
   for (int64_t v = vw / 2; v >= 1 && (size_t)v * widest >= NARROW_MIN_BYTES; v /= 2) {
     tplan t = plan_threads(dev, row / (double)v, v, row_const, kept_const, m, cached, budget, one_row);
     if (!t.regs || !narrow_ok(t.per, v, widest) || (int64_t)(row / (double)v) % t.tx != 0) continue;
@@ -370,22 +369,22 @@ static tplan plan_row(const fu_device *dev, double row, size_t widest, int64_t n
    * of 384 idle) against 102.4 at 352 threads of 2 vectors of 4 (16
    * idle); over rows of 1216 116.1 at 64 threads of 3 (40 of 192 idle),
    * 96.2 at 160 threads of 2 vectors of 4 (16 of 320) */
-  int64_t best_v = 0, best_t = 0, best_slots = 0, best_idle = 0;
+  int64_t best_v = 0, best_t = 0, best_per = 0, best_idle = 0;
   for (int64_t v = vw; v >= 1 && (v == vw || (size_t)v * widest >= NARROW_MIN_BYTES); v /= 2) {
-    if (best_t && best_idle * NEAR_IDLE_SHARE <= best_slots) break;
-    int64_t vecs = (int64_t)(row / (double)v), t = split_threads(dev, vecs, v * (int64_t)cached, budget, false);
+    if (best_t && best_idle * NEAR_IDLE_SHARE <= best_per * best_t) break;
+    int64_t nv = (int64_t)(row / (double)v), t = split_threads(dev, nv, v * (int64_t)cached, budget, false);
     if (!t) continue;
-    int64_t per = (vecs + t - 1) / t, slots = per * t, idle = slots - vecs;
+    int64_t per = (nv + t - 1) / t, idle = per * t - nv;
     if (v != vw && !narrow_ok(per, v, widest)) continue;
-    if (!best_t || idle * best_slots < best_idle * slots) best_v = v, best_t = t, best_slots = slots, best_idle = idle;
+    if (!best_t || idle * best_per * best_t < best_idle * per * t)
+      best_v = v, best_t = t, best_per = per, best_idle = idle;
   }
   if (best_t && (best_t != tp.tx || best_v != vw)) {
-    int64_t vecs = (int64_t)(row / (double)best_v);
     tp.pow2_tx = tp.tx;
     tp.narrowed_from = best_v != vw ? vw : 0;
     tp.tx = best_t;
     tp.ty = one_row ? 1 : rows_per_block(best_t, kept_const, m);
-    tp.per = (vecs + best_t - 1) / best_t;
+    tp.per = best_per;
     *vw_out = best_v;
   }
   return tp;
@@ -782,8 +781,8 @@ fu_status fu_schedule_persistent_keep(fu_fusion *f, fu_op *seg, const fu_device 
  * the reductions keep dim 0 alone (rows) and reduce the rest, a constant
  * row of more than a warp's vectors (one row per block) whose cached
  * inputs and an f32 accumulator per partial sum fit the registers at the
- * threads per row the schedule takes (plan_row), and rows enough for every part to take
- * ROWS_PER_PART.  The parts are the blocks resident at once
+ * threads per row the schedule takes (plan_row), and rows enough for
+ * every part to take ROWS_PER_PART.  The parts are the blocks resident at once
  * (fu_persist_row_loop_blocks a SM: up to 2 while each thread keeps 64
  * registers; the kernel asks ptxas for that many, kernel IR
  * `min_blocks`).  On the H100
