@@ -197,9 +197,10 @@ static int64_t rows_per_block(int64_t tx, bool kept_const, int64_t m) {
  * the ladder's power of two where a split replaced it (split_threads),
  * else 0, counted at the plan's vectors for an exact split and at the
  * widest ones (narrowed_from, when set) for a near split; narrowed_from:
- * the vector width plan_row narrowed, else 0. */
+ * the vector width plan_row narrowed, else 0; alone_from: the rows a
+ * block plan_row gave up for one (a guarded split), else 0. */
 typedef struct tplan {
-  int64_t tx, ty, per, pow2_tx, narrowed_from;
+  int64_t tx, ty, per, pow2_tx, narrowed_from, alone_from;
   bool warp, regs;
 } tplan;
 
@@ -342,8 +343,9 @@ static bool narrow_ok(int64_t per, int64_t v, size_t widest) {
  * 132.0 / 108.7 / 126.7, and of 2112 at 352 threads of 3 (12 bytes) 108.4
  * / 101.1 / 107.7, where the near split gives 94.9 / 94.2 / 93.3 and
  * 96.0 / 94.3 / 93.5. */
-static tplan plan_row(const fu_device *dev, double row, size_t widest, int64_t n, int64_t cap, bool row_const,
-                      bool kept_const, int64_t m, size_t cached, int64_t budget, bool one_row, int64_t *vw_out) {
+static tplan plan_row_split(const fu_device *dev, double row, size_t widest, int64_t n, int64_t cap, bool row_const,
+                            bool kept_const, int64_t m, size_t cached, int64_t budget, bool one_row,
+                            int64_t *vw_out) {
   int64_t vw = row_const ? vector_width(widest, n, cap) : 1;
   tplan tp = plan_threads(dev, row / (double)vw, vw, row_const, kept_const, m, cached, budget, one_row);
   *vw_out = vw;
@@ -386,6 +388,28 @@ static tplan plan_row(const fu_device *dev, double row, size_t widest, int64_t n
     tp.ty = one_row ? 1 : rows_per_block(best_t, kept_const, m);
     tp.per = best_per;
     *vw_out = best_v;
+  }
+  return tp;
+}
+
+/* plan_row_split's plan, with one row a block where its threads split the
+ * row's vectors with a guarded last one (the ladder's, or a near split)
+ * over two warps or more: several rows a block ran slower there, not
+ * where the threads divide the row.  On the H100 (bf16, 2^26 elements,
+ * us, at 4 / 2 / 1 rows a block): rows of 1344 (64 threads of 3 vectors
+ * of 8, 24 of 192 slots idle) layer norm 113.7 / 103.3 / 95.9, RMS norm
+ * 98.2 / 95.5 / 94.4, softmax 111.7 / 95.1 / 94.1; rows split exactly the
+ * same at any count (layer norm over 1024: 94.4 / 94.3 / 94.3).  Over 12
+ * widths from 544 to 3008 (docs/performance.md, "One row a block"),
+ * layer norm went from 94.1-111.8 us to 94.1-99.3, none of the three
+ * norms more than 0.6% slower. */
+static tplan plan_row(const fu_device *dev, double row, size_t widest, int64_t n, int64_t cap, bool row_const,
+                      bool kept_const, int64_t m, size_t cached, int64_t budget, bool one_row, int64_t *vw_out) {
+  tplan tp = plan_row_split(dev, row, widest, n, cap, row_const, kept_const, m, cached, budget, one_row, vw_out);
+  int64_t vecs = row_const ? (int64_t)(row / (double)*vw_out) : 0;
+  if (row_const && tp.regs && !tp.warp && vecs % tp.tx != 0 && tp.ty > 1) {
+    tp.alone_from = tp.ty;
+    tp.ty = 1;
   }
   return tp;
 }
@@ -682,6 +706,10 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
     snprintf(regs_why, sizeof regs_why,
              "at %lld threads per row, %lld elements per thread would need %lld bytes of registers, more than %d",
              (long long)tried, (long long)(tried_per * vw), (long long)(tried_per * vw * (int64_t)cached), (int)budget);
+    char alone[96] = "";
+    if (tp.alone_from && ty == 1)
+      snprintf(alone, sizeof alone, " (not %lld: the rows of a block would wait on one another's guarded vectors)",
+               (long long)tp.alone_from);
     fu_strbuf where;
     fu_strbuf_init(&where, f->module->alloc);
     if (regs && cluster > 1)
@@ -720,9 +748,10 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
                        n_partial, (long long)parts, (long long)parts);
     fprintf(debug,
             "schedule: @%s: persistent normalization of %%%s, reduce=%s, persist=%s: rows of %.0f elements, %.0f "
-            "row(s), %lld thread(s) per row (%s), %lld row(s) per block, %s; %s, index %s\n",
+            "row(s), %lld thread(s) per row (%s), %lld row(s) per block%s, %s; %s, index %s\n",
             sname, ref->name ? ref->name : "?", fu_reduce_mode_name(mode), fu_persist_mode_name((*out)->persist), row,
-            rows, (long long)tx, warp ? "shuffles within the warp" : "shuffles then shared memory", (long long)ty, vwhy,
+            rows, (long long)tx, warp ? "shuffles within the warp" : "shuffles then shared memory", (long long)ty,
+            alone, vwhy,
             where.data ? where.data : "", fu_dtype_name((*out)->index_dtype));
     uint32_t pairs = fu_online_softmax_pairs(seg);
     if ((*out)->online)
