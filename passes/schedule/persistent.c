@@ -708,7 +708,7 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
              (long long)tried, (long long)(tried_per * vw), (long long)(tried_per * vw * (int64_t)cached), (int)budget);
     char alone[96] = "";
     if (tp.alone_from && ty == 1)
-      snprintf(alone, sizeof alone, " (not %lld: the rows of a block would wait on one another's guarded vectors)",
+      snprintf(alone, sizeof alone, " (not %lld: several rows a block measured slower behind a guarded vector)",
                (long long)tp.alone_from);
     fu_strbuf where;
     fu_strbuf_init(&where, f->module->alloc);
