@@ -77,11 +77,14 @@ bool fu_pass_debug_enabled(const fu_pass_context *ctx, const char *pass_name) {
   return false;
 }
 
-bool fu_pass_feature_on(const fu_pass_context *ctx, fu_feature f) {
+bool fu_feature_set_on(const fu_feature_set *s, fu_feature f) {
   uint32_t bit = 1u << f;
-  if (FU_FEATURES_OFF_BY_DEFAULT & bit)
-    return ctx && ctx->features && (ctx->features->on & bit) && !(ctx->features->off & bit);
-  return !ctx || !ctx->features || !(ctx->features->off & bit);
+  if (FU_FEATURES_OFF_BY_DEFAULT & bit) return s && (s->on & bit) && !(s->off & bit);
+  return !s || !(s->off & bit);
+}
+
+bool fu_pass_feature_on(const fu_pass_context *ctx, fu_feature f) {
+  return fu_feature_set_on(ctx ? ctx->features : NULL, f);
 }
 
 bool fu_pass_kind_on(const fu_pass_context *ctx, fu_sched_kind k) {

@@ -118,6 +118,7 @@ typedef struct fu_dump_code_options {
   const fu_source *src;   /* the input, for diagnostics without a line */
   uint32_t skip;          /* bits of dumps the tool writes itself (fuser-run on the GPU: the PTX it loads) */
   bool no_fast_paths;     /* --disable=fast_paths */
+  bool tid_range;         /* --enable=tid_range */
 } fu_dump_code_options;
 
 /* The dumps of a lowered module's code, for each fusion with kernels:

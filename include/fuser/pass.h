@@ -36,6 +36,7 @@ typedef enum fu_feature {
   FU_FEATURE_SMEM_KEEP,      /* schedule: keep= on staged 16-bit rows for two blocks an SM */
   FU_FEATURE_WELFORD_SUMS,   /* lower: a known-count thread's Welford loop as sums */
   FU_FEATURE_GRID_TREE,      /* lower: a grid's Welford combine in two levels; off unless enabled */
+  FU_FEATURE_TID_RANGE,      /* llvm backend: thread indices bounded by the block's extents; off unless enabled */
   FU_FEATURE_COUNT
 } fu_feature;
 
@@ -43,8 +44,12 @@ typedef enum fu_feature {
  * clusters, measured slower than the shared-memory tier on the H100
  * (docs/performance.md, "Thread-block clusters"); grid_tree, 1-2% faster
  * on the H100 but whose near-zero means were further from PyTorch's
- * (docs/performance.md, "Two levels for the grid's Welford combine"). */
-#define FU_FEATURES_OFF_BY_DEFAULT ((1u << FU_FEATURE_CLUSTERS) | (1u << FU_FEATURE_GRID_TREE))
+ * (docs/performance.md, "Two levels for the grid's Welford combine");
+ * tid_range, which changes the PTX of most kernels of several-dim blocks
+ * and has not been timed on a GPU yet (docs/performance.md, "One row a
+ * block behind a guarded vector"). */
+#define FU_FEATURES_OFF_BY_DEFAULT \
+  ((1u << FU_FEATURE_CLUSTERS) | (1u << FU_FEATURE_GRID_TREE) | (1u << FU_FEATURE_TID_RANGE))
 
 typedef struct fu_feature_set {
   uint32_t off;       /* bit (1u << fu_feature) per feature turned off */
@@ -91,6 +96,9 @@ const fu_pass_def *const *fu_pass_all(size_t *n);
 const char *fu_pass_option_value(const fu_pass_context *ctx, const char *name);
 /* True when the pipeline text gave option `name` (not just its default). */
 bool fu_pass_option_given(const fu_pass_context *ctx, const char *name);
+/* Whether feature `f` is on in set `s` (NULL: the defaults): as
+ * fu_pass_feature_on, for the tools that hand features to a backend. */
+bool fu_feature_set_on(const fu_feature_set *s, fu_feature f);
 /* Whether feature `f`, or scheduler kind `k`, is on for this run (the
  * context's feature set; everything is on without one). */
 bool fu_pass_feature_on(const fu_pass_context *ctx, fu_feature f);

@@ -33,6 +33,7 @@ typedef struct fu_target_options {
   bool before_opt;      /* text output before optimization */
   const char *arch;     /* the architecture of text output (NULL: FU_DEFAULT_ARCH) */
   bool no_fast_paths;   /* --disable=fast_paths: libdevice's functions where an instruction would do (llvm) */
+  bool tid_range;       /* --enable=tid_range: thread indices bounded by the block's extent in each dim (llvm) */
 } fu_target_options;
 
 /* Where the last compile call's time went, in milliseconds. */

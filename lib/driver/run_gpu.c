@@ -606,6 +606,7 @@ int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_se
   fu_target_options to;
   memset(&to, 0, sizeof to);
   to.no_fast_paths = (a->features.off >> FU_FEATURE_FAST_PATHS) & 1;
+  to.tid_range = fu_feature_set_on(&a->features, FU_FEATURE_TID_RANGE);
   fu_compiler_init(&g.comp, a->backend, &to, al);
   g.m = m;
   g.src = src;

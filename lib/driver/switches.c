@@ -51,6 +51,10 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
                               "off unless enabled: a grid reduction's Welford states combined in two levels where "
                               "the last block's threads would walk 8 partials or more (groups of blocks fold "
                               "theirs first; else one last block walks them all)"},
+    [FU_FEATURE_TID_RANGE] = {"tid_range",
+                              "off unless enabled: the llvm backend bounds each thread index by the block's extent "
+                              "in its dim (else LLVM bounds each by the block's thread count, and guards such as a "
+                              "row's whole vectors in a block of several rows stay)"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {

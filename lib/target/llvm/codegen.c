@@ -45,6 +45,24 @@ static bool clusters_ok(bk_kernel *kc, const char *what) {
   return false;
 }
 
+/* !range [0, extent) on a thread index read (--enable=tid_range).  A
+ * launch never exceeds the kernel's .maxntid in any dim, but LLVM 19's
+ * nvvm-intr-range bounds each of tid.x, .y and .z by their product only
+ * (a 64 x 4 block: tid.x < 256), which leaves guards such as
+ * `tid.x + 64 < 168` (a row's second whole vector) unproven: the layer
+ * norm of rows of 1344 at 4 rows a block guarded every vector, in 11
+ * branches, where one row a block has 5.  The pass keeps a !range that is
+ * already there. */
+static void tid_range(bk_kernel *kc, LLVMValueRef call, uint32_t extent) {
+  bk_module *m = kc->mod;
+  if (extent == 0) return;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(m->C);
+  LLVMMetadataRef bounds[2] = {LLVMValueAsMetadata(LLVMConstInt(i32, 0, false)),
+                               LLVMValueAsMetadata(LLVMConstInt(i32, extent, false))};
+  LLVMMetadataRef node = LLVMMDNodeInContext2(m->C, bounds, 2);
+  LLVMSetMetadata(call, LLVMGetMDKindIDInContext(m->C, "range", 5), LLVMMetadataAsValue(m->C, node));
+}
+
 static LLVMValueRef sreg(bk_kernel *kc, fu_special sp) {
   static const char *const names[] = {
       "llvm.nvvm.read.ptx.sreg.tid.x",    "llvm.nvvm.read.ptx.sreg.tid.y",    "llvm.nvvm.read.ptx.sreg.tid.z",
@@ -62,7 +80,9 @@ static LLVMValueRef sreg(bk_kernel *kc, fu_special sp) {
   }
   /* 0 in a kernel launched without clusters, as the kernel IR says */
   if (sp == FU_SP_CLUSTER_RANK && !clusters_ok(kc, "'special cluster_rank'")) return NULL;
-  return bk_call_intrinsic(kc->mod, names[sp], NULL, 0, NULL, 0);
+  LLVMValueRef v = bk_call_intrinsic(kc->mod, names[sp], NULL, 0, NULL, 0);
+  if (v && kc->mod->be->tid_range && sp <= FU_SP_TID_Z) tid_range(kc, v, kc->k->block[sp - FU_SP_TID_X]);
+  return v;
 }
 
 /* ---- memory ----------------------------------------------------------------- */

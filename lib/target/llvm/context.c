@@ -168,6 +168,7 @@ fu_status fu_backend_new(const fu_backend_options *opts, fu_allocator alloc, fu_
   be->max_self_unroll = opts->max_self_unroll ? opts->max_self_unroll : 1024;
   be->libdevice_whole = opts->libdevice_whole;
   be->no_fast_paths = opts->no_fast_paths;
+  be->tid_range = opts->tid_range;
   if (!be->libdevice_path || !be->pipeline || !be->default_sm || !be->features) {
     fu_backend_free(be);
     return FU_ERR_NOMEM;

@@ -29,6 +29,7 @@ struct fu_backend {
   char *features;
   bool llvm_before_opt;
   bool no_fast_paths; /* fu_backend_options.no_fast_paths */
+  bool tid_range;     /* fu_backend_options.tid_range */
   uint32_t max_self_unroll;
   struct {
     char sm[16];

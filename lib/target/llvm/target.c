@@ -13,6 +13,7 @@ static fu_status llvm_open(const fu_target_options *o, fu_allocator alloc, fu_di
     bo.llvm_before_opt = o->before_opt;
     bo.default_sm = o->arch;
     bo.no_fast_paths = o->no_fast_paths;
+    bo.tid_range = o->tid_range;
   }
   fu_backend *be = NULL;
   fu_status st = fu_backend_new(&bo, alloc, diag, &be);
