@@ -21,6 +21,8 @@ config.environment["PATH"] = os.pathsep.join(path + [os.environ.get("PATH", "")]
 config.substitutions.append(("%fusions", os.path.join(config.fuser_src_root, "test", "fusions")))
 config.substitutions.append(("%srcroot", config.fuser_src_root))
 config.substitutions.append(("%python", sys.executable))
+# the tools' folder, for scripts that take a BUILD dir (bench/persistent/variants.py)
+config.substitutions.append(("%{fuser_tools}", config.fuser_tools_dir))
 if config.ptxas_dir:
     config.available_features.add("ptxas")
 # cuobjdump (--dump=sass): FUSER_CUOBJDUMP, beside ptxas (on the PATH above), or on PATH
