@@ -283,6 +283,16 @@ static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_rt_mod
   return st;
 }
 
+/* The backends' options of the run's --disable / --enable switches
+ * (fast_paths, tid_range), the same for both backends of --diff-backends. */
+static fu_target_options target_options(const run_args *a) {
+  fu_target_options to;
+  memset(&to, 0, sizeof to);
+  to.no_fast_paths = (a->features.off >> FU_FEATURE_FAST_PATHS) & 1;
+  to.tid_range = fu_feature_set_on(&a->features, FU_FEATURE_TID_RANGE);
+  return to;
+}
+
 /* --diff-backends: the same plan and inputs run again with the other
  * backend's PTX, and the outputs compared with `res` (run_diff.c). */
 static fu_status diff_second_backend(gpu_ctx *g, fu_fusion *f, const run_args *a, const fu_rt_plan *plan,
@@ -292,7 +302,8 @@ static fu_status diff_second_backend(gpu_ctx *g, fu_fusion *f, const run_args *a
   /* the PTX of --ptx is the LLVM backend's (fuser-opt --emit=ptx) */
   const char *first = g->ptx_text ? "llvm" : g->comp.target->name, *second = run_diff_other_backend(first);
   fu_compiler other;
-  fu_compiler_init(&other, second, NULL, al);
+  fu_target_options to = target_options(a);
+  fu_compiler_init(&other, second, &to, al);
   fu_rt_module *mod = NULL;
   fu_rt_exec *e = NULL;
   fu_arg *res2 = NULL;
@@ -603,10 +614,7 @@ int run_gpu(const run_args *a, fu_module *m, const fu_source *src, uint32_t n_se
     g.ptx_text = ptx_text;
     g.ptx_len = ptx_len;
   }
-  fu_target_options to;
-  memset(&to, 0, sizeof to);
-  to.no_fast_paths = (a->features.off >> FU_FEATURE_FAST_PATHS) & 1;
-  to.tid_range = fu_feature_set_on(&a->features, FU_FEATURE_TID_RANGE);
+  fu_target_options to = target_options(a);
   fu_compiler_init(&g.comp, a->backend, &to, al);
   g.m = m;
   g.src = src;

@@ -402,14 +402,24 @@ static tplan plan_row_split(const fu_device *dev, double row, size_t widest, int
  * same at any count (layer norm over 1024: 94.4 / 94.3 / 94.3).  Over 12
  * widths from 544 to 3008 (docs/performance.md, "One row a block"),
  * layer norm went from 94.1-111.8 us to 94.1-99.3, none of the three
- * norms more than 0.6% slower. */
+ * norms more than 0.6% slower.  Where an SM takes too few blocks of one
+ * row to fill its threads (no preset: 32 blocks of 64 threads fill an
+ * H100's 2048), a block takes the fewest rows that fill it.  The
+ * likely cause, found in the PTX and not timed: LLVM bounds tid.x by the
+ * block's thread count, so every vector of a row of several a block is
+ * guarded (lib/target/llvm/codegen.c, --enable=tid_range). */
 static tplan plan_row(const fu_device *dev, double row, size_t widest, int64_t n, int64_t cap, bool row_const,
                       bool kept_const, int64_t m, size_t cached, int64_t budget, bool one_row, int64_t *vw_out) {
   tplan tp = plan_row_split(dev, row, widest, n, cap, row_const, kept_const, m, cached, budget, one_row, vw_out);
   int64_t vecs = row_const ? (int64_t)(row / (double)*vw_out) : 0;
-  if (row_const && tp.regs && !tp.warp && vecs % tp.tx != 0 && tp.ty > 1) {
+  if (!row_const || !tp.regs || tp.warp || vecs % tp.tx == 0 || tp.ty == 1) return tp;
+  /* one row, or as few (a power of two, dividing the old count) as still
+   * fill an SM where it takes few blocks */
+  int64_t ty = 1;
+  while (ty < tp.ty && tp.tx * ty * (int64_t)dev->max_blocks_per_sm < (int64_t)dev->max_threads_per_sm) ty *= 2;
+  if (ty < tp.ty) {
     tp.alone_from = tp.ty;
-    tp.ty = 1;
+    tp.ty = ty;
   }
   return tp;
 }
@@ -707,7 +717,7 @@ static fu_status build_tier(fu_fusion *f, fu_op *seg, const fu_device *dev, fu_d
              "at %lld threads per row, %lld elements per thread would need %lld bytes of registers, more than %d",
              (long long)tried, (long long)(tried_per * vw), (long long)(tried_per * vw * (int64_t)cached), (int)budget);
     char alone[96] = "";
-    if (tp.alone_from && ty == 1)
+    if (tp.alone_from)
       snprintf(alone, sizeof alone, " (not %lld: several rows a block measured slower behind a guarded vector)",
                (long long)tp.alone_from);
     fu_strbuf where;

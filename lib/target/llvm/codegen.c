@@ -45,22 +45,23 @@ static bool clusters_ok(bk_kernel *kc, const char *what) {
   return false;
 }
 
-/* !range [0, extent) on a thread index read (--enable=tid_range).  A
- * launch never exceeds the kernel's .maxntid in any dim, but LLVM 19's
- * nvvm-intr-range bounds each of tid.x, .y and .z by their product only
- * (a 64 x 4 block: tid.x < 256), which leaves guards such as
- * `tid.x + 64 < 168` (a row's second whole vector) unproven: the layer
- * norm of rows of 1344 at 4 rows a block guarded every vector, in 11
- * branches, where one row a block has 5.  The pass keeps a !range that is
- * already there. */
+/* A return range [0, extent) on a thread index read (--enable=tid_range).
+ * fuser's runtime launches every kernel with exactly its block
+ * (lib/runtime/plan.c), so tid.x < block.x; PTX from --emit=ptx must be
+ * launched the same way.  `.maxntid` bounds only the product of the
+ * dims, and so does LLVM 19's nvvm-intr-range: in a 64 x 4 block it
+ * gives tid.x < 256, which leaves guards such as `tid.x + 64 < 168` (a
+ * row's second whole vector) unproven; the layer norm of rows of 1344 at
+ * 4 rows a block guarded every vector, in 11 branches, where one row a
+ * block has 5.  A range attribute (not !range metadata, which the pass
+ * would keep as it is, changing the PTX of one-dim blocks too) is
+ * intersected with the pass's own. */
 static void tid_range(bk_kernel *kc, LLVMValueRef call, uint32_t extent) {
   bk_module *m = kc->mod;
   if (extent == 0) return;
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(m->C);
-  LLVMMetadataRef bounds[2] = {LLVMValueAsMetadata(LLVMConstInt(i32, 0, false)),
-                               LLVMValueAsMetadata(LLVMConstInt(i32, extent, false))};
-  LLVMMetadataRef node = LLVMMDNodeInContext2(m->C, bounds, 2);
-  LLVMSetMetadata(call, LLVMGetMDKindIDInContext(m->C, "range", 5), LLVMMetadataAsValue(m->C, node));
+  uint64_t lo = 0, hi = extent;
+  unsigned kind = LLVMGetEnumAttributeKindForName("range", 5);
+  LLVMAddCallSiteAttribute(call, LLVMAttributeReturnIndex, LLVMCreateConstantRangeAttribute(m->C, kind, 32, &lo, &hi));
 }
 
 static LLVMValueRef sreg(bk_kernel *kc, fu_special sp) {
