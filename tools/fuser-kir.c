@@ -118,7 +118,7 @@ static fu_status process(const tool_opts *o, fu_compiler *c, const fu_source *sr
   double t_parse = now_ms() - t0;
   if (st == FU_OK) {
     fu_dump_code_options dco = {.src = src,
-                                .no_fast_paths = (o->features.off >> FU_FEATURE_FAST_PATHS) & 1,
+                                .no_fast_paths = !fu_feature_set_on(&o->features, FU_FEATURE_FAST_PATHS),
                                 .tid_range = fu_feature_set_on(&o->features, FU_FEATURE_TID_RANGE)};
     st = fu_dump_kernels(o->dumps, (const fu_kernel *const *)ks, n, NULL, o->sm, &dco, diag);
   }
@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
   uint32_t n_chunks = 1;
   bool failed = split && fu_split_input(&whole, alloc, &chunks, &n_chunks) != FU_OK;
   if (failed) n_chunks = 0;
-  fu_target_options to = {o.pipeline, o.no_opt, o.sm, (o.features.off >> FU_FEATURE_FAST_PATHS) & 1,
+  fu_target_options to = {o.pipeline, o.no_opt, o.sm, !fu_feature_set_on(&o.features, FU_FEATURE_FAST_PATHS),
                           fu_feature_set_on(&o.features, FU_FEATURE_TID_RANGE)};
   fu_compiler compiler;
   fu_compiler_init(&compiler, backend, &to, alloc);

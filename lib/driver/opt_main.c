@@ -103,7 +103,7 @@ static bool process_chunk(opt_state *s, const fu_source *src, fu_diag_engine *di
   if (st == FU_OK) st = fu_dump_python(a->dumps, m, src->name, diag);
   if (st == FU_OK) {
     fu_dump_code_options dco = {.src = src,
-                                .no_fast_paths = (a->run.features.off >> FU_FEATURE_FAST_PATHS) & 1,
+                                .no_fast_paths = !fu_feature_set_on(&a->run.features, FU_FEATURE_FAST_PATHS),
                                 .tid_range = fu_feature_set_on(&a->run.features, FU_FEATURE_TID_RANGE)};
     st = fu_dump_code(a->dumps, m, &dco, diag);
   }
@@ -207,7 +207,7 @@ int fu_opt_main(int argc, char *const *argv, const fu_opt_config *cfg_in, FILE *
   fu_strbuf_init(&text, s.alloc);
   int rc = 0;
   if (cfg.compiler) {
-    cfg.compiler->options.no_fast_paths = (args.run.features.off >> FU_FEATURE_FAST_PATHS) & 1;
+    cfg.compiler->options.no_fast_paths = !fu_feature_set_on(&args.run.features, FU_FEATURE_FAST_PATHS);
     cfg.compiler->options.tid_range = fu_feature_set_on(&args.run.features, FU_FEATURE_TID_RANGE);
   }
   args.dumps->stream = err;
