@@ -32,6 +32,7 @@ fu_status fu_lower_segment(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_ke
 /* What the lower pass's switches turn off (all false: the defaults). */
 typedef struct fu_lower_options {
   bool no_exp16;        /* --disable=exp16: every f32 exp keeps the backends' accurate form (relax_exp.c) */
+  bool no_speculate_loads; /* --disable=speculate_loads: guarded loads stay in their branch (speculate_loads.c) */
   bool no_welford_sums; /* --disable=welford_sums: a known-count thread keeps Welford's update (reduction.c) */
   bool grid_tree;       /* --enable=grid_tree: a grid's Welford combine in two levels (reduction.c) */
 } fu_lower_options;

@@ -37,6 +37,7 @@ typedef enum fu_feature {
   FU_FEATURE_WELFORD_SUMS,   /* lower: a known-count thread's Welford loop as sums */
   FU_FEATURE_GRID_TREE,      /* lower: a grid's Welford combine in two levels; off unless enabled */
   FU_FEATURE_TID_RANGE,      /* llvm backend: thread indices bounded by the block's extents; off unless enabled */
+  FU_FEATURE_SPECULATE_LOADS, /* lower: guarded loads of inputs issued ahead of their branch at a clamped index */
   FU_FEATURE_COUNT
 } fu_feature;
 

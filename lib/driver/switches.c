@@ -55,6 +55,9 @@ static const feature_row feature_rows[FU_FEATURE_COUNT] = {
                               "off unless enabled: the llvm backend bounds each thread index by the block's extent "
                               "in its dim (else LLVM bounds each by the block's thread count, and guards such as a "
                               "row's whole vectors in a block of several rows stay)"},
+    [FU_FEATURE_SPECULATE_LOADS] = {"speculate_loads",
+                                    "loads of inputs in a guard (a row's last vector) issued ahead of the branch at "
+                                    "an index clamped to 0 where it fails, beside the other loads (lower)"},
 };
 
 static const char *const kind_names[FU_SK_COUNT] = {

@@ -41,75 +41,32 @@ static bool pure(const fu_kinst *in) {
   }
 }
 
+static bool may_move(const fu_kinst *in, bool first) {
+  (void)first;
+  return pure(in);
+}
+
 typedef struct hoister {
-  fu_allocator alloc;
-  uint32_t n_ids;   /* kernel value ids are below this */
-  int32_t *def;     /* by kernel value id: position of its defining instruction in the block, or -1 */
-  fu_kinst **insts; /* the block's instructions */
-  uint8_t *mark;    /* per position: MOVES, or IN_CONE during a walk */
-  uint32_t *cone;   /* the positions reached by the current walk */
-  uint32_t cap;
-  uint64_t budget;  /* bytes of loads a region moves at most */
+  fu_cone_walk w;        /* the block being reordered */
+  uint64_t budget;       /* bytes of loads a region moves at most */
+  bool across_light_ifs; /* a light branch does not end a region (speculate_loads.c) */
 } hoister;
-
-enum { STAYS = 0, MOVES = 1, IN_CONE = 2 };
-
-static bool reserve(hoister *h, uint32_t n) {
-  if (n <= h->cap) return true;
-  uint32_t cap = h->cap ? h->cap : 64;
-  while (cap < n) cap *= 2;
-  fu_kinst **insts = fu_mem_realloc(&h->alloc, h->insts, (size_t)h->cap * sizeof *insts, (size_t)cap * sizeof *insts);
-  if (insts) h->insts = insts;
-  uint8_t *mark = fu_mem_realloc(&h->alloc, h->mark, h->cap, cap);
-  if (mark) h->mark = mark;
-  uint32_t *cone = fu_mem_realloc(&h->alloc, h->cone, (size_t)h->cap * sizeof *cone, (size_t)cap * sizeof *cone);
-  if (cone) h->cone = cone;
-  if (!insts || !mark || !cone) return false;
-  h->cap = cap;
-  return true;
-}
-
-/* Whether the load at position p and its in-block operand cone may all move
- * (a breadth-first walk over operand definitions, each position visited
- * once); the cone is marked MOVES when it may, and left as it was when not. */
-static bool cone_movable(hoister *h, uint32_t p) {
-  uint32_t head = 0, tail = 0;
-  bool ok = true;
-  h->mark[p] = IN_CONE;
-  h->cone[tail++] = p;
-  while (head < tail && ok) {
-    const fu_kinst *in = h->insts[h->cone[head++]];
-    if (!pure(in)) {
-      ok = false;
-      break;
-    }
-    for (uint32_t a = 0; a < in->n_args; a++) {
-      const fu_kval *v = in->args[a];
-      if (v->kind != FU_KV_LOCAL || v->id >= h->n_ids || h->def[v->id] < 0) continue;
-      uint32_t q = (uint32_t)h->def[v->id];
-      if (h->mark[q] != STAYS) continue;
-      h->mark[q] = IN_CONE;
-      h->cone[tail++] = q;
-    }
-  }
-  for (uint32_t i = 0; i < tail; i++)
-    if (h->mark[h->cone[i]] == IN_CONE) h->mark[h->cone[i]] = ok ? MOVES : STAYS;
-  return ok;
-}
 
 /* Instructions a load never moves above: they end one region of a block
  * and begin the next.  Barriers and shuffles separate the phases of a
  * reduction or a normalization (a load the last phase needs stays in the
  * last phase, instead of holding registers through the reductions); loops
- * and branches are whole statements. */
-static bool region_boundary(const fu_kinst *in) {
+ * and branches are whole statements, but for a light branch (nothing in it
+ * delimits a region) when the guarded loads were speculated out of such
+ * branches (speculate_loads.c): the loads after it then move above it. */
+bool fu_lower_region_boundary(const fu_kinst *in, bool across_light_ifs) {
   switch (in->kind) {
   case FU_KI_SYNC:
   case FU_KI_SHFL_XOR:
   case FU_KI_ATOM_ADD:
   case FU_KI_FENCE:
-  case FU_KI_FOR:
-  case FU_KI_IF: return true;
+  case FU_KI_FOR: return true;
+  case FU_KI_IF: return !(across_light_ifs && fu_lower_if_is_light(in));
   default: return false;
   }
 }
@@ -118,26 +75,19 @@ static bool region_boundary(const fu_kinst *in) {
  * and their cones first, then the rest, each group in its old order, written
  * to out[] from *n_out. */
 static void hoist_region(hoister *h, uint32_t lo, uint32_t hi, fu_kinst **out, uint32_t *n_out) {
-  for (uint32_t i = lo; i < hi; i++)
-    for (uint32_t r = 0; r < h->insts[i]->n_results; r++) {
-      const fu_kval *v = h->insts[i]->results[r];
-      if (v->id < h->n_ids) h->def[v->id] = (int32_t)i;
-    }
+  fu_cone_walk *w = &h->w;
+  fu_cone_walk_define(w, lo, hi, true);
   uint64_t bytes = 0;
   for (uint32_t i = lo; i < hi; i++)
-    if (h->insts[i]->kind == FU_KI_LOAD && h->mark[i] == STAYS && pure(h->insts[i])) {
-      uint64_t b = (uint64_t)h->insts[i]->u.mem.width * fu_dtype_size(h->insts[i]->args[0]->dtype);
+    if (w->insts[i]->kind == FU_KI_LOAD && w->mark[i] == FU_CONE_STAYS && pure(w->insts[i])) {
+      uint64_t b = (uint64_t)w->insts[i]->u.mem.width * fu_dtype_size(w->insts[i]->args[0]->dtype);
       if (bytes + b > h->budget) break;
-      if (cone_movable(h, i)) bytes += b;
+      if (fu_cone_walk_from(w, i, may_move, true)) bytes += b;
     }
   for (int group = 0; group < 2; group++)
     for (uint32_t i = lo; i < hi; i++)
-      if ((h->mark[i] == MOVES) == (group == 0)) out[(*n_out)++] = h->insts[i];
-  for (uint32_t i = lo; i < hi; i++)
-    for (uint32_t r = 0; r < h->insts[i]->n_results; r++) {
-      const fu_kval *v = h->insts[i]->results[r];
-      if (v->id < h->n_ids) h->def[v->id] = -1;
-    }
+      if ((w->mark[i] == FU_CONE_MOVES) == (group == 0)) out[(*n_out)++] = w->insts[i];
+  fu_cone_walk_define(w, lo, hi, false);
 }
 
 /* Nested blocks first, then this one, region by region. */
@@ -155,15 +105,16 @@ static fu_status hoist_block(hoister *h, fu_kblock *b) {
     n++;
   }
   if (n < 2) return FU_OK;
-  if (!reserve(h, 2 * n)) return FU_ERR_NOMEM;
-  fu_kinst **order = h->insts + n; /* the new order, in the second half */
+  fu_cone_walk *w = &h->w;
+  if (!fu_cone_walk_reserve(w, 2 * n)) return FU_ERR_NOMEM;
+  fu_kinst **order = w->insts + n; /* the new order, in the second half */
   uint32_t i = 0, n_out = 0, lo = 0;
-  for (fu_kinst *in = b->first; in; in = in->next) h->insts[i++] = in;
-  memset(h->mark, STAYS, n);
+  for (fu_kinst *in = b->first; in; in = in->next) w->insts[i++] = in;
+  memset(w->mark, FU_CONE_STAYS, n);
   for (i = 0; i <= n; i++) {
-    if (i < n && !region_boundary(h->insts[i])) continue;
+    if (i < n && !fu_lower_region_boundary(w->insts[i], h->across_light_ifs)) continue;
     hoist_region(h, lo, i, order, &n_out);
-    if (i < n) order[n_out++] = h->insts[i];
+    if (i < n) order[n_out++] = w->insts[i];
     lo = i + 1;
   }
   for (i = 0; i < n; i++) order[i]->next = i + 1 < n ? order[i + 1] : NULL;
@@ -184,7 +135,7 @@ static fu_status hoist_block(hoister *h, fu_kblock *b) {
  * threads with 8 chunks kept (in f32) spilled 3 KB moving all 60 of them.
  * At least 64 bytes (four vectors) otherwise.  Loads past the budget stay
  * where their values are first needed. */
-static uint64_t hoist_budget(const fu_kernel *k, bool kept, uint32_t regs_per_sm) {
+uint64_t fu_lower_hoist_budget(const fu_kernel *k, bool kept, uint32_t regs_per_sm) {
   uint64_t threads = (uint64_t)k->block[0] * k->block[1] * k->block[2];
   uint64_t blocks = k->min_blocks ? k->min_blocks : 1;
   uint64_t regs = regs_per_sm / (threads * blocks);
@@ -193,19 +144,13 @@ static uint64_t hoist_budget(const fu_kernel *k, bool kept, uint32_t regs_per_sm
   return regs < 64 ? 64 : regs;
 }
 
-fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k, bool kept, uint32_t regs_per_sm) {
+fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k, bool kept, uint32_t regs_per_sm, bool across_light_ifs) {
   hoister h;
   memset(&h, 0, sizeof h);
-  h.budget = hoist_budget(k, kept, regs_per_sm);
-  h.alloc = m->alloc;
-  h.n_ids = k->next_kval_id;
-  h.def = fu_mem_calloc(&h.alloc, (size_t)h.n_ids + 1, sizeof *h.def);
-  if (!h.def) return FU_ERR_NOMEM;
-  for (uint32_t i = 0; i <= h.n_ids; i++) h.def[i] = -1;
-  fu_status st = hoist_block(&h, &k->body);
-  fu_mem_free(&h.alloc, h.def, ((size_t)h.n_ids + 1) * sizeof *h.def);
-  fu_mem_free(&h.alloc, h.insts, (size_t)h.cap * sizeof *h.insts);
-  fu_mem_free(&h.alloc, h.mark, h.cap);
-  fu_mem_free(&h.alloc, h.cone, (size_t)h.cap * sizeof *h.cone);
+  h.budget = fu_lower_hoist_budget(k, kept, regs_per_sm);
+  h.across_light_ifs = across_light_ifs;
+  fu_status st = fu_cone_walk_init(&h.w, &m->alloc, k->next_kval_id);
+  if (st == FU_OK) st = hoist_block(&h, &k->body);
+  fu_cone_walk_free(&h.w);
   return st;
 }

@@ -6,6 +6,8 @@
  * and get the pointwise lowering: the index graph maps permutes inside the
  * segment, and the layouts of fuser/view_layout.h give the offsets of
  * permuted inputs and of outputs written permuted for host permutes. */
+#include <string.h>
+
 #include "fuser/lower.h"
 #include "fuser/schedule.h"
 #include "lower_internal.h"
@@ -44,13 +46,21 @@ static bool keeps_registers(const fu_schedule *s) {
   return false;
 }
 
-/* One segment's kernel, and its kernel-IR steps: loads hoisted, then
- * (unless opt says not) the exps that only reach 16-bit values relaxed,
- * counted in *n_relaxed. */
+/* What the kernel-IR steps after a lowering did, for --debug=lower. */
+typedef struct step_counts {
+  uint32_t relaxed;     /* exps relaxed to exp2 (relax_exp.c) */
+  uint32_t speculated;  /* guarded loads moved ahead of their branch (speculate_loads.c) */
+  uint32_t sparse;      /* guards that kept their loads: fewer than half of a block's threads take them */
+} step_counts;
+
+/* One segment's kernel, and its kernel-IR steps: (unless opt says not)
+ * guarded loads speculated out of their branches, loads hoisted, then
+ * (unless opt says not) the exps that only reach 16-bit values relaxed;
+ * *counts says how many of each. */
 static fu_status lower_one(fu_fusion *f, fu_op *seg, const fu_lower_options *opt, fu_diag_engine *diag,
-                           fu_kernel **out, uint32_t *n_relaxed) {
+                           fu_kernel **out, step_counts *counts) {
   *out = NULL;
-  *n_relaxed = 0;
+  memset(counts, 0, sizeof *counts);
   fu_lower_entry_fn entry = fu_lower_entry(seg->u.segment.kind);
   if (!entry) {
     fu_error(diag, seg->loc, "segment '@%s' is a %s segment; its lowering comes later",
@@ -59,16 +69,22 @@ static fu_status lower_one(fu_fusion *f, fu_op *seg, const fu_lower_options *opt
   }
   fu_status st = entry(f, seg, opt, diag, out);
   const fu_schedule *s = seg->u.segment.schedule;
-  if (st == FU_OK && *out) st = fu_lower_hoist_loads(f->module, *out, keeps_registers(s), schedule_regs_per_sm(s));
-  if (st == FU_OK && *out && !(opt && opt->no_exp16)) st = fu_lower_relax_exp(f->module, *out, n_relaxed);
+  bool kept = keeps_registers(s), speculate = !(opt && opt->no_speculate_loads);
+  uint32_t regs = schedule_regs_per_sm(s);
+  if (st == FU_OK && *out && speculate)
+    st = fu_lower_speculate_loads(f->module, *out, fu_lower_hoist_budget(*out, kept, regs), &counts->speculated,
+                                  &counts->sparse);
+  /* a kernel with nothing speculated keeps its branches as region ends */
+  if (st == FU_OK && *out) st = fu_lower_hoist_loads(f->module, *out, kept, regs, counts->speculated > 0);
+  if (st == FU_OK && *out && !(opt && opt->no_exp16)) st = fu_lower_relax_exp(f->module, *out, &counts->relaxed);
   if (st == FU_ERR_NOMEM)
     fu_error(diag, seg->loc, "out of memory while lowering '@%s'", seg->u.segment.name ? seg->u.segment.name : "?");
   return st;
 }
 
 fu_status fu_lower_segment(fu_fusion *f, fu_op *seg, fu_diag_engine *diag, fu_kernel **out) {
-  uint32_t n = 0;
-  return lower_one(f, seg, NULL, diag, out, &n);
+  step_counts counts;
+  return lower_one(f, seg, NULL, diag, out, &counts);
 }
 
 fu_status fu_lower_module(fu_module *m, fu_diag_engine *diag, FILE *debug) {
@@ -93,8 +109,8 @@ fu_status fu_lower_module_with(fu_module *m, const fu_lower_options *opt, fu_dia
         continue;
       }
       fu_kernel *k = NULL;
-      uint32_t relaxed = 0;
-      fu_status st = lower_one(f, op, opt, diag, &k, &relaxed);
+      step_counts counts;
+      fu_status st = lower_one(f, op, opt, diag, &k, &counts);
       if (st != FU_OK) return st;
       si->kernel = k;
       if (debug)
@@ -103,11 +119,21 @@ fu_status fu_lower_module_with(fu_module *m, const fu_lower_options *opt, fu_dia
                 si->kind != FU_SK_TRANSPOSE           ? ""
                 : fu_schedule_has_tile(si->schedule) ? " (transpose: a shared-memory tile)"
                                                       : " (transpose: the uncoalesced pointwise fallback)");
-      if (debug && relaxed)
+      if (debug && counts.speculated)
+        fprintf(debug,
+                "lower: @%s: kernel '@%s': %u guarded load(s) of inputs issued ahead of their guard, at index 0 "
+                "where it fails, to share the other loads' latency\n",
+                f->name ? f->name : "?", k->name, counts.speculated);
+      if (debug && counts.sparse)
+        fprintf(debug,
+                "lower: @%s: kernel '@%s': %u guard(s) that fewer than half of a block's threads take keep their "
+                "loads (issued ahead, they would cost every thread registers)\n",
+                f->name ? f->name : "?", k->name, counts.sparse);
+      if (debug && counts.relaxed)
         fprintf(debug,
                 "lower: @%s: kernel '@%s': %u f32 exp(s) only reach bf16/f16 values (through mul, div, neg, casts): "
                 "exp2(x * log2 e), two instructions\n",
-                f->name ? f->name : "?", k->name, relaxed);
+                f->name ? f->name : "?", k->name, counts.relaxed);
     }
   }
   return FU_OK;
@@ -116,6 +142,7 @@ fu_status fu_lower_module_with(fu_module *m, const fu_lower_options *opt, fu_dia
 static fu_status run_lower(fu_module *m, fu_pass_context *ctx) {
   FILE *debug = fu_pass_debug_enabled(ctx, "lower") ? ctx->debug_out : NULL;
   fu_lower_options opt = {.no_exp16 = !fu_pass_feature_on(ctx, FU_FEATURE_EXP16),
+                          .no_speculate_loads = !fu_pass_feature_on(ctx, FU_FEATURE_SPECULATE_LOADS),
                           .no_welford_sums = !fu_pass_feature_on(ctx, FU_FEATURE_WELFORD_SUMS),
                           .grid_tree = fu_pass_feature_on(ctx, FU_FEATURE_GRID_TREE)};
   return fu_lower_module_with(m, &opt, ctx->diag, debug);

@@ -93,11 +93,68 @@ const fu_ix *fu_lower_linear_index(fu_ix_ctx *ix, const fu_type *t, const fu_ix 
  * instruction is converted to: f64 or f32 parameters, i64 for the rest. */
 fu_dtype fu_lower_rng_operand_dtype(fu_dtype result, uint32_t i);
 
+/* The walk the load-moving steps share (cone_walk.c): a block's
+ * instructions by position (insts), the position defining each kernel
+ * value (def, -1 outside the block), and per position a mark. */
+typedef struct fu_cone_walk {
+  fu_allocator alloc;
+  uint32_t n_ids;   /* def covers kernel value ids up to this one */
+  int32_t *def;
+  fu_kinst **insts;
+  uint8_t *mark;    /* FU_CONE_STAYS, FU_CONE_MOVES, or FU_CONE_IN during a walk */
+  uint32_t *cone;   /* the positions reached by the current walk */
+  uint32_t cap;     /* of insts, mark and cone */
+} fu_cone_walk;
+enum { FU_CONE_STAYS = 0, FU_CONE_MOVES = 1, FU_CONE_IN = 2 };
+fu_status fu_cone_walk_init(fu_cone_walk *w, const fu_allocator *alloc, uint32_t n_ids);
+bool fu_cone_walk_cover(fu_cone_walk *w, uint32_t n_ids);
+bool fu_cone_walk_reserve(fu_cone_walk *w, uint32_t n);
+/* Records (defined) or forgets the definitions of positions [lo, hi). */
+void fu_cone_walk_define(fu_cone_walk *w, uint32_t lo, uint32_t hi, bool defined);
+/* Whether the instruction at position p (may_move's `first`) and the
+ * operands it takes from the block, transitively, all may move; marks them
+ * FU_CONE_MOVES when they do and `apply`, else leaves the marks as they
+ * were. */
+bool fu_cone_walk_from(fu_cone_walk *w, uint32_t p, bool (*may_move)(const fu_kinst *in, bool first), bool apply);
+void fu_cone_walk_free(fu_cone_walk *w);
+
 /* Every lowering's last step (hoist_loads.c): in each straight-line block of
  * k, loads of read-only tensors and the pure index math they need move ahead
  * of the other instructions, so their memory latencies overlap; regs_per_sm
  * is the register file of the schedule's device (32-bit registers). */
-fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k, bool kept, uint32_t regs_per_sm);
+fu_status fu_lower_hoist_loads(fu_module *m, fu_kernel *k, bool kept, uint32_t regs_per_sm, bool across_light_ifs);
+/* The bytes of loads one region of a block moves ahead at most (hoist_loads.c). */
+uint64_t fu_lower_hoist_budget(const fu_kernel *k, bool kept, uint32_t regs_per_sm);
+/* Before it (speculate_loads.c, unless --disable=speculate_loads): loads of
+ * read-only inputs in a guard move out of it at an index clamped to 0 where
+ * the guard fails, in regions with two or more sources of loads, within
+ * `budget` bytes a region; *n_moved counts them, *n_sparse the branches
+ * that keep theirs because fewer than half of a block's threads take them.  hoist_loads then runs with
+ * across_light_ifs: a branch with no barrier, shuffle, atomic, fence or loop
+ * inside no longer ends a region. */
+fu_status fu_lower_speculate_loads(fu_module *m, fu_kernel *k, uint64_t budget, uint32_t *n_moved,
+                                   uint32_t *n_sparse);
+/* A branch whose bodies hold no barrier, shuffle, atomic, fence or loop. */
+bool fu_lower_if_is_light(const fu_kinst *in);
+/* Whether `in` ends one region of a block for the load-moving steps (and
+ * begins the next): a barrier, shuffle, atomic, fence, loop, or a branch
+ * (a light one only when not across_light_ifs). */
+bool fu_lower_region_boundary(const fu_kinst *in, bool across_light_ifs);
+
+/* The share of a block's threads that take a branch (guard_share.c): its
+ * condition's integer math over constants, thread indices, block indices
+ * (block 0) and block dims, evaluated at every thread of the block. */
+typedef struct fu_guard_eval {
+  fu_allocator alloc;
+  const fu_kernel *k;
+  uint32_t n_ids;
+  const fu_kinst **defs; /* by kernel value id: its defining instruction */
+} fu_guard_eval;
+fu_status fu_guard_eval_init(fu_guard_eval *ev, const fu_allocator *alloc, const fu_kernel *k);
+void fu_guard_eval_free(fu_guard_eval *ev);
+/* In [0, 1]; -1 when the condition is not such math (or the block has
+ * more than 1024 threads). */
+double fu_guard_share(const fu_guard_eval *ev, const fu_kval *cond);
 /* Then (relax_exp.c, unless --disable=exp16): f32 exps whose results only
  * reach bf16/f16 values through mul, div, neg and casts become exp2(x *
  * log2 e); *n_relaxed counts them. */
