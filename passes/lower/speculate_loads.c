@@ -112,7 +112,7 @@ static fu_status load_body(speculator *s, const fu_kblock *body, uint32_t *n_out
   if (!fu_cone_walk_cover(w, s->k->next_kval_id) || !fu_cone_walk_reserve(w, n)) return FU_ERR_NOMEM;
   n = 0;
   for (fu_kinst *in = body->first; in; in = in->next) w->insts[n++] = in;
-  memset(w->mark, FU_CONE_STAYS, n);
+  if (n) memset(w->mark, FU_CONE_STAYS, n); /* an empty body has no scratch yet */
   fu_cone_walk_define(w, 0, n, true);
   *n_out = n;
   return FU_OK;
