@@ -29,7 +29,9 @@
  *    holds all its loads (every pointwise kernel) gains nothing;
  *  - and one of them is a branch that only part of a block's threads take
  *    (guard_share.c): with none, LLVM folds the guards every thread takes
- *    and ptxas already issues their loads together;
+ *    and ptxas already issues their loads together.  A guard whose share
+ *    is unknown (its condition reads a size parameter or a loaded value)
+ *    does not count: such guards were not timed;
  *  - and then not from a branch that fewer than half of a block's threads
  *    take.  Such a guard costs little as a branch (whole warps skip it),
  *    while its loads issued ahead cost every thread registers: layer norm
@@ -193,14 +195,14 @@ static fu_status speculate_branch(speculator *s, fu_kblock *b, fu_kinst *prev, f
 }
 
 /* How many of a block's threads take branch `br`, from its condition
- * (guard_share.c): every one, fewer than half, or some share between
- * (or unknown). */
+ * (guard_share.c): every one (or not known: then it does not make a
+ * region speculate), fewer than half, or some share between. */
 typedef enum taken { TAKEN_ALL, TAKEN_FEW, TAKEN_PART } taken;
 
 static taken taken_by(speculator *s, const fu_kinst *br) {
   double share = fu_guard_share(&s->guards, br->args[0]);
-  if (share >= 1) return TAKEN_ALL;
-  return share >= 0 && share < 0.5 ? TAKEN_FEW : TAKEN_PART;
+  if (share >= 1 || share < 0) return TAKEN_ALL;
+  return share < 0.5 ? TAKEN_FEW : TAKEN_PART;
 }
 
 /* The region of block b that starts at `first` (after `prev`): counts its
