@@ -117,9 +117,7 @@ static fu_status process(const tool_opts *o, fu_compiler *c, const fu_source *sr
   fu_status st = fu_kernel_parse_list(src, m, diag, &ks, &n);
   double t_parse = now_ms() - t0;
   if (st == FU_OK) {
-    fu_dump_code_options dco = {.src = src,
-                                .no_fast_paths = !fu_feature_set_on(&o->features, FU_FEATURE_FAST_PATHS),
-                                .tid_range = fu_feature_set_on(&o->features, FU_FEATURE_TID_RANGE)};
+    fu_dump_code_options dco = {.src = src, .features = &o->features};
     st = fu_dump_kernels(o->dumps, (const fu_kernel *const *)ks, n, NULL, o->sm, &dco, diag);
   }
   if (st == FU_OK && strcmp(o->emit, "kir") == 0) {
@@ -244,8 +242,8 @@ int main(int argc, char **argv) {
   uint32_t n_chunks = 1;
   bool failed = split && fu_split_input(&whole, alloc, &chunks, &n_chunks) != FU_OK;
   if (failed) n_chunks = 0;
-  fu_target_options to = {o.pipeline, o.no_opt, o.sm, !fu_feature_set_on(&o.features, FU_FEATURE_FAST_PATHS),
-                          fu_feature_set_on(&o.features, FU_FEATURE_TID_RANGE)};
+  fu_target_options to = {o.pipeline, o.no_opt, o.sm, false, false};
+  fu_target_options_set_features(&to, &o.features);
   fu_compiler compiler;
   fu_compiler_init(&compiler, backend, &to, alloc);
   for (uint32_t i = 0; i < n_chunks; i++) {

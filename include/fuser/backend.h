@@ -66,8 +66,8 @@ typedef struct fu_backend_options {
    * intrinsic where libdevice has the function (sqrt, abs) call libdevice's
    * instead, to tell the two apart when results differ. */
   bool no_fast_paths;
-  /* --enable=tid_range: !range [0, block extent) on each thread index
-   * read (lib/target/llvm/codegen.c). */
+  /* --enable=tid_range: a return range attribute [0, block extent) on
+   * each thread index read (lib/target/llvm/codegen.c). */
   bool tid_range;
 } fu_backend_options;
 

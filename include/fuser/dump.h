@@ -117,8 +117,7 @@ typedef struct fu_dump_code_options {
   const char *arch;       /* NULL: the schedules' */
   const fu_source *src;   /* the input, for diagnostics without a line */
   uint32_t skip;          /* bits of dumps the tool writes itself (fuser-run on the GPU: the PTX it loads) */
-  bool no_fast_paths;     /* --disable=fast_paths */
-  bool tid_range;         /* --enable=tid_range */
+  const fu_feature_set *features; /* the backends' switches (fast_paths, tid_range); NULL: the defaults */
 } fu_dump_code_options;
 
 /* The dumps of a lowered module's code, for each fusion with kernels:
@@ -144,6 +143,9 @@ bool fu_features_parse(fu_feature_set *fs, const char *list, bool off, const cha
 bool fu_features_from_env(fu_feature_set *fs, const char *tool, FILE *err);
 /* The switch names with one line each. */
 void fu_features_print_help(fu_strbuf *out);
+/* Sets the backends' switches of *to from feature set fs (NULL: the
+ * defaults): fast_paths, tid_range.  The rest of *to stays as it was. */
+void fu_target_options_set_features(fu_target_options *to, const fu_feature_set *fs);
 
 /* Makes `path` a folder, and its missing parents (mkdir -p); a folder
  * already there is fine.  On failure errno says why. */

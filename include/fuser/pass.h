@@ -47,8 +47,9 @@ typedef enum fu_feature {
  * on the H100 but whose near-zero means were further from PyTorch's
  * (docs/performance.md, "Two levels for the grid's Welford combine");
  * tid_range, which changes the PTX of most kernels of several-dim blocks
- * (60 of the 183 GPU-suite cases) and has not been timed on a GPU yet (docs/performance.md, "One row a
- * block behind a guarded vector"). */
+ * (60 of the 183 GPU-suite cases) and, timed, made none of the default
+ * kernels faster (docs/performance.md, "Guarded loads issued ahead;
+ * `tid_range` timed"). */
 #define FU_FEATURES_OFF_BY_DEFAULT \
   ((1u << FU_FEATURE_CLUSTERS) | (1u << FU_FEATURE_GRID_TREE) | (1u << FU_FEATURE_TID_RANGE))
 

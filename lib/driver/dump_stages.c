@@ -316,8 +316,7 @@ static fu_status dump_code(fu_dumps *d, fu_dump_kind k, const fu_target_def *t, 
   }
   fu_target_options to;
   memset(&to, 0, sizeof to);
-  to.no_fast_paths = o && o->no_fast_paths;
-  to.tid_range = o && o->tid_range;
+  fu_target_options_set_features(&to, o ? o->features : NULL);
   to.arch = arch;
   fu_compiler c;
   fu_compiler_init(&c, t->name, &to, d->alloc);

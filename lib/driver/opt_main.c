@@ -102,9 +102,7 @@ static bool process_chunk(opt_state *s, const fu_source *src, fu_diag_engine *di
   if (st == FU_OK) st = fu_pipeline_run(&a->pipeline, m, &a->run, &s->timing, src, diag);
   if (st == FU_OK) st = fu_dump_python(a->dumps, m, src->name, diag);
   if (st == FU_OK) {
-    fu_dump_code_options dco = {.src = src,
-                                .no_fast_paths = !fu_feature_set_on(&a->run.features, FU_FEATURE_FAST_PATHS),
-                                .tid_range = fu_feature_set_on(&a->run.features, FU_FEATURE_TID_RANGE)};
+    fu_dump_code_options dco = {.src = src, .features = &a->run.features};
     st = fu_dump_code(a->dumps, m, &dco, diag);
   }
   if (st == FU_OK && a->segment_dot) st = write_segment_dot(s, m, src, diag);
@@ -206,10 +204,7 @@ int fu_opt_main(int argc, char *const *argv, const fu_opt_config *cfg_in, FILE *
   fu_strbuf text;
   fu_strbuf_init(&text, s.alloc);
   int rc = 0;
-  if (cfg.compiler) {
-    cfg.compiler->options.no_fast_paths = !fu_feature_set_on(&args.run.features, FU_FEATURE_FAST_PATHS);
-    cfg.compiler->options.tid_range = fu_feature_set_on(&args.run.features, FU_FEATURE_TID_RANGE);
-  }
+  if (cfg.compiler) fu_target_options_set_features(&cfg.compiler->options, &args.run.features);
   args.dumps->stream = err;
   if (args.help || args.version || args.list_passes || args.dump_help) {
     if (args.dump_help) {

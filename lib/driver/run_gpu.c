@@ -288,8 +288,7 @@ static fu_status gpu_load(gpu_ctx *g, fu_fusion *f, const run_args *a, fu_rt_mod
 static fu_target_options target_options(const run_args *a) {
   fu_target_options to;
   memset(&to, 0, sizeof to);
-  to.no_fast_paths = !fu_feature_set_on(&a->features, FU_FEATURE_FAST_PATHS);
-  to.tid_range = fu_feature_set_on(&a->features, FU_FEATURE_TID_RANGE);
+  fu_target_options_set_features(&to, &a->features);
   return to;
 }
 

@@ -30,9 +30,7 @@ fu_status run_compile_pipeline(const run_args *a, fu_module *m, const fu_device 
 }
 
 int run_dump_compiled(const run_args *a, fu_module *m, const fu_source *src, uint32_t skip, fu_diag_engine *diag) {
-  fu_dump_code_options o = {.fusion = a->fusion, .src = src, .skip = skip,
-                            .no_fast_paths = !fu_feature_set_on(&a->features, FU_FEATURE_FAST_PATHS),
-                            .tid_range = fu_feature_set_on(&a->features, FU_FEATURE_TID_RANGE)};
+  fu_dump_code_options o = {.fusion = a->fusion, .src = src, .skip = skip, .features = &a->features};
   return fu_dump_code(a->dumps, m, &o, diag) == FU_OK ? 0 : 1;
 }
 

@@ -116,3 +116,8 @@ bool fu_features_from_env(fu_feature_set *fs, const char *tool, FILE *err) {
   return (!dis || fu_features_parse(fs, dis, true, "FUSER_DISABLE", tool, err)) &&
          (!en || fu_features_parse(fs, en, false, "FUSER_ENABLE", tool, err));
 }
+
+void fu_target_options_set_features(fu_target_options *to, const fu_feature_set *fs) {
+  to->no_fast_paths = !fu_feature_set_on(fs, FU_FEATURE_FAST_PATHS);
+  to->tid_range = fu_feature_set_on(fs, FU_FEATURE_TID_RANGE);
+}

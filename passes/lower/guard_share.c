@@ -1,7 +1,6 @@
 /* fuser: the share of a block's threads that take a branch, from the
  * branch condition's integer math over the thread and block indices,
- * evaluated for every thread of block 0 (guard_share.h in
- * lower_internal.h).
+ * evaluated for every thread of block 0 (declared in lower_internal.h).
  *
  * Why: speculate_loads.c keeps the loads of a guard that few threads pass
  * in their branch, and leaves a region whose guards every thread passes as

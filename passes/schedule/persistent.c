@@ -404,10 +404,11 @@ static tplan plan_row_split(const fu_device *dev, double row, size_t widest, int
  * layer norm went from 94.1-111.8 us to 94.1-99.3, none of the three
  * norms more than 0.6% slower.  Where an SM takes too few blocks of one
  * row to fill its threads (no preset: 32 blocks of 64 threads fill an
- * H100's 2048), a block takes the fewest rows that fill it.  The
- * likely cause, found in the PTX and not timed: LLVM bounds tid.x by the
- * block's thread count, so every vector of a row of several a block is
- * guarded (lib/target/llvm/codegen.c, --enable=tid_range). */
+ * H100's 2048), a block takes the fewest rows that fill it.  The cause,
+ * found in the PTX and timed since: LLVM bounds tid.x by the block's
+ * thread count, so every vector of a row of several a block is guarded;
+ * with --enable=tid_range (lib/target/llvm/codegen.c) several rows of
+ * softmax over 1344 ran as fast as one, so one row loses nothing. */
 static tplan plan_row(const fu_device *dev, double row, size_t widest, int64_t n, int64_t cap, bool row_const,
                       bool kept_const, int64_t m, size_t cached, int64_t budget, bool one_row, int64_t *vw_out) {
   tplan tp = plan_row_split(dev, row, widest, n, cap, row_const, kept_const, m, cached, budget, one_row, vw_out);
