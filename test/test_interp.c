@@ -628,8 +628,34 @@ static void test_size_limit(void) {
   ti_free(&p);
 }
 
+/* fu_interp_eval_int_lanes: the tensor path's integer semantics, lane by
+ * lane (i32 wraps, comparisons give 0 / 1, where takes a bool), and its
+ * refusals (a division by zero, a float, too many lanes). */
+static void test_int_lanes(void) {
+  int64_t a[4] = {2147483647, -7, 0, 5}, b[4] = {1, 2, 3, 5}, out[4];
+  const int64_t *ab[2] = {a, b};
+  fu_dtype i32x2[2] = {FU_DT_I32, FU_DT_I32};
+  CHECK_EQ_INT(fu_interp_eval_int_lanes(FU_OP_ADD, i32x2, ab, 2, FU_DT_I32, 4, out), FU_OK);
+  CHECK(out[0] == -2147483647 - 1 && out[1] == -5 && out[2] == 3 && out[3] == 10);
+  CHECK_EQ_INT(fu_interp_eval_int_lanes(FU_OP_LT, i32x2, ab, 2, FU_DT_BOOL, 4, out), FU_OK);
+  CHECK(out[0] == 0 && out[1] == 1 && out[2] == 1 && out[3] == 0);
+  CHECK_EQ_INT(fu_interp_eval_int_lanes(FU_OP_DIV, i32x2, ab, 2, FU_DT_I32, 4, out), FU_OK);
+  CHECK(out[1] == -3); /* truncates, as kernel-IR division does */
+  int64_t c[4] = {1, 0, 1, 0};
+  const int64_t *cab[3] = {c, a, b};
+  fu_dtype wd[3] = {FU_DT_BOOL, FU_DT_I64, FU_DT_I64};
+  CHECK_EQ_INT(fu_interp_eval_int_lanes(FU_OP_WHERE, wd, cab, 3, FU_DT_I64, 4, out), FU_OK);
+  CHECK(out[0] == 2147483647 && out[1] == 2 && out[2] == 0 && out[3] == 5);
+  const int64_t *ba[2] = {b, a};
+  CHECK_EQ_INT(fu_interp_eval_int_lanes(FU_OP_DIV, i32x2, ba, 2, FU_DT_I32, 4, out), FU_ERR_RUNTIME);
+  fu_dtype f32x2[2] = {FU_DT_F32, FU_DT_F32};
+  CHECK_EQ_INT(fu_interp_eval_int_lanes(FU_OP_ADD, f32x2, ab, 2, FU_DT_F32, 4, out), FU_ERR_UNSUPPORTED);
+  CHECK_EQ_INT(fu_interp_eval_int_lanes(FU_OP_ADD, i32x2, ab, 2, FU_DT_I32, FU_INTERP_MAX_LANES + 1, out),
+               FU_ERR_UNSUPPORTED);
+}
+
 FU_TEST_MAIN(FU_TEST(test_unary_float_values), FU_TEST(test_unary_int_and_bool), FU_TEST(test_identities),
              FU_TEST(test_compute_dtypes), FU_TEST(test_int_semantics), FU_TEST(test_promotion), FU_TEST(test_casts),
              FU_TEST(test_ternary), FU_TEST(test_broadcast_and_strides), FU_TEST(test_reductions),
              FU_TEST(test_reduction_axes_exhaustive), FU_TEST(test_c_api_fusion), FU_TEST(test_allocation_failures),
-             FU_TEST(test_size_limit))
+             FU_TEST(test_size_limit), FU_TEST(test_int_lanes))

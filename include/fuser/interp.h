@@ -144,6 +144,16 @@ fu_status fu_host_tensor_compare(const fu_host_tensor *got, const fu_host_tensor
 fu_status fu_interp_eval_scalar(fu_op_kind k, fu_value *const *operands, uint32_t n, fu_dtype result,
                                 fu_scalar_value *out);
 
+/* The same on `lanes` integer or bool elements at once (at most
+ * FU_INTERP_MAX_LANES): operand i holds in[i][0..lanes) as int64 values of
+ * dtype dts[i], and out[0..lanes) gets the results, of int or bool dtype
+ * `result`, as int64 (bools 0 / 1).  FU_ERR_RUNTIME for an integer division
+ * by zero; FU_ERR_UNSUPPORTED for a float dtype, an op that is not
+ * pointwise, or too many lanes. */
+#define FU_INTERP_MAX_LANES 1024
+fu_status fu_interp_eval_int_lanes(fu_op_kind k, const fu_dtype *dts, const int64_t *const *in, uint32_t n,
+                                   fu_dtype result, uint32_t lanes, int64_t *out);
+
 /* ---- arguments ------------------------------------------------------------ */
 
 typedef enum fu_arg_kind { FU_ARG_NONE = 0, FU_ARG_TENSOR, FU_ARG_SCALAR } fu_arg_kind;

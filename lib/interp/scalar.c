@@ -80,3 +80,49 @@ fu_status fu_interp_eval_scalar(fu_op_kind k, fu_value *const *operands, uint32_
   }
   return FU_OK;
 }
+
+/* One pointwise loop over rank-1 tensors of `lanes` elements, each operand
+ * stored in its own dtype first: the tensor path's kinds and kernels. */
+fu_status fu_interp_eval_int_lanes(fu_op_kind k, const fu_dtype *dts, const int64_t *const *in, uint32_t n,
+                                   fu_dtype result, uint32_t lanes, int64_t *out) {
+  const fu_op_info *info = fu_op_info_of(k);
+  if (n < 1 || n > 3 || lanes > FU_INTERP_MAX_LANES || !(info->flags & FU_OF_POINTWISE) ||
+      fu_dtype_is_float(result) || result == FU_DT_NONE)
+    return FU_ERR_UNSUPPORTED;
+  if (lanes == 0) return FU_OK;
+  uint64_t raw[4][FU_INTERP_MAX_LANES];
+  fu_value vals[3];
+  fu_value *ops[3];
+  fu_host_tensor ins[3], res;
+  for (uint32_t i = 0; i < n; i++) {
+    if (fu_dtype_is_float(dts[i]) || dts[i] == FU_DT_NONE) return FU_ERR_UNSUPPORTED;
+    memset(&vals[i], 0, sizeof vals[i]);
+    vals[i].type.dtype = dts[i];
+    vals[i].type.rank = FU_SCALAR_RANK;
+    vals[i].is_literal = true;
+    ops[i] = &vals[i];
+  }
+  fu_pw_loop l;
+  fu_interp_pw_loop_init(&l, k, ops, n, result);
+  for (uint32_t i = 0; i <= n; i++) {
+    fu_host_tensor *t = i ? &ins[i - 1] : &res;
+    memset(t, 0, sizeof *t);
+    t->dtype = i ? dts[i - 1] : result;
+    t->rank = 1;
+    t->shape[0] = lanes;
+    t->strides[0] = 1;
+    t->data = raw[i];
+    if (i) {
+      fu_interp_store(t->dtype, raw[i], 1, lanes, FU_CK_I64, in[i - 1]);
+      l.in[i - 1] = t;
+    }
+  }
+  l.out = &res;
+  switch (fu_interp_pw_run(&l)) {
+  case FU_PW_OK: break;
+  case FU_PW_DIV_ZERO: return FU_ERR_RUNTIME;
+  case FU_PW_UNSUPPORTED: return FU_ERR_UNSUPPORTED;
+  }
+  fu_interp_load(result, raw[0], 1, lanes, FU_CK_I64, out);
+  return FU_OK;
+}

@@ -6,19 +6,22 @@
  * in their branch, and leaves a region whose guards every thread passes as
  * it is.
  *
- * The condition is evaluated exactly, not estimated: constants, thread
- * indices (each thread of the block), block indices (0), block dims, and
- * the integer and boolean ops a lowering builds guards from.  Anything else
- * (a loaded value, a mutable, a float, a grid dim, a scalar parameter)
- * makes the share unknown. */
+ * The condition is evaluated exactly, not estimated, each of its values
+ * once for all the block's threads (a lane each), through the
+ * interpreter's own pointwise kernels (fu_interp_eval_int_lanes): the
+ * integer and boolean math a lowering builds guards from, over constants,
+ * thread indices, block indices (0) and block dims.  Anything else (a
+ * loaded value, a mutable, a float, a grid dim, a scalar parameter) makes
+ * the share unknown. */
 #include <string.h>
 
+#include "fuser/interp.h"
 #include "fuser/kir.h"
 #include "lower_internal.h"
 
-/* Evaluations a thread may spend on one condition (a guard is a handful of
- * ops; the bound keeps a condition shared as a deep DAG from exploding). */
-#define EVAL_BUDGET 4096
+/* Values one condition may take (a guard is a handful of ops; the bound
+ * keeps a pathological condition from costing much). */
+#define EVAL_VALUES 256
 #define EVAL_DEPTH 64
 
 static void map_defs(fu_guard_eval *ev, const fu_kblock *b) {
@@ -33,104 +36,92 @@ static void map_defs(fu_guard_eval *ev, const fu_kblock *b) {
   }
 }
 
+static uint32_t block_threads(const fu_kernel *k) {
+  uint64_t n = (uint64_t)k->block[0] * k->block[1] * k->block[2];
+  return n > FU_INTERP_MAX_LANES ? 0 : (uint32_t)n;
+}
+
 fu_status fu_guard_eval_init(fu_guard_eval *ev, const fu_allocator *alloc, const fu_kernel *k) {
   memset(ev, 0, sizeof *ev);
   ev->alloc = *alloc;
   ev->k = k;
   ev->n_ids = k->next_kval_id;
+  ev->lanes = block_threads(k);
   ev->defs = fu_mem_calloc(&ev->alloc, (size_t)ev->n_ids + 1, sizeof *ev->defs);
-  if (!ev->defs) return FU_ERR_NOMEM;
+  ev->slot = fu_mem_calloc(&ev->alloc, (size_t)ev->n_ids + 1, sizeof *ev->slot);
+  ev->values = fu_mem_calloc(&ev->alloc, (size_t)EVAL_VALUES * (ev->lanes ? ev->lanes : 1), sizeof *ev->values);
+  if (!ev->defs || !ev->slot || !ev->values) {
+    fu_guard_eval_free(ev);
+    return FU_ERR_NOMEM;
+  }
+  for (uint32_t i = 0; i <= ev->n_ids; i++) ev->slot[i] = -1;
   map_defs(ev, &k->body);
   return FU_OK;
 }
 
 void fu_guard_eval_free(fu_guard_eval *ev) {
-  if (ev->defs) fu_mem_free(&ev->alloc, ev->defs, ((size_t)ev->n_ids + 1) * sizeof *ev->defs);
+  size_t n = (size_t)ev->n_ids + 1;
+  if (ev->defs) fu_mem_free(&ev->alloc, ev->defs, n * sizeof *ev->defs);
+  if (ev->slot) fu_mem_free(&ev->alloc, ev->slot, n * sizeof *ev->slot);
+  if (ev->values)
+    fu_mem_free(&ev->alloc, ev->values, (size_t)EVAL_VALUES * (ev->lanes ? ev->lanes : 1) * sizeof *ev->values);
   ev->defs = NULL;
+  ev->slot = NULL;
+  ev->values = NULL;
 }
 
-typedef struct thread_point {
-  int64_t tid[3];
-  uint32_t spent;
-} thread_point;
-
-static bool eval(const fu_guard_eval *ev, const fu_kval *v, thread_point *t, uint32_t depth, int64_t *out);
-
-static bool eval_math(const fu_guard_eval *ev, const fu_kinst *in, thread_point *t, uint32_t depth,
-                      int64_t *out) {
-  int64_t a[3] = {0, 0, 0};
-  if (in->n_args > 3) return false;
-  for (uint32_t i = 0; i < in->n_args; i++)
-    if (!eval(ev, in->args[i], t, depth + 1, &a[i])) return false;
-  switch (in->u.math) {
-  case FU_OP_CAST: *out = fu_dtype_is_bool(in->results[0]->dtype) ? a[0] != 0 : a[0]; return true;
-  case FU_OP_NEG: *out = (int64_t)(0 - (uint64_t)a[0]); return true;
-  case FU_OP_LOGICAL_NOT: *out = !a[0]; return true;
-  /* wrapping, as the GPU's integers do (and no undefined overflow here) */
-  case FU_OP_ADD: *out = (int64_t)((uint64_t)a[0] + (uint64_t)a[1]); return true;
-  case FU_OP_SUB: *out = (int64_t)((uint64_t)a[0] - (uint64_t)a[1]); return true;
-  case FU_OP_MUL: *out = (int64_t)((uint64_t)a[0] * (uint64_t)a[1]); return true;
-  case FU_OP_DIV:
-  case FU_OP_FMOD:
-    if (a[1] == 0 || a[1] == -1) return false;
-    *out = in->u.math == FU_OP_DIV ? a[0] / a[1] : a[0] % a[1];
-    return true;
-  case FU_OP_MAXIMUM: *out = a[0] > a[1] ? a[0] : a[1]; return true;
-  case FU_OP_MINIMUM: *out = a[0] < a[1] ? a[0] : a[1]; return true;
-  case FU_OP_EQ: *out = a[0] == a[1]; return true;
-  case FU_OP_NE: *out = a[0] != a[1]; return true;
-  case FU_OP_LT: *out = a[0] < a[1]; return true;
-  case FU_OP_LE: *out = a[0] <= a[1]; return true;
-  case FU_OP_GT: *out = a[0] > a[1]; return true;
-  case FU_OP_GE: *out = a[0] >= a[1]; return true;
-  case FU_OP_LOGICAL_AND: *out = a[0] && a[1]; return true;
-  case FU_OP_LOGICAL_OR: *out = a[0] || a[1]; return true;
-  case FU_OP_WHERE: *out = a[0] ? a[1] : a[2]; return true;
-  default: return false;
-  }
-}
-
-/* v's value at thread point t (block 0); false when it is not known. */
-static bool eval(const fu_guard_eval *ev, const fu_kval *v, thread_point *t, uint32_t depth, int64_t *out) {
-  if (depth > EVAL_DEPTH || ++t->spent > EVAL_BUDGET) return false;
-  if (v->kind != FU_KV_LOCAL || v->id >= ev->n_ids || !ev->defs[v->id]) return false;
-  if (fu_dtype_is_float(v->dtype)) return false;
+/* v's value at every lane (thread) of block 0, each value computed once
+ * per condition; NULL when it is not known. */
+static const int64_t *eval(fu_guard_eval *ev, const fu_kval *v, uint32_t depth) {
+  if (v->kind != FU_KV_LOCAL || v->id >= ev->n_ids || !ev->defs[v->id]) return NULL;
+  if (ev->slot[v->id] >= 0) return ev->values + (size_t)ev->slot[v->id] * ev->lanes;
+  if (depth > EVAL_DEPTH || ev->n_values == EVAL_VALUES || fu_dtype_is_float(v->dtype)) return NULL;
   const fu_kinst *in = ev->defs[v->id];
-  switch (in->kind) {
-  case FU_KI_CONST:
-    *out = fu_dtype_is_bool(v->dtype) ? (int64_t)in->u.constant.b : in->u.constant.i;
-    return true;
-  case FU_KI_SPECIAL:
-    switch (in->u.special) {
-    case FU_SP_TID_X: *out = t->tid[0]; return true;
-    case FU_SP_TID_Y: *out = t->tid[1]; return true;
-    case FU_SP_TID_Z: *out = t->tid[2]; return true;
-    case FU_SP_CTAID_X:
-    case FU_SP_CTAID_Y:
-    case FU_SP_CTAID_Z:
-    case FU_SP_CLUSTER_RANK: *out = 0; return true;
-    case FU_SP_NTID_X: *out = ev->k->block[0]; return true;
-    case FU_SP_NTID_Y: *out = ev->k->block[1]; return true;
-    case FU_SP_NTID_Z: *out = ev->k->block[2]; return true;
-    default: return false;
+  const int64_t *args[3] = {NULL, NULL, NULL};
+  fu_dtype dts[3] = {FU_DT_NONE, FU_DT_NONE, FU_DT_NONE};
+  if (in->kind == FU_KI_MATH) {
+    if (in->n_args < 1 || in->n_args > 3) return NULL;
+    for (uint32_t i = 0; i < in->n_args; i++) {
+      if (!(args[i] = eval(ev, in->args[i], depth + 1))) return NULL;
+      dts[i] = in->args[i]->dtype;
     }
-  case FU_KI_MATH: return eval_math(ev, in, t, depth, out);
-  default: return false;
+    if (ev->n_values == EVAL_VALUES) return NULL;
   }
+  const fu_kernel *k = ev->k;
+  int64_t *out = ev->values + (size_t)ev->n_values * ev->lanes;
+  switch (in->kind) {
+  case FU_KI_CONST: {
+    int64_t c = fu_dtype_is_bool(v->dtype) ? (int64_t)in->u.constant.b : in->u.constant.i;
+    for (uint32_t l = 0; l < ev->lanes; l++) out[l] = c;
+    break;
+  }
+  case FU_KI_SPECIAL: {
+    fu_special sp = in->u.special;
+    for (uint32_t l = 0; l < ev->lanes; l++) {
+      uint32_t tid[3] = {l % k->block[0], l / k->block[0] % k->block[1], l / (k->block[0] * k->block[1])};
+      if (sp <= FU_SP_TID_Z) out[l] = tid[sp - FU_SP_TID_X];
+      else if (sp >= FU_SP_NTID_X && sp <= FU_SP_NTID_Z) out[l] = k->block[sp - FU_SP_NTID_X];
+      else if ((sp >= FU_SP_CTAID_X && sp <= FU_SP_CTAID_Z) || sp == FU_SP_CLUSTER_RANK) out[l] = 0;
+      else return NULL;
+    }
+    break;
+  }
+  case FU_KI_MATH:
+    if (fu_interp_eval_int_lanes(in->u.math, dts, args, in->n_args, v->dtype, ev->lanes, out) != FU_OK) return NULL;
+    break;
+  default: return NULL;
+  }
+  ev->slot[v->id] = (int32_t)ev->n_values;
+  ev->touched[ev->n_values++] = v->id;
+  return out;
 }
 
-double fu_guard_share(const fu_guard_eval *ev, const fu_kval *cond) {
-  const fu_kernel *k = ev->k;
-  uint64_t threads = (uint64_t)k->block[0] * k->block[1] * k->block[2], taken = 0;
-  if (threads == 0 || threads > 1024) return -1;
-  thread_point t;
-  for (t.tid[2] = 0; t.tid[2] < k->block[2]; t.tid[2]++)
-    for (t.tid[1] = 0; t.tid[1] < k->block[1]; t.tid[1]++)
-      for (t.tid[0] = 0; t.tid[0] < k->block[0]; t.tid[0]++) {
-        int64_t c = 0;
-        t.spent = 0;
-        if (!eval(ev, cond, &t, 0, &c)) return -1;
-        taken += c != 0;
-      }
-  return (double)taken / (double)threads;
+double fu_guard_share(fu_guard_eval *ev, const fu_kval *cond) {
+  if (!ev->lanes) return -1;
+  const int64_t *c = eval(ev, cond, 0);
+  uint32_t taken = 0;
+  for (uint32_t l = 0; c && l < ev->lanes; l++) taken += c[l] != 0;
+  for (uint32_t i = 0; i < ev->n_values; i++) ev->slot[ev->touched[i]] = -1;
+  ev->n_values = 0;
+  return c ? (double)taken / (double)ev->lanes : -1;
 }

@@ -148,13 +148,18 @@ typedef struct fu_guard_eval {
   fu_allocator alloc;
   const fu_kernel *k;
   uint32_t n_ids;
+  uint32_t lanes;        /* the block's threads; 0 past FU_INTERP_MAX_LANES */
   const fu_kinst **defs; /* by kernel value id: its defining instruction */
+  int32_t *slot;         /* by kernel value id: its lanes in `values` for the current condition, or -1 */
+  int64_t *values;       /* 256 values of `lanes` lanes */
+  uint32_t n_values;
+  uint32_t touched[256]; /* the ids with a slot, reset after each condition */
 } fu_guard_eval;
 fu_status fu_guard_eval_init(fu_guard_eval *ev, const fu_allocator *alloc, const fu_kernel *k);
 void fu_guard_eval_free(fu_guard_eval *ev);
 /* In [0, 1]; -1 when the condition is not such math (or the block has
  * more than 1024 threads). */
-double fu_guard_share(const fu_guard_eval *ev, const fu_kval *cond);
+double fu_guard_share(fu_guard_eval *ev, const fu_kval *cond);
 /* Then (relax_exp.c, unless --disable=exp16): f32 exps whose results only
  * reach bf16/f16 values through mul, div, neg and casts become exp2(x *
  * log2 e); *n_relaxed counts them. */
